@@ -1,0 +1,120 @@
+//! An order-preserving JSON tree, so generated fields follow the schema's property order.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// A JSON value whose objects keep their key order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum J {
+    /// `null`.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// Any number.
+    Num(serde_json::Number),
+    /// A string.
+    Str(String),
+    /// An array.
+    Arr(Vec<J>),
+    /// An object, in document order.
+    Obj(Vec<(String, J)>),
+}
+
+impl J {
+    /// The value of `key` when `self` is an object that has it.
+    pub fn get(&self, key: &str) -> Option<&J> {
+        match self {
+            J::Obj(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The string, when `self` is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            J::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The entries, when `self` is an object.
+    pub fn as_obj(&self) -> Option<&[(String, J)]> {
+        match self {
+            J::Obj(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// The items, when `self` is an array.
+    pub fn as_arr(&self) -> Option<&[J]> {
+        match self {
+            J::Arr(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// The integer, when `self` is one.
+    pub fn as_i128(&self) -> Option<i128> {
+        match self {
+            J::Num(n) => n
+                .as_u64()
+                .map(i128::from)
+                .or_else(|| n.as_i64().map(i128::from)),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for J {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<J, D::Error> {
+        deserializer.deserialize_any(JVisitor)
+    }
+}
+
+struct JVisitor;
+
+impl<'de> Visitor<'de> for JVisitor {
+    type Value = J;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_unit<E>(self) -> Result<J, E> {
+        Ok(J::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<J, E> {
+        Ok(J::Bool(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<J, E> {
+        Ok(J::Num(v.into()))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<J, E> {
+        Ok(J::Num(v.into()))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<J, E> {
+        serde_json::Number::from_f64(v)
+            .map(J::Num)
+            .ok_or_else(|| E::custom("non-finite number"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<J, E> {
+        Ok(J::Str(v.to_owned()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<J, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(J::Arr(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<J, A::Error> {
+        let mut entries: Vec<(String, J)> = Vec::new();
+        while let Some((k, v)) = map.next_entry::<String, J>()? {
+            if entries.iter().any(|(e, _)| *e == k) {
+                return Err(serde::de::Error::custom(format_args!("duplicate key `{k}`")));
+            }
+            entries.push((k, v));
+        }
+        Ok(J::Obj(entries))
+    }
+}

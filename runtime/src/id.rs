@@ -1,0 +1,163 @@
+//! The two encodings of a node id: swactor's `NodeId` (an array of 32 integers) and the hex string.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
+use serde::{Serialize, Serializer};
+
+/// A node's 32-byte public key, serialized as swactor does: a JSON array of 32 integers 0-255.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct NodeId(pub [u8; 32]);
+
+impl NodeId {
+    /// The 64-character lowercase hex form.
+    pub fn to_hex(&self) -> NodeIdHex {
+        NodeIdHex(self.to_string())
+    }
+
+    /// The first 8 hex characters, as swactor's logs and `node_id_short` print them.
+    pub fn short(&self) -> String {
+        self.to_string()[..8].to_owned()
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NodeId({self})")
+    }
+}
+
+/// Error of parsing a hex node id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseNodeIdError(String);
+
+impl fmt::Display for ParseNodeIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` is not a 64-character hex node id", self.0)
+    }
+}
+
+impl std::error::Error for ParseNodeIdError {}
+
+impl FromStr for NodeId {
+    type Err = ParseNodeIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || ParseNodeIdError(s.to_owned());
+        if s.len() != 64 || !s.is_ascii() {
+            return Err(err());
+        }
+        let mut out = [0u8; 32];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| err())?;
+        }
+        Ok(NodeId(out))
+    }
+}
+
+impl Serialize for NodeId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(NodeIdVisitor)
+    }
+}
+
+struct NodeIdVisitor;
+
+impl<'de> Visitor<'de> for NodeIdVisitor {
+    type Value = NodeId;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a node id: an array of 32 integers 0-255")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NodeId, A::Error> {
+        let mut out = [0u8; 32];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = seq
+                .next_element()?
+                .ok_or_else(|| de::Error::invalid_length(i, &self))?;
+        }
+        let mut extra = 0;
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {
+            extra += 1;
+        }
+        if extra > 0 {
+            return Err(de::Error::invalid_length(32 + extra, &self));
+        }
+        Ok(NodeId(out))
+    }
+}
+
+/// A node id as a string, by convention 64 lowercase hex characters.
+///
+/// Readers accept any string: collector manifests carry the raw `x-node-id` header, which is a
+/// synthetic id such as `vastai-external` for vast.ai producers.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize)]
+#[serde(transparent)]
+pub struct NodeIdHex(pub String);
+
+impl NodeIdHex {
+    /// The string as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The 32-byte id, when the string is a 64-character hex id.
+    pub fn to_node_id(&self) -> Result<NodeId, ParseNodeIdError> {
+        self.0.parse()
+    }
+}
+
+impl fmt::Debug for NodeIdHex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NodeIdHex({:?})", self.0)
+    }
+}
+
+impl fmt::Display for NodeIdHex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<NodeId> for NodeIdHex {
+    fn from(id: NodeId) -> Self {
+        id.to_hex()
+    }
+}
+
+impl From<&str> for NodeIdHex {
+    fn from(s: &str) -> Self {
+        NodeIdHex(s.to_owned())
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeIdHex {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(NodeIdHex)
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+impl<'a> arbitrary::Arbitrary<'a> for NodeIdHex {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(NodeId::arbitrary(u)?.to_hex())
+    }
+}
