@@ -656,6 +656,25 @@ fn adjacent_union(d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
     }
     let (other_var, other_finish, other_ser, other_tag, arb_fn) = if u.open {
         let arb_name = format_ident!("arbitrary_other_tag_{}", d.name.to_lowercase());
+        let (content_ty, content_read, content_write) = if u.other_content_required {
+            (
+                quote!(#rt::Json),
+                quote!(match self.content {
+                    Some(raw) => #rt::private::serde_json::from_str(raw.get()).map_err(E::custom)?,
+                    None => return Err(E::missing_field(#content)),
+                }),
+                quote!(map.serialize_entry(#content, content)?;),
+            )
+        } else {
+            (
+                quote!(Option<#rt::Json>),
+                quote!(match self.content {
+                    Some(raw) => Some(#rt::private::serde_json::from_str(raw.get()).map_err(E::custom)?),
+                    None => None,
+                }),
+                quote!(if let Some(c) = content { map.serialize_entry(#content, c)?; }),
+            )
+        };
         (
             quote!(
                 #[doc = " A variant this version of the contract does not know, written back unchanged."]
@@ -663,20 +682,17 @@ fn adjacent_union(d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
                     /// The tag value.
                     #[cfg_attr(feature = "arbitrary", arbitrary(with = #arb_name))]
                     tag: String,
-                    /// The content, when the object has one.
-                    content: Option<#rt::Json>,
+                    /// The content as written.
+                    content: #content_ty,
                 },
             ),
             quote!(other => #name::Other {
                 tag: other.to_owned(),
-                content: match self.content {
-                    Some(raw) => Some(#rt::private::serde_json::from_str(raw.get()).map_err(E::custom)?),
-                    None => None,
-                },
+                content: #content_read,
             },),
             quote!(#name::Other { tag, content } => {
                 map.serialize_entry(#tag, tag)?;
-                if let Some(c) = content { map.serialize_entry(#content, c)?; }
+                #content_write
             }),
             quote!(#name::Other { tag, .. } => tag,),
             quote!(

@@ -105,8 +105,13 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
         }
     }
     records.sort_by(|a, b| a.0.cmp(&b.0));
+    let record_enum = record_enum(&model);
     let records = records.into_iter().map(|(_, t)| t);
     let stems = model.files.iter().map(|f| f.stem.as_str());
+    let texts = model.files.iter().map(|f| {
+        let (stem, path) = (&f.stem, format!("../../../schemas/{}.schema.json", f.stem));
+        quote::quote!((#stem, include_str!(#path)))
+    });
     let version_doc = format!(" The contract version these types were generated from: `{version}`.");
     let v1 = quote::quote! {
         //! Major version 1 of the contract: one module per schema file, every type re-exported here.
@@ -120,6 +125,11 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
 
         /// The schema file stems, sorted.
         pub const SCHEMAS: &[&str] = &[#(#stems),*];
+
+        /// The text of every schema file, by stem, as compiled into this crate.
+        pub const SCHEMA_TEXTS: &[(&str, &str)] = &[#(#texts),*];
+
+        #record_enum
     };
     out.push((
         PathBuf::from("generated/src/v1/mod.rs"),
@@ -206,4 +216,65 @@ pub fn run(root: &Path, mode: Mode) -> Result<usize> {
         }
     }
     Ok(stale.len())
+}
+
+/// Renders `Record`: one variant per record kind, with parse-by-kind dispatch.
+fn record_enum(model: &model::Model) -> proc_macro2::TokenStream {
+    let mut kinds: Vec<(&str, &str)> = model
+        .files
+        .iter()
+        .flat_map(|f| &f.defs)
+        .filter_map(|d| d.record.as_deref().map(|k| (k, d.name.as_str())))
+        .collect();
+    kinds.sort();
+    let var: Vec<proc_macro2::Ident> = kinds
+        .iter()
+        .map(|(k, _)| quote::format_ident!("{}", model::variant_name(k)))
+        .collect();
+    let ty: Vec<proc_macro2::Ident> = kinds.iter().map(|(_, t)| quote::format_ident!("{}", t)).collect();
+    let kind: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
+    let docs: Vec<String> = kinds.iter().map(|(k, t)| format!(" A `{k}` record ([`{t}`]).")).collect();
+    quote::quote! {
+        /// One record of any kind, for code that handles records by kind (validation, bundles, tests).
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Record {
+            #(#[doc = #docs] #var(#ty),)*
+        }
+
+        impl Record {
+            /// The record kinds, sorted.
+            pub const KINDS: &'static [&'static str] = &[#(#kind),*];
+
+            /// Parses `json` as a record of `kind`; `None` when the kind is unknown.
+            pub fn parse(kind: &str, json: &str) -> Option<Result<Record, ::diagwire_runtime::private::serde_json::Error>> {
+                Some(match kind {
+                    #(#kind => ::diagwire_runtime::private::serde_json::from_str(json).map(Record::#var),)*
+                    _ => return None,
+                })
+            }
+
+            /// Reads a parsed JSON value as a record of `kind`; `None` when the kind is unknown.
+            pub fn from_value(kind: &str, value: ::diagwire_runtime::private::serde_json::Value) -> Option<Result<Record, ::diagwire_runtime::private::serde_json::Error>> {
+                Some(match kind {
+                    #(#kind => ::diagwire_runtime::private::serde_json::from_value(value).map(Record::#var),)*
+                    _ => return None,
+                })
+            }
+
+            /// The record kind.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    #(Record::#var(_) => #kind,)*
+                }
+            }
+        }
+
+        impl ::diagwire_runtime::private::serde::Serialize for Record {
+            fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    #(Record::#var(v) => v.serialize(serializer),)*
+                }
+            }
+        }
+    }
 }

@@ -220,6 +220,8 @@ pub struct UnionDef {
     pub variants: Vec<Variant>,
     /// Tag constants an internal union nested in another declares (`"t": "lifecycle"`).
     pub consts: Vec<(String, String)>,
+    /// Whether the catch-all of an open adjacent union requires the content key.
+    pub other_content_required: bool,
 }
 
 /// Union tagging styles.
@@ -413,7 +415,13 @@ fn lower_def(cx: &mut Ctx<'_>, ptr: &str, name: &str, s: &J) -> Option<Def> {
     } else {
         match s.get("type").and_then(J::as_str) {
             Some("object") => DefKind::Struct(lower_struct(cx, ptr, s)?),
-            Some("array") => DefKind::Array(lower_ty(cx, ptr, s)?),
+            Some("array") => match lower_ty(cx, ptr, s)? {
+                Ty::Vec(item) => DefKind::Array(*item),
+                _ => {
+                    cx.err(ptr, "an array alias is `{\"type\": \"array\", \"items\": …}`");
+                    return None;
+                }
+            },
             _ => {
                 cx.err(ptr, "a definition must be a struct (`type: object`), a string enum (`enum` / `x-open-enum`), a union (`x-union`), an id alias (`x-id`) or an array alias");
                 return None;
@@ -813,6 +821,13 @@ fn lower_union(cx: &mut Ctx<'_>, ptr: &str, s: &J, u: &J) -> Option<UnionDef> {
     };
     let mut variants = Vec::new();
     let mut closed_object = None;
+    let other_content_required = match (&content, catch_all) {
+        (Some(c), Some(branch)) => branch
+            .get("required")
+            .and_then(J::as_arr)
+            .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(c.as_str()))),
+        _ => false,
+    };
     for (i, b) in known.iter().enumerate() {
         let bptr = format!("{ptr}/oneOf/{i}");
         match style {
@@ -938,6 +953,7 @@ fn lower_union(cx: &mut Ctx<'_>, ptr: &str, s: &J, u: &J) -> Option<UnionDef> {
         closed_object: closed_object.unwrap_or(false),
         variants,
         consts,
+        other_content_required,
     })
 }
 

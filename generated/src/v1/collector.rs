@@ -395,7 +395,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ErrorBody {
 /// Reply of `GET /diag/runs`: every run the collector has accounting for since it started, sorted by run id.
 ///
 /// Record kind `runs`.
-pub type RunsListing = Vec<Vec<RunSummary>>;
+pub type RunsListing = Vec<RunSummary>;
 /// The collector's in-memory accounting for one run, as listed by `GET /diag/runs`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]

@@ -131,7 +131,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for EventRecord {
 /// A batch of event records: the body of one `POST /diag/events` and the content of one `events/events-NNNNNN.json` file in a bundle. Batches hold up to 512 records and are flushed about once a second; an empty array is valid.
 ///
 /// Record kind `event_batch`.
-pub type EventBatch = Vec<Vec<EventRecord>>;
+pub type EventBatch = Vec<EventRecord>;
 /// A typed diagnostics event, tagged by the `type` key that sits beside its fields (swactor `Event`). Unknown event types from newer writers are kept as they are; a known type with a malformed body is an error.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
@@ -3738,8 +3738,8 @@ pub enum CustomPayload {
             arbitrary(with = arbitrary_other_tag_custompayload)
         )]
         tag: String,
-        /// The content, when the object has one.
-        content: Option<::diagwire_runtime::Json>,
+        /// The content as written.
+        content: ::diagwire_runtime::Json,
     },
 }
 #[cfg(feature = "arbitrary")]
@@ -3887,12 +3887,10 @@ impl ::diagwire_runtime::Builder for CustomPayloadBuilder {
                         tag: other.to_owned(),
                         content: match self.content {
                             Some(raw) => {
-                                Some(
-                                    ::diagwire_runtime::private::serde_json::from_str(raw.get())
-                                        .map_err(E::custom)?,
-                                )
+                                ::diagwire_runtime::private::serde_json::from_str(raw.get())
+                                    .map_err(E::custom)?
                             }
-                            None => None,
+                            None => return Err(E::missing_field("fields")),
                         },
                     }
                 }
@@ -3932,9 +3930,7 @@ impl ::diagwire_runtime::MapFields for CustomPayload {
             }
             CustomPayload::Other { tag, content } => {
                 map.serialize_entry("kind", tag)?;
-                if let Some(c) = content {
-                    map.serialize_entry("fields", c)?;
-                }
+                map.serialize_entry("fields", content)?;
             }
         }
         Ok(())

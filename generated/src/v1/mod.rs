@@ -100,3 +100,206 @@ pub const SCHEMAS: &[&str] = &[
     "tier3",
     "vastai",
 ];
+/// The text of every schema file, by stem, as compiled into this crate.
+pub const SCHEMA_TEXTS: &[(&str, &str)] = &[
+    ("collector", include_str!("../../../schemas/collector.schema.json")),
+    ("common", include_str!("../../../schemas/common.schema.json")),
+    ("event", include_str!("../../../schemas/event.schema.json")),
+    ("finalize", include_str!("../../../schemas/finalize.schema.json")),
+    ("host", include_str!("../../../schemas/host.schema.json")),
+    ("identity", include_str!("../../../schemas/identity.schema.json")),
+    ("iroh", include_str!("../../../schemas/iroh.schema.json")),
+    ("manifest", include_str!("../../../schemas/manifest.schema.json")),
+    ("snapshot", include_str!("../../../schemas/snapshot.schema.json")),
+    ("swim", include_str!("../../../schemas/swim.schema.json")),
+    ("tier3", include_str!("../../../schemas/tier3.schema.json")),
+    ("vastai", include_str!("../../../schemas/vastai.schema.json")),
+];
+/// One record of any kind, for code that handles records by kind (validation, bundles, tests).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// A `boot` record ([`Identity`]).
+    Boot(Identity),
+    /// A `error` record ([`ErrorBody`]).
+    Error(ErrorBody),
+    /// A `event` record ([`EventRecord`]).
+    Event(EventRecord),
+    /// A `event_batch` record ([`EventBatch`]).
+    EventBatch(EventBatch),
+    /// A `finalize` record ([`Finalize`]).
+    Finalize(Finalize),
+    /// A `live` record ([`LiveRecord`]).
+    Live(LiveRecord),
+    /// A `manifest` record ([`Manifest`]).
+    Manifest(Manifest),
+    /// A `post_ack` record ([`PostAck`]).
+    PostAck(PostAck),
+    /// A `runs` record ([`RunsListing`]).
+    Runs(RunsListing),
+    /// A `snapshot` record ([`Snapshot`]).
+    Snapshot(Snapshot),
+    /// A `vastai` record ([`VastaiRecord`]).
+    Vastai(VastaiRecord),
+}
+impl Record {
+    /// The record kinds, sorted.
+    pub const KINDS: &'static [&'static str] = &[
+        "boot",
+        "error",
+        "event",
+        "event_batch",
+        "finalize",
+        "live",
+        "manifest",
+        "post_ack",
+        "runs",
+        "snapshot",
+        "vastai",
+    ];
+    /// Parses `json` as a record of `kind`; `None` when the kind is unknown.
+    pub fn parse(
+        kind: &str,
+        json: &str,
+    ) -> Option<Result<Record, ::diagwire_runtime::private::serde_json::Error>> {
+        Some(
+            match kind {
+                "boot" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::Boot)
+                }
+                "error" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::Error)
+                }
+                "event" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::Event)
+                }
+                "event_batch" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::EventBatch)
+                }
+                "finalize" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::Finalize)
+                }
+                "live" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::Live)
+                }
+                "manifest" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::Manifest)
+                }
+                "post_ack" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::PostAck)
+                }
+                "runs" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::Runs)
+                }
+                "snapshot" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::Snapshot)
+                }
+                "vastai" => {
+                    ::diagwire_runtime::private::serde_json::from_str(json)
+                        .map(Record::Vastai)
+                }
+                _ => return None,
+            },
+        )
+    }
+    /// Reads a parsed JSON value as a record of `kind`; `None` when the kind is unknown.
+    pub fn from_value(
+        kind: &str,
+        value: ::diagwire_runtime::private::serde_json::Value,
+    ) -> Option<Result<Record, ::diagwire_runtime::private::serde_json::Error>> {
+        Some(
+            match kind {
+                "boot" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::Boot)
+                }
+                "error" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::Error)
+                }
+                "event" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::Event)
+                }
+                "event_batch" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::EventBatch)
+                }
+                "finalize" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::Finalize)
+                }
+                "live" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::Live)
+                }
+                "manifest" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::Manifest)
+                }
+                "post_ack" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::PostAck)
+                }
+                "runs" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::Runs)
+                }
+                "snapshot" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::Snapshot)
+                }
+                "vastai" => {
+                    ::diagwire_runtime::private::serde_json::from_value(value)
+                        .map(Record::Vastai)
+                }
+                _ => return None,
+            },
+        )
+    }
+    /// The record kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Record::Boot(_) => "boot",
+            Record::Error(_) => "error",
+            Record::Event(_) => "event",
+            Record::EventBatch(_) => "event_batch",
+            Record::Finalize(_) => "finalize",
+            Record::Live(_) => "live",
+            Record::Manifest(_) => "manifest",
+            Record::PostAck(_) => "post_ack",
+            Record::Runs(_) => "runs",
+            Record::Snapshot(_) => "snapshot",
+            Record::Vastai(_) => "vastai",
+        }
+    }
+}
+impl ::diagwire_runtime::private::serde::Serialize for Record {
+    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match self {
+            Record::Boot(v) => v.serialize(serializer),
+            Record::Error(v) => v.serialize(serializer),
+            Record::Event(v) => v.serialize(serializer),
+            Record::EventBatch(v) => v.serialize(serializer),
+            Record::Finalize(v) => v.serialize(serializer),
+            Record::Live(v) => v.serialize(serializer),
+            Record::Manifest(v) => v.serialize(serializer),
+            Record::PostAck(v) => v.serialize(serializer),
+            Record::Runs(v) => v.serialize(serializer),
+            Record::Snapshot(v) => v.serialize(serializer),
+            Record::Vastai(v) => v.serialize(serializer),
+        }
+    }
+}

@@ -200,7 +200,7 @@ pub enum SnapshotTrigger {
             arbitrary(with = arbitrary_other_tag_snapshottrigger)
         )]
         tag: String,
-        /// The content, when the object has one.
+        /// The content as written.
         content: Option<::diagwire_runtime::Json>,
     },
 }

@@ -1,0 +1,70 @@
+//! Every hand-composed legacy fixture: schema-valid, parses, and round-trips to the same JSON value;
+//! every invalid fixture is rejected by both the schema and the typed parse.
+
+use diagwire::v1::Record;
+use diagwire_compat_tests::{check_kind, invalid, valid};
+
+#[test]
+fn boot_records_round_trip() {
+    check_kind("boot");
+}
+
+#[test]
+fn event_records_round_trip() {
+    check_kind("event");
+}
+
+#[test]
+fn event_batches_round_trip() {
+    check_kind("event_batch");
+}
+
+#[test]
+fn snapshots_round_trip() {
+    check_kind("snapshot");
+}
+
+#[test]
+fn finalize_records_round_trip() {
+    check_kind("finalize");
+}
+
+#[test]
+fn manifests_round_trip() {
+    check_kind("manifest");
+}
+
+#[test]
+fn post_acks_round_trip() {
+    check_kind("post_ack");
+}
+
+#[test]
+fn error_bodies_round_trip() {
+    check_kind("error");
+}
+
+#[test]
+fn runs_listings_round_trip() {
+    check_kind("runs");
+}
+
+#[test]
+fn live_records_round_trip() {
+    check_kind("live");
+}
+
+#[test]
+fn vastai_records_round_trip() {
+    check_kind("vastai");
+}
+
+#[test]
+fn every_record_kind_has_valid_and_invalid_fixtures() {
+    let missing: Vec<String> = Record::KINDS
+        .iter()
+        .filter(|k| valid(k).is_empty() || invalid(k).is_empty())
+        .map(|k| k.to_string())
+        .collect();
+    assert!(missing.is_empty(), "record kinds without valid and invalid fixtures: {missing:?}");
+}

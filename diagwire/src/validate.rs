@@ -1,0 +1,96 @@
+//! Validation of records against the contract's JSON Schemas, beside the typed parse.
+//!
+//! A record is valid when the schema accepts it; the typed parse must then succeed too (the test
+//! suite checks that the two verdicts agree on every fixture).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::v1;
+
+/// One schema violation: where in the record, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON pointer into the record (empty for the record itself).
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Error building the validators (a schema the `jsonschema` crate cannot compile).
+#[derive(Debug)]
+pub struct BuildError(String);
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Compiled validators, one per record kind, for the schemas of this build.
+pub struct Validators {
+    by_kind: BTreeMap<&'static str, jsonschema::Validator>,
+}
+
+impl Validators {
+    /// Compiles the schemas compiled into this crate.
+    pub fn new() -> Result<Self, BuildError> {
+        Self::from_texts(v1::SCHEMA_TEXTS, v1::RECORDS)
+    }
+
+    /// Compiles a set of schema texts (stem, text) for the given record kinds.
+    pub fn from_texts(
+        texts: &[(&str, &str)],
+        records: &[diagwire_runtime::RecordInfo],
+    ) -> Result<Self, BuildError> {
+        let mut docs = Vec::new();
+        for (stem, text) in texts {
+            let doc: Value = serde_json::from_str(text)
+                .map_err(|e| BuildError(format!("schemas/{stem}.schema.json: {e}")))?;
+            docs.push((format!("urn:diagwire:{stem}"), doc));
+        }
+        let registry = jsonschema::Registry::new()
+            .extend(docs.iter().map(|(id, doc)| (id.as_str(), doc)))
+            .and_then(|b| b.prepare())
+            .map_err(|e| BuildError(format!("schema registry: {e}")))?;
+        let mut by_kind = BTreeMap::new();
+        for r in records {
+            let root = serde_json::json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "$ref": format!("urn:diagwire:{}#/$defs/{}", r.schema, r.def),
+            });
+            let validator = jsonschema::options()
+                .with_registry(&registry)
+                .build(&root)
+                .map_err(|e| BuildError(format!("record kind `{}`: {e}", r.kind)))?;
+            by_kind.insert(r.kind, validator);
+        }
+        Ok(Validators { by_kind })
+    }
+
+    /// The record kinds these validators know.
+    pub fn kinds(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.by_kind.keys().copied()
+    }
+
+    /// Every schema violation of `record` as a record of `kind`; `None` when the kind is unknown.
+    pub fn violations(&self, kind: &str, record: &Value) -> Option<Vec<Violation>> {
+        let v = self.by_kind.get(kind)?;
+        Some(
+            v.iter_errors(record)
+                .map(|e| Violation {
+                    pointer: e.instance_path().to_string(),
+                    message: e.to_string(),
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether `record` is a valid record of `kind`; `None` when the kind is unknown.
+    pub fn is_valid(&self, kind: &str, record: &Value) -> Option<bool> {
+        self.by_kind.get(kind).map(|v| v.is_valid(record))
+    }
+}
