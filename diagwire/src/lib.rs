@@ -37,3 +37,6 @@ pub const CONTRACT_VERSION: &str = v1::CONTRACT_VERSION;
 
 #[cfg(feature = "validate")]
 pub mod validate;
+
+#[cfg(feature = "validate")]
+pub mod check;

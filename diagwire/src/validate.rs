@@ -79,18 +79,95 @@ impl Validators {
     /// Every schema violation of `record` as a record of `kind`; `None` when the kind is unknown.
     pub fn violations(&self, kind: &str, record: &Value) -> Option<Vec<Violation>> {
         let v = self.by_kind.get(kind)?;
-        Some(
-            v.iter_errors(record)
-                .map(|e| Violation {
-                    pointer: e.instance_path().to_string(),
-                    message: e.to_string(),
-                })
-                .collect(),
-        )
+        let mut out = Vec::new();
+        for e in v.iter_errors(record) {
+            explain(&e, &mut out);
+        }
+        out.dedup();
+        Some(out)
     }
 
     /// Whether `record` is a valid record of `kind`; `None` when the kind is unknown.
     pub fn is_valid(&self, kind: &str, record: &Value) -> Option<bool> {
         self.by_kind.get(kind).map(|v| v.is_valid(record))
     }
+}
+
+/// Turns one validation error into the violations a person needs to read.
+///
+/// A union (`oneOf`) error says only that no branch matched; the useful errors are those of the
+/// branch whose tag did match, so branches that failed on the tag (`const`, the catch-all's `not`)
+/// or on the type of the whole value are dropped and the rest are explained in turn. The `anyOf`
+/// of a nullable reference is explained by its reference branch.
+fn explain(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>) {
+    use jsonschema::error::ValidationErrorKind as K;
+    let here = e.instance_path().to_string();
+    let branches = match e.kind() {
+        K::OneOfNotValid { context } | K::AnyOf { context } => context,
+        _ => {
+            out.push(Violation {
+                pointer: here,
+                message: short(e.to_string()),
+            });
+            return;
+        }
+    };
+    let relevant: Vec<_> = branches
+        .iter()
+        .filter(|errors| {
+            !errors.iter().any(|b| {
+                matches!(b.kind(), K::Constant { .. } | K::Not { .. })
+                    || (matches!(b.kind(), K::Type { .. }) && b.instance_path().to_string() == here)
+            })
+        })
+        .collect();
+    if relevant.is_empty() {
+        out.push(Violation {
+            pointer: here,
+            message: "matches none of the known variants (unknown or missing tag, or a value of the wrong type)".into(),
+        });
+        return;
+    }
+    if relevant.len() == 1 {
+        for b in relevant[0] {
+            explain(b, out);
+        }
+        return;
+    }
+    // Several branches fit the tag equally badly (typically: the tag itself is missing). Report what
+    // they all agree on.
+    let explained: Vec<Vec<Violation>> = relevant
+        .iter()
+        .map(|errors| {
+            let mut v = Vec::new();
+            errors.iter().for_each(|b| explain(b, &mut v));
+            v
+        })
+        .collect();
+    let common: Vec<Violation> = explained[0]
+        .iter()
+        .filter(|v| explained[1..].iter().all(|other| other.contains(v)))
+        .cloned()
+        .collect();
+    if common.is_empty() {
+        out.push(Violation {
+            pointer: here,
+            message: "matches none of the known variants".into(),
+        });
+    } else {
+        out.extend(common);
+    }
+}
+
+fn short(mut message: String) -> String {
+    const MAX: usize = 240;
+    if message.len() > MAX {
+        let mut cut = MAX;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push('…');
+    }
+    message
 }

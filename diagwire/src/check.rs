@@ -1,0 +1,188 @@
+//! Checking record files: every record against its schema and its generated type, with located
+//! problems (`<file>:<record index> <json pointer>: <message>`).
+
+use std::fmt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::v1::Record;
+use crate::validate::Validators;
+
+/// One problem, located by file, record index and JSON pointer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file as the user named it.
+    pub file: String,
+    /// The record's index in the file (0 for a file holding one record); `None` for the whole file.
+    pub record: Option<usize>,
+    /// JSON pointer into the record.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.record {
+            Some(i) => write!(f, "{}:{} {}: {}", self.file, i, self.pointer, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+/// What checking one file found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Records checked.
+    pub records: usize,
+    /// Records with at least one problem.
+    pub invalid_records: usize,
+    /// Every problem found.
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    /// Adds another report's counts and problems to this one.
+    pub fn merge(&mut self, other: Report) {
+        self.records += other.records;
+        self.invalid_records += other.invalid_records;
+        self.problems.extend(other.problems);
+    }
+}
+
+/// The record kind a file name implies in swactor's layouts, if any.
+///
+/// `events-NNNNNN.json` files hold arrays of `event` records; the kind returned is the element kind.
+pub fn kind_from_file_name(path: &Path) -> Option<&'static str> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    Some(match stem {
+        "MANIFEST" => "manifest",
+        s if s == "boot" || s.starts_with("boot-") => "boot",
+        s if s.starts_with("events-") || s == "events" => "event",
+        s if s.starts_with("snapshot-") || s == "snapshot" => "snapshot",
+        s if s == "finalize" || s.starts_with("finalize-") => "finalize",
+        s if s.starts_with("vastai_") => "vastai",
+        _ => return None,
+    })
+}
+
+/// Splits a file's text into records: a JSON array of records, JSON lines, or one record.
+///
+/// Returns the records with their index, or a file-level error.
+fn split_records(text: &str, kind: &str) -> Result<Vec<(usize, Result<Value, String>)>, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Array(items)) if !Record::KINDS.contains(&kind) || !is_array_kind(kind) => {
+            Ok(items.into_iter().map(Ok).enumerate().collect())
+        }
+        Ok(v) => Ok(vec![(0, Ok(v))]),
+        Err(e) if e.classify() == serde_json::error::Category::Syntax && text.lines().count() > 1 => {
+            // JSON lines: one record per non-empty line; a bad line costs only itself.
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            if lines.len() > 1 && serde_json::from_str::<Value>(lines[0]).is_ok() {
+                Ok(lines
+                    .into_iter()
+                    .map(|l| serde_json::from_str::<Value>(l).map_err(|e| format!("not JSON: {e}")))
+                    .enumerate()
+                    .collect())
+            } else {
+                Err(format!("not JSON: {e}"))
+            }
+        }
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+fn is_array_kind(kind: &str) -> bool {
+    matches!(kind, "event_batch" | "runs")
+}
+
+/// Checks every record of one file's contents as records of `kind`.
+pub fn check_text(validators: &Validators, file: &str, text: &str, kind: &str) -> Report {
+    let mut report = Report::default();
+    let records = match split_records(text, kind) {
+        Ok(r) => r,
+        Err(message) => {
+            report.problems.push(Problem {
+                file: file.to_owned(),
+                record: None,
+                pointer: String::new(),
+                message,
+            });
+            return report;
+        }
+    };
+    for (index, record) in records {
+        report.records += 1;
+        let before = report.problems.len();
+        match record {
+            Err(message) => report.problems.push(Problem {
+                file: file.to_owned(),
+                record: Some(index),
+                pointer: String::new(),
+                message,
+            }),
+            Ok(value) => check_value(validators, file, index, kind, value, &mut report.problems),
+        }
+        if report.problems.len() > before {
+            report.invalid_records += 1;
+        }
+    }
+    report
+}
+
+fn check_value(v: &Validators, file: &str, index: usize, kind: &str, value: Value, out: &mut Vec<Problem>) {
+    let problem = |pointer: String, message: String| Problem {
+        file: file.to_owned(),
+        record: Some(index),
+        pointer,
+        message,
+    };
+    let violations = v.violations(kind, &value).unwrap_or_default();
+    let schema_valid = violations.is_empty();
+    out.extend(violations.into_iter().map(|x| problem(x.pointer, x.message)));
+    match Record::from_value(kind, value) {
+        Some(Ok(_)) if !schema_valid => out.push(problem(
+            String::new(),
+            "the typed parse accepts a record the schema rejects (a contract bug: please report it)".into(),
+        )),
+        Some(Err(e)) if schema_valid => out.push(problem(
+            String::new(),
+            format!("the schema accepts the record but the typed parse fails (a contract bug: please report it): {e}"),
+        )),
+        _ => {}
+    }
+}
+
+/// Checks one file; `kind` overrides the kind implied by the file name.
+pub fn check_file(validators: &Validators, path: &Path, kind: Option<&str>) -> Result<Report, String> {
+    let file = path.display().to_string();
+    let kind = match kind.or_else(|| kind_from_file_name(path)) {
+        Some(k) => k,
+        None => {
+            return Err(format!(
+                "{file}: cannot tell the record kind from the file name; pass --kind (one of {})",
+                Record::KINDS.join(", ")
+            ));
+        }
+    };
+    if !Record::KINDS.contains(&kind) {
+        return Err(format!("unknown record kind `{kind}` (one of {})", Record::KINDS.join(", ")));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("{file}: {e}"))?;
+    let kind = if kind == "event_batch" { "event" } else { kind };
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => check_text(validators, &file, &text, kind),
+        Err(e) => Report {
+            records: 0,
+            invalid_records: 0,
+            problems: vec![Problem {
+                file,
+                record: None,
+                pointer: String::new(),
+                message: format!("not UTF-8: invalid byte at offset {}", e.utf8_error().valid_up_to()),
+            }],
+        },
+    })
+}
