@@ -7,7 +7,9 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::model::{Def, DefKind, FileModel, Model, Payload, Presence, Prop, StructDef, Style, Ty, UnionDef};
+use crate::model::{
+    Def, DefKind, FileModel, Model, Payload, Presence, Prop, StructDef, Style, Ty, UnionDef,
+};
 
 const RT: &str = "::diagwire_runtime";
 
@@ -17,11 +19,11 @@ fn rt() -> TokenStream {
 
 fn ident(name: &str) -> Ident {
     const KEYWORDS: &[&str] = &[
-        "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
-        "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
-        "self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
-        "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
-        "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
+        "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn",
+        "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
+        "return", "self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use",
+        "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final",
+        "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
     ];
     if KEYWORDS.contains(&name) {
         Ident::new_raw(name, Span::call_site())
@@ -83,7 +85,13 @@ fn arbitrary_attr(p: &Prop) -> TokenStream {
         (Ty::F64, Presence::Nullable | Presence::Omittable) => {
             quote!(#[cfg_attr(feature = "arbitrary", arbitrary(with = #rt::arb::opt_finite_f64))])
         }
-        (Ty::F64, _) => quote!(#[cfg_attr(feature = "arbitrary", arbitrary(with = #rt::arb::finite_f64))]),
+        (Ty::F64, _) => {
+            quote!(#[cfg_attr(feature = "arbitrary", arbitrary(with = #rt::arb::finite_f64))])
+        }
+        // `Some(null)` and `None` are the same on the wire.
+        (Ty::Json, Presence::Nullable | Presence::Omittable) => {
+            quote!(#[cfg_attr(feature = "arbitrary", arbitrary(with = #rt::arb::opt_json))])
+        }
         _ => quote!(),
     }
 }
@@ -98,7 +106,9 @@ fn prop_doc(p: &Prop) -> String {
         Presence::Nullable => "always written; `null` when absent".to_owned(),
         Presence::Omittable => "left out when absent".to_owned(),
         Presence::Default => "always written; a missing key reads as the default".to_owned(),
-        Presence::SkipDefault => "left out when equal to the default; a missing key reads as the default".to_owned(),
+        Presence::SkipDefault => {
+            "left out when equal to the default; a missing key reads as the default".to_owned()
+        }
     };
     s.push_str(&format!("\n\nWire: `{}` — {wire}.", p.name));
     if let Some(a) = &p.absent {
@@ -200,7 +210,9 @@ fn struct_def(model: &Model, d: &Def, s: &StructDef, docs: TokenStream) -> Token
             Presence::Required | Presence::Nullable | Presence::Default => {
                 quote!(map.serialize_entry(#key, &self.#f)?;)
             }
-            Presence::Omittable => quote!(if let Some(v) = &self.#f { map.serialize_entry(#key, v)?; }),
+            Presence::Omittable => {
+                quote!(if let Some(v) = &self.#f { map.serialize_entry(#key, v)?; })
+            }
             Presence::SkipDefault => {
                 quote!(if !#rt::is_default(&self.#f) { map.serialize_entry(#key, &self.#f)?; })
             }
@@ -234,6 +246,14 @@ fn struct_def(model: &Model, d: &Def, s: &StructDef, docs: TokenStream) -> Token
         finish.push(quote!(extra: self.extra,));
         ser.push(quote!(self.extra.serialize_into(map)?;));
     }
+    let dispatch = if arms.is_empty() {
+        fallback
+    } else {
+        quote!(match key {
+            #(#arms)*
+            _ => #fallback,
+        })
+    };
     let accessors = provenance_accessors(&name, s);
     let builder_doc = format!(" Streaming deserializer of [`{}`].", d.name);
     quote! {
@@ -260,10 +280,7 @@ fn struct_def(model: &Model, d: &Def, s: &StructDef, docs: TokenStream) -> Token
                 true
             }
             fn accept<'de, D: #rt::private::serde::Deserializer<'de>>(&mut self, key: &str, value: D) -> Result<(), D::Error> {
-                match key {
-                    #(#arms)*
-                    _ => #fallback,
-                }
+                #dispatch
             }
             fn finish<E: #rt::private::serde::de::Error>(self) -> Result<#name, E> {
                 Ok(#name { #(#finish)* })
@@ -311,7 +328,9 @@ fn provenance_accessors(name: &Ident, s: &StructDef) -> TokenStream {
                 let sf = ident(src);
                 let sp = s.props.iter().find(|q| &q.name == src).map(|q| q.presence);
                 match sp {
-                    Some(Presence::Nullable | Presence::Omittable) => quote!(self.#sf.as_ref().map(|s| s.as_str())),
+                    Some(Presence::Nullable | Presence::Omittable) => {
+                        quote!(self.#sf.as_ref().map(|s| s.as_str()))
+                    }
                     _ => quote!(Some(self.#sf.as_str())),
                 }
             }
@@ -319,7 +338,9 @@ fn provenance_accessors(name: &Ident, s: &StructDef) -> TokenStream {
         };
         let mut text = format!("How `{}` was obtained, or why it is absent.\n\n", p.name);
         if let Some(src) = &pv.source {
-            text.push_str(&format!("`{src}` says whether a present value was reported (`iroh`) or derived. "));
+            text.push_str(&format!(
+                "`{src}` says whether a present value was reported (`iroh`) or derived. "
+            ));
         }
         match &pv.gap {
             Some(gap) => {
@@ -353,7 +374,10 @@ fn provenance_accessors(name: &Ident, s: &StructDef) -> TokenStream {
 fn enum_def(d: &Def, values: &[String], open: bool, docs: TokenStream) -> TokenStream {
     let rt = rt();
     let name = ident(&d.name);
-    let vars: Vec<Ident> = values.iter().map(|v| format_ident!("{}", crate::model::variant_name(v))).collect();
+    let vars: Vec<Ident> = values
+        .iter()
+        .map(|v| format_ident!("{}", crate::model::variant_name(v)))
+        .collect();
     let var_docs: Vec<String> = values.iter().map(|v| format!(" `{v}`.")).collect();
     let (other_var, other_str, other_de, other_arb) = if open {
         (
@@ -453,7 +477,9 @@ fn internal_union(model: &Model, d: &Def, u: &UnionDef, docs: TokenStream) -> To
     let mut tag_of = Vec::new();
     let tags: Vec<&str> = u.variants.iter().map(|v| v.tag.as_str()).collect();
     for v in &u.variants {
-        let Payload::Def(target) = &v.payload else { continue };
+        let Payload::Def(target) = &v.payload else {
+            continue;
+        };
         let var = ident(&v.rust);
         let tt = ident(target);
         let tb = format_ident!("{}Builder", target);
@@ -467,7 +493,16 @@ fn internal_union(model: &Model, d: &Def, u: &UnionDef, docs: TokenStream) -> To
         ser.push(quote!(#name::#var(v) => { map.serialize_entry(#tag, #t)?; #rt::MapFields::serialize_fields(v, map)?; }));
         tag_of.push(quote!(#name::#var(_) => #t,));
     }
-    let (other_var, other_bvar, other_resolve, other_forward, other_finish, other_ser, other_tag, arb_fn) = if u.open {
+    let (
+        other_var,
+        other_bvar,
+        other_resolve,
+        other_forward,
+        other_finish,
+        other_ser,
+        other_tag,
+        arb_fn,
+    ) = if u.open {
         let arb_name = format_ident!("arbitrary_other_{}", d.name.to_lowercase());
         (
             quote!(

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-/// The command that regenerates `generated/`.
+/// The command that regenerates `generated/` and `codegen-features/src/features/`.
 pub const REGEN_COMMAND: &str = "cargo codegen";
 
 /// The workspace root (the parent of this crate).
@@ -30,9 +30,14 @@ pub fn read_schemas(root: &Path, dir: &str) -> Result<Vec<(String, String, order
     let full = root.join(dir);
     for entry in fs::read_dir(&full).with_context(|| format!("reading {}", full.display()))? {
         let path = entry?.path();
-        let Some(file) = path.file_name().and_then(|f| f.to_str()) else { continue };
-        let Some(stem) = file.strip_suffix(".schema.json") else { continue };
-        let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let Some(file) = path.file_name().and_then(|f| f.to_str()) else {
+            continue;
+        };
+        let Some(stem) = file.strip_suffix(".schema.json") else {
+            continue;
+        };
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         let display = format!("{dir}/{file}");
         let doc: ordered::J =
             serde_json::from_str(&text).with_context(|| format!("{display}: not valid JSON"))?;
@@ -46,7 +51,31 @@ pub fn read_schemas(root: &Path, dir: &str) -> Result<Vec<(String, String, order
 pub fn lower(files: &[(String, String, ordered::J)]) -> Result<model::Model> {
     let mut m = model::lower(files).map_err(problems)?;
     model::resolve_internal_tags(&mut m).map_err(problems)?;
+    grammar_problems(files).map_err(problems)?;
     Ok(m)
+}
+
+/// The profile's grammar (`schemas/meta/profile.schema.json`), compiled in.
+pub const PROFILE_META_SCHEMA: &str = include_str!("../../schemas/meta/profile.schema.json");
+
+/// Validates every document against the profile's meta-schema; the checks in `model` run first and
+/// give the more precise message where both apply, so this catches what they do not look at (keys
+/// inside array items, annotation values).
+fn grammar_problems(files: &[(String, String, ordered::J)]) -> Result<(), Vec<String>> {
+    let meta: serde_json::Value = serde_json::from_str(PROFILE_META_SCHEMA)
+        .expect("OK because the meta-schema is valid JSON");
+    let validator = jsonschema::validator_for(&meta).expect("OK because the meta-schema compiles");
+    let mut out = Vec::new();
+    for (path, _, doc) in files {
+        let value = doc.to_value();
+        for e in validator.iter_errors(&value) {
+            out.push(format!(
+                "{path}#{}: {e} (profile grammar)",
+                e.instance_path()
+            ));
+        }
+    }
+    if out.is_empty() { Ok(()) } else { Err(out) }
 }
 
 fn problems(list: Vec<String>) -> anyhow::Error {
@@ -73,18 +102,50 @@ pub fn contract_version(root: &Path) -> Result<String> {
     Ok(v.trim().to_owned())
 }
 
-/// Renders every file of `generated/` in memory: `(path relative to the workspace root, contents)`.
-pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
-    let files = read_schemas(root, "schemas")?;
-    let model = lower(&files)?;
-    let version = contract_version(root)?;
+/// Where the feature schemas live: one small schema per profile construct, rendered into
+/// `codegen-features/` (which compiles them) and snapshotted by `codegen/tests/features.rs`.
+pub const FEATURES_DIR: &str = "codegen/tests/features";
+
+/// Where the rendered feature modules go (one module per feature schema, plus `mod.rs`).
+pub const FEATURES_OUT: &str = "codegen-features/src/features";
+
+/// Every folder whose `.rs` files `cargo codegen` owns: it writes them and deletes stale ones.
+pub const OUTPUT_DIRS: &[&str] = &["generated/src", FEATURES_OUT];
+
+/// Reads `dir/*.schema.json` like [`read_schemas`] for files named in kebab case (the feature and
+/// lint schemas): the stem (and so the expected `$id` and the module name) is the file stem with
+/// `-` replaced by `_`.
+pub fn read_kebab_schemas(root: &Path, dir: &str) -> Result<Vec<(String, String, ordered::J)>> {
+    let mut files = read_schemas(root, dir)?;
+    for (_, stem, _) in &mut files {
+        *stem = stem.replace('-', "_");
+    }
+    files.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(files)
+}
+
+/// Reads the feature schemas of [`FEATURES_DIR`] (see [`read_kebab_schemas`]).
+pub fn read_features(root: &Path) -> Result<Vec<(String, String, ordered::J)>> {
+    read_kebab_schemas(root, FEATURES_DIR)
+}
+
+/// Lowers `files` as one contract and renders each document as a module: `(stem, Rust source)`,
+/// in the order of `files`. Touches no file; the source is exactly what `cargo codegen` writes
+/// (header, module docs naming the document's display path, then the types).
+pub fn render_module(files: &[(String, String, ordered::J)]) -> Result<Vec<(String, String)>> {
+    let model = lower(files)?;
+    render_files(files, &model)
+}
+
+fn render_files(
+    files: &[(String, String, ordered::J)],
+    model: &model::Model,
+) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
-    let mut mods = Vec::new();
-    let mut records = Vec::new();
-    for f in &model.files {
-        let body = emit::file(&model, f);
+    for (f, (display, _, _)) in model.files.iter().zip(files) {
+        let body = emit::file(model, f);
         let title = format!(" {}: {}", f.title, f.description);
-        let src = format!(" Generated from `schemas/{}.schema.json`.", f.stem);
+        let src = format!(" Generated from `{display}`.");
         let tokens = quote::quote! {
             #![doc = #title]
             #![doc = ""]
@@ -92,11 +153,30 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
             #body
         };
         out.push((
-            PathBuf::from(format!("generated/src/v1/{}.rs", f.stem)),
-            header(&format!("`schemas/{}.schema.json`", f.stem)) + &render(tokens)?,
+            f.stem.clone(),
+            header(&format!("`{display}`")) + &render(tokens)?,
         ));
-        let m = quote::format_ident!("{}", f.stem);
+    }
+    Ok(out)
+}
+
+/// Renders every generated file in memory: `(path relative to the workspace root, contents)`.
+///
+/// That is `generated/` from `schemas/`, and `codegen-features/src/features/` from the feature
+/// schemas of [`FEATURES_DIR`], each rendered on its own.
+pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let files = read_schemas(root, "schemas")?;
+    let model = lower(&files)?;
+    let version = contract_version(root)?;
+    let mut out = Vec::new();
+    let mut mods = Vec::new();
+    let mut records = Vec::new();
+    for (stem, source) in render_files(&files, &model)? {
+        out.push((PathBuf::from(format!("generated/src/v1/{stem}.rs")), source));
+        let m = quote::format_ident!("{}", stem);
         mods.push(quote::quote!(mod #m; pub use #m::*;));
+    }
+    for f in &model.files {
         for d in &f.defs {
             if let Some(kind) = &d.record {
                 let (stem, def) = (&f.stem, &d.name);
@@ -112,7 +192,8 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
         let (stem, path) = (&f.stem, format!("../../../schemas/{}.schema.json", f.stem));
         quote::quote!((#stem, include_str!(#path)))
     });
-    let version_doc = format!(" The contract version these types were generated from: `{version}`.");
+    let version_doc =
+        format!(" The contract version these types were generated from: `{version}`.");
     let v1 = quote::quote! {
         //! Major version 1 of the contract: one module per schema file, every type re-exported here.
         #(#mods)*
@@ -138,9 +219,35 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
     out.push((
         PathBuf::from("generated/src/lib.rs"),
         header("every file in `schemas/`")
-            + "//! Rust types generated from the diagwire JSON Schemas.\n//!\n//! Use them through the `diagwire` crate, which re-exports them.\n\n#![allow(clippy::all)]\n\n#[rustfmt::skip]\npub mod v1;\n",
+            + "//! Rust types generated from the diagwire JSON Schemas.\n//!\n//! Use them through the `diagwire` crate, which re-exports them.\n\n// Variants hold records by value, as serde-derived enums do; boxing them would change the API.\n#![allow(clippy::large_enum_variant)]\n\n#[rustfmt::skip]\npub mod v1;\n",
     ));
+    out.extend(generate_features(root)?);
     out.sort();
+    Ok(out)
+}
+
+/// Renders `codegen-features/src/features/`: every feature schema on its own, as its own module,
+/// and a `mod.rs` that mounts them.
+fn generate_features(root: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let mut out = Vec::new();
+    let mut mods = Vec::new();
+    for doc in read_features(root)? {
+        for (stem, source) in render_module(std::slice::from_ref(&doc))? {
+            out.push((PathBuf::from(format!("{FEATURES_OUT}/{stem}.rs")), source));
+            let m = quote::format_ident!("{}", stem);
+            mods.push(quote::quote!(pub mod #m;));
+        }
+    }
+    let doc =
+        format!(" One module per feature schema of `{FEATURES_DIR}/`, each rendered on its own.");
+    let tokens = quote::quote! {
+        #![doc = #doc]
+        #(#mods)*
+    };
+    out.push((
+        PathBuf::from(format!("{FEATURES_OUT}/mod.rs")),
+        header(&format!("every file in `{FEATURES_DIR}/`")) + &render(tokens)?,
+    ));
     Ok(out)
 }
 
@@ -153,7 +260,7 @@ pub enum Mode {
     Check,
 }
 
-/// Paths under `generated/src` that differ from what the schemas produce.
+/// Paths under [`OUTPUT_DIRS`] that differ from what the schemas produce, or that nothing produces.
 pub fn stale_files(root: &Path, expected: &[(PathBuf, String)]) -> Result<Vec<PathBuf>> {
     let mut stale = Vec::new();
     for (path, contents) in expected {
@@ -162,10 +269,12 @@ pub fn stale_files(root: &Path, expected: &[(PathBuf, String)]) -> Result<Vec<Pa
             stale.push(path.clone());
         }
     }
-    for path in existing_rs(&root.join("generated/src"))? {
-        let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
-        if !expected.iter().any(|(p, _)| *p == rel) {
-            stale.push(rel);
+    for dir in OUTPUT_DIRS {
+        for path in existing_rs(&root.join(dir))? {
+            let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+            if !expected.iter().any(|(p, _)| *p == rel) {
+                stale.push(rel);
+            }
         }
     }
     stale.sort();
@@ -188,7 +297,7 @@ fn existing_rs(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Generates, then writes or checks `generated/`.
+/// Generates, then writes or checks `generated/` and `codegen-features/src/features/`.
 pub fn run(root: &Path, mode: Mode) -> Result<usize> {
     let expected = generate(root)?;
     let stale = stale_files(root, &expected)?;
@@ -196,7 +305,7 @@ pub fn run(root: &Path, mode: Mode) -> Result<usize> {
         if !stale.is_empty() {
             let list: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
             bail!(
-                "generated/ is stale ({} file(s) differ from the schemas: {}).\nRun `{REGEN_COMMAND}` and commit the result.",
+                "generated code is stale ({} file(s) differ from the schemas: {}).\nRun `{REGEN_COMMAND}` and commit the result.",
                 stale.len(),
                 list.join(", ")
             );
@@ -210,9 +319,12 @@ pub fn run(root: &Path, mode: Mode) -> Result<usize> {
                 if let Some(parent) = full.parent() {
                     fs::create_dir_all(parent)?;
                 }
-                fs::write(&full, contents).with_context(|| format!("writing {}", full.display()))?;
+                fs::write(&full, contents)
+                    .with_context(|| format!("writing {}", full.display()))?;
             }
-            None => fs::remove_file(&full).with_context(|| format!("removing {}", full.display()))?,
+            None => {
+                fs::remove_file(&full).with_context(|| format!("removing {}", full.display()))?
+            }
         }
     }
     Ok(stale.len())
@@ -231,9 +343,15 @@ fn record_enum(model: &model::Model) -> proc_macro2::TokenStream {
         .iter()
         .map(|(k, _)| quote::format_ident!("{}", model::variant_name(k)))
         .collect();
-    let ty: Vec<proc_macro2::Ident> = kinds.iter().map(|(_, t)| quote::format_ident!("{}", t)).collect();
+    let ty: Vec<proc_macro2::Ident> = kinds
+        .iter()
+        .map(|(_, t)| quote::format_ident!("{}", t))
+        .collect();
     let kind: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
-    let docs: Vec<String> = kinds.iter().map(|(k, t)| format!(" A `{k}` record ([`{t}`]).")).collect();
+    let docs: Vec<String> = kinds
+        .iter()
+        .map(|(k, t)| format!(" A `{k}` record ([`{t}`])."))
+        .collect();
     quote::quote! {
         /// One record of any kind, for code that handles records by kind (validation, bundles, tests).
         #[derive(Debug, Clone, PartialEq)]

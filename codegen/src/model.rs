@@ -17,6 +17,8 @@ pub struct Model {
 /// One schema file.
 #[derive(Debug, Clone)]
 pub struct FileModel {
+    /// The path the file was read under, for messages.
+    pub path: String,
     /// File name without `.schema.json`; also the generated module name.
     pub stem: String,
     /// The file's `title`.
@@ -87,6 +89,8 @@ pub struct Flatten {
 pub struct Prop {
     /// The JSON key.
     pub name: String,
+    /// JSON pointer of the property schema, for messages.
+    pub pointer: String,
     /// The value type (without the `Option` that presence adds).
     pub ty: Ty,
     /// How absence looks on the wire.
@@ -166,6 +170,18 @@ impl IntFmt {
             IntFmt::U64 => (0, u64::MAX.into()),
             IntFmt::I32 => (i32::MIN.into(), i32::MAX.into()),
             IntFmt::I64 => (i64::MIN.into(), i64::MAX.into()),
+        }
+    }
+
+    /// The `format` name in the schema.
+    pub fn schema(self) -> &'static str {
+        match self {
+            IntFmt::U8 => "uint8",
+            IntFmt::U16 => "uint16",
+            IntFmt::U32 => "uint32",
+            IntFmt::U64 => "uint64",
+            IntFmt::I32 => "int32",
+            IntFmt::I64 => "int64",
         }
     }
 
@@ -321,7 +337,7 @@ pub fn lower(files: &[(String, String, J)]) -> Result<Model, Problems> {
             file: path,
             problems: &mut problems,
         };
-        if let Some(f) = lower_file(&mut cx, stem, doc) {
+        if let Some(f) = lower_file(&mut cx, path, stem, doc) {
             out.push(f);
         }
     }
@@ -334,7 +350,7 @@ pub fn lower(files: &[(String, String, J)]) -> Result<Model, Problems> {
     }
 }
 
-fn lower_file(cx: &mut Ctx<'_>, stem: &str, doc: &J) -> Option<FileModel> {
+fn lower_file(cx: &mut Ctx<'_>, path: &str, stem: &str, doc: &J) -> Option<FileModel> {
     let Some(entries) = doc.as_obj() else {
         cx.err("", "a schema file must be a JSON object");
         return None;
@@ -364,7 +380,12 @@ fn lower_file(cx: &mut Ctx<'_>, stem: &str, doc: &J) -> Option<FileModel> {
             for (name, schema) in entries {
                 let ptr = format!("/$defs/{}", esc(name));
                 if !is_pascal(name) {
-                    cx.err(&ptr, format!("definition name `{name}` must be PascalCase (it is the Rust type name)"));
+                    cx.err(
+                        &ptr,
+                        format!(
+                            "definition name `{name}` must be PascalCase (it is the Rust type name)"
+                        ),
+                    );
                 }
                 if let Some(def) = lower_def(cx, &ptr, name, schema) {
                     defs.push(def);
@@ -374,6 +395,7 @@ fn lower_file(cx: &mut Ctx<'_>, stem: &str, doc: &J) -> Option<FileModel> {
         None => cx.err("", "a schema file needs a `$defs` object"),
     }
     Some(FileModel {
+        path: path.to_owned(),
         stem: stem.to_owned(),
         title,
         description,
@@ -406,7 +428,10 @@ fn lower_def(cx: &mut Ctx<'_>, ptr: &str, name: &str, s: &J) -> Option<Def> {
             Some("node-id-bytes") => DefKind::NodeId,
             Some("hex64") => DefKind::NodeIdHex,
             _ => {
-                cx.err(&format!("{ptr}/x-id"), "`x-id` must be `node-id-bytes` or `hex64`");
+                cx.err(
+                    &format!("{ptr}/x-id"),
+                    "`x-id` must be `node-id-bytes` or `hex64`",
+                );
                 return None;
             }
         }
@@ -418,7 +443,10 @@ fn lower_def(cx: &mut Ctx<'_>, ptr: &str, name: &str, s: &J) -> Option<Def> {
             Some("array") => match lower_ty(cx, ptr, s)? {
                 Ty::Vec(item) => DefKind::Array(*item),
                 _ => {
-                    cx.err(ptr, "an array alias is `{\"type\": \"array\", \"items\": …}`");
+                    cx.err(
+                        ptr,
+                        "an array alias is `{\"type\": \"array\", \"items\": …}`",
+                    );
                     return None;
                 }
             },
@@ -442,12 +470,18 @@ fn lower_enum(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<DefKind> {
     }
     for (k, _) in s.as_obj().unwrap_or_default() {
         if !["type", "description", "enum", "x-open-enum", "title"].contains(&k.as_str()) {
-            cx.err(&format!("{ptr}/{}", esc(k)), format!("`{k}` is not allowed on a string enum"));
+            cx.err(
+                &format!("{ptr}/{}", esc(k)),
+                format!("`{k}` is not allowed on a string enum"),
+            );
         }
     }
     let (key, open) = if s.get("enum").is_some() {
         if s.get("x-open-enum").is_some() {
-            cx.err(ptr, "an enum is either closed (`enum`) or open (`x-open-enum`), not both");
+            cx.err(
+                ptr,
+                "an enum is either closed (`enum`) or open (`x-open-enum`), not both",
+            );
         }
         ("enum", false)
     } else {
@@ -459,14 +493,20 @@ fn lower_enum(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<DefKind> {
             .filter_map(|v| v.as_str().map(str::to_owned))
             .collect(),
         _ => {
-            cx.err(&format!("{ptr}/{key}"), "an enum needs a non-empty array of strings");
+            cx.err(
+                &format!("{ptr}/{key}"),
+                "an enum needs a non-empty array of strings",
+            );
             return None;
         }
     };
     let mut seen = BTreeSet::new();
     for v in &values {
         if !seen.insert(variant_name(v)) {
-            cx.err(&format!("{ptr}/{key}"), format!("value `{v}` maps to the same Rust variant name as another value"));
+            cx.err(
+                &format!("{ptr}/{key}"),
+                format!("value `{v}` maps to the same Rust variant name as another value"),
+            );
         }
     }
     Some(DefKind::Enum { values, open })
@@ -480,7 +520,10 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
             } else {
                 ""
             };
-            cx.err(&format!("{ptr}/{}", esc(k)), format!("`{k}` is not allowed on a struct{hint}"));
+            cx.err(
+                &format!("{ptr}/{}", esc(k)),
+                format!("`{k}` is not allowed on a struct{hint}"),
+            );
         }
     }
     let required: Vec<String> = s
@@ -496,7 +539,10 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
     let entries = match s.get("properties") {
         Some(J::Obj(e)) => e,
         Some(_) => {
-            cx.err(&format!("{ptr}/properties"), "`properties` must be an object");
+            cx.err(
+                &format!("{ptr}/properties"),
+                "`properties` must be an object",
+            );
             &empty
         }
         None => &empty,
@@ -522,7 +568,10 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
     }
     for r in &required {
         if !entries.iter().any(|(k, _)| k == r) {
-            cx.err(&format!("{ptr}/required"), format!("`{r}` is required but not a property"));
+            cx.err(
+                &format!("{ptr}/required"),
+                format!("`{r}` is required but not a property"),
+            );
         }
     }
     let flatten = match (s.get("allOf"), s.get("x-flatten")) {
@@ -555,8 +604,14 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
             if let Some(src) = &prov.source {
                 match props.iter().find(|q| &q.name == src) {
                     Some(q) if q.ty == Ty::Ref("ValueSource".into()) => {}
-                    Some(_) => cx.err(&format!("{ptr}/properties/{}", esc(src)), "a provenance source must be a `ValueSource`"),
-                    None => cx.err(&format!("{ptr}/properties/{}/x-provenance", esc(&p.name)), format!("source `{src}` is not a property of this struct")),
+                    Some(_) => cx.err(
+                        &format!("{ptr}/properties/{}", esc(src)),
+                        "a provenance source must be a `ValueSource`",
+                    ),
+                    None => cx.err(
+                        &format!("{ptr}/properties/{}/x-provenance", esc(&p.name)),
+                        format!("source `{src}` is not a property of this struct"),
+                    ),
                 }
             }
         }
@@ -571,7 +626,10 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
 fn lower_prop(cx: &mut Ctx<'_>, ptr: &str, name: &str, p: &J, required: bool) -> Option<Prop> {
     for (k, _) in p.as_obj().unwrap_or_default() {
         if !PROP_KEYS.contains(&k.as_str()) {
-            cx.err(&format!("{ptr}/{}", esc(k)), format!("`{k}` is not allowed on a property"));
+            cx.err(
+                &format!("{ptr}/{}", esc(k)),
+                format!("`{k}` is not allowed on a property"),
+            );
         }
     }
     let description = text(cx, p, ptr, "description");
@@ -592,7 +650,10 @@ fn lower_prop(cx: &mut Ctx<'_>, ptr: &str, name: &str, p: &J, required: bool) ->
     };
     let absent = p.get("x-absent").and_then(J::as_str).map(str::to_owned);
     if presence != Presence::Required && absent.as_deref().is_none_or(|a| a.trim().is_empty()) {
-        cx.err(ptr, "a property that is not required needs `x-absent` saying what its absence means");
+        cx.err(
+            ptr,
+            "a property that is not required needs `x-absent` saying what its absence means",
+        );
     }
     // Split off the nullable wrapper.
     let nullable_schema = matches!(presence, Presence::Nullable | Presence::Omittable);
@@ -602,7 +663,10 @@ fn lower_prop(cx: &mut Ctx<'_>, ptr: &str, name: &str, p: &J, required: bool) ->
         cx.err(ptr, "a `nullable` or `omittable` property must accept `null` (add `\"null\"` to `type`, or use `anyOf: [{$ref}, {type: null}]`)");
     }
     if !nullable_schema && had_null {
-        cx.err(ptr, "only `nullable` and `omittable` properties accept `null`");
+        cx.err(
+            ptr,
+            "only `nullable` and `omittable` properties accept `null`",
+        );
     }
     let ty = lower_ty(cx, ptr, &inner)?;
     let default = p.get("default").cloned();
@@ -621,7 +685,10 @@ fn lower_prop(cx: &mut Ctx<'_>, ptr: &str, name: &str, p: &J, required: bool) ->
         }
         _ => {
             if default.is_some() {
-                cx.err(&format!("{ptr}/default"), "`default` is only for `default` and `skip-default` properties");
+                cx.err(
+                    &format!("{ptr}/default"),
+                    "`default` is only for `default` and `skip-default` properties",
+                );
             }
         }
     }
@@ -634,12 +701,16 @@ fn lower_prop(cx: &mut Ctx<'_>, ptr: &str, name: &str, p: &J, required: bool) ->
         let source = pv.get("source").and_then(J::as_str).map(str::to_owned);
         let gap = pv.get("gap").and_then(J::as_str).map(str::to_owned);
         if source.is_none() && gap.is_none() {
-            cx.err(&format!("{ptr}/x-provenance"), "`x-provenance` needs `source` and/or `gap`");
+            cx.err(
+                &format!("{ptr}/x-provenance"),
+                "`x-provenance` needs `source` and/or `gap`",
+            );
         }
         ProvenanceSpec { source, gap }
     });
     Some(Prop {
         name: name.to_owned(),
+        pointer: ptr.to_owned(),
         ty,
         presence,
         description,
@@ -658,14 +729,23 @@ fn strip_null(cx: &mut Ctx<'_>, ptr: &str, p: &J) -> (J, bool) {
         if items.len() == 2 && is_null(&items[1]) && items[0].get("$ref").is_some() {
             return (items[0].clone(), true);
         }
-        cx.err(&format!("{ptr}/anyOf"), "`anyOf` is only allowed as `[{\"$ref\": …}, {\"type\": \"null\"}]`");
+        cx.err(
+            &format!("{ptr}/anyOf"),
+            "`anyOf` is only allowed as `[{\"$ref\": …}, {\"type\": \"null\"}]`",
+        );
         return (p.clone(), false);
     }
     if let Some(J::Arr(types)) = p.get("type") {
-        let non_null: Vec<&J> = types.iter().filter(|t| t.as_str() != Some("null")).collect();
+        let non_null: Vec<&J> = types
+            .iter()
+            .filter(|t| t.as_str() != Some("null"))
+            .collect();
         let had_null = non_null.len() != types.len();
         if non_null.len() != 1 {
-            cx.err(&format!("{ptr}/type"), "`type` may list one type and optionally `\"null\"`");
+            cx.err(
+                &format!("{ptr}/type"),
+                "`type` may list one type and optionally `\"null\"`",
+            );
             return (p.clone(), had_null);
         }
         let mut entries = p.as_obj().unwrap_or_default().to_vec();
@@ -686,7 +766,12 @@ fn ref_name(cx: &mut Ctx<'_>, ptr: &str, r: &str) -> Option<String> {
         match rest.split_once("#/$defs/") {
             Some((_, name)) => name,
             None => {
-                cx.err(ptr, format!("`{r}` must point at a definition: `urn:diagwire:<stem>#/$defs/<Name>`"));
+                cx.err(
+                    ptr,
+                    format!(
+                        "`{r}` must point at a definition: `urn:diagwire:<stem>#/$defs/<Name>`"
+                    ),
+                );
                 return None;
             }
         }
@@ -705,7 +790,10 @@ fn lower_ty(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<Ty> {
         return Some(Ty::Json);
     }
     if s.get("enum").is_some() || s.get("x-open-enum").is_some() {
-        cx.err(ptr, "inline enums are not allowed: name the enum in `$defs`");
+        cx.err(
+            ptr,
+            "inline enums are not allowed: name the enum in `$defs`",
+        );
         return None;
     }
     match s.get("type").and_then(J::as_str) {
@@ -719,14 +807,17 @@ fn lower_ty(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<Ty> {
         }
         Some("integer") => {
             let Some(fmt) = s.get("format").and_then(J::as_str).and_then(IntFmt::parse) else {
-                cx.err(ptr, "an integer needs `format`: uint8, uint16, uint32, uint64, int32 or int64");
+                cx.err(
+                    ptr,
+                    "an integer needs `format`: uint8, uint16, uint32, uint64, int32 or int64",
+                );
                 return None;
             };
             let (lo, hi) = fmt.bounds();
             let min = s.get("minimum").and_then(J::as_i128);
             let max = s.get("maximum").and_then(J::as_i128);
             if min != Some(lo) || max != Some(hi) {
-                cx.err(ptr, format!("a `{}` integer needs `minimum: {lo}` and `maximum: {hi}` so schema and parser accept the same values", fmt.rust()));
+                cx.err(ptr, format!("a `{}` integer needs `minimum: {lo}` and `maximum: {hi}` so schema and parser accept the same values", fmt.schema()));
             }
             Some(Ty::Int(fmt))
         }
@@ -750,17 +841,26 @@ fn lower_ty(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<Ty> {
                 return None;
             };
             if items.get("type").and_then(J::as_str) == Some("object") {
-                cx.err(&format!("{ptr}/items"), "inline objects are not allowed: name the item type in `$defs`");
+                cx.err(
+                    &format!("{ptr}/items"),
+                    "inline objects are not allowed: name the item type in `$defs`",
+                );
                 return None;
             }
             let inner = lower_ty(cx, &format!("{ptr}/items"), items)?;
             if inner == Ty::F64 {
-                cx.err(&format!("{ptr}/items"), "arrays of numbers are outside the profile");
+                cx.err(
+                    &format!("{ptr}/items"),
+                    "arrays of numbers are outside the profile",
+                );
             }
             Some(Ty::Vec(Box::new(inner)))
         }
         Some("object") => {
-            cx.err(ptr, "inline objects are not allowed: name the type in `$defs`");
+            cx.err(
+                ptr,
+                "inline objects are not allowed: name the type in `$defs`",
+            );
             None
         }
         _ => {
@@ -777,27 +877,41 @@ fn lower_union(cx: &mut Ctx<'_>, ptr: &str, s: &J, u: &J) -> Option<UnionDef> {
         Some("adjacent") => Style::Adjacent,
         Some("external") => Style::External,
         _ => {
-            cx.err(&uptr, "`style` must be `internal`, `adjacent` or `external`");
+            cx.err(
+                &uptr,
+                "`style` must be `internal`, `adjacent` or `external`",
+            );
             return None;
         }
     };
-    let tag = u.get("tag").and_then(J::as_str).unwrap_or_default().to_owned();
+    let tag = u
+        .get("tag")
+        .and_then(J::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let content = u.get("content").and_then(J::as_str).map(str::to_owned);
     let open = u.get("open") == Some(&J::Bool(true));
     if style != Style::External && tag.is_empty() {
         cx.err(&uptr, "internal and adjacent unions need `tag`");
     }
     if (style == Style::Adjacent) != content.is_some() {
-        cx.err(&uptr, "`content` is required for adjacent unions and only for them");
+        cx.err(
+            &uptr,
+            "`content` is required for adjacent unions and only for them",
+        );
     }
     if style == Style::External && open {
         cx.err(&uptr, "external unions are closed");
     }
     for (k, _) in s.as_obj().unwrap_or_default() {
         let ok = ["x-union", "description", "oneOf", "x-record", "title"].contains(&k.as_str())
-            || (style == Style::Internal && ["type", "properties", "required"].contains(&k.as_str()));
+            || (style == Style::Internal
+                && ["type", "properties", "required"].contains(&k.as_str()));
         if !ok {
-            cx.err(&format!("{ptr}/{}", esc(k)), format!("`{k}` is not allowed on a union"));
+            cx.err(
+                &format!("{ptr}/{}", esc(k)),
+                format!("`{k}` is not allowed on a union"),
+            );
         }
     }
     let mut consts = Vec::new();
@@ -805,7 +919,10 @@ fn lower_union(cx: &mut Ctx<'_>, ptr: &str, s: &J, u: &J) -> Option<UnionDef> {
         for (k, v) in props {
             match v.get("const").and_then(J::as_str) {
                 Some(c) => consts.push((k.clone(), c.to_owned())),
-                None => cx.err(&format!("{ptr}/properties/{}", esc(k)), "a union declares only the outer tag constant of a nested union"),
+                None => cx.err(
+                    &format!("{ptr}/properties/{}", esc(k)),
+                    "a union declares only the outer tag constant of a nested union",
+                ),
             }
         }
     }
@@ -833,7 +950,10 @@ fn lower_union(cx: &mut Ctx<'_>, ptr: &str, s: &J, u: &J) -> Option<UnionDef> {
         match style {
             Style::Internal => {
                 let Some(r) = b.get("$ref").and_then(J::as_str) else {
-                    cx.err(&bptr, "an internal union branch is a `$ref` to a variant definition");
+                    cx.err(
+                        &bptr,
+                        "an internal union branch is a `$ref` to a variant definition",
+                    );
                     continue;
                 };
                 if let Some(name) = ref_name(cx, &format!("{bptr}/$ref"), r) {
@@ -857,21 +977,30 @@ fn lower_union(cx: &mut Ctx<'_>, ptr: &str, s: &J, u: &J) -> Option<UnionDef> {
                     .and_then(|t| t.get("const"))
                     .and_then(J::as_str);
                 let Some(tag_value) = tag_value else {
-                    cx.err(&bptr, format!("an adjacent branch needs `properties.{tag}.const`"));
+                    cx.err(
+                        &bptr,
+                        format!("an adjacent branch needs `properties.{tag}.const`"),
+                    );
                     continue;
                 };
                 let content_key = content.clone().unwrap_or_default();
                 let payload = match props.and_then(|p| p.get(&content_key)) {
-                    Some(c) => match lower_ty(cx, &format!("{bptr}/properties/{}", esc(&content_key)), c) {
-                        Some(t) => Payload::Ty(t),
-                        None => continue,
-                    },
+                    Some(c) => {
+                        match lower_ty(cx, &format!("{bptr}/properties/{}", esc(&content_key)), c) {
+                            Some(t) => Payload::Ty(t),
+                            None => continue,
+                        }
+                    }
                     None => Payload::Unit,
                 };
                 let description = props
                     .and_then(|p| p.get(&content_key))
                     .and_then(|c| c.get("description"))
-                    .or_else(|| props.and_then(|p| p.get(&tag)).and_then(|t| t.get("description")))
+                    .or_else(|| {
+                        props
+                            .and_then(|p| p.get(&tag))
+                            .and_then(|t| t.get("description"))
+                    })
                     .and_then(J::as_str)
                     .unwrap_or_default()
                     .to_owned();
@@ -889,12 +1018,19 @@ fn lower_union(cx: &mut Ctx<'_>, ptr: &str, s: &J, u: &J) -> Option<UnionDef> {
                             tag: v.to_owned(),
                             rust: variant_name(v),
                             payload: Payload::Unit,
-                            description: b.get("description").and_then(J::as_str).unwrap_or_default().to_owned(),
+                            description: b
+                                .get("description")
+                                .and_then(J::as_str)
+                                .unwrap_or_default()
+                                .to_owned(),
                         });
                     }
                 } else if let Some(J::Obj(props)) = b.get("properties") {
                     if props.len() != 1 || b.get("additionalProperties") != Some(&J::Bool(false)) {
-                        cx.err(&bptr, "an external data branch is a closed object with exactly one property");
+                        cx.err(
+                            &bptr,
+                            "an external data branch is a closed object with exactly one property",
+                        );
                         continue;
                     }
                     let (k, v) = &props[0];
@@ -903,11 +1039,18 @@ fn lower_union(cx: &mut Ctx<'_>, ptr: &str, s: &J, u: &J) -> Option<UnionDef> {
                             tag: k.clone(),
                             rust: variant_name(k),
                             payload: Payload::Ty(t),
-                            description: v.get("description").and_then(J::as_str).unwrap_or_default().to_owned(),
+                            description: v
+                                .get("description")
+                                .and_then(J::as_str)
+                                .unwrap_or_default()
+                                .to_owned(),
                         });
                     }
                 } else {
-                    cx.err(&bptr, "an external branch is a string `enum` or a closed one-property object");
+                    cx.err(
+                        &bptr,
+                        "an external branch is a string `enum` or a closed one-property object",
+                    );
                 }
             }
         }
@@ -920,7 +1063,11 @@ fn lower_union(cx: &mut Ctx<'_>, ptr: &str, s: &J, u: &J) -> Option<UnionDef> {
             .and_then(|t| t.get("not"))
             .and_then(|n| n.get("enum"))
             .and_then(J::as_arr)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect());
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            });
         match listed {
             None => cx.err(&cptr, format!("an open union ends with a catch-all branch whose `properties.{tag}` is `{{\"type\": \"string\", \"not\": {{\"enum\": [<known tags>]}}}}`")),
             Some(listed) => {
@@ -1003,14 +1150,22 @@ fn cross_check(files: &[(String, String, J)], model: &Model, problems: &mut Prob
             let ptr = format!("{path}#/$defs/{}", d.name);
             if let Some(r) = &d.record {
                 if let Some(prev) = records.insert(r.clone(), d.name.clone()) {
-                    problems.push(format!("{ptr}: record kind `{r}` is also declared by `{prev}`"));
+                    problems.push(format!(
+                        "{ptr}: record kind `{r}` is also declared by `{prev}`"
+                    ));
                 }
             }
+            let mut located: Vec<(String, String)> = Vec::new();
             let mut refs = Vec::new();
             match &d.kind {
                 DefKind::Struct(s) => {
                     for p in &s.props {
-                        collect_refs(&p.ty, &mut refs);
+                        let mut here = Vec::new();
+                        collect_refs(&p.ty, &mut here);
+                        located.extend(
+                            here.into_iter()
+                                .map(|r| (r, format!("{path}#{}", p.pointer))),
+                        );
                     }
                     if let Some(fl) = &s.flatten {
                         match defs.get(fl.union.as_str()).map(|(_, d)| &d.kind) {
@@ -1018,11 +1173,18 @@ fn cross_check(files: &[(String, String, J)], model: &Model, problems: &mut Prob
                                 if u.style == Style::Adjacent && u.closed_object {
                                     problems.push(format!("{ptr}/allOf: a flattened adjacent union must be open (no `additionalProperties: false`), because this struct's keys sit beside it"));
                                 }
-                                if u.style == Style::Adjacent && u.variants.iter().any(|v| matches!(v.payload, Payload::Unit)) {
+                                if u.style == Style::Adjacent
+                                    && u.variants
+                                        .iter()
+                                        .any(|v| matches!(v.payload, Payload::Unit))
+                                {
                                     problems.push(format!("{ptr}/allOf: a flattened adjacent union cannot have unit variants"));
                                 }
                             }
-                            _ => problems.push(format!("{ptr}/allOf: `{}` is not an internal or adjacent union", fl.union)),
+                            _ => problems.push(format!(
+                                "{ptr}/allOf: `{}` is not an internal or adjacent union",
+                                fl.union
+                            )),
                         }
                     }
                 }
@@ -1037,7 +1199,11 @@ fn cross_check(files: &[(String, String, J)], model: &Model, problems: &mut Prob
                             if let Payload::Def(n) = &v.payload {
                                 let consts = match defs.get(n.as_str()).map(|(_, d)| &d.kind) {
                                     Some(DefKind::Struct(s)) => Some(&s.consts),
-                                    Some(DefKind::Union(inner)) if inner.style == Style::Internal => Some(&inner.consts),
+                                    Some(DefKind::Union(inner))
+                                        if inner.style == Style::Internal =>
+                                    {
+                                        Some(&inner.consts)
+                                    }
                                     _ => None,
                                 };
                                 match consts {
@@ -1048,16 +1214,20 @@ fn cross_check(files: &[(String, String, J)], model: &Model, problems: &mut Prob
                             }
                         }
                     }
-                    if u.style == Style::Adjacent && !u.closed_object && !used_flattened(model, &d.name) {
+                    if u.style == Style::Adjacent
+                        && !u.closed_object
+                        && !used_flattened(model, &d.name)
+                    {
                         problems.push(format!("{ptr}: an adjacent union used as a property type must be a closed object (`additionalProperties: false` on every branch)"));
                     }
                 }
                 DefKind::Array(t) => collect_refs(t, &mut refs),
                 _ => {}
             }
-            for r in refs {
+            located.extend(refs.into_iter().map(|r| (r, ptr.clone())));
+            for (r, at) in located {
                 if !defs.contains_key(r.as_str()) {
-                    problems.push(format!("{ptr}: reference to unknown definition `{r}`"));
+                    problems.push(format!("{at}: reference to unknown definition `{r}`"));
                 }
             }
         }
@@ -1097,14 +1267,18 @@ pub fn resolve_internal_tags(model: &mut Model) -> Result<(), Problems> {
     let mut problems = Problems::new();
     for f in &mut model.files {
         for d in &mut f.defs {
-            let DefKind::Union(u) = &mut d.kind else { continue };
+            let DefKind::Union(u) = &mut d.kind else {
+                continue;
+            };
             if u.style != Style::Internal {
                 continue;
             }
             let mut listed = None;
             u.variants.retain(|v| {
                 if v.tag == "\u{0}catch-all" {
-                    listed = serde_json::from_str::<Option<Vec<String>>>(&v.description).ok().flatten();
+                    listed = serde_json::from_str::<Option<Vec<String>>>(&v.description)
+                        .ok()
+                        .flatten();
                     false
                 } else {
                     true
@@ -1112,7 +1286,10 @@ pub fn resolve_internal_tags(model: &mut Model) -> Result<(), Problems> {
             });
             for v in &mut u.variants {
                 if let Payload::Def(n) = &v.payload {
-                    if let Some((_, tag)) = consts.get(n).and_then(|c| c.iter().find(|(k, _)| *k == u.tag)) {
+                    if let Some((_, tag)) = consts
+                        .get(n)
+                        .and_then(|c| c.iter().find(|(k, _)| *k == u.tag))
+                    {
                         v.tag = tag.clone();
                         v.rust = variant_name(tag);
                     }
@@ -1121,12 +1298,16 @@ pub fn resolve_internal_tags(model: &mut Model) -> Result<(), Problems> {
             if let Some(listed) = listed {
                 let known: Vec<String> = u.variants.iter().map(|v| v.tag.clone()).collect();
                 if sorted(&listed) != sorted(&known) {
-                    problems.push(format!("schemas/{}.schema.json#/$defs/{}/oneOf: the catch-all must exclude exactly the known tags; missing {:?}, extra {:?}", f.stem, d.name,
+                    problems.push(format!("{}#/$defs/{}/oneOf/{}: the catch-all must exclude exactly the known tags; missing {:?}, extra {:?}", f.path, d.name, known.len(),
                         known.iter().filter(|k| !listed.contains(k)).collect::<Vec<_>>(),
                         listed.iter().filter(|k| !known.contains(k)).collect::<Vec<_>>()));
                 }
             }
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
 }

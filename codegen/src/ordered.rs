@@ -54,6 +54,24 @@ impl J {
         }
     }
 
+    /// The same value as a `serde_json::Value` (object key order is then the map's).
+    pub fn to_value(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match self {
+            J::Null => Value::Null,
+            J::Bool(b) => Value::Bool(*b),
+            J::Num(n) => Value::Number(n.clone()),
+            J::Str(s) => Value::String(s.clone()),
+            J::Arr(items) => Value::Array(items.iter().map(J::to_value).collect()),
+            J::Obj(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+
     /// The integer, when `self` is one.
     pub fn as_i128(&self) -> Option<i128> {
         match self {
@@ -111,7 +129,9 @@ impl<'de> Visitor<'de> for JVisitor {
         let mut entries: Vec<(String, J)> = Vec::new();
         while let Some((k, v)) = map.next_entry::<String, J>()? {
             if entries.iter().any(|(e, _)| *e == k) {
-                return Err(serde::de::Error::custom(format_args!("duplicate key `{k}`")));
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate key `{k}`"
+                )));
             }
             entries.push((k, v));
         }

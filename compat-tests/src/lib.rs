@@ -5,6 +5,9 @@
 //! `fixtures/wire/<record kind>/invalid/*.json` break one rule each; the schema and the typed parse
 //! must both reject them.
 
+pub mod legacy;
+pub mod stream;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

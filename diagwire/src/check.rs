@@ -68,16 +68,21 @@ pub fn kind_from_file_name(path: &Path) -> Option<&'static str> {
     })
 }
 
+/// The records of one file, by index: each a JSON value or the reason it is not one.
+type SplitRecords = Vec<(usize, Result<Value, String>)>;
+
 /// Splits a file's text into records: a JSON array of records, JSON lines, or one record.
 ///
 /// Returns the records with their index, or a file-level error.
-fn split_records(text: &str, kind: &str) -> Result<Vec<(usize, Result<Value, String>)>, String> {
+fn split_records(text: &str, kind: &str) -> Result<SplitRecords, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Array(items)) if !Record::KINDS.contains(&kind) || !is_array_kind(kind) => {
             Ok(items.into_iter().map(Ok).enumerate().collect())
         }
         Ok(v) => Ok(vec![(0, Ok(v))]),
-        Err(e) if e.classify() == serde_json::error::Category::Syntax && text.lines().count() > 1 => {
+        Err(e)
+            if e.classify() == serde_json::error::Category::Syntax && text.lines().count() > 1 =>
+        {
             // JSON lines: one record per non-empty line; a bad line costs only itself.
             let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
             if lines.len() > 1 && serde_json::from_str::<Value>(lines[0]).is_ok() {
@@ -132,7 +137,14 @@ pub fn check_text(validators: &Validators, file: &str, text: &str, kind: &str) -
     report
 }
 
-fn check_value(v: &Validators, file: &str, index: usize, kind: &str, value: Value, out: &mut Vec<Problem>) {
+fn check_value(
+    v: &Validators,
+    file: &str,
+    index: usize,
+    kind: &str,
+    value: Value,
+    out: &mut Vec<Problem>,
+) {
     let problem = |pointer: String, message: String| Problem {
         file: file.to_owned(),
         record: Some(index),
@@ -141,7 +153,11 @@ fn check_value(v: &Validators, file: &str, index: usize, kind: &str, value: Valu
     };
     let violations = v.violations(kind, &value).unwrap_or_default();
     let schema_valid = violations.is_empty();
-    out.extend(violations.into_iter().map(|x| problem(x.pointer, x.message)));
+    out.extend(
+        violations
+            .into_iter()
+            .map(|x| problem(x.pointer, x.message)),
+    );
     match Record::from_value(kind, value) {
         Some(Ok(_)) if !schema_valid => out.push(problem(
             String::new(),
@@ -156,7 +172,11 @@ fn check_value(v: &Validators, file: &str, index: usize, kind: &str, value: Valu
 }
 
 /// Checks one file; `kind` overrides the kind implied by the file name.
-pub fn check_file(validators: &Validators, path: &Path, kind: Option<&str>) -> Result<Report, String> {
+pub fn check_file(
+    validators: &Validators,
+    path: &Path,
+    kind: Option<&str>,
+) -> Result<Report, String> {
     let file = path.display().to_string();
     let kind = match kind.or_else(|| kind_from_file_name(path)) {
         Some(k) => k,
@@ -168,7 +188,10 @@ pub fn check_file(validators: &Validators, path: &Path, kind: Option<&str>) -> R
         }
     };
     if !Record::KINDS.contains(&kind) {
-        return Err(format!("unknown record kind `{kind}` (one of {})", Record::KINDS.join(", ")));
+        return Err(format!(
+            "unknown record kind `{kind}` (one of {})",
+            Record::KINDS.join(", ")
+        ));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("{file}: {e}"))?;
     let kind = if kind == "event_batch" { "event" } else { kind };
@@ -181,7 +204,10 @@ pub fn check_file(validators: &Validators, path: &Path, kind: Option<&str>) -> R
                 file,
                 record: None,
                 pointer: String::new(),
-                message: format!("not UTF-8: invalid byte at offset {}", e.utf8_error().valid_up_to()),
+                message: format!(
+                    "not UTF-8: invalid byte at offset {}",
+                    e.utf8_error().valid_up_to()
+                ),
             }],
         },
     })

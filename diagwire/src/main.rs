@@ -46,7 +46,11 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Validate { paths, kind, format } => validate(&paths, kind.as_deref(), format),
+        Command::Validate {
+            paths,
+            kind,
+            format,
+        } => validate(&paths, kind.as_deref(), format),
     }
 }
 
@@ -98,8 +102,15 @@ fn validate(paths: &[PathBuf], kind: Option<&str>, format: Format) -> ExitCode {
                 "invalid": total.invalid_records,
                 "problems": problems,
             });
-            println!("{}", serde_json::to_string_pretty(&out).expect("OK because a Value always serializes"));
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&out).expect("OK because a Value always serializes")
+            );
         }
     }
-    if total.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if total.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -13,13 +13,21 @@ pub fn finite_f64(u: &mut Unstructured<'_>) -> Result<f64> {
 
 /// An optional finite `f64`.
 pub fn opt_finite_f64(u: &mut Unstructured<'_>) -> Result<Option<f64>> {
-    Ok(if bool::arbitrary(u)? { Some(finite_f64(u)?) } else { None })
+    Ok(if bool::arbitrary(u)? {
+        Some(finite_f64(u)?)
+    } else {
+        None
+    })
 }
 
 /// A string that is not one of `known`, for the `Other` variant of an open enum or union.
 pub fn other_string(u: &mut Unstructured<'_>, known: &[&str]) -> Result<String> {
     let s = String::arbitrary(u)?;
-    Ok(if known.contains(&s.as_str()) { format!("future_{s}") } else { s })
+    Ok(if known.contains(&s.as_str()) {
+        format!("future_{s}")
+    } else {
+        s
+    })
 }
 
 fn key(u: &mut Unstructured<'_>) -> Result<String> {
@@ -29,7 +37,11 @@ fn key(u: &mut Unstructured<'_>) -> Result<String> {
 }
 
 fn value(u: &mut Unstructured<'_>, depth: u32) -> Result<Value> {
-    let pick = if depth == 0 { u.int_in_range(0..=4)? } else { u.int_in_range(0..=6)? };
+    let pick = if depth == 0 {
+        u.int_in_range(0..=4)?
+    } else {
+        u.int_in_range(0..=6)?
+    };
     Ok(match pick {
         0 => Value::Null,
         1 => Value::Bool(bool::arbitrary(u)?),
@@ -69,6 +81,14 @@ impl<'a> Arbitrary<'a> for Extra {
         }
         Ok(out)
     }
+}
+
+/// An optional JSON value that is never `Some(null)`, which reads back as `None`.
+pub fn opt_json(u: &mut Unstructured<'_>) -> Result<Option<Json>> {
+    Ok(match Json::arbitrary(u)? {
+        Json(Value::Null) => None,
+        v => Some(v),
+    })
 }
 
 /// An unknown variant of an open internal union whose known tags are `known`.

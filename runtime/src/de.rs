@@ -160,7 +160,10 @@ impl Pending {
 }
 
 /// Replays buffered keys into a builder whose variant is now known.
-pub fn pending_replay<B: Builder, E: de::Error>(pending: Pending, builder: &mut B) -> Result<(), E> {
+pub fn pending_replay<B: Builder, E: de::Error>(
+    pending: Pending,
+    builder: &mut B,
+) -> Result<(), E> {
     for (key, raw) in pending.0 {
         let mut de = serde_json::Deserializer::from_str(raw.get());
         builder

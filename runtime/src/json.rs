@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::ops::{Deref, DerefMut};
 
-use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use serde::de::{self, Deserializer};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
@@ -35,7 +35,11 @@ pub struct Extra(pub BTreeMap<String, Value>);
 
 impl Extra {
     /// Reads the value of an unknown key, rejecting a duplicate key.
-    pub fn accept<'de, D: Deserializer<'de>>(&mut self, key: &str, value: D) -> Result<(), D::Error> {
+    pub fn accept<'de, D: Deserializer<'de>>(
+        &mut self,
+        key: &str,
+        value: D,
+    ) -> Result<(), D::Error> {
         if self.0.contains_key(key) {
             return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
         }

@@ -44,7 +44,11 @@ impl<T> Provenance<T> {
     /// `source` is the paired source field's value (`iroh` = reported, `derived` = derived; an
     /// unrecognised source counts as derived, since it is not a native report); `gap` is the gap
     /// name and whether the record's `api_gaps` declares it.
-    pub fn resolve(value: Option<T>, source: Option<&str>, gap: Option<(&'static str, bool)>) -> Self {
+    pub fn resolve(
+        value: Option<T>,
+        source: Option<&str>,
+        gap: Option<(&'static str, bool)>,
+    ) -> Self {
         let gap_declared = gap.is_some_and(|(_, declared)| declared);
         match (value, source) {
             (Some(v), Some("iroh")) => Provenance::Reported(v),

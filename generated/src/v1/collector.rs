@@ -26,6 +26,10 @@ pub struct PostAck {
     /// Wire: `body` — left out when absent.
     ///
     /// Absent: The endpoint has no payload to return (every endpoint except finalize).
+    #[cfg_attr(
+        feature = "arbitrary",
+        arbitrary(with = ::diagwire_runtime::arb::opt_json)
+    )]
     pub body: Option<::diagwire_runtime::Json>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,

@@ -755,6 +755,10 @@ pub struct InstanceObservation {
     /// Wire: `raw` — left out when absent.
     ///
     /// Absent: The poller kept no raw copy (the value was null).
+    #[cfg_attr(
+        feature = "arbitrary",
+        arbitrary(with = ::diagwire_runtime::arb::opt_json)
+    )]
     pub raw: Option<::diagwire_runtime::Json>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,

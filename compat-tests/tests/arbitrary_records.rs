@@ -1,0 +1,105 @@
+//! `Arbitrary` values of every record type serialize to schema-valid JSON and read back equal.
+
+use arbitrary::{Arbitrary, Unstructured};
+use diagwire::v1::{self, Record};
+use diagwire_compat_tests::validators;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Values generated per record kind.
+const CASES: usize = 400;
+
+/// A small deterministic byte source (xorshift64*), so failures reproduce from the case number.
+fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
+        })
+        .collect()
+}
+
+#[track_caller]
+fn check<T>(kind: &str)
+where
+    T: for<'a> Arbitrary<'a> + Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let mut problems = Vec::new();
+    for case in 0..CASES {
+        let data = bytes(case as u64 + 1, 4096);
+        let Ok(value) = T::arbitrary(&mut Unstructured::new(&data)) else { continue };
+        let json = serde_json::to_value(&value).expect("serialize");
+        if let Some(violations) = validators().violations(kind, &json) {
+            for v in violations {
+                problems.push(format!("case {case}: schema {}: {}\n  {json}", v.pointer, v.message));
+            }
+        }
+        let text = json.to_string();
+        match serde_json::from_str::<T>(&text) {
+            Ok(back) if back == value => {}
+            Ok(back) => problems.push(format!("case {case}: read back differently\n  {value:?}\n  {back:?}")),
+            Err(e) => problems.push(format!("case {case}: does not read back: {e}\n  {text}")),
+        }
+        assert!(matches!(Record::parse(kind, &text), Some(Ok(_))), "case {case}: Record::parse");
+    }
+    problems.truncate(5);
+    assert!(problems.is_empty(), "`{kind}`:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn arbitrary_boot_records_are_schema_valid_and_round_trip() {
+    check::<v1::Identity>("boot");
+}
+
+#[test]
+fn arbitrary_event_records_are_schema_valid_and_round_trip() {
+    check::<v1::EventRecord>("event");
+}
+
+#[test]
+fn arbitrary_event_batches_are_schema_valid_and_round_trip() {
+    check::<v1::EventBatch>("event_batch");
+}
+
+#[test]
+fn arbitrary_snapshots_are_schema_valid_and_round_trip() {
+    check::<v1::Snapshot>("snapshot");
+}
+
+#[test]
+fn arbitrary_finalize_records_are_schema_valid_and_round_trip() {
+    check::<v1::Finalize>("finalize");
+}
+
+#[test]
+fn arbitrary_manifests_are_schema_valid_and_round_trip() {
+    check::<v1::Manifest>("manifest");
+}
+
+#[test]
+fn arbitrary_post_acks_are_schema_valid_and_round_trip() {
+    check::<v1::PostAck>("post_ack");
+}
+
+#[test]
+fn arbitrary_error_bodies_are_schema_valid_and_round_trip() {
+    check::<v1::ErrorBody>("error");
+}
+
+#[test]
+fn arbitrary_runs_listings_are_schema_valid_and_round_trip() {
+    check::<v1::RunsListing>("runs");
+}
+
+#[test]
+fn arbitrary_live_records_are_schema_valid_and_round_trip() {
+    check::<v1::LiveRecord>("live");
+}
+
+#[test]
+fn arbitrary_vastai_records_are_schema_valid_and_round_trip() {
+    check::<v1::VastaiRecord>("vastai");
+}
