@@ -7,6 +7,7 @@
 pub mod emit;
 pub mod model;
 pub mod ordered;
+pub mod release;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,5 @@
 //! `cargo codegen [--check]`: regenerate `generated/` from `schemas/`, or check that it is fresh.
+//! `cargo codegen release`: freeze the current schemas as the release in `schemas/VERSION`.
 
 use std::process::ExitCode;
 
@@ -9,8 +10,20 @@ fn main() -> ExitCode {
     let mode = match args.as_slice() {
         [] => Mode::Write,
         [flag] if flag == "--check" => Mode::Check,
+        [cmd] if cmd == "release" => {
+            return match diagwire_codegen::release::cut(&workspace_root()) {
+                Ok(msg) => {
+                    println!("{msg}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         _ => {
-            eprintln!("usage: {REGEN_COMMAND} [--check]");
+            eprintln!("usage: {REGEN_COMMAND} [--check | release]");
             return ExitCode::from(2);
         }
     };

@@ -9,48 +9,113 @@
 //! * `plain`: `Vec<legacy::event::EventRecord>`, serde derives of the same shape that drop them;
 //! * `value`: `serde_json::Value`.
 //!
-//! Dropping the decoded batch is not timed. After criterion's report, one summary line per key
-//! order gives the medians of this run (read from criterion's `new/estimates.json`) and the ratios
-//! generated/plain and value/generated.
+//! Dropping the decoded batch is never timed, and each batch is dropped before the next decode
+//! starts (criterion's `BatchSize::PerIteration`), as a reader does, so the decoders reuse freed
+//! memory instead of paying page faults for fresh memory (which would penalise the ones that
+//! allocate most). After criterion's report (only under `cargo bench`),
+//! a summary gives per key order the median of each decoder and the ratios generated/plain and
+//! value/generated. Those medians come from a separate pass in this same run that interleaves the
+//! six cases round by round, so a change of machine load hits all of them alike and the ratios
+//! stay comparable even on a busy machine.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
 
-use criterion::{Criterion, SamplingMode, Throughput, black_box};
+use criterion::{BatchSize, Criterion, SamplingMode, Throughput};
 use diagwire::v1;
 use diagwire_compat_tests::legacy::event::EventRecord as PlainRecord;
 use diagwire_compat_tests::stream;
 use serde_json::Value;
 
 const ORDERS: [&str; 2] = ["node_order", "collector_order"];
-const DECODERS: [&str; 3] = ["generated", "plain", "value"];
 
-/// Where criterion writes its results: `$CRITERION_HOME`, else `<target dir>/criterion`, with the
-/// target dir taken from `$CARGO_TARGET_DIR` or from this executable's path
-/// (`<target>/<profile>/deps/<bench>`).
-fn criterion_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return PathBuf::from(home);
-    }
-    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
-        return PathBuf::from(target).join("criterion");
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
-        .unwrap_or_else(|| PathBuf::from("target"))
-        .join("criterion")
+/// Rounds of the interleaved pass behind the summary.
+const SUMMARY_ROUNDS: usize = 41;
+
+/// Times one decode of a batch, excluding the drop of the result.
+type Timer = fn(&str) -> Duration;
+
+/// The decoders, by name.
+const DECODERS: [(&str, Timer); 3] = [
+    ("generated", time_generated),
+    ("plain", time_plain),
+    ("value", time_value),
+];
+
+fn generated(text: &str) -> Vec<v1::EventRecord> {
+    serde_json::from_str(text).expect("the generated types decode the batch")
 }
 
-/// The median time per decode in ns, if this run measured `group/function`.
-fn median_ns(dir: &Path, group: &str, function: &str, since: SystemTime) -> Option<f64> {
-    let path = dir.join(group).join(function).join("new").join("estimates.json");
-    let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
-    if written < since {
-        return None;
+fn plain(text: &str) -> Vec<PlainRecord> {
+    serde_json::from_str(text).expect("the plain derives decode the batch")
+}
+
+fn value(text: &str) -> Value {
+    serde_json::from_str(text).expect("the batch is JSON")
+}
+
+fn time_generated(text: &str) -> Duration {
+    let start = Instant::now();
+    let out = black_box(generated(black_box(text)));
+    let elapsed = start.elapsed();
+    drop(out);
+    elapsed
+}
+
+fn time_plain(text: &str) -> Duration {
+    let start = Instant::now();
+    let out = black_box(plain(black_box(text)));
+    let elapsed = start.elapsed();
+    drop(out);
+    elapsed
+}
+
+fn time_value(text: &str) -> Duration {
+    let start = Instant::now();
+    let out = black_box(value(black_box(text)));
+    let elapsed = start.elapsed();
+    drop(out);
+    elapsed
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Medians of the interleaved pass, printed with the two ratios per key order.
+fn summary(inputs: &[String; 2], records: usize) {
+    let mut samples = vec![vec![Vec::with_capacity(SUMMARY_ROUNDS); DECODERS.len()]; ORDERS.len()];
+    for _ in 0..SUMMARY_ROUNDS {
+        for (order, text) in inputs.iter().enumerate() {
+            for (decoder, (_, time)) in DECODERS.iter().enumerate() {
+                samples[order][decoder].push(time(text));
+            }
+        }
     }
-    let estimates: Value = serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?;
-    estimates["median"]["point_estimate"].as_f64()
+    println!(
+        "\ndecode summary: {records} records, median of {SUMMARY_ROUNDS} interleaved rounds per case"
+    );
+    for ((order, text), per_decoder) in ORDERS.iter().zip(inputs).zip(samples) {
+        let ms: Vec<f64> = per_decoder
+            .into_iter()
+            .map(|s| median(s).as_secs_f64() * 1e3)
+            .collect();
+        let mb_s = |ms: f64| text.len() as f64 / ms / 1e3;
+        let [generated, plain, value] = ms[..] else {
+            unreachable!("three decoders")
+        };
+        println!(
+            "  {order:<15} {:.2} MB: generated {generated:.2} ms ({:.0} MB/s), plain {plain:.2} ms \
+             ({:.0} MB/s), value {value:.2} ms ({:.0} MB/s); generated/plain {:.2}, value/generated {:.2}",
+            text.len() as f64 / 1e6,
+            mb_s(generated),
+            mb_s(plain),
+            mb_s(value),
+            generated / plain,
+            value / generated,
+        );
+    }
 }
 
 fn main() {
@@ -61,15 +126,12 @@ fn main() {
     ];
     // Every decoder must accept both inputs before anything is timed.
     for text in &inputs {
-        serde_json::from_str::<Vec<v1::EventRecord>>(text).expect("the generated types decode the batch");
-        serde_json::from_str::<Vec<PlainRecord>>(text).expect("the plain derives decode the batch");
-        serde_json::from_str::<Value>(text).expect("the batch is JSON");
+        for (_, time) in DECODERS {
+            time(text);
+        }
     }
 
-    let dir = criterion_dir();
-    let started = SystemTime::now();
     let mut c = Criterion::default()
-        .output_directory(&dir)
         .sample_size(30)
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(6))
@@ -79,42 +141,24 @@ fn main() {
         group.throughput(Throughput::Bytes(text.len() as u64));
         group.sampling_mode(SamplingMode::Flat);
         group.bench_function("generated", |b| {
-            b.iter_with_large_drop(|| serde_json::from_str::<Vec<v1::EventRecord>>(black_box(text)).unwrap())
+            b.iter_batched(
+                || (),
+                |()| generated(black_box(text)),
+                BatchSize::PerIteration,
+            )
         });
         group.bench_function("plain", |b| {
-            b.iter_with_large_drop(|| serde_json::from_str::<Vec<PlainRecord>>(black_box(text)).unwrap())
+            b.iter_batched(|| (), |()| plain(black_box(text)), BatchSize::PerIteration)
         });
         group.bench_function("value", |b| {
-            b.iter_with_large_drop(|| serde_json::from_str::<Value>(black_box(text)).unwrap())
+            b.iter_batched(|| (), |()| value(black_box(text)), BatchSize::PerIteration)
         });
         group.finish();
     }
     c.final_summary();
 
-    println!(
-        "\ndecode summary: {} records; medians of this run from {}",
-        records.len(),
-        dir.display()
-    );
-    for (order, text) in ORDERS.iter().zip(&inputs) {
-        let group = format!("decode_{order}");
-        let medians: Vec<Option<f64>> = DECODERS.iter().map(|d| median_ns(&dir, &group, d, started)).collect();
-        let [Some(generated), Some(plain), Some(value)] = medians[..] else {
-            println!("  {order:<15} {} bytes: not measured in this run", text.len());
-            continue;
-        };
-        let mb_s = |ns: f64| text.len() as f64 / ns * 1e3;
-        println!(
-            "  {order:<15} {:.2} MB: generated {:.2} ms ({:.0} MB/s), plain {:.2} ms ({:.0} MB/s), value {:.2} ms ({:.0} MB/s); generated/plain {:.2}, value/generated {:.2}",
-            text.len() as f64 / 1e6,
-            generated / 1e6,
-            mb_s(generated),
-            plain / 1e6,
-            mb_s(plain),
-            value / 1e6,
-            mb_s(value),
-            generated / plain,
-            value / generated,
-        );
+    // `cargo bench` passes `--bench`; without it criterion only checks that each case runs.
+    if std::env::args().any(|a| a == "--bench") {
+        summary(&inputs, records.len());
     }
 }

@@ -6,6 +6,7 @@
 //! must both reject them.
 
 pub mod legacy;
+pub mod rng;
 pub mod stream;
 
 use std::fs;
@@ -45,7 +46,9 @@ impl Fixture {
 
 fn read_dir_json(dir: &Path) -> Vec<Fixture> {
     let mut out = Vec::new();
-    let Ok(entries) = fs::read_dir(dir) else { return out };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return out;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.extension().is_some_and(|x| x == "json") {
@@ -94,7 +97,10 @@ pub fn problems_of_valid(kind: &str, f: &Fixture) -> Vec<String> {
             }
             match Record::from_value(kind, original.clone()).expect("known kind") {
                 Ok(again) if again == record => {}
-                Ok(_) => out.push(format!("{}: parsing from a Value gave a different record", f.name)),
+                Ok(_) => out.push(format!(
+                    "{}: parsing from a Value gave a different record",
+                    f.name
+                )),
                 Err(e) => out.push(format!("{}: parsing from a Value failed: {e}", f.name)),
             }
         }
@@ -107,10 +113,16 @@ pub fn problems_of_invalid(kind: &str, f: &Fixture) -> Vec<String> {
     let mut out = Vec::new();
     let value = f.value();
     if validators().is_valid(kind, &value) == Some(true) {
-        out.push(format!("{}: the schema accepts a record that breaks a rule", f.name));
+        out.push(format!(
+            "{}: the schema accepts a record that breaks a rule",
+            f.name
+        ));
     }
     if let Some(Ok(_)) = Record::parse(kind, &f.text) {
-        out.push(format!("{}: the typed parse accepts a record that breaks a rule", f.name));
+        out.push(format!(
+            "{}: the typed parse accepts a record that breaks a rule",
+            f.name
+        ));
     }
     out
 }
@@ -120,7 +132,10 @@ pub fn problems_of_invalid(kind: &str, f: &Fixture) -> Vec<String> {
 pub fn check_kind(kind: &str) {
     let valid = valid(kind);
     let invalid = invalid(kind);
-    assert!(!valid.is_empty(), "no valid fixtures for record kind `{kind}`");
+    assert!(
+        !valid.is_empty(),
+        "no valid fixtures for record kind `{kind}`"
+    );
     let mut problems = Vec::new();
     for f in &valid {
         problems.extend(problems_of_valid(kind, f));

@@ -17,35 +17,14 @@ pub const BENCH_RECORDS: usize = 6_000;
 /// The seed the decode benchmark uses.
 pub const BENCH_SEED: u64 = 0x5eed_d1a6;
 
-/// splitmix64: small, fast and good enough for picking event parameters.
-struct Rng(u64);
+use crate::rng::SplitMix64 as Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+fn random_node_id(rng: &mut Rng) -> NodeId {
+    let mut out = [0u8; 32];
+    for chunk in out.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
     }
-
-    /// A value in `lo..=hi`.
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-
-    /// True with probability `num / den`.
-    fn chance(&mut self, num: u64, den: u64) -> bool {
-        self.next() % den < num
-    }
-
-    fn node_id(&mut self) -> NodeId {
-        let mut out = [0u8; 32];
-        for chunk in out.chunks_mut(8) {
-            chunk.copy_from_slice(&self.next().to_le_bytes());
-        }
-        NodeId(out)
-    }
+    NodeId(out)
 }
 
 const NODES: usize = 3;
@@ -83,7 +62,7 @@ impl Sim {
         let mut rng = Rng(seed);
         let nodes = (0..NODES)
             .map(|i| Node {
-                id: rng.node_id(),
+                id: random_node_id(&mut rng),
                 seq: 0,
                 sink_seq: 0,
                 skew_ms: rng.range(0, 40) + 7 * i as u64,
@@ -147,7 +126,9 @@ impl Sim {
                 1,
                 Event::Error {
                     component: "host_introspect".into(),
-                    message: "nf_conntrack_count unreadable: No such file or directory (os error 2)".into(),
+                    message:
+                        "nf_conntrack_count unreadable: No such file or directory (os error 2)"
+                            .into(),
                     peer: None,
                 },
             );
@@ -178,7 +159,10 @@ impl Sim {
                 );
             } else {
                 let pid = 4_000 + x as u32 * 17;
-                let command = format!("/opt/worker/bin/llama-stage --stage {} --model /models/q4.gguf", x - 1);
+                let command = format!(
+                    "/opt/worker/bin/llama-stage --stage {} --model /models/q4.gguf",
+                    x - 1
+                );
                 self.emit(
                     x,
                     100,
@@ -245,7 +229,9 @@ impl Sim {
                 let (outcome, duration_ms) = match roll {
                     0 => (DialOutcome::Timeout, 10_000),
                     1 => (
-                        DialOutcome::Error("connection lost: timed out waiting for handshake".into()),
+                        DialOutcome::Error(
+                            "connection lost: timed out waiting for handshake".into(),
+                        ),
                         self.rng.range(50, 900),
                     ),
                     _ => (DialOutcome::Success, self.rng.range(20, 400)),
@@ -271,7 +257,11 @@ impl Sim {
             let generation = self.nodes[x].generation[y];
             self.emit(x, dt, Event::ConnectionCacheHit { peer, generation });
             let old = self.nodes[x].conn_type[y];
-            let new = if self.rng.chance(3, 4) { ConnType::Direct } else { ConnType::Mixed };
+            let new = if self.rng.chance(3, 4) {
+                ConnType::Direct
+            } else {
+                ConnType::Mixed
+            };
             if old != new {
                 self.nodes[x].conn_type[y] = new;
                 self.emit(x, dt + 1, Event::IrohConnTypeChanged { peer, old, new });
@@ -337,7 +327,11 @@ impl Sim {
     /// One SWIM protocol period of node `x`.
     fn swim_round(&mut self, x: usize) {
         let y = self.nodes[x].next_target;
-        self.nodes[x].next_target = if (y + 1) % NODES == x { (y + 2) % NODES } else { (y + 1) % NODES };
+        self.nodes[x].next_target = if (y + 1) % NODES == x {
+            (y + 2) % NODES
+        } else {
+            (y + 1) % NODES
+        };
         let z = (0..NODES).find(|&n| n != x && n != y).expect("three nodes");
         self.nodes[x].probe_seq += 1;
         let sequence = self.nodes[x].probe_seq;
@@ -400,7 +394,13 @@ impl Sim {
                         budget_ticks: 6,
                     },
                 );
-                self.transition(x, y, dt + 900, PeerState::Suspect, "indirect probe timed out");
+                self.transition(
+                    x,
+                    y,
+                    dt + 900,
+                    PeerState::Suspect,
+                    "indirect probe timed out",
+                );
                 self.nodes[x].cached[y] = false;
                 let generation = self.nodes[x].generation[y];
                 self.emit(
@@ -429,7 +429,11 @@ impl Sim {
                 kind: "direct".into(),
             },
         );
-        let reason = if self.nodes[x].opinion[y] == PeerState::Unknown { "joined" } else { "refuted suspicion" };
+        let reason = if self.nodes[x].opinion[y] == PeerState::Unknown {
+            "joined"
+        } else {
+            "refuted suspicion"
+        };
         self.transition(x, y, dt + rtt, PeerState::Alive, reason);
     }
 
@@ -460,7 +464,10 @@ impl Sim {
     fn probes(&mut self, x: usize) {
         for (kind, target) in [
             ("udp_echo", "collector (203.0.113.10:47000)"),
-            ("udp_relay", "use1-1.relay.n0.iroh-canary.iroh.link (3.208.61.88:3478)"),
+            (
+                "udp_relay",
+                "use1-1.relay.n0.iroh-canary.iroh.link (3.208.61.88:3478)",
+            ),
         ] {
             self.emit(
                 x,
@@ -492,8 +499,15 @@ impl Sim {
         self.nodes[x].metadata_version += 1;
         let version = self.nodes[x].metadata_version;
         // Hashes are full u64 values, many above 2^53.
-        let payload_hash = self.rng.next();
-        self.emit(x, 700, Event::SwimMetadataSent { version, payload_hash });
+        let payload_hash = self.rng.next_u64();
+        self.emit(
+            x,
+            700,
+            Event::SwimMetadataSent {
+                version,
+                payload_hash,
+            },
+        );
         for y in (0..NODES).filter(|&y| y != x) {
             let peer = self.id(x);
             self.emit(
@@ -526,7 +540,11 @@ impl Sim {
         self.send(1, 2, 600, "activation", size * 3);
         self.receive(2, 1, 640, "activation", size * 3, false);
         let byte_size = self.rng.range(200, 3_000);
-        let send_outcome = if self.rng.chance(1, 30) { "timeout" } else { "success" };
+        let send_outcome = if self.rng.chance(1, 30) {
+            "timeout"
+        } else {
+            "success"
+        };
         let target_peer = self.id(0);
         self.send(2, 0, 900, "inference_response", byte_size as u32);
         self.emit(

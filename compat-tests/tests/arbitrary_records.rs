@@ -2,25 +2,13 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use diagwire::v1::{self, Record};
+use diagwire_compat_tests::rng::SplitMix64;
 use diagwire_compat_tests::validators;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Values generated per record kind.
 const CASES: usize = 400;
-
-/// A small deterministic byte source (xorshift64*), so failures reproduce from the case number.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
 
 #[track_caller]
 fn check<T>(kind: &str)
@@ -29,21 +17,31 @@ where
 {
     let mut problems = Vec::new();
     for case in 0..CASES {
-        let data = bytes(case as u64 + 1, 4096);
-        let Ok(value) = T::arbitrary(&mut Unstructured::new(&data)) else { continue };
+        let data = SplitMix64(case as u64 + 1).bytes(4096);
+        let Ok(value) = T::arbitrary(&mut Unstructured::new(&data)) else {
+            continue;
+        };
         let json = serde_json::to_value(&value).expect("serialize");
         if let Some(violations) = validators().violations(kind, &json) {
             for v in violations {
-                problems.push(format!("case {case}: schema {}: {}\n  {json}", v.pointer, v.message));
+                problems.push(format!(
+                    "case {case}: schema {}: {}\n  {json}",
+                    v.pointer, v.message
+                ));
             }
         }
         let text = json.to_string();
         match serde_json::from_str::<T>(&text) {
             Ok(back) if back == value => {}
-            Ok(back) => problems.push(format!("case {case}: read back differently\n  {value:?}\n  {back:?}")),
+            Ok(back) => problems.push(format!(
+                "case {case}: read back differently\n  {value:?}\n  {back:?}"
+            )),
             Err(e) => problems.push(format!("case {case}: does not read back: {e}\n  {text}")),
         }
-        assert!(matches!(Record::parse(kind, &text), Some(Ok(_))), "case {case}: Record::parse");
+        assert!(
+            matches!(Record::parse(kind, &text), Some(Ok(_))),
+            "case {case}: Record::parse"
+        );
     }
     problems.truncate(5);
     assert!(problems.is_empty(), "`{kind}`:\n{}", problems.join("\n"));

@@ -55,7 +55,10 @@ fn record(event: Event) -> EventRecord {
 
 #[test]
 fn mirror_writes_node_ids_as_arrays_of_32_integers() {
-    let json = serde_json::to_value(record(Event::ConnectionCacheMiss { peer: NodeId([255; 32]) })).unwrap();
+    let json = serde_json::to_value(record(Event::ConnectionCacheMiss {
+        peer: NodeId([255; 32]),
+    }))
+    .unwrap();
     assert_eq!(json["node_id"], json!(vec![7; 32]));
     assert_eq!(json["peer"], json!(vec![255; 32]));
 }
@@ -68,10 +71,23 @@ fn mirror_flattens_the_event_beside_the_envelope_with_its_tag_in_type() {
         timeout_ms: 500,
     }))
     .unwrap();
-    let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
         keys,
-        ["attempt", "monotonic_seq", "node_id", "peer", "timeout_ms", "type", "wall_ms"]
+        [
+            "attempt",
+            "monotonic_seq",
+            "node_id",
+            "peer",
+            "timeout_ms",
+            "type",
+            "wall_ms"
+        ]
     );
     assert_eq!(json["type"], "DialStarted");
 }
@@ -95,7 +111,10 @@ fn mirror_writes_absent_options_as_null() {
 
 #[test]
 fn mirror_writes_dial_outcomes_externally_tagged() {
-    assert_eq!(serde_json::to_value(DialOutcome::Timeout).unwrap(), json!("Timeout"));
+    assert_eq!(
+        serde_json::to_value(DialOutcome::Timeout).unwrap(),
+        json!("Timeout")
+    );
     assert_eq!(
         serde_json::to_value(DialOutcome::Error("timed out".into())).unwrap(),
         json!({"Error": "timed out"})
@@ -116,15 +135,26 @@ fn mirror_writes_custom_fields_under_kind_and_fields() {
 
 #[test]
 fn mirror_ignores_unknown_keys() {
-    let mut json = serde_json::to_value(record(Event::ConnectionCacheMiss { peer: NodeId([3; 32]) })).unwrap();
+    let mut json = serde_json::to_value(record(Event::ConnectionCacheMiss {
+        peer: NodeId([3; 32]),
+    }))
+    .unwrap();
     json["added_by_a_newer_writer"] = json!(true);
     let back: EventRecord = serde_json::from_value(json).unwrap();
-    assert_eq!(back, record(Event::ConnectionCacheMiss { peer: NodeId([3; 32]) }));
+    assert_eq!(
+        back,
+        record(Event::ConnectionCacheMiss {
+            peer: NodeId([3; 32])
+        })
+    );
 }
 
 #[test]
 fn mirror_rejects_an_unknown_event_type() {
-    let mut json = serde_json::to_value(record(Event::ConnectionCacheMiss { peer: NodeId([3; 32]) })).unwrap();
+    let mut json = serde_json::to_value(record(Event::ConnectionCacheMiss {
+        peer: NodeId([3; 32]),
+    }))
+    .unwrap();
     json["type"] = json!("TypeFromTheFuture");
     assert!(serde_json::from_value::<EventRecord>(json).is_err());
 }
@@ -173,10 +203,16 @@ fn stream_has_the_event_mix_of_a_three_node_run() {
         "Error",
         "Custom",
     ] {
-        assert!(counts.contains_key(expected), "no `{expected}` in the stream: {counts:?}");
+        assert!(
+            counts.contains_key(expected),
+            "no `{expected}` in the stream: {counts:?}"
+        );
     }
     let most = counts.iter().max_by_key(|(_, n)| **n).unwrap().0;
-    assert!(matches!(*most, "MessageSent" | "MessageReceived"), "{counts:?}");
+    assert!(
+        matches!(*most, "MessageSent" | "MessageReceived"),
+        "{counts:?}"
+    );
 }
 
 /// The keys of every object of a JSON array, in the order the text has them.
@@ -190,7 +226,10 @@ fn key_orders(text: &str) -> Vec<Vec<String>> {
                 fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                     f.write_str("an object")
                 }
-                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Keys, A::Error> {
                     let mut keys = Vec::new();
                     while let Some(k) = map.next_key::<String>()? {
                         map.next_value::<serde::de::IgnoredAny>()?;
@@ -209,7 +248,11 @@ fn key_orders(text: &str) -> Vec<Vec<String>> {
 #[test]
 fn stream_node_order_writes_the_envelope_then_the_type_then_the_fields() {
     for keys in key_orders(&stream::node_order_json(&stream::run(200, 3))) {
-        assert_eq!(keys[..4], ["node_id", "monotonic_seq", "wall_ms", "type"], "{keys:?}");
+        assert_eq!(
+            keys[..4],
+            ["node_id", "monotonic_seq", "wall_ms", "type"],
+            "{keys:?}"
+        );
     }
 }
 
@@ -227,13 +270,20 @@ fn stream_records_are_schema_valid() {
     let text = stream::node_order_json(&bench_stream());
     let batch: Value = serde_json::from_str(&text).unwrap();
     let violations = validators().violations("event_batch", &batch).unwrap();
-    assert!(violations.is_empty(), "{:?}", &violations[..violations.len().min(5)]);
+    assert!(
+        violations.is_empty(),
+        "{:?}",
+        &violations[..violations.len().min(5)]
+    );
 }
 
 #[test]
 fn stream_records_read_back_through_the_mirror_in_both_key_orders() {
     let records = bench_stream();
-    for text in [stream::node_order_json(&records), stream::collector_order_json(&records)] {
+    for text in [
+        stream::node_order_json(&records),
+        stream::collector_order_json(&records),
+    ] {
         let back: Vec<EventRecord> = serde_json::from_str(&text).unwrap();
         assert!(back == records);
     }
@@ -242,12 +292,21 @@ fn stream_records_read_back_through_the_mirror_in_both_key_orders() {
 #[test]
 fn stream_records_read_into_known_generated_variants_and_write_back_an_equal_value() {
     let records = bench_stream();
-    for text in [stream::node_order_json(&records), stream::collector_order_json(&records)] {
+    for text in [
+        stream::node_order_json(&records),
+        stream::collector_order_json(&records),
+    ] {
         let typed: Vec<v1::EventRecord> = serde_json::from_str(&text).unwrap();
         for (i, r) in typed.iter().enumerate() {
-            assert!(!matches!(r.event, v1::Event::Other(_)), "record {i} read as an unknown type");
+            assert!(
+                !matches!(r.event, v1::Event::Other(_)),
+                "record {i} read as an unknown type"
+            );
             if let v1::Event::Custom(c) = &r.event {
-                assert!(!matches!(c.payload, v1::CustomPayload::Other { .. }), "record {i}: unknown kind");
+                assert!(
+                    !matches!(c.payload, v1::CustomPayload::Other { .. }),
+                    "record {i}: unknown kind"
+                );
             }
         }
         let original: Value = serde_json::from_str(&text).unwrap();
@@ -270,19 +329,29 @@ fn bytes(case: u64, len: usize) -> Vec<u8> {
 }
 
 #[test]
-fn arbitrary_mirror_records_are_schema_valid_and_write_back_unchanged_through_the_generated_types() {
+fn arbitrary_mirror_records_are_schema_valid_and_write_back_unchanged_through_the_generated_types()
+{
     let mut problems = Vec::new();
     for case in 0..500u64 {
         let data = bytes(case, 2048);
-        let Ok(r) = EventRecord::arbitrary(&mut Unstructured::new(&data)) else { continue };
+        let Ok(r) = EventRecord::arbitrary(&mut Unstructured::new(&data)) else {
+            continue;
+        };
         let json = serde_json::to_value(&r).unwrap();
         for v in validators().violations("event", &json).unwrap() {
-            problems.push(format!("case {case}: schema {}: {}\n  {json}", v.pointer, v.message));
+            problems.push(format!(
+                "case {case}: schema {}: {}\n  {json}",
+                v.pointer, v.message
+            ));
         }
         match serde_json::from_value::<v1::EventRecord>(json.clone()) {
             Ok(typed) if serde_json::to_value(&typed).unwrap() == json => {}
-            Ok(typed) => problems.push(format!("case {case}: written back differently\n  {json}\n  {typed:?}")),
-            Err(e) => problems.push(format!("case {case}: generated types reject it: {e}\n  {json}")),
+            Ok(typed) => problems.push(format!(
+                "case {case}: written back differently\n  {json}\n  {typed:?}"
+            )),
+            Err(e) => problems.push(format!(
+                "case {case}: generated types reject it: {e}\n  {json}"
+            )),
         }
     }
     problems.truncate(5);

@@ -15,6 +15,7 @@ use diagwire::v1::{self, Record};
 use diagwire_compat_tests::legacy::{
     collector, event as legacy_event, finalize, identity, manifest, snapshot, vastai,
 };
+use diagwire_compat_tests::rng::SplitMix64;
 use diagwire_compat_tests::validators;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -22,30 +23,6 @@ use serde_json::Value;
 
 /// Values drawn per record kind in each direction.
 const VALUES_PER_KIND: usize = 2_000;
-
-/// A small deterministic PRNG (SplitMix64), so every run draws the same values.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A buffer of between 1 and `max_len` random bytes.
-    fn bytes(&mut self, max_len: usize) -> Vec<u8> {
-        let len = 1 + (self.next() % max_len as u64) as usize;
-        let mut out = Vec::with_capacity(len + 8);
-        while out.len() < len {
-            out.extend_from_slice(&self.next().to_le_bytes());
-        }
-        out.truncate(len);
-        out
-    }
-}
 
 fn seed_of(kind: &str, direction: u64) -> u64 {
     kind.bytes()

@@ -66,5 +66,8 @@ fn every_record_kind_has_valid_and_invalid_fixtures() {
         .filter(|k| valid(k).is_empty() || invalid(k).is_empty())
         .map(|k| k.to_string())
         .collect();
-    assert!(missing.is_empty(), "record kinds without valid and invalid fixtures: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "record kinds without valid and invalid fixtures: {missing:?}"
+    );
 }

@@ -11,7 +11,6 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, Visitor};
-use serde_json::value::RawValue;
 
 use crate::{Extra, UnknownVariant};
 
@@ -143,18 +142,62 @@ pub fn finish_required<T, E: de::Error>(slot: Option<T>, name: &'static str) -> 
     slot.ok_or_else(|| de::Error::missing_field(name))
 }
 
-/// Keys an internal union saw before its tag, kept as raw JSON text.
+/// Keys an internal union saw before its tag, kept as raw JSON text in one buffer.
+///
+/// Each entry is `(key start, value start, value end)` in `text`; one buffer keeps a record that
+/// arrives with sorted keys (the collector's files) to a couple of allocations.
 #[derive(Default)]
-pub struct Pending(Vec<(String, Box<RawValue>)>);
+pub struct Pending {
+    text: String,
+    entries: Vec<(usize, usize, usize)>,
+}
 
 impl Pending {
     /// Buffers one value.
     pub fn push<'de, D: Deserializer<'de>>(&mut self, key: &str, value: D) -> Result<(), D::Error> {
-        if self.0.iter().any(|(k, _)| k == key) {
+        if self
+            .entries
+            .iter()
+            .any(|&(k, v, _)| &self.text[k..v] == key)
+        {
             return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
         }
-        let raw = Box::<RawValue>::deserialize(value)?;
-        self.0.push((key.to_owned(), raw));
+        if self.text.capacity() == 0 {
+            self.text.reserve(512);
+            self.entries.reserve(8);
+        }
+        let key_start = self.text.len();
+        self.text.push_str(key);
+        let value_start = self.text.len();
+        value.deserialize_newtype_struct(RAW_VALUE_TOKEN, Capture(&mut self.text))?;
+        self.entries.push((key_start, value_start, self.text.len()));
+        Ok(())
+    }
+}
+
+/// Appends a value's raw JSON text to a buffer: serde_json hands it over through its raw-value
+/// protocol; any other deserializer's value is read and written out as compact JSON.
+struct Capture<'a>(&'a mut String);
+
+impl<'de> Visitor<'de> for Capture<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        if map.next_key::<de::IgnoredAny>()?.is_none() {
+            return Err(de::Error::custom("empty raw value"));
+        }
+        let raw = map.next_value_seed(KeySeed)?;
+        self.0.push_str(&raw);
+        Ok(())
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        self.0.push_str(&v.to_string());
         Ok(())
     }
 }
@@ -164,13 +207,164 @@ pub fn pending_replay<B: Builder, E: de::Error>(
     pending: Pending,
     builder: &mut B,
 ) -> Result<(), E> {
-    for (key, raw) in pending.0 {
-        let mut de = serde_json::Deserializer::from_str(raw.get());
+    let text = &pending.text;
+    for &(k, v, end) in &pending.entries {
+        let key = &text[k..v];
         builder
-            .accept(&key, &mut de)
-            .map_err(|e| E::custom(format_args!("{e} (in `{key}`)")))?;
+            .accept(key, RawText(&text[v..end]))
+            .map_err(|e| E::custom(format_args!("{} (in `{key}`)", without_position(&e))))?;
     }
     Ok(())
+}
+
+/// serde_json's name for its raw-value protocol: a deserializer asked for a newtype struct of this
+/// name hands the visitor the value's raw JSON text.
+pub const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// serde_json's message without its `at line L column C` suffix, for errors inside a fragment whose
+/// position means nothing to the reader of the whole record.
+pub fn without_position(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rsplit_once(" at line ") {
+        Some((msg, _)) => msg.to_owned(),
+        None => s,
+    }
+}
+
+/// A deserializer over one buffered raw JSON value. It answers the raw-value protocol with the text
+/// itself (so a node id is not scanned twice) and parses anything else with serde_json.
+struct RawText<'a>(&'a str);
+
+type StrDeserializer<'a> = serde_json::Deserializer<serde_json::de::StrRead<'a>>;
+
+fn parse_raw<'a, T>(
+    raw: &'a str,
+    f: impl FnOnce(&mut StrDeserializer<'a>) -> Result<T, serde_json::Error>,
+) -> Result<T, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let v = f(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+macro_rules! forward_raw {
+    ($($method:ident),*) => {$(
+        fn $method<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+            parse_raw(self.0, |de| de.$method(visitor))
+        }
+    )*};
+}
+
+impl<'a> Deserializer<'a> for RawText<'a> {
+    type Error = serde_json::Error;
+
+    forward_raw!(
+        deserialize_any,
+        deserialize_bool,
+        deserialize_i8,
+        deserialize_i16,
+        deserialize_i32,
+        deserialize_i64,
+        deserialize_i128,
+        deserialize_u8,
+        deserialize_u16,
+        deserialize_u32,
+        deserialize_u64,
+        deserialize_u128,
+        deserialize_f32,
+        deserialize_f64,
+        deserialize_char,
+        deserialize_str,
+        deserialize_string,
+        deserialize_bytes,
+        deserialize_byte_buf,
+        deserialize_option,
+        deserialize_unit,
+        deserialize_seq,
+        deserialize_map,
+        deserialize_identifier,
+        deserialize_ignored_any
+    );
+
+    fn deserialize_unit_struct<V: Visitor<'a>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        parse_raw(self.0, |de| de.deserialize_unit_struct(name, visitor))
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'a>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        if name == RAW_VALUE_TOKEN {
+            return visitor.visit_map(RawEntry(Some(self.0)));
+        }
+        parse_raw(self.0, |de| de.deserialize_newtype_struct(name, visitor))
+    }
+
+    fn deserialize_tuple<V: Visitor<'a>>(
+        self,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        parse_raw(self.0, |de| de.deserialize_tuple(len, visitor))
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'a>>(
+        self,
+        name: &'static str,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        parse_raw(self.0, |de| de.deserialize_tuple_struct(name, len, visitor))
+    }
+
+    fn deserialize_struct<V: Visitor<'a>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        parse_raw(self.0, |de| de.deserialize_struct(name, fields, visitor))
+    }
+
+    fn deserialize_enum<V: Visitor<'a>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        parse_raw(self.0, |de| de.deserialize_enum(name, variants, visitor))
+    }
+}
+
+/// The single entry of serde_json's raw-value protocol: the token, then the raw text.
+struct RawEntry<'a>(Option<&'a str>);
+
+impl<'a> MapAccess<'a> for RawEntry<'a> {
+    type Error = serde_json::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'a>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Self::Error> {
+        if self.0.is_none() {
+            return Ok(None);
+        }
+        seed.deserialize(de::value::BorrowedStrDeserializer::new(RAW_VALUE_TOKEN))
+            .map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'a>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, Self::Error> {
+        let raw = self.0.take().unwrap_or("null");
+        seed.deserialize(de::value::BorrowedStrDeserializer::new(raw))
+    }
 }
 
 /// Reads the tag value of an internal union.

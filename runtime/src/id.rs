@@ -74,8 +74,53 @@ impl Serialize for NodeId {
 
 impl<'de> Deserialize<'de> for NodeId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_seq(NodeIdVisitor)
+        // serde_json answers this request with the value's raw text (its raw-value protocol), which
+        // `parse_canonical` reads in one tight loop: node ids are most of an event record's bytes.
+        // Any other deserializer calls `visit_newtype_struct` and takes the sequence path.
+        deserializer.deserialize_newtype_struct(crate::de::RAW_VALUE_TOKEN, NodeIdVisitor)
     }
+}
+
+/// Reads `[b0,b1,…,b31]` as serde_json writes it (optional JSON whitespace, integers without sign,
+/// fraction, exponent or leading zero). Anything else returns `None` and takes serde_json's own path,
+/// so exotic spellings get exactly serde_json's answer and error.
+fn parse_canonical(raw: &str) -> Option<NodeId> {
+    let b = raw.as_bytes();
+    let ws = |i: &mut usize| {
+        while matches!(b.get(*i), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+            *i += 1;
+        }
+    };
+    let mut out = [0u8; 32];
+    let mut i = 0;
+    ws(&mut i);
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    i += 1;
+    for (n, byte) in out.iter_mut().enumerate() {
+        ws(&mut i);
+        let start = i;
+        let mut v: u32 = 0;
+        while let Some(d @ b'0'..=b'9') = b.get(i) {
+            v = v * 10 + u32::from(d - b'0');
+            i += 1;
+            if i - start > 3 {
+                return None;
+            }
+        }
+        if i == start || v > 255 || (i - start > 1 && b[start] == b'0') {
+            return None;
+        }
+        *byte = v as u8;
+        ws(&mut i);
+        match (b.get(i), n) {
+            (Some(b','), 0..=30) | (Some(b']'), 31) => i += 1,
+            _ => return None,
+        }
+    }
+    ws(&mut i);
+    (i == b.len()).then_some(NodeId(out))
 }
 
 struct NodeIdVisitor;
@@ -85,6 +130,25 @@ impl<'de> Visitor<'de> for NodeIdVisitor {
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a node id: an array of 32 integers 0-255")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<NodeId, D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<NodeId, A::Error> {
+        // serde_json's raw-value protocol: one entry whose value is the raw JSON text.
+        if map.next_key::<de::IgnoredAny>()?.is_none() {
+            return Err(de::Error::invalid_length(0, &self));
+        }
+        let raw = map.next_value_seed(crate::de::KeySeed)?;
+        if let Some(id) = parse_canonical(&raw) {
+            return Ok(id);
+        }
+        let mut inner = serde_json::Deserializer::from_str(&raw);
+        inner
+            .deserialize_seq(NodeIdVisitor)
+            .map_err(|e| de::Error::custom(crate::de::without_position(&e)))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NodeId, A::Error> {

@@ -377,7 +377,9 @@ fn arbitrary_number(u: &mut Unstructured<'_>) -> arbitrary::Result<Number> {
     Ok(match u.int_in_range(0..=2)? {
         0 => Number::from(u64::arbitrary(u)?),
         1 => Number::from(i64::arbitrary(u)?),
-        _ => Number::from_f64(f64::from(i32::arbitrary(u)?) / 8.0).unwrap_or_else(|| Number::from(0)),
+        _ => {
+            Number::from_f64(f64::from(i32::arbitrary(u)?) / 8.0).unwrap_or_else(|| Number::from(0))
+        }
     })
 }
 
@@ -390,7 +392,11 @@ fn arbitrary_json(u: &mut Unstructured<'_>, depth: u32) -> arbitrary::Result<Val
         3 => Value::String(String::arbitrary(u)?),
         4 => {
             let n = u.int_in_range(0..=3)?;
-            Value::Array((0..n).map(|_| arbitrary_json(u, depth - 1)).collect::<arbitrary::Result<_>>()?)
+            Value::Array(
+                (0..n)
+                    .map(|_| arbitrary_json(u, depth - 1))
+                    .collect::<arbitrary::Result<_>>()?,
+            )
         }
         _ => arbitrary_object(u, depth - 1)?,
     })
@@ -416,7 +422,11 @@ pub fn arbitrary_well_known_custom(u: &mut Unstructured<'_>) -> arbitrary::Resul
     let mut fields = Map::new();
     match kind {
         "clock_sample" => {
-            for key in ["node_send_ms_echoed", "collector_recv_ms", "collector_send_ms"] {
+            for key in [
+                "node_send_ms_echoed",
+                "collector_recv_ms",
+                "collector_send_ms",
+            ] {
                 fields.insert(key.into(), Value::from(u64::arbitrary(u)?));
             }
         }
@@ -435,7 +445,12 @@ pub fn arbitrary_well_known_custom(u: &mut Unstructured<'_>) -> arbitrary::Resul
                 fields.insert("stage_index".into(), Value::from(stage));
             }
         }
-        _ => return arbitrary_json_object(u).map(|fields| Event::Custom { kind: kind.into(), fields }),
+        _ => {
+            return arbitrary_json_object(u).map(|fields| Event::Custom {
+                kind: kind.into(),
+                fields,
+            });
+        }
     }
     Ok(Event::Custom {
         kind: kind.into(),
