@@ -64,6 +64,7 @@ impl Validators {
             });
             let validator = jsonschema::options()
                 .with_registry(&registry)
+                .with_keyword("format", integer_format)
                 .build(&root)
                 .map_err(|e| BuildError(format!("record kind `{}`: {e}", r.kind)))?;
             by_kind.insert(r.kind, validator);
@@ -90,6 +91,42 @@ impl Validators {
     /// Whether `record` is a valid record of `kind`; `None` when the kind is unknown.
     pub fn is_valid(&self, kind: &str, record: &Value) -> Option<bool> {
         self.by_kind.get(kind).map(|v| v.is_valid(record))
+    }
+}
+
+/// The profile's integer widths (`format: uint64` …) also say how the number is written.
+///
+/// JSON Schema counts `1.0` as an integer, but swactor's readers (and the generated types) only take
+/// integers written without a fraction or exponent, so the validator checks that too: the schema's
+/// verdict and the typed parse then agree. `format: double` and string formats stay annotations.
+fn integer_format<'a>(
+    _parent: &'a serde_json::Map<String, Value>,
+    value: &'a Value,
+    _path: jsonschema::paths::Location,
+) -> Result<Box<dyn for<'i> jsonschema::Keyword<'i>>, jsonschema::ValidationError<'a>> {
+    let integer = matches!(
+        value.as_str(),
+        Some("uint8" | "uint16" | "uint32" | "uint64" | "int32" | "int64")
+    );
+    Ok(Box::new(WrittenAsInteger(integer)))
+}
+
+/// Rejects a number written with a fraction or exponent where an integer is required.
+struct WrittenAsInteger(bool);
+
+impl<'i> jsonschema::Keyword<'i> for WrittenAsInteger {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        if self.is_valid(instance) {
+            Ok(())
+        } else {
+            Err(jsonschema::ValidationError::custom(format!(
+                "{instance} is not written as an integer"
+            )))
+        }
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        !(self.0 && matches!(instance, Value::Number(n) if n.is_f64()))
     }
 }
 
