@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::Path;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::v1::Record;
 use crate::validate::Validators;
@@ -68,27 +69,36 @@ pub fn kind_from_file_name(path: &Path) -> Option<&'static str> {
     })
 }
 
-/// The records of one file, by index: each a JSON value or the reason it is not one.
-type SplitRecords = Vec<(usize, Result<Value, String>)>;
+/// The records of one file, by index: each its JSON text or the reason it is not JSON.
+type SplitRecords<'a> = Vec<(usize, Result<&'a str, String>)>;
 
 /// Splits a file's text into records: a JSON array of records, JSON lines, or one record.
 ///
-/// Returns the records with their index, or a file-level error.
-fn split_records(text: &str, kind: &str) -> Result<SplitRecords, String> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Array(items)) if !Record::KINDS.contains(&kind) || !is_array_kind(kind) => {
-            Ok(items.into_iter().map(Ok).enumerate().collect())
-        }
-        Ok(v) => Ok(vec![(0, Ok(v))]),
+/// Records are kept as text so the typed parse sees them as written (a duplicate key, which a
+/// parsed `Value` would hide, is still an error). Returns the records with their index, or a
+/// file-level error.
+fn split_records<'a>(text: &'a str, kind: &str) -> Result<SplitRecords<'a>, String> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') && !is_array_kind(kind) {
+        return match serde_json::from_str::<Vec<&RawValue>>(text) {
+            Ok(items) => Ok(items.into_iter().map(|r| Ok(r.get())).enumerate().collect()),
+            Err(e) => Err(format!("not a JSON array of records: {e}")),
+        };
+    }
+    match serde_json::from_str::<&RawValue>(text) {
+        Ok(_) => Ok(vec![(0, Ok(text))]),
         Err(e)
             if e.classify() == serde_json::error::Category::Syntax && text.lines().count() > 1 =>
         {
             // JSON lines: one record per non-empty line; a bad line costs only itself.
             let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-            if lines.len() > 1 && serde_json::from_str::<Value>(lines[0]).is_ok() {
+            if lines.len() > 1 && serde_json::from_str::<&RawValue>(lines[0]).is_ok() {
                 Ok(lines
                     .into_iter()
-                    .map(|l| serde_json::from_str::<Value>(l).map_err(|e| format!("not JSON: {e}")))
+                    .map(|l| match serde_json::from_str::<&RawValue>(l) {
+                        Ok(_) => Ok(l),
+                        Err(e) => Err(format!("not JSON: {e}")),
+                    })
                     .enumerate()
                     .collect())
             } else {
@@ -128,7 +138,7 @@ pub fn check_text(validators: &Validators, file: &str, text: &str, kind: &str) -
                 pointer: String::new(),
                 message,
             }),
-            Ok(value) => check_value(validators, file, index, kind, value, &mut report.problems),
+            Ok(text) => check_record(validators, file, index, kind, text, &mut report.problems),
         }
         if report.problems.len() > before {
             report.invalid_records += 1;
@@ -137,12 +147,12 @@ pub fn check_text(validators: &Validators, file: &str, text: &str, kind: &str) -
     report
 }
 
-fn check_value(
+fn check_record(
     v: &Validators,
     file: &str,
     index: usize,
     kind: &str,
-    value: Value,
+    text: &str,
     out: &mut Vec<Problem>,
 ) {
     let problem = |pointer: String, message: String| Problem {
@@ -151,6 +161,13 @@ fn check_value(
         pointer,
         message,
     };
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            out.push(problem(String::new(), format!("not JSON: {e}")));
+            return;
+        }
+    };
     let violations = v.violations(kind, &value).unwrap_or_default();
     let schema_valid = violations.is_empty();
     out.extend(
@@ -158,11 +175,18 @@ fn check_value(
             .into_iter()
             .map(|x| problem(x.pointer, x.message)),
     );
-    match Record::from_value(kind, value) {
+    match Record::parse(kind, text) {
         Some(Ok(_)) if !schema_valid => out.push(problem(
             String::new(),
             "the typed parse accepts a record the schema rejects (a contract bug: please report it)".into(),
         )),
+        // JSON Schema sees a parsed value, where the last of two equal keys wins; the typed parse
+        // sees the text and rejects the duplicate.
+        Some(Err(e)) if schema_valid && e.to_string().starts_with("duplicate field `") => {
+            let message = e.to_string();
+            let key = message["duplicate field `".len()..].split('`').next().unwrap_or_default();
+            out.push(problem(format!("/{}", key.replace('~', "~0").replace('/', "~1")), format!("duplicate key `{key}`")));
+        }
         Some(Err(e)) if schema_valid => out.push(problem(
             String::new(),
             format!("the schema accepts the record but the typed parse fails (a contract bug: please report it): {e}"),

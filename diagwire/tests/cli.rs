@@ -157,3 +157,19 @@ fn invalid_utf8_is_a_located_problem_not_a_crash() {
         stdout(&o)
     );
 }
+
+#[test]
+fn a_duplicate_key_is_reported_at_its_pointer() {
+    let good =
+        std::fs::read_to_string(repo().join("compat-tests/fixtures/wire/event/dial-started.json"))
+            .expect("fixture");
+    let text = good.replacen("\"attempt\":", "\"attempt\": 9, \"attempt\":", 1);
+    let path = temp_file("events-000009.json", &text);
+    let o = diagwire(&["validate", path.to_str().expect("utf-8 path")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains(":0 /attempt: duplicate key `attempt`\n"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -153,15 +153,8 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// Buffers one value.
+    /// Buffers one value. A duplicate key is caught when the entries are replayed into the builder.
     pub fn push<'de, D: Deserializer<'de>>(&mut self, key: &str, value: D) -> Result<(), D::Error> {
-        if self
-            .entries
-            .iter()
-            .any(|&(k, v, _)| &self.text[k..v] == key)
-        {
-            return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
-        }
         if self.text.capacity() == 0 {
             self.text.reserve(512);
             self.entries.reserve(8);
