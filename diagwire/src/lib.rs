@@ -40,3 +40,6 @@ pub mod validate;
 
 #[cfg(feature = "validate")]
 pub mod check;
+
+#[cfg(feature = "bundle")]
+pub mod bundle;
