@@ -236,3 +236,160 @@ pub fn check_file(
         },
     })
 }
+
+/// Bundle checks: every record of every file, and the manifest against the files.
+#[cfg(feature = "bundle")]
+pub mod bundle {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::Path;
+
+    use super::{Problem, Report, check_text};
+    use crate::bundle::read::{BundleReader, FileRole, Limits, ReadError};
+    use crate::v1::Manifest;
+    use crate::validate::Validators;
+
+    /// What the files of one node directory hold, as counted while reading the bundle.
+    #[derive(Debug, Default)]
+    struct NodeFiles {
+        boot: bool,
+        events: u64,
+        snapshots: u64,
+        finalize: bool,
+        vastai: u64,
+    }
+
+    /// Progress of a bundle check: called with (files done, files in all).
+    pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+
+    /// Opens a bundle, for a caller that wants its size before checking it.
+    pub fn open(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
+        BundleReader::open(path, limits)
+    }
+
+    /// Checks every file of an opened bundle and its manifest. Reading continues after a bad file or
+    /// entry, so every problem is reported.
+    pub fn check_bundle(validators: &Validators, reader: &mut BundleReader, progress: Progress<'_>) -> Report {
+        let source = reader.source().display().to_string();
+        let total = reader.file_count();
+        let archive = reader.source().is_file();
+        let name = |rel: &str| {
+            if archive { format!("{source}!{rel}") } else { format!("{source}/{rel}") }
+        };
+        let mut report = Report::default();
+        let mut nodes: BTreeMap<String, NodeFiles> = BTreeMap::new();
+        let mut manifest: Option<(String, Manifest)> = None;
+        let mut done = 0;
+        for item in reader.files() {
+            done += 1;
+            progress(done, total);
+            let file = match item {
+                Ok(f) => f,
+                Err(e) => {
+                    report.problems.push(Problem {
+                        file: e.location.clone(),
+                        record: None,
+                        pointer: String::new(),
+                        message: e.message.clone(),
+                    });
+                    continue;
+                }
+            };
+            let display = name(&file.path);
+            if let Some(node) = &file.node {
+                let n = nodes.entry(node.clone()).or_default();
+                match file.role {
+                    FileRole::Boot => n.boot = true,
+                    FileRole::Events => n.events += 1,
+                    FileRole::Snapshot => n.snapshots += 1,
+                    FileRole::Finalize => n.finalize = true,
+                    FileRole::Vastai => n.vastai += 1,
+                    _ => {}
+                }
+            }
+            let Some(kind) = file.role.record_kind() else { continue };
+            let text = match std::str::from_utf8(&file.bytes) {
+                Ok(t) => t,
+                Err(e) => {
+                    report.problems.push(Problem {
+                        file: display,
+                        record: None,
+                        pointer: String::new(),
+                        message: format!("not UTF-8: invalid byte at offset {}", e.valid_up_to()),
+                    });
+                    continue;
+                }
+            };
+            let r = check_text(validators, &display, text, kind);
+            if file.role == FileRole::Manifest && r.problems.is_empty() {
+                if let Ok(m) = serde_json::from_str::<Manifest>(text) {
+                    manifest = Some((display.clone(), m));
+                }
+            }
+            report.merge(r);
+        }
+        match manifest {
+            Some((display, m)) => report.problems.extend(manifest_problems(&display, &m, &nodes)),
+            None if !report.problems.iter().any(|p| p.file.ends_with("MANIFEST.json")) => {
+                report.problems.push(Problem {
+                    file: name("MANIFEST.json"),
+                    record: None,
+                    pointer: String::new(),
+                    message: "the bundle has no MANIFEST.json".into(),
+                });
+            }
+            None => {}
+        }
+        report
+    }
+
+    /// Every way the manifest disagrees with the files: listed files that are missing, counts and
+    /// labels that differ, node directories the manifest does not list.
+    fn manifest_problems(file: &str, m: &Manifest, nodes: &BTreeMap<String, NodeFiles>) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let mut problem = |pointer: String, message: String| {
+            out.push(Problem { file: file.to_owned(), record: Some(0), pointer, message });
+        };
+        let empty = NodeFiles::default();
+        let mut listed = BTreeSet::new();
+        for (i, node) in m.nodes.iter().enumerate() {
+            let at = |field: &str| format!("/nodes/{i}/{field}");
+            if !listed.insert(node.label.clone()) {
+                problem(at("label"), format!("label `{}` is listed twice", node.label));
+            }
+            let found = match nodes.get(&node.label) {
+                Some(f) => f,
+                None => {
+                    problem(at("label"), format!("node `{}` is listed but its directory is missing", node.label));
+                    &empty
+                }
+            };
+            if node.boot_recorded != found.boot {
+                problem(at("boot_recorded"), format!("manifest says {}, `{}/boot.json` is {}", node.boot_recorded, node.label, if found.boot { "present" } else { "missing" }));
+            }
+            if node.finalize_recorded != found.finalize {
+                problem(at("finalize_recorded"), format!("manifest says {}, `{}/finalize.json` is {}", node.finalize_recorded, node.label, if found.finalize { "present" } else { "missing" }));
+            }
+            if node.event_batches != found.events {
+                problem(at("event_batches"), format!("manifest says {} event batches, found {} events files", node.event_batches, found.events));
+            }
+            if node.snapshots != found.snapshots {
+                problem(at("snapshots"), format!("manifest says {} snapshots, found {} snapshot files", node.snapshots, found.snapshots));
+            }
+            if let Some(v) = node.vastai_records {
+                if v != found.vastai {
+                    problem(at("vastai_records"), format!("manifest says {v} vast.ai records, found {} files", found.vastai));
+                }
+            }
+        }
+        for label in nodes.keys() {
+            if !listed.contains(label) {
+                problem("/nodes".into(), format!("node directory `{label}` is not listed in the manifest"));
+            }
+        }
+        let any_finalize = nodes.values().any(|n| n.finalize);
+        if m.finalize_received != any_finalize {
+            problem("/finalize_received".into(), format!("manifest says {}, but {} node has a finalize record", m.finalize_received, if any_finalize { "a" } else { "no" }));
+        }
+        out
+    }
+}

@@ -43,7 +43,7 @@ fn valid_example_records_exit_zero_with_a_summary() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(
-        stdout(&o).ends_with("5 file(s), 13 record(s): 13 valid, 0 invalid, 0 problem(s)\n"),
+        stdout(&o).ends_with("5 path(s), 13 record(s): 13 valid, 0 invalid, 0 problem(s)\n"),
         "{}",
         stdout(&o)
     );
@@ -83,7 +83,7 @@ fn a_bad_record_does_not_hide_the_good_ones_around_it() {
         "{out}"
     );
     assert!(
-        out.ends_with("1 file(s), 3 record(s): 2 valid, 1 invalid, 1 problem(s)\n"),
+        out.ends_with("1 path(s), 3 record(s): 2 valid, 1 invalid, 1 problem(s)\n"),
         "{out}"
     );
 }

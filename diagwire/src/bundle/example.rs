@@ -1,1 +1,2204 @@
-//! Placeholder; being written.
+//! The example bundle `n3-relay-flap`: a deterministic, realistic run built from the contract types.
+//!
+//! The run has a locally launched orchestrator and three pipeline stages on vast.ai rentals
+//! (stage-0 in Germany, stage-1 in the Netherlands, stage-2 in the US, whose clock runs 1.3 s
+//! ahead). The orchestrator sits behind a NAT, so it reaches the stages only through the shared
+//! iroh relay; the stages reach each other directly.
+//!
+//! What happens, in the orchestrator's time (run-relative seconds):
+//!
+//! * 0–4 s: boots (host context in every boot record), relay sessions `unknown → connecting →
+//!   connected`, the stages join through the orchestrator and dial each other; each stage runs a
+//!   shard-fetch subprocess that exits with 0 and then spawns its Python worker (`worker_ready`).
+//! * 9–21 s: inference requests flow orchestrator → stage-0 → stage-1 → stage-2 → orchestrator.
+//! * 21 s: the relay server goes down. Every node's relay session flips `connected → disconnected
+//!   → connecting`; the orchestrator's `udp_relay` probe is refused. Stage-2's response to request
+//!   4 times out (`InferenceResponseSent` with `send_outcome: timeout`). Connections between the
+//!   orchestrator and the stages are lost; the stages' redials to the orchestrator time out
+//!   (`DialOutcome: Timeout`) while the stages keep probing each other directly. SWIM probes across
+//!   the relay time out, and every relay-only peer goes `Suspect`, then `Dead`, each transition
+//!   with its `Transition` snapshot.
+//! * 36.5 s: the relay is back; sessions reconnect, the pending dials succeed, dead-member reprobes
+//!   are acked and the peers come back `Alive`. Requests resume from 42 s.
+//! * 60.4 s: the orchestrator takes an on-demand snapshot, flushes and posts its finalize; the
+//!   stages answer the collector's `snapshot_now` hint before the bundle is assembled 5 s later.
+//!
+//! Each node posts an event batch about every second (with `clock_sample` records of the previous
+//! replies, which reuse the sink's own sequence numbers as swactor's do) and a periodic snapshot
+//! every 5 s. Record files have their keys in alphabetical order, as the collector writes them
+//! (legacy-wire §13); `MANIFEST.json` keeps the struct order. The SWIM recent-messages ring is cut
+//! to its last 6 entries (swactor keeps 64) to keep the bundle small.
+//!
+//! Generation is a pure function: no clock, no randomness source but a fixed-seed PRNG, no I/O.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::{BundleContents, node_label};
+use crate::v1::*;
+use crate::{Extra, Json};
+
+/// The run id of the example bundle, which is also the name of its directory.
+pub const RUN_ID: &str = "n3-relay-flap";
+
+/// Builds the example bundle: an orchestrator and three stages through a relay outage, with its
+/// `MANIFEST.json`. The same bytes on every call.
+pub fn n3_relay_flap() -> BundleContents {
+    let specs = specs();
+    let steps = Script::new(&specs).build();
+    let mut run = Run::new(&specs);
+    run.play(steps);
+    run.into_bundle()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The world: nodes, clocks, network.
+
+/// Collector clock (ms since the epoch) at the orchestrator's process start; all run-relative
+/// times below count from here in "true" time, which is the collector's clock.
+const T0: u64 = 1_779_733_870_000;
+const RELAY_URL: &str = "https://relay-eu.example.net./";
+const RELAY_PROBE: &str = "relay-port-relay-eu.example.net";
+const RELAY_PROBE_ADDR: &str = "203.0.113.200:3478";
+const ECHO_PROBE: &str = "collector_udp_echo";
+const ECHO_PROBE_ADDR: &str = "198.51.100.20:7777";
+const COLLECTOR_HOST: &str = "collector.n3.example.net";
+const IROH_VERSION: &str = "0.96.0";
+const BINARY_VERSION: &str = "0.4.2";
+const GIT_SHA: &str = "3f9c2a1d8e7b6a5c4d3e2f1a0b9c8d7e6f5a4b3c";
+
+/// The relay server is down between these two instants.
+const RELAY_DOWN: u64 = 21_000;
+const RELAY_BACK: u64 = 36_500;
+/// The orchestrator starts its finalize sequence here.
+const FINALIZE_AT: u64 = 60_400;
+/// How long the collector waits after a finalize before it assembles the bundle.
+const FINALIZE_WAIT: u64 = 5_000;
+/// Stages run their loops until here; what arrives after assembly is not in the bundle.
+const STAGE_END: u64 = 67_000;
+
+const DIAL_TIMEOUT: u64 = 5_000;
+const SEND_TIMEOUT: u64 = 5_000;
+const TICK: u64 = 100;
+const SWIM_CONFIG: (u64, u64, u64, u32, u64, u32, u32) = (20, 3, 60, 2, 50, 3, 8);
+const PROBE_PERIOD: u64 = 10_000;
+const PROBE_TIMEOUT: u64 = 2_000;
+/// Requests the orchestrator starts (it pauses while its stages are unreachable).
+const REQUESTS: [u64; 9] = [
+    9_000, 12_900, 16_800, 20_300, 42_100, 46_000, 49_900, 53_800, 57_700,
+];
+/// The recent-messages ring is cut to this many entries.
+const SWIM_RING: usize = 6;
+
+const ORCH: usize = 0;
+const NODES: usize = 4;
+
+/// One-way latency between nodes in ms (orchestrator links go through the relay).
+const LAT: [[u64; NODES]; NODES] = [
+    [0, 52, 58, 97],
+    [52, 0, 9, 44],
+    [58, 9, 0, 41],
+    [97, 44, 41, 0],
+];
+
+struct Rental {
+    contract: &'static str,
+    /// Whether the orchestrator forwarded the contract id (else it is only in `container_id`).
+    forwarded: bool,
+    ip: &'static str,
+    country: &'static str,
+    datacenter: &'static str,
+    gpu: &'static str,
+}
+
+struct Spec {
+    role: &'static str,
+    stage: Option<u32>,
+    label: String,
+    id: NodeId,
+    hex: NodeIdHex,
+    /// Process start, run-relative true time.
+    boot: u64,
+    /// Node clock minus collector clock.
+    clock_offset: i64,
+    /// One-way latency to the collector.
+    uplink: u64,
+    /// Relay session: first connected (after boot), lost, reconnecting, reconnected.
+    relay_up: u64,
+    relay_lost: u64,
+    relay_retry: u64,
+    relay_back: u64,
+    hostname: &'static str,
+    rental: Option<Rental>,
+    pid: u32,
+    actor_addr: String,
+    meta_hash: u64,
+}
+
+impl Spec {
+    fn wall(&self, t: u64) -> u64 {
+        (T0 as i64 + t as i64 + self.clock_offset) as u64
+    }
+
+    fn short(&self) -> String {
+        self.hex.0[..8].to_owned()
+    }
+
+    fn is_stage(&self) -> bool {
+        self.stage.is_some()
+    }
+}
+
+fn specs() -> Vec<Spec> {
+    let mut rng = Rng(0x6e33_7265_6c61_7901);
+    let table: [(&str, Option<u32>, u64, i64, u64, [u64; 4], &str, Option<Rental>, u32); NODES] = [
+        (
+            "orchestrator",
+            None,
+            0,
+            3,
+            21,
+            [560, 21_240, 23_310, 36_720],
+            "nuc-lab-01",
+            None,
+            48_211,
+        ),
+        (
+            "stage",
+            Some(0),
+            1_800,
+            -37,
+            14,
+            [2_460, 21_610, 23_880, 37_150],
+            "c28411905",
+            Some(Rental {
+                contract: "28411905",
+                forwarded: true,
+                ip: "203.0.113.41",
+                country: "DE",
+                datacenter: "dc-fra-2",
+                gpu: "RTX 4090",
+            }),
+            57,
+        ),
+        (
+            "stage",
+            Some(1),
+            2_100,
+            12,
+            11,
+            [2_620, 21_380, 23_640, 36_910],
+            "c28411906",
+            Some(Rental {
+                contract: "28411906",
+                forwarded: true,
+                ip: "198.51.100.77",
+                country: "NL",
+                datacenter: "dc-ams-1",
+                gpu: "RTX 4090",
+            }),
+            61,
+        ),
+        (
+            "stage",
+            Some(2),
+            2_650,
+            1_284,
+            49,
+            [3_400, 21_900, 24_170, 37_480],
+            "c28411907",
+            Some(Rental {
+                contract: "28411907",
+                forwarded: false,
+                ip: "203.0.113.118",
+                country: "US",
+                datacenter: "dc-iad-4",
+                gpu: "RTX A6000",
+            }),
+            57,
+        ),
+    ];
+    table
+        .into_iter()
+        .map(
+            |(role, stage, boot, clock_offset, uplink, relay, hostname, rental, pid)| {
+                let id = NodeId(rng.bytes32());
+                let hex = id.to_hex();
+                Spec {
+                    role,
+                    stage,
+                    label: node_label(Some(role), stage, &hex.0),
+                    id,
+                    hex,
+                    boot,
+                    clock_offset,
+                    uplink,
+                    relay_up: relay[0],
+                    relay_lost: relay[1],
+                    relay_retry: relay[2],
+                    relay_back: relay[3],
+                    hostname,
+                    rental,
+                    pid,
+                    actor_addr: NodeId(rng.bytes32()).to_hex().0,
+                    meta_hash: rng.next(),
+                }
+            },
+        )
+        .collect()
+}
+
+/// When the path between two nodes works again after the outage (both relay sessions are back).
+fn link_back(specs: &[Spec], a: usize, b: usize) -> u64 {
+    specs[a].relay_back.max(specs[b].relay_back) + 250
+}
+
+/// Whether a packet from `a` to `b` sent at `t` arrives: only relay-borne links break.
+fn link_up(specs: &[Spec], a: usize, b: usize, t: u64) -> bool {
+    if a != ORCH && b != ORCH {
+        return true;
+    }
+    !(RELAY_DOWN..link_back(specs, a, b)).contains(&t)
+}
+
+fn all_gaps() -> Vec<ApiGap> {
+    vec![
+        ApiGap::RemoteInfoConnType,
+        ApiGap::RemoteInfoLatencyMs,
+        ApiGap::RemoteInfoLastUsedMs,
+        ApiGap::RemoteInfoLastReceivedMs,
+        ApiGap::TransportAddrInfoSource,
+        ApiGap::RelayTunnelStatus,
+        ApiGap::RelayTunnelLastSendAtMs,
+        ApiGap::RelayTunnelLastRecvAtMs,
+        ApiGap::RelayTunnelTxBytesTotal,
+        ApiGap::RelayTunnelRxBytesTotal,
+    ]
+}
+
+/// A tiny deterministic PRNG (splitmix64) for jitter.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `lo..=hi`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+
+    fn bytes32(&mut self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        for chunk in out.chunks_mut(8) {
+            chunk.copy_from_slice(&self.next().to_le_bytes());
+        }
+        out
+    }
+}
+
+fn ex() -> Extra {
+    Extra::default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The script: what each node does and when, decided up front.
+
+/// A state change without an event of its own (a received SWIM message).
+#[derive(Clone, Copy)]
+enum Touch {
+    Ping { from: usize, seq: u64 },
+    PingReq { from: usize, seq: u64 },
+    JoinRequest { from: usize },
+    JoinResponse { from: usize, members: u64 },
+}
+
+enum Op {
+    Boot,
+    Emit(Event),
+    Touch(Touch),
+    Flush,
+    Snapshot(SnapshotTrigger),
+    ClockSample(ClockSampleFields),
+    Finalize(&'static str),
+}
+
+struct Step {
+    t: u64,
+    node: usize,
+    op: Op,
+}
+
+struct Script<'a> {
+    specs: &'a [Spec],
+    steps: Vec<Step>,
+    rng: Rng,
+    /// `alive_at[n][m]`: when `n` first considers `m` alive (after joining or learning of it).
+    alive_at: [[Option<u64>; NODES]; NODES],
+    /// Connection generation `n` holds for `m`.
+    generation: [[u64; NODES]; NODES],
+}
+
+impl<'a> Script<'a> {
+    fn new(specs: &'a [Spec]) -> Self {
+        Script {
+            specs,
+            steps: Vec::new(),
+            rng: Rng(0x0b5e_55ed_f1a9_0003),
+            alive_at: [[None; NODES]; NODES],
+            generation: [[0; NODES]; NODES],
+        }
+    }
+
+    fn at(&mut self, t: u64, node: usize, op: Op) {
+        self.steps.push(Step { t, node, op });
+    }
+
+    fn emit(&mut self, t: u64, node: usize, event: Event) {
+        self.at(t, node, Op::Emit(event));
+    }
+
+    fn id(&self, n: usize) -> NodeId {
+        self.specs[n].id
+    }
+
+    fn end(&self, n: usize) -> u64 {
+        if n == ORCH { FINALIZE_AT } else { STAGE_END }
+    }
+
+    fn build(mut self) -> Vec<Step> {
+        for n in 0..NODES {
+            self.boot(n);
+        }
+        self.joins();
+        for n in 0..NODES {
+            self.swim(n);
+        }
+        self.outage();
+        self.requests();
+        self.at(FINALIZE_AT, ORCH, Op::Snapshot(SnapshotTrigger::OnDemand));
+        self.at(FINALIZE_AT + 40, ORCH, Op::Flush);
+        self.at(
+            FINALIZE_AT + 80,
+            ORCH,
+            Op::Finalize("pipeline finished: 8 of 9 requests answered (req-0004: no response)"),
+        );
+        self.steps
+    }
+
+    /// Boot, relay session, registration, subprocesses, host notices and the periodic loops.
+    fn boot(&mut self, n: usize) {
+        let specs = self.specs;
+        let s = &specs[n];
+        let b = s.boot;
+        let end = self.end(n);
+        let (relay_up, wall_reg, is_stage) = (s.relay_up, s.wall(b + 300), s.is_stage());
+        let register = RegisterNameFields {
+            name: match s.stage {
+                Some(i) => format!("n3/stage-{i}"),
+                None => "n3/orchestrator".to_owned(),
+            },
+            actor_addr_hex: s.actor_addr.clone(),
+            our_node_id_hex: s.hex.clone(),
+            wall_ms: wall_reg,
+            stage_index: s.stage,
+            extra: ex(),
+        };
+        let meta_hash = s.meta_hash;
+        self.at(b + 120, n, Op::Boot);
+        self.emit(
+            b + 130,
+            n,
+            custom(CustomPayload::IrohApiMissing(IrohApiMissingFields {
+                iroh_version: IROH_VERSION.to_owned(),
+                fields: all_gaps().iter().map(|g| g.as_ref().to_owned()).collect(),
+                note: "iroh 0.96 exposes none of these; read them as could-not-ask, never as zero"
+                    .to_owned(),
+                extra: ex(),
+            })),
+        );
+        self.emit(
+            b + 140,
+            n,
+            relay_change(RelaySessionStatus::Unknown, RelaySessionStatus::Connecting),
+        );
+        self.emit(
+            relay_up,
+            n,
+            relay_change(RelaySessionStatus::Connecting, RelaySessionStatus::Connected),
+        );
+        if n == ORCH {
+            self.emit(
+                relay_up + 3,
+                n,
+                Event::RelayChanged(RelayChanged {
+                    old_url: None,
+                    new_url: Some(RELAY_URL.to_owned()),
+                    extra: ex(),
+                }),
+            );
+        }
+        if is_stage {
+            self.emit(
+                b + 260,
+                n,
+                Event::Error(ErrorEvent {
+                    component: "host_introspect".to_owned(),
+                    message: "nf_conntrack_count unreadable: No such file or directory (os error 2)"
+                        .to_owned(),
+                    peer: None,
+                    extra: ex(),
+                }),
+            );
+        }
+        self.emit(
+            b + 300,
+            n,
+            custom(CustomPayload::RegisterName(register)),
+        );
+        self.emit(
+            b + 310,
+            n,
+            Event::SwimMetadataSent(SwimMetadataSent {
+                version: 1,
+                payload_hash: meta_hash,
+                extra: ex(),
+            }),
+        );
+        if is_stage {
+            self.subprocesses(n);
+        }
+        // Periodic snapshots every 5 s, batches about every second, probes every 10 s.
+        let mut k = 1;
+        loop {
+            let t = b + 5_000 * k + self.rng.range(0, 3);
+            if t >= end {
+                break;
+            }
+            self.at(t, n, Op::Snapshot(SnapshotTrigger::Periodic));
+            k += 1;
+        }
+        let mut t = b + 1_000;
+        while t < end {
+            self.at(t, n, Op::Flush);
+            t += 1_000 + self.rng.range(0, 30);
+        }
+        let mut t = b + 1_500;
+        while t < end {
+            self.probe_round(n, t);
+            t += PROBE_PERIOD;
+        }
+    }
+
+    fn subprocesses(&mut self, n: usize) {
+        let specs = self.specs;
+        let s = &specs[n];
+        let i = s.stage.unwrap_or(0);
+        let pid = s.pid;
+        let fetch_cmd = format!(
+            "/opt/venv/bin/python -m n3.fetch_shard --stage {i} --dest /workspace/shard-{i}"
+        );
+        let worker_cmd = format!(
+            "/opt/venv/bin/python -m n3.worker --stage {i} --shard /workspace/shard-{i} --listen 127.0.0.1:7100"
+        );
+        let spawn = s.boot + 400;
+        let fetch_pid = pid + 4;
+        let worker_pid = pid + 31 + i * 3;
+        let fetch_ms = 2_900 + self.rng.range(0, 800);
+        self.emit(
+            spawn,
+            n,
+            Event::SubprocessSpawned(SubprocessSpawned {
+                label: "shard-fetch".to_owned(),
+                pid: fetch_pid,
+                command: fetch_cmd.clone(),
+                extra: ex(),
+            }),
+        );
+        self.emit(
+            spawn + fetch_ms,
+            n,
+            Event::SubprocessExited(SubprocessExited {
+                label: "shard-fetch".to_owned(),
+                pid: fetch_pid,
+                command: fetch_cmd,
+                exit_code: Some(0),
+                exit_signal: None,
+                uptime_ms: Some(fetch_ms),
+                extra: ex(),
+            }),
+        );
+        let worker_at = spawn + fetch_ms + 120;
+        self.emit(
+            worker_at,
+            n,
+            Event::SubprocessSpawned(SubprocessSpawned {
+                label: "worker".to_owned(),
+                pid: worker_pid,
+                command: worker_cmd,
+                extra: ex(),
+            }),
+        );
+        let load_ms = 1_800 + self.rng.range(0, 600);
+        self.emit(
+            worker_at + load_ms,
+            n,
+            custom(CustomPayload::WorkerReady(Json(json!({
+                "label": "worker",
+                "pid": worker_pid,
+                "stage_index": i,
+                "model": format!("llama-3.1-8b-pp3-shard-{i}"),
+                "load_ms": load_ms,
+            })))),
+        );
+    }
+
+    /// One round of the two outbound probes.
+    fn probe_round(&mut self, n: usize, t: u64) {
+        let uplink = self.specs[n].uplink;
+        let echo_target = format!("{ECHO_PROBE} ({ECHO_PROBE_ADDR})");
+        self.emit(t, n, probe_sent(&echo_target, ProbeKind::UdpEcho));
+        let rtt = 2 * uplink + self.rng.range(1, 6);
+        self.emit(
+            t + rtt,
+            n,
+            probe_received(&echo_target, ProbeKind::UdpEcho, Some(rtt), ProbeOutcome::Ok),
+        );
+        let t = t + 20;
+        let relay_target = format!("{RELAY_PROBE} ({RELAY_PROBE_ADDR})");
+        self.emit(t, n, probe_sent(&relay_target, ProbeKind::UdpRelay));
+        if n != ORCH {
+            // vast.ai's edge drops the relay's UDP port: no answer at all.
+            self.emit(
+                t + PROBE_TIMEOUT,
+                n,
+                probe_received(&relay_target, ProbeKind::UdpRelay, None, ProbeOutcome::Timeout),
+            );
+        } else if (RELAY_DOWN..RELAY_BACK).contains(&t) {
+            // The relay host is up but its server process is not: ICMP port unreachable.
+            self.emit(
+                t + 31,
+                n,
+                probe_received(&relay_target, ProbeKind::UdpRelay, None, ProbeOutcome::Refused),
+            );
+        } else {
+            let rtt = 26 + self.rng.range(0, 9);
+            self.emit(
+                t + rtt,
+                n,
+                probe_received(&relay_target, ProbeKind::UdpRelay, Some(rtt), ProbeOutcome::Ok),
+            );
+        }
+    }
+
+    /// Joins through the orchestrator, then the stages find and dial each other.
+    fn joins(&mut self) {
+        let mut joined: Vec<usize> = Vec::new();
+        for k in 1..NODES {
+            let j = self.specs[k].boot + 900;
+            let l = LAT[ORCH][k];
+            self.emit(j, k, dial_started(self.id(ORCH), 1));
+            let d = self.rng.range(620, 980);
+            self.dial_success(k, ORCH, j + d, 1, d);
+            self.at(j + d + l, ORCH, Op::Touch(Touch::JoinRequest { from: k }));
+            let orch_alive = j + d + l + 2;
+            self.emit(
+                orch_alive,
+                ORCH,
+                swim_transition(self.id(k), PeerState::Unknown, PeerState::Alive, "join_request"),
+            );
+            self.alive_at[ORCH][k] = Some(orch_alive);
+            self.emit(orch_alive + 3, ORCH, metadata_received(self.specs, k));
+            let resp = j + d + 2 * l + 3;
+            self.at(
+                resp,
+                k,
+                Op::Touch(Touch::JoinResponse {
+                    from: ORCH,
+                    members: joined.len() as u64 + 2,
+                }),
+            );
+            self.emit(
+                resp + 1,
+                k,
+                swim_transition(self.id(ORCH), PeerState::Unknown, PeerState::Alive, "join_response"),
+            );
+            self.alive_at[k][ORCH] = Some(resp + 1);
+            self.emit(resp + 4, k, metadata_received(self.specs, ORCH));
+            // The orchestrator dials back; its connection goes through the relay too.
+            let back = orch_alive + 40;
+            self.emit(back, ORCH, dial_started(self.id(k), 1));
+            let dd = self.rng.range(540, 900);
+            self.dial_success(ORCH, k, back + dd, 1, dd);
+            // Earlier stages are named in the join response; they learn of `k` through gossip.
+            for &i in &joined {
+                self.emit(
+                    resp + 6,
+                    k,
+                    Event::NodeMapUpdate(NodeMapUpdate {
+                        peer: self.id(i),
+                        from_source: "join_response".to_owned(),
+                        accepted: true,
+                        extra: ex(),
+                    }),
+                );
+                self.stage_pair(k, i, resp + 20, "join_response");
+                let g = orch_alive + self.rng.range(700, 1_100);
+                self.emit(
+                    g,
+                    i,
+                    Event::GossipReceived(GossipReceived {
+                        source_peer: self.id(ORCH),
+                        payload_kind: GossipPayloadKind::SwimPiggyback,
+                        payload_bytes: 132,
+                        item_count: 2,
+                        extra: ex(),
+                    }),
+                );
+                self.emit(
+                    g + 1,
+                    i,
+                    Event::NodeMapUpdate(NodeMapUpdate {
+                        peer: self.id(k),
+                        from_source: "swim_gossip".to_owned(),
+                        accepted: true,
+                        extra: ex(),
+                    }),
+                );
+                self.stage_pair(i, k, g + 15, "gossip");
+            }
+            joined.push(k);
+        }
+    }
+
+    /// Stage `a` dials stage `b` at `t`: relayed first, then hole-punched to a direct path.
+    fn stage_pair(&mut self, a: usize, b: usize, t: u64, reason: &str) {
+        self.emit(t, a, dial_started(self.id(b), 1));
+        let d = 2 * LAT[a][b] + self.rng.range(60, 140);
+        self.dial_success(a, b, t + d, 1, d);
+        let alive = t + d + 2 * LAT[a][b] + 2;
+        self.emit(
+            alive,
+            a,
+            swim_transition(self.id(b), PeerState::Unknown, PeerState::Alive, reason),
+        );
+        self.alive_at[a][b] = Some(alive);
+        self.emit(alive + 3, a, metadata_received(self.specs, b));
+        let punch = t + d + self.rng.range(1_200, 2_600);
+        self.emit(
+            punch,
+            a,
+            Event::IrohConnTypeChanged(IrohConnTypeChanged {
+                peer: self.id(b),
+                old: ConnType::Relay,
+                new: ConnType::Direct,
+                extra: ex(),
+            }),
+        );
+    }
+
+    fn dial_success(&mut self, a: usize, b: usize, t: u64, attempt: u32, duration: u64) {
+        self.generation[a][b] += 1;
+        self.emit(
+            t,
+            a,
+            Event::DialOutcome(DialOutcome {
+                peer: self.id(b),
+                attempt,
+                outcome: DialResult::Success,
+                duration_ms: duration,
+                extra: ex(),
+            }),
+        );
+    }
+
+    /// SWIM of node `n`: a direct probe per protocol period (round robin over a shuffled member
+    /// list), indirect probes through up to k helpers, suspicion, death and dead-member reprobes.
+    fn swim(&mut self, n: usize) {
+        let (interval, timeout, suspicion, k, reprobe, _, _) = SWIM_CONFIG;
+        let (interval, timeout, suspicion, reprobe) = (
+            interval * TICK,
+            timeout * TICK,
+            suspicion * TICK,
+            reprobe * TICK,
+        );
+        let Some(first) = self.alive_at[n].iter().flatten().min().copied() else {
+            return;
+        };
+        let mut state: [PeerState; NODES] = std::array::from_fn(|_| PeerState::Unknown);
+        let mut since = [0u64; NODES];
+        let mut next_reprobe = [0u64; NODES];
+        let mut order: VecDeque<usize> = VecDeque::new();
+        let mut seq = 0u64;
+        let mut t = first + self.rng.range(150, 700);
+        let end = self.end(n);
+        while t < end {
+            for m in 0..NODES {
+                if m != n && state[m] == PeerState::Unknown && self.alive_at[n][m].is_some_and(|a| a <= t) {
+                    state[m] = PeerState::Alive;
+                }
+            }
+            // Suspicion timeouts.
+            for m in 0..NODES {
+                if state[m] == PeerState::Suspect && since[m] + suspicion <= t {
+                    let dead = since[m] + suspicion;
+                    self.emit(
+                        dead,
+                        n,
+                        swim_transition(self.id(m), PeerState::Suspect, PeerState::Dead, "suspicion timeout"),
+                    );
+                    state[m] = PeerState::Dead;
+                    next_reprobe[m] = dead + reprobe;
+                }
+            }
+            // Dead members are reprobed on their own timer.
+            for m in 0..NODES {
+                if state[m] == PeerState::Dead && next_reprobe[m] <= t {
+                    seq += 1;
+                    let at = next_reprobe[m];
+                    if self.direct_probe(n, m, at, seq, timeout) {
+                        self.emit(
+                            at + 2 * LAT[n][m] + 4,
+                            n,
+                            swim_transition(self.id(m), PeerState::Dead, PeerState::Alive, "dead reprobe acked"),
+                        );
+                        state[m] = PeerState::Alive;
+                    } else {
+                        next_reprobe[m] += reprobe;
+                    }
+                }
+            }
+            if order.is_empty() {
+                let mut members: Vec<usize> = (0..NODES)
+                    .filter(|&m| matches!(state[m], PeerState::Alive | PeerState::Suspect))
+                    .collect();
+                for i in (1..members.len()).rev() {
+                    let j = self.rng.range(0, i as u64) as usize;
+                    members.swap(i, j);
+                }
+                order.extend(members);
+            }
+            if let Some(m) = order.pop_front() {
+                if matches!(state[m], PeerState::Alive | PeerState::Suspect) {
+                    seq += 1;
+                    let rtt = 2 * LAT[n][m] + 2;
+                    if self.direct_probe(n, m, t, seq, timeout) {
+                        if state[m] == PeerState::Suspect {
+                            self.emit(
+                                t + rtt + 2,
+                                n,
+                                swim_transition(self.id(m), PeerState::Suspect, PeerState::Alive, "ack received"),
+                            );
+                            state[m] = PeerState::Alive;
+                        }
+                        if self.gossip_window(t) && self.rng.range(0, 2) == 0 {
+                            let items = self.rng.range(1, 3) as u32;
+                            self.emit(
+                                t + rtt + 1,
+                                n,
+                                Event::GossipReceived(GossipReceived {
+                                    source_peer: self.id(m),
+                                    payload_kind: GossipPayloadKind::SwimPiggyback,
+                                    payload_bytes: 66 * items,
+                                    item_count: items,
+                                    extra: ex(),
+                                }),
+                            );
+                        }
+                    } else {
+                        // Indirect round through up to k helpers.
+                        seq += 1;
+                        let at = t + timeout + 1;
+                        let helpers: Vec<usize> = (0..NODES)
+                            .filter(|&h| h != n && h != m && state[h] == PeerState::Alive)
+                            .take(k as usize)
+                            .collect();
+                        let mut acked = None;
+                        if !helpers.is_empty() {
+                            self.emit(at, n, swim_probe(self.id(m), seq, SwimProbeKind::Indirect, None));
+                            for &h in &helpers {
+                                if link_up(self.specs, n, h, at) {
+                                    self.at(
+                                        at + LAT[n][h],
+                                        h,
+                                        Op::Touch(Touch::PingReq { from: n, seq }),
+                                    );
+                                    let via = at + LAT[n][h];
+                                    if link_up(self.specs, h, m, via) {
+                                        let back = via + 2 * LAT[h][m] + LAT[h][n] + 3;
+                                        acked = Some(acked.map_or(back, |a: u64| a.min(back)));
+                                    }
+                                }
+                            }
+                        }
+                        match (helpers.is_empty(), acked) {
+                            (false, Some(back)) => {
+                                self.emit(
+                                    back,
+                                    n,
+                                    Event::SwimProbeAcked(SwimProbeAcked {
+                                        target: self.id(m),
+                                        sequence: seq,
+                                        kind: SwimProbeKind::Indirect,
+                                        extra: ex(),
+                                    }),
+                                );
+                            }
+                            (false, None) => {
+                                self.emit(
+                                    t + interval - 100,
+                                    n,
+                                    swim_probe(
+                                        self.id(m),
+                                        seq,
+                                        SwimProbeKind::Indirect,
+                                        Some((interval - 100 - timeout) / TICK),
+                                    ),
+                                );
+                            }
+                            (true, _) => {}
+                        }
+                        if acked.is_none() && state[m] == PeerState::Alive {
+                            let s = t + interval - 99;
+                            self.emit(
+                                s,
+                                n,
+                                swim_transition(self.id(m), PeerState::Alive, PeerState::Suspect, "probe timeout"),
+                            );
+                            state[m] = PeerState::Suspect;
+                            since[m] = s;
+                        }
+                    }
+                }
+            }
+            t += interval + self.rng.range(0, 3);
+        }
+    }
+
+    /// A direct probe; returns whether it was acked.
+    fn direct_probe(&mut self, n: usize, m: usize, t: u64, seq: u64, timeout: u64) -> bool {
+        self.emit(t, n, swim_probe(self.id(m), seq, SwimProbeKind::Direct, None));
+        if link_up(self.specs, n, m, t) {
+            let l = LAT[n][m];
+            self.at(t + l, m, Op::Touch(Touch::Ping { from: n, seq }));
+            let rtt = 2 * l + self.rng.range(1, 5);
+            self.emit(
+                t + rtt,
+                n,
+                Event::SwimProbeAcked(SwimProbeAcked {
+                    target: self.id(m),
+                    sequence: seq,
+                    kind: SwimProbeKind::Direct,
+                    extra: ex(),
+                }),
+            );
+            true
+        } else {
+            self.emit(
+                t + timeout,
+                n,
+                swim_probe(self.id(m), seq, SwimProbeKind::Direct, Some(SWIM_CONFIG.1)),
+            );
+            false
+        }
+    }
+
+    fn gossip_window(&self, t: u64) -> bool {
+        t < 8_000 || (22_000..31_000).contains(&t) || (37_000..43_000).contains(&t)
+    }
+
+    /// The relay outage: session flips, lost connections, redials.
+    fn outage(&mut self) {
+        for n in 0..NODES {
+            let specs = self.specs;
+            let s = &specs[n];
+            let (lost, retry, back) = (s.relay_lost, s.relay_retry, s.relay_back);
+            self.emit(
+                lost,
+                n,
+                relay_change(RelaySessionStatus::Connected, RelaySessionStatus::Disconnected),
+            );
+            self.emit(
+                retry,
+                n,
+                relay_change(RelaySessionStatus::Disconnected, RelaySessionStatus::Connecting),
+            );
+            self.emit(
+                back,
+                n,
+                relay_change(RelaySessionStatus::Connecting, RelaySessionStatus::Connected),
+            );
+        }
+        for k in 1..NODES {
+            // The orchestrator notices its relayed connections are gone.
+            let lo = RELAY_DOWN + self.rng.range(2_500, 3_300);
+            self.conn_lost(ORCH, k, lo);
+            // The stage notices, and redials until the relay is back.
+            let tl = RELAY_DOWN + self.rng.range(2_600, 3_200);
+            self.conn_lost(k, ORCH, tl);
+            self.emit(
+                tl + 150,
+                k,
+                Event::ConnectionCacheMiss(ConnectionCacheMiss {
+                    peer: self.id(ORCH),
+                    extra: ex(),
+                }),
+            );
+            let up = link_back(self.specs, k, ORCH);
+            let mut d = tl + 151;
+            let mut attempt = 1;
+            loop {
+                self.emit(d, k, dial_started(self.id(ORCH), attempt));
+                if d + DIAL_TIMEOUT <= up {
+                    let took = DIAL_TIMEOUT + self.rng.range(0, 3);
+                    self.emit(
+                        d + took,
+                        k,
+                        Event::DialOutcome(DialOutcome {
+                            peer: self.id(ORCH),
+                            attempt,
+                            outcome: DialResult::Timeout,
+                            duration_ms: took,
+                            extra: ex(),
+                        }),
+                    );
+                    d += took + 1_000;
+                    attempt += 1;
+                } else {
+                    let done = (d + 400).max(up + self.rng.range(300, 700));
+                    self.dial_success(k, ORCH, done, attempt, done - d);
+                    self.emit(done + 2, k, conn_type_changed(self.id(ORCH), ConnType::None, ConnType::Relay));
+                    self.emit(
+                        done + LAT[k][ORCH] + 3,
+                        ORCH,
+                        conn_type_changed(self.id(k), ConnType::None, ConnType::Relay),
+                    );
+                    break;
+                }
+            }
+        }
+    }
+
+    fn conn_lost(&mut self, a: usize, b: usize, t: u64) {
+        self.emit(t, a, conn_type_changed(self.id(b), ConnType::Relay, ConnType::None));
+        self.emit(
+            t + 1,
+            a,
+            Event::ConnectionCacheInvalidated(ConnectionCacheInvalidated {
+                peer: self.id(b),
+                generation: self.generation[a][b],
+                reason: "connection lost: timed out".to_owned(),
+                extra: ex(),
+            }),
+        );
+    }
+
+    /// Inference requests through the pipeline; stage-2 answers the orchestrator.
+    fn requests(&mut self) {
+        let mut redial = true;
+        for (i, &t0) in REQUESTS.iter().enumerate() {
+            let rid = format!("req-{:04}", i + 1);
+            let mut t = t0;
+            if t0 > RELAY_BACK && redial {
+                // The orchestrator's cached connection to stage-0 was invalidated in the outage.
+                redial = false;
+                self.emit(
+                    t,
+                    ORCH,
+                    Event::ConnectionCacheMiss(ConnectionCacheMiss {
+                        peer: self.id(1),
+                        extra: ex(),
+                    }),
+                );
+                self.emit(t + 1, ORCH, dial_started(self.id(1), 1));
+                let d = self.rng.range(380, 520);
+                self.dial_success(ORCH, 1, t + 1 + d, 1, d);
+                t += d + 2;
+            } else {
+                self.cache_hit(ORCH, 1, t);
+            }
+            let size = 1_800 + self.rng.range(0, 400) as u32;
+            self.emit(t + 1, ORCH, message(true, self.id(1), "inference_request", size));
+            t += 1 + LAT[ORCH][1];
+            self.emit(t, 1, message(false, self.id(ORCH), "inference_request", size));
+            for k in 1..3 {
+                t += self.rng.range(340, 430);
+                self.cache_hit(k, k + 1, t);
+                self.emit(t + 1, k, message(true, self.id(k + 1), "activations", 262_144));
+                t += 1 + LAT[k][k + 1];
+                self.emit(t, k + 1, message(false, self.id(k), "activations", 262_144));
+            }
+            t += self.rng.range(340, 430);
+            let bytes = 3_900 + self.rng.range(0, 700);
+            self.cache_hit(3, ORCH, t);
+            let (at, outcome) = if link_up(self.specs, 3, ORCH, t) {
+                let at = t + 2 * LAT[3][ORCH] + 3;
+                self.emit(
+                    t + LAT[3][ORCH],
+                    ORCH,
+                    message(false, self.id(3), "inference_response", bytes as u32),
+                );
+                (at, InferenceSendOutcome::Success)
+            } else {
+                (t + SEND_TIMEOUT, InferenceSendOutcome::Timeout)
+            };
+            self.emit(
+                at,
+                3,
+                Event::InferenceResponseSent(InferenceResponseSent {
+                    target_peer: self.id(ORCH),
+                    request_id: rid,
+                    byte_size: bytes,
+                    send_outcome: outcome,
+                    extra: ex(),
+                }),
+            );
+        }
+    }
+
+    fn cache_hit(&mut self, a: usize, b: usize, t: u64) {
+        self.emit(
+            t,
+            a,
+            Event::ConnectionCacheHit(ConnectionCacheHit {
+                peer: self.id(b),
+                generation: self.generation[a][b],
+                extra: ex(),
+            }),
+        );
+    }
+}
+
+fn custom(payload: CustomPayload) -> Event {
+    Event::Custom(CustomEvent {
+        payload,
+        extra: ex(),
+    })
+}
+
+fn relay_change(from: RelaySessionStatus, to: RelaySessionStatus) -> Event {
+    Event::RelaySessionStateChanged(RelaySessionStateChanged {
+        relay_url: Some(RELAY_URL.to_owned()),
+        from_status: from,
+        to_status: to,
+        reason: None,
+        extra: ex(),
+    })
+}
+
+fn dial_started(peer: NodeId, attempt: u32) -> Event {
+    Event::DialStarted(DialStarted {
+        peer,
+        attempt,
+        timeout_ms: DIAL_TIMEOUT,
+        extra: ex(),
+    })
+}
+
+fn swim_transition(peer: NodeId, from: PeerState, to: PeerState, reason: &str) -> Event {
+    Event::SwimTransition(SwimTransition {
+        peer,
+        from,
+        to,
+        reason: reason.to_owned(),
+        extra: ex(),
+    })
+}
+
+/// `SwimProbeSent`, or `SwimProbeTimedOut` when a budget is given.
+fn swim_probe(target: NodeId, sequence: u64, kind: SwimProbeKind, budget: Option<u64>) -> Event {
+    match budget {
+        None => Event::SwimProbeSent(SwimProbeSent {
+            target,
+            sequence,
+            kind,
+            extra: ex(),
+        }),
+        Some(budget_ticks) => Event::SwimProbeTimedOut(SwimProbeTimedOut {
+            target,
+            sequence,
+            kind,
+            budget_ticks,
+            extra: ex(),
+        }),
+    }
+}
+
+fn metadata_received(specs: &[Spec], from: usize) -> Event {
+    Event::SwimMetadataReceived(SwimMetadataReceived {
+        peer: specs[from].id,
+        version: 1,
+        payload_hash: specs[from].meta_hash,
+        extra: ex(),
+    })
+}
+
+fn conn_type_changed(peer: NodeId, old: ConnType, new: ConnType) -> Event {
+    Event::IrohConnTypeChanged(IrohConnTypeChanged {
+        peer,
+        old,
+        new,
+        extra: ex(),
+    })
+}
+
+fn message(sent: bool, peer: NodeId, kind: &str, size: u32) -> Event {
+    if sent {
+        Event::MessageSent(MessageSent {
+            peer,
+            kind: kind.to_owned(),
+            size,
+            extra: ex(),
+        })
+    } else {
+        Event::MessageReceived(MessageReceived {
+            peer,
+            kind: kind.to_owned(),
+            size,
+            extra: ex(),
+        })
+    }
+}
+
+fn probe_sent(target: &str, kind: ProbeKind) -> Event {
+    Event::ProbeSent(ProbeSent {
+        target: target.to_owned(),
+        kind,
+        extra: ex(),
+    })
+}
+
+fn probe_received(target: &str, kind: ProbeKind, rtt_ms: Option<u64>, outcome: ProbeOutcome) -> Event {
+    Event::ProbeReceived(ProbeReceived {
+        target: target.to_owned(),
+        kind,
+        rtt_ms,
+        outcome,
+        extra: ex(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Playing the script: node state, sinks, the collector.
+
+#[derive(Default)]
+struct PeerView {
+    last_inbound: Option<u64>,
+    last_outbound_ok: Option<u64>,
+    dial_started: Option<u64>,
+    dial_outcome: Option<String>,
+    dial_duration: Option<u64>,
+    opinion: Option<PeerState>,
+    since: Option<u64>,
+    history: Vec<StateTransition>,
+    metadata_seen: Option<u64>,
+    ping_sent: Option<u64>,
+    ack_received: Option<u64>,
+    ping_received: Option<u64>,
+    suspect_since: Option<u64>,
+    conn: Option<ConnType>,
+    generation: u64,
+    created: Option<u64>,
+    last_send: Option<u64>,
+    failure_at: Option<u64>,
+    failure_reason: Option<String>,
+    conn_at_last_use: Option<ConnType>,
+}
+
+struct Sub {
+    label: String,
+    pid: u32,
+    cmdline: String,
+    spawn_at: u64,
+    exit: Option<(u64, i32)>,
+}
+
+struct ProbeSlot {
+    target: &'static str,
+    kind: ProbeKind,
+    addr: &'static str,
+    last_attempted: u64,
+    last_outcome: ProbeOutcome,
+    last_rtt: Option<u64>,
+    last_error: Option<String>,
+    attempts: u64,
+    successes: u64,
+}
+
+struct NodeState {
+    seq: u64,
+    sink_seq: u64,
+    snap_n: u64,
+    pending: Vec<EventRecord>,
+    boot: Option<Identity>,
+    batches: Vec<Vec<EventRecord>>,
+    snapshots: Vec<Snapshot>,
+    finalize: Option<Finalize>,
+    done: bool,
+    hinted: bool,
+    peers: BTreeMap<usize, PeerView>,
+    relay_status: RelaySessionStatus,
+    relay_changed: Option<u64>,
+    home_relay: Option<String>,
+    recent: VecDeque<SwimMessage>,
+    subs: Vec<Sub>,
+    probes: Vec<ProbeSlot>,
+    rng: Rng,
+}
+
+impl NodeState {
+    fn new(n: usize) -> Self {
+        let slot = |target, kind, addr| ProbeSlot {
+            target,
+            kind,
+            addr,
+            last_attempted: 0,
+            last_outcome: ProbeOutcome::Pending,
+            last_rtt: None,
+            last_error: None,
+            attempts: 0,
+            successes: 0,
+        };
+        NodeState {
+            seq: 0,
+            sink_seq: 0,
+            snap_n: 0,
+            pending: Vec::new(),
+            boot: None,
+            batches: Vec::new(),
+            snapshots: Vec::new(),
+            finalize: None,
+            done: false,
+            hinted: false,
+            peers: BTreeMap::new(),
+            relay_status: RelaySessionStatus::Unknown,
+            relay_changed: None,
+            home_relay: None,
+            recent: VecDeque::new(),
+            subs: Vec::new(),
+            probes: vec![
+                slot(ECHO_PROBE, ProbeKind::UdpEcho, ECHO_PROBE_ADDR),
+                slot(RELAY_PROBE, ProbeKind::UdpRelay, RELAY_PROBE_ADDR),
+            ],
+            rng: Rng(0x5eed_0000 + n as u64),
+        }
+    }
+
+    fn receive(&mut self, kind: SwimMessageKind, peer: NodeIdHex, at_ms: u64, sequence: Option<u64>) {
+        if self.recent.len() == SWIM_RING {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(SwimMessage {
+            kind,
+            peer_node_id_hex: peer,
+            at_ms,
+            sequence,
+            extra: ex(),
+        });
+    }
+}
+
+struct Run<'a> {
+    specs: &'a [Spec],
+    nodes: Vec<NodeState>,
+    queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    ops: Vec<Option<Step>>,
+    finalize_recv: Option<u64>,
+    assemble_at: Option<u64>,
+    first_recv: Option<u64>,
+    last_recv: Option<u64>,
+    net: Rng,
+}
+
+impl<'a> Run<'a> {
+    fn new(specs: &'a [Spec]) -> Self {
+        Run {
+            specs,
+            nodes: (0..specs.len()).map(NodeState::new).collect(),
+            queue: BinaryHeap::new(),
+            ops: Vec::new(),
+            finalize_recv: None,
+            assemble_at: None,
+            first_recv: None,
+            last_recv: None,
+            net: Rng(0xc011_ec70_2000_0001),
+        }
+    }
+
+    fn push(&mut self, step: Step) {
+        let i = self.ops.len();
+        self.queue.push(Reverse((step.t, i as u64, i)));
+        self.ops.push(Some(step));
+    }
+
+    fn play(&mut self, steps: Vec<Step>) {
+        for s in steps {
+            self.push(s);
+        }
+        while let Some(Reverse((t, _, i))) = self.queue.pop() {
+            if self.assemble_at.is_some_and(|a| t > a) {
+                break;
+            }
+            let Some(step) = self.ops[i].take() else {
+                continue;
+            };
+            let n = step.node;
+            if self.nodes[n].done {
+                continue;
+            }
+            match step.op {
+                Op::Boot => {
+                    let identity = self.identity(n);
+                    if self.post(n, t).is_some() {
+                        self.nodes[n].boot = Some(identity);
+                    }
+                }
+                Op::Emit(event) => self.record(n, t, event),
+                Op::Touch(touch) => self.touch(n, t, touch),
+                Op::Flush => self.flush(n, t),
+                Op::Snapshot(trigger) => self.snapshot(n, t, trigger),
+                Op::ClockSample(fields) => {
+                    let node = &mut self.nodes[n];
+                    node.sink_seq += 1;
+                    node.pending.push(EventRecord {
+                        node_id: self.specs[n].id,
+                        monotonic_seq: node.sink_seq,
+                        wall_ms: self.specs[n].wall(t),
+                        event: custom(CustomPayload::ClockSample(fields)),
+                    });
+                }
+                Op::Finalize(reason) => {
+                    let recv = t + self.specs[n].uplink + self.net.range(0, 3);
+                    self.received(recv);
+                    self.finalize_recv = Some(recv);
+                    self.assemble_at = Some(recv + FINALIZE_WAIT + 38);
+                    self.nodes[n].finalize = Some(Finalize {
+                        exit_reason: Some(reason.to_owned()),
+                        extra: ex(),
+                    });
+                    self.nodes[n].done = true;
+                }
+            }
+        }
+    }
+
+    fn received(&mut self, recv: u64) {
+        self.first_recv = Some(self.first_recv.map_or(recv, |f| f.min(recv)));
+        self.last_recv = Some(self.last_recv.map_or(recv, |l| l.max(recv)));
+    }
+
+    /// A POST from node `n` at `t`: whether (and when) the collector stored it before assembly.
+    /// Schedules the clock sample of the reply and answers a pending `snapshot_now` hint.
+    fn post(&mut self, n: usize, t: u64) -> Option<u64> {
+        let uplink = self.specs[n].uplink;
+        let recv = t + uplink + self.net.range(0, 4);
+        if self.assemble_at.is_some_and(|a| recv > a) {
+            return None;
+        }
+        self.received(recv);
+        let send = recv + self.net.range(1, 3);
+        let reply = send + uplink + self.net.range(0, 4);
+        self.push(Step {
+            t: reply,
+            node: n,
+            op: Op::ClockSample(ClockSampleFields {
+                node_send_ms_echoed: self.specs[n].wall(t),
+                collector_recv_ms: T0 + recv,
+                collector_send_ms: T0 + send,
+                extra: ex(),
+            }),
+        });
+        if n != ORCH && self.finalize_recv.is_some_and(|f| recv > f) && !self.nodes[n].hinted {
+            self.nodes[n].hinted = true;
+            self.push(Step {
+                t: reply + 1,
+                node: n,
+                op: Op::Snapshot(SnapshotTrigger::OnDemand),
+            });
+        }
+        Some(recv)
+    }
+
+    fn flush(&mut self, n: usize, t: u64) {
+        if self.nodes[n].pending.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.nodes[n].pending);
+        if self.post(n, t).is_some() {
+            self.nodes[n].batches.push(batch);
+        }
+    }
+
+    fn snapshot(&mut self, n: usize, t: u64, trigger: SnapshotTrigger) {
+        let snap = self.capture(n, t, trigger);
+        self.nodes[n].snap_n += 1;
+        if self.post(n, t).is_some() {
+            self.nodes[n].snapshots.push(snap);
+        }
+    }
+
+    fn record(&mut self, n: usize, t: u64, event: Event) {
+        let w = self.specs[n].wall(t);
+        self.apply(n, w, &event);
+        let node = &mut self.nodes[n];
+        node.seq += 1;
+        let seq = node.seq;
+        let transition = matches!(event, Event::SwimTransition(_));
+        node.pending.push(EventRecord {
+            node_id: self.specs[n].id,
+            monotonic_seq: seq,
+            wall_ms: w,
+            event,
+        });
+        if transition {
+            self.snapshot(n, t, SnapshotTrigger::Transition(format!("seq-{seq}")));
+        }
+    }
+
+    fn index_of(&self, id: &NodeId) -> usize {
+        self.specs.iter().position(|s| s.id == *id).unwrap_or(ORCH)
+    }
+
+    /// Updates node `n`'s view from one of its own events at wall time `w`.
+    fn apply(&mut self, n: usize, w: u64, event: &Event) {
+        let peer_of = |id: &NodeId| self.index_of(id);
+        match event {
+            Event::SwimTransition(e) => {
+                let m = peer_of(&e.peer);
+                let p = self.nodes[n].peers.entry(m).or_default();
+                p.opinion = Some(e.to.clone());
+                p.since = Some(w);
+                p.history.push(StateTransition {
+                    from: e.from.clone(),
+                    to: e.to.clone(),
+                    at_ms: w,
+                    reason: e.reason.clone(),
+                    extra: ex(),
+                });
+                p.suspect_since = (e.to == PeerState::Suspect).then_some(w);
+            }
+            Event::DialStarted(e) => {
+                let m = peer_of(&e.peer);
+                self.nodes[n].peers.entry(m).or_default().dial_started = Some(w);
+            }
+            Event::DialOutcome(e) => {
+                let m = peer_of(&e.peer);
+                let p = self.nodes[n].peers.entry(m).or_default();
+                p.dial_outcome = Some(
+                    match &e.outcome {
+                        DialResult::Success => "Success",
+                        DialResult::Timeout => "Timeout",
+                        DialResult::Refused => "Refused",
+                        DialResult::NoRoute => "NoRoute",
+                        DialResult::Error(_) => "Error",
+                    }
+                    .to_owned(),
+                );
+                p.dial_duration = Some(e.duration_ms);
+                if e.outcome == DialResult::Success {
+                    p.generation += 1;
+                    p.created = Some(w);
+                    p.last_outbound_ok = Some(w);
+                    if p.conn.is_none() {
+                        p.conn = Some(ConnType::Relay);
+                    }
+                }
+            }
+            Event::IrohConnTypeChanged(e) => {
+                let m = peer_of(&e.peer);
+                self.nodes[n].peers.entry(m).or_default().conn = Some(e.new.clone());
+            }
+            Event::ConnectionCacheInvalidated(e) => {
+                let m = peer_of(&e.peer);
+                let p = self.nodes[n].peers.entry(m).or_default();
+                p.failure_at = Some(w);
+                p.failure_reason = Some(e.reason.clone());
+            }
+            Event::MessageSent(e) => {
+                let m = peer_of(&e.peer);
+                let p = self.nodes[n].peers.entry(m).or_default();
+                p.last_outbound_ok = Some(w);
+                p.last_send = Some(w);
+                p.conn_at_last_use = p.conn.clone();
+            }
+            Event::MessageReceived(e) => {
+                let m = peer_of(&e.peer);
+                self.nodes[n].peers.entry(m).or_default().last_inbound = Some(w);
+            }
+            Event::GossipReceived(e) => {
+                let m = peer_of(&e.source_peer);
+                self.nodes[n].peers.entry(m).or_default().last_inbound = Some(w);
+            }
+            Event::SwimProbeSent(e) if e.kind == SwimProbeKind::Direct => {
+                let m = peer_of(&e.target);
+                self.nodes[n].peers.entry(m).or_default().ping_sent = Some(w);
+            }
+            Event::SwimProbeAcked(e) => {
+                let m = peer_of(&e.target);
+                let hex = self.specs[m].hex.clone();
+                let node = &mut self.nodes[n];
+                let p = node.peers.entry(m).or_default();
+                p.ack_received = Some(w);
+                p.last_inbound = Some(w);
+                p.last_outbound_ok = Some(w);
+                let kind = if e.kind == SwimProbeKind::Direct {
+                    SwimMessageKind::Ack
+                } else {
+                    SwimMessageKind::IndirectAck
+                };
+                node.receive(kind, hex, w, Some(e.sequence));
+            }
+            Event::SwimMetadataReceived(e) => {
+                let m = peer_of(&e.peer);
+                self.nodes[n].peers.entry(m).or_default().metadata_seen = Some(e.version);
+            }
+            Event::RelaySessionStateChanged(e) => {
+                self.nodes[n].relay_status = e.to_status.clone();
+                self.nodes[n].relay_changed = Some(w);
+            }
+            Event::RelayChanged(e) => {
+                self.nodes[n].home_relay = e.new_url.clone();
+            }
+            Event::SubprocessSpawned(e) => self.nodes[n].subs.push(Sub {
+                label: e.label.clone(),
+                pid: e.pid,
+                cmdline: e.command.clone(),
+                spawn_at: w,
+                exit: None,
+            }),
+            Event::SubprocessExited(e) => {
+                if let Some(s) = self.nodes[n].subs.iter_mut().find(|s| s.pid == e.pid) {
+                    s.exit = Some((w, e.exit_code.unwrap_or(0)));
+                }
+            }
+            Event::ProbeSent(e) => {
+                if let Some(p) = self.nodes[n].probes.iter_mut().find(|p| p.kind == e.kind) {
+                    p.last_attempted = w;
+                    p.attempts += 1;
+                }
+            }
+            Event::ProbeReceived(e) => {
+                if let Some(p) = self.nodes[n].probes.iter_mut().find(|p| p.kind == e.kind) {
+                    p.last_outcome = e.outcome.clone();
+                    p.last_rtt = e.rtt_ms;
+                    p.last_error = match e.outcome {
+                        ProbeOutcome::Ok => None,
+                        ProbeOutcome::Refused => Some("Connection refused (os error 111)".to_owned()),
+                        _ => Some(format!("no reply within {PROBE_TIMEOUT} ms")),
+                    };
+                    if e.outcome == ProbeOutcome::Ok {
+                        p.successes += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn touch(&mut self, n: usize, t: u64, touch: Touch) {
+        let w = self.specs[n].wall(t);
+        let (from, kind, sequence) = match touch {
+            Touch::Ping { from, seq } => (from, SwimMessageKind::Ping, Some(seq)),
+            Touch::PingReq { from, seq } => (from, SwimMessageKind::PingReq, Some(seq)),
+            Touch::JoinRequest { from } => (from, SwimMessageKind::JoinRequest, None),
+            Touch::JoinResponse { from, members } => (from, SwimMessageKind::JoinResponse, Some(members)),
+        };
+        let hex = self.specs[from].hex.clone();
+        let node = &mut self.nodes[n];
+        let p = node.peers.entry(from).or_default();
+        p.last_inbound = Some(w);
+        if matches!(touch, Touch::Ping { .. }) {
+            p.ping_received = Some(w);
+        }
+        node.receive(kind, hex, w, sequence);
+    }
+
+    fn identity(&self, n: usize) -> Identity {
+        let s = &self.specs[n];
+        let rental = s.rental.as_ref();
+        Identity {
+            node_id_hex: s.hex.clone(),
+            node_id_short: s.short(),
+            role: s.role.to_owned(),
+            stage_index: s.stage,
+            stage_count: s.stage.map(|_| 3),
+            run_id: RUN_ID.to_owned(),
+            vastai_contract_id: rental.filter(|r| r.forwarded).map(|r| r.contract.to_owned()),
+            host_ip_public: rental.map(|r| r.ip.to_owned()),
+            host_country: rental.map(|r| r.country.to_owned()),
+            datacenter_id: rental.map(|r| r.datacenter.to_owned()),
+            hostname: Some(s.hostname.to_owned()),
+            container_id: rental.map(|r| r.contract.to_owned()),
+            process_start_unix_ms: s.wall(s.boot),
+            boot_sequence: 0,
+            binary_version: Some(BINARY_VERSION.to_owned()),
+            git_sha: Some(GIT_SHA.to_owned()),
+            iroh_version: Some(IROH_VERSION.to_owned()),
+            home_relay_url_at_boot: s.is_stage().then(|| RELAY_URL.to_owned()),
+            extra: ex(),
+        }
+    }
+
+    /// Node `n`'s snapshot at true time `t`.
+    fn capture(&mut self, n: usize, t: u64, trigger: SnapshotTrigger) -> Snapshot {
+        let s = &self.specs[n];
+        let w = s.wall(t);
+        let identity = self.identity(n);
+        let node = &mut self.nodes[n];
+        let scrape = |node: &mut NodeState, lo: u64, hi: u64| w - node.rng.range(lo, hi);
+        let mut known: Vec<usize> = node.peers.keys().copied().collect();
+        known.sort_by(|a, b| self.specs[*a].hex.0.cmp(&self.specs[*b].hex.0));
+
+        let reachability = known
+            .iter()
+            .map(|m| {
+                let p = &node.peers[m];
+                PeerReachability {
+                    peer_node_id_hex: self.specs[*m].hex.clone(),
+                    last_inbound_packet_at_ms: p.last_inbound,
+                    last_inbound_via: None,
+                    last_outbound_success_at_ms: p.last_outbound_ok,
+                    last_outbound_via: None,
+                    last_dial_started_at_ms: p.dial_started,
+                    last_dial_outcome: p.dial_outcome.clone(),
+                    last_dial_duration_ms: p.dial_duration,
+                    current_swim_opinion: p.opinion.clone().unwrap_or(PeerState::Unknown),
+                    current_swim_opinion_since_ms: p.since,
+                    swim_transition_history: p.history.clone(),
+                    metadata_version_seen: p.metadata_seen,
+                    metadata_relay_url_seen: None,
+                    extra: ex(),
+                }
+            })
+            .collect();
+
+        let iroh_peers = known
+            .iter()
+            .map(|m| {
+                let p = &node.peers[m];
+                let peer_spec = &self.specs[*m];
+                let relay_active = p.conn == Some(ConnType::Relay);
+                let direct_addr = match &peer_spec.rental {
+                    Some(r) => format!("{}:41641", r.ip),
+                    None => "192.168.1.23:41641".to_owned(),
+                };
+                let usage = |active: bool| if active { AddrUsage::Active } else { AddrUsage::Inactive };
+                IrohPeer {
+                    peer_node_id_hex: peer_spec.hex.clone(),
+                    conn_type: p.conn.clone(),
+                    conn_type_source: p.conn.as_ref().map(|_| ValueSource::Derived),
+                    latency_ms: None,
+                    last_used_ms: None,
+                    last_received_ms: None,
+                    direct_addresses: match p.conn {
+                        Some(_) => vec![TransportAddr {
+                            addr: direct_addr,
+                            usage: usage(p.conn == Some(ConnType::Direct)),
+                            extra: ex(),
+                        }],
+                        None => vec![],
+                    },
+                    relay_urls: match p.conn {
+                        Some(_) => vec![TransportAddr {
+                            addr: RELAY_URL.to_owned(),
+                            usage: usage(relay_active),
+                            extra: ex(),
+                        }],
+                        None => vec![],
+                    },
+                    addr_sources: None,
+                    extra: ex(),
+                }
+            })
+            .collect::<Vec<_>>();
+        let direct = node.peers.values().filter(|p| p.conn == Some(ConnType::Direct)).count();
+        let relayed = node.peers.values().filter(|p| p.conn == Some(ConnType::Relay)).count();
+        let age = t.saturating_sub(s.boot);
+        let counter = |group: &str, name: &str, value: u64| MetricSample {
+            group: group.to_owned(),
+            name: name.to_owned(),
+            value: MetricValue::Counter(value),
+            extra: ex(),
+        };
+        let gauge = |group: &str, name: &str, value: i64| MetricSample {
+            group: group.to_owned(),
+            name: name.to_owned(),
+            value: MetricValue::Gauge(value),
+            extra: ex(),
+        };
+        let punches = node
+            .peers
+            .values()
+            .filter(|p| p.conn == Some(ConnType::Direct))
+            .count() as u64;
+        let mut metrics = vec![
+            counter("magicsock", "send_ipv4", age * (direct as u64 * 9 + 2) / 1_000),
+            counter("magicsock", "send_relay", age * (relayed as u64 * 7 + 1) / 1_000),
+            gauge("magicsock", "num_direct_conns", direct as i64),
+            gauge("magicsock", "num_relay_conns", relayed as i64),
+        ];
+        if punches > 0 {
+            metrics.push(MetricSample {
+                group: "magicsock".to_owned(),
+                name: "holepunch_rtt_ms".to_owned(),
+                value: MetricValue::Histogram(Histogram {
+                    count: punches,
+                    sum: punches as f64 * 37.25 + 4.5,
+                    extra: ex(),
+                }),
+                extra: ex(),
+            });
+        }
+        let connection_cache = known
+            .iter()
+            .filter(|m| node.peers[m].generation > 0)
+            .map(|m| {
+                let p = &node.peers[m];
+                ConnectionCache {
+                    peer_node_id_hex: self.specs[*m].hex.clone(),
+                    generation: p.generation,
+                    created_at_ms: p.created,
+                    last_successful_send_at_ms: p.last_send,
+                    last_failure_at_ms: p.failure_at,
+                    last_failure_reason: p.failure_reason.clone(),
+                    observed_conn_type_at_last_use: p.conn_at_last_use.clone(),
+                    extra: ex(),
+                }
+            })
+            .collect();
+        let iroh = IrohState {
+            home_relay_url: if n == ORCH {
+                node.home_relay.clone()
+            } else {
+                Some(RELAY_URL.to_owned())
+            },
+            peers: iroh_peers,
+            metrics,
+            connection_cache,
+            api_gaps: all_gaps(),
+            iroh_version: Some(IROH_VERSION.to_owned()),
+            relay_session: Some(RelaySession {
+                relay_url: Some(RELAY_URL.to_owned()),
+                status: node.relay_status.clone(),
+                status_source: ValueSource::Derived,
+                status_changed_at_ms: node.relay_changed,
+                status_entered_at_ms: node.relay_changed,
+                last_send_at_ms: None,
+                last_recv_at_ms: None,
+                tx_bytes_total: None,
+                rx_bytes_total: None,
+                extra: ex(),
+            }),
+            scraped_at_ms: scrape(node, 8, 20),
+            extra: ex(),
+        };
+
+        let (pi, pt, st, k, dr, fl, mp) = SWIM_CONFIG;
+        let swim = SwimState {
+            config: SwimConfig {
+                probe_interval_ticks: pi,
+                probe_timeout_ticks: pt,
+                suspicion_timeout_ticks: st,
+                indirect_probes_k: k,
+                dead_reprobe_interval_ticks: dr,
+                gossip_fanout_lambda: fl,
+                max_piggyback: mp,
+                probe_mode: "periodic".to_owned(),
+                extra: ex(),
+            },
+            self_node_id_hex: s.hex.clone(),
+            self_incarnation: 1,
+            metadata_local_version: 1,
+            peers: known
+                .iter()
+                .filter(|m| node.peers[m].opinion.is_some())
+                .map(|m| {
+                    let p = &node.peers[m];
+                    SwimPeer {
+                        peer_node_id_hex: self.specs[*m].hex.clone(),
+                        state: p.opinion.clone().unwrap_or(PeerState::Unknown),
+                        incarnation: 1,
+                        last_ping_sent_at_ms: p.ping_sent,
+                        last_ack_received_at_ms: p.ack_received,
+                        last_ping_received_at_ms: p.ping_received,
+                        suspect_started_at_ms: p.suspect_since,
+                        metadata_version_seen: p.metadata_seen,
+                        extra: ex(),
+                    }
+                })
+                .collect(),
+            recent_messages: node.recent.iter().cloned().collect(),
+            scraped_at_ms: scrape(node, 4, 7),
+            extra: ex(),
+        };
+
+        let host = host_state(s, n, t, scrape(node, 20, 45));
+        let probes = ProbeState {
+            probes: node
+                .probes
+                .iter()
+                .map(|p| Probe {
+                    target: p.target.to_owned(),
+                    kind: p.kind.clone(),
+                    resolved_addr: Some(p.addr.to_owned()),
+                    last_attempted_at_ms: p.last_attempted,
+                    last_outcome: p.last_outcome.clone(),
+                    last_rtt_ms: p.last_rtt,
+                    last_error: p.last_error.clone(),
+                    attempts: p.attempts,
+                    successes: p.successes,
+                    extra: ex(),
+                })
+                .collect(),
+            scraped_at_ms: scrape(node, 2, 4),
+            extra: ex(),
+        };
+        let vastai = s.rental.as_ref().map(|r| VastaiContext {
+            container_id: Some(r.contract.to_owned()),
+            hostname: Some(s.hostname.to_owned()),
+            env_vars: vec![
+                ("CONTAINER_ID".to_owned(), r.contract.to_owned()),
+                ("CUDA_VERSION".to_owned(), "12.4.1".to_owned()),
+                ("NVIDIA_DRIVER_CAPABILITIES".to_owned(), "compute,utility".to_owned()),
+                ("NVIDIA_VISIBLE_DEVICES".to_owned(), "all".to_owned()),
+                ("VAST_CONTAINERLABEL".to_owned(), format!("C.{}", r.contract)),
+                ("VAST_GPU_NAME".to_owned(), r.gpu.to_owned()),
+            ],
+            process_start_ms: w - 1,
+            captured_at_ms: w - 1,
+            extra: ex(),
+        });
+        let process = ProcessStats {
+            rss_bytes: Some(38_000_000 + age * 410 + node.rng.range(0, 90_000)),
+            vm_size_bytes: Some(1_209_000_000 + age * 96),
+            open_fd_count: Some(31 + (node.peers.len() as u64) * 3 + node.rng.range(0, 2)),
+            cpu_ms: Some(age * 23 / 100 + 140),
+            tokio: Some(TokioStats {
+                flavor: TokioFlavor::MultiThread,
+                extra: ex(),
+            }),
+            captured_at_ms: w - 1,
+            extra: ex(),
+        };
+        let subprocess = s.is_stage().then(|| {
+            let mut subprocesses: Vec<Subprocess> = node
+                .subs
+                .iter()
+                .map(|sub| match sub.exit {
+                    Some((exit_at, code)) => Subprocess {
+                        label: sub.label.clone(),
+                        pid: sub.pid,
+                        parent_pid: None,
+                        status: SubprocessStatus::Exited,
+                        spawn_at_ms: None,
+                        exit_at_ms: Some(exit_at),
+                        exit_code: Some(code),
+                        exit_signal: None,
+                        rss_bytes: None,
+                        vm_size_bytes: None,
+                        open_fd_count: None,
+                        cpu_ms: None,
+                        cmdline: Some(sub.cmdline.clone()),
+                        extra: ex(),
+                    },
+                    None => {
+                        let up = w.saturating_sub(sub.spawn_at);
+                        let worker = sub.label == "worker";
+                        Subprocess {
+                            label: sub.label.clone(),
+                            pid: sub.pid,
+                            parent_pid: Some(s.pid),
+                            status: SubprocessStatus::Running,
+                            spawn_at_ms: Some(sub.spawn_at),
+                            exit_at_ms: None,
+                            exit_code: None,
+                            exit_signal: None,
+                            rss_bytes: Some(if worker {
+                                412_000_000 + up.min(2_400) * 2_310_000
+                            } else {
+                                61_000_000 + up * 9_000
+                            }),
+                            vm_size_bytes: Some(if worker { 14_800_000_000 } else { 402_000_000 }),
+                            open_fd_count: Some(if worker { 57 } else { 14 }),
+                            cpu_ms: Some(up * if worker { 93 } else { 41 } / 100),
+                            cmdline: Some(sub.cmdline.clone()),
+                            extra: ex(),
+                        }
+                    }
+                })
+                .collect();
+            subprocesses.sort_by(|a, b| a.label.cmp(&b.label).then(a.pid.cmp(&b.pid)));
+            SubprocessState {
+                subprocesses,
+                scraped_at_ms: w - 2,
+                extra: ex(),
+            }
+        });
+
+        let snapshot_id = format!("{}-{}", s.short(), node.snap_n);
+        Snapshot {
+            identity,
+            run_id: RUN_ID.to_owned(),
+            snapshot_id,
+            wall_ms: w,
+            monotonic_seq: node.seq,
+            trigger,
+            body: SnapshotBody {
+                reachability,
+                events: vec![],
+                iroh: Some(iroh),
+                swim: Some(swim),
+                host: Some(host),
+                probes: Some(probes),
+                vastai,
+                process: Some(process),
+                registry: None,
+                relay_server: None,
+                subprocess,
+                extra: ex(),
+            },
+            extra: ex(),
+        }
+    }
+
+    fn into_bundle(self) -> BundleContents {
+        let mut bundle = BundleContents::new(RUN_ID);
+        let mut nodes = Vec::new();
+        for (s, node) in self.specs.iter().zip(&self.nodes) {
+            let label = &s.label;
+            if let Some(boot) = &node.boot {
+                bundle.insert_json(format!("{label}/boot.json"), &collector_json(boot));
+            }
+            for (i, batch) in node.batches.iter().enumerate() {
+                bundle.insert_json(
+                    format!("{label}/events/events-{:06}.json", i + 1),
+                    &collector_json(batch),
+                );
+            }
+            for (i, snap) in node.snapshots.iter().enumerate() {
+                bundle.insert_json(
+                    format!("{label}/snapshots/snapshot-{:06}.json", i + 1),
+                    &collector_json(snap),
+                );
+            }
+            if let Some(fin) = &node.finalize {
+                bundle.insert_json(format!("{label}/finalize.json"), &collector_json(fin));
+            }
+            nodes.push(ManifestNode {
+                node_id_hex: s.hex.clone(),
+                label: label.clone(),
+                role: Some(s.role.to_owned()),
+                stage_index: s.stage,
+                boot_recorded: node.boot.is_some(),
+                event_batches: node.batches.len() as u64,
+                snapshots: node.snapshots.len() as u64,
+                finalize_recorded: node.finalize.is_some(),
+                vastai_records: Some(0),
+                extra: ex(),
+            });
+        }
+        nodes.sort_by(|a, b| {
+            a.label
+                .cmp(&b.label)
+                .then_with(|| a.node_id_hex.0.cmp(&b.node_id_hex.0))
+        });
+        let manifest = Manifest {
+            run_id: RUN_ID.to_owned(),
+            run_start_collector_ms: self.first_recv.map(|r| T0 + r),
+            run_end_collector_ms: self.last_recv.map(|r| T0 + r),
+            finalize_received: self.nodes.iter().any(|n| n.finalize.is_some()),
+            nodes,
+            extra: ex(),
+        };
+        bundle.insert_json("MANIFEST.json", &manifest);
+        bundle
+    }
+}
+
+/// The host block: network state as of the last 10-second refresh, and DNS.
+fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
+    let first = s.boot + 1_000;
+    if t < first {
+        return HostState {
+            network: None,
+            dns: vec![],
+            scraped_at_ms,
+            extra: ex(),
+        };
+    }
+    let refreshed = first + (t - first) / 10_000 * 10_000;
+    let secs = (refreshed - s.boot) / 1_000;
+    let refreshed_at_ms = s.wall(refreshed);
+    // Per-second rates; stage-1 sits on a lossy host whose NIC and socket buffers drop.
+    let lossy = n == 2;
+    let eth = |name: &str, address: &str, base: u64| NetInterface {
+        name: name.to_owned(),
+        addresses: vec![address.to_owned()],
+        mtu: Some(1_500),
+        up: true,
+        counters: Some(InterfaceCounters {
+            rx_bytes: base * 1_000 + secs * 48_200,
+            rx_packets: base + secs * 171,
+            rx_errors: 0,
+            rx_dropped: if lossy { 40 + secs * 23 / 10 } else { 3 + secs / 20 },
+            tx_bytes: base * 800 + secs * 39_700,
+            tx_packets: base * 4 / 5 + secs * 158,
+            tx_errors: 0,
+            tx_dropped: if lossy { secs / 12 } else { 0 },
+            extra: ex(),
+        }),
+        extra: ex(),
+    };
+    let lo = NetInterface {
+        name: "lo".to_owned(),
+        addresses: vec!["127.0.0.1/8".to_owned(), "::1/128".to_owned()],
+        mtu: Some(65_536),
+        up: true,
+        counters: Some(InterfaceCounters {
+            rx_bytes: 88_000 + secs * 6_100,
+            rx_packets: 900 + secs * 41,
+            rx_errors: 0,
+            rx_dropped: 0,
+            tx_bytes: 88_000 + secs * 6_100,
+            tx_packets: 900 + secs * 41,
+            tx_errors: 0,
+            tx_dropped: 0,
+            extra: ex(),
+        }),
+        extra: ex(),
+    };
+    let route = |family: RouteFamily, destination: &str, gateway: Option<&str>, interface: &str| Route {
+        family,
+        destination: destination.to_owned(),
+        gateway: gateway.map(str::to_owned),
+        interface: interface.to_owned(),
+        extra: ex(),
+    };
+    let socket = |local: &str, inode: u64| UdpSocket {
+        local_addr: local.to_owned(),
+        remote_addr: "0.0.0.0:0".to_owned(),
+        state: "07".to_owned(),
+        inode,
+        extra: ex(),
+    };
+    let udp = UdpKernelStats {
+        in_datagrams: Some(12_400 + secs * 57),
+        no_ports: Some(if n == ORCH { 31 + secs / 4 } else { 2 + secs / 30 }),
+        in_errors: Some(if lossy { 6 + secs * 4 / 5 } else { 0 }),
+        out_datagrams: Some(11_900 + secs * 61),
+        rcvbuf_errors: Some(if lossy { 6 + secs * 4 / 5 } else { 0 }),
+        sndbuf_errors: Some(0),
+        extra: ex(),
+    };
+    let network = if n == ORCH {
+        HostNetwork {
+            interfaces: vec![
+                NetInterface {
+                    name: "docker0".to_owned(),
+                    addresses: vec!["172.17.0.1/16".to_owned()],
+                    mtu: Some(1_500),
+                    up: false,
+                    counters: Some(InterfaceCounters {
+                        rx_bytes: 0,
+                        rx_packets: 0,
+                        rx_errors: 0,
+                        rx_dropped: 0,
+                        tx_bytes: 0,
+                        tx_packets: 0,
+                        tx_errors: 0,
+                        tx_dropped: 0,
+                        extra: ex(),
+                    }),
+                    extra: ex(),
+                },
+                NetInterface {
+                    addresses: vec![
+                        "192.168.1.23/24".to_owned(),
+                        "fe80::a00:27ff:fe4e:66a1/64".to_owned(),
+                    ],
+                    ..eth("enp3s0", "", 930_000)
+                },
+                lo,
+            ],
+            default_routes: vec![
+                route(RouteFamily::V4, "0.0.0.0/0", Some("192.168.1.1"), "enp3s0"),
+                route(RouteFamily::V4, "172.17.0.0/16", None, "docker0"),
+                route(RouteFamily::V4, "192.168.1.0/24", None, "enp3s0"),
+                route(RouteFamily::V6, "::/0", Some("fe80::1"), "enp3s0"),
+            ],
+            udp_sockets: vec![
+                socket("0.0.0.0:41641", 2_231_877),
+                socket("[::]:41642", 2_231_878),
+                socket("127.0.0.53:53", 18_402),
+            ],
+            conntrack_count: Some(286 + secs * 3 / 2),
+            ipv6_enabled: Some(true),
+            resolv_conf_nameservers: vec!["127.0.0.53".to_owned()],
+            udp_kernel_stats: Some(udp),
+            refreshed_at_ms,
+            extra: ex(),
+        }
+    } else {
+        HostNetwork {
+            interfaces: vec![eth("eth0", "172.17.0.2/16", 410_000)],
+            default_routes: vec![
+                route(RouteFamily::V4, "0.0.0.0/0", Some("172.17.0.1"), "eth0"),
+                route(RouteFamily::V4, "172.17.0.0/16", None, "eth0"),
+            ],
+            udp_sockets: vec![
+                socket("0.0.0.0:41641", 91_344 + n as u64),
+                socket("[::]:41642", 91_350 + n as u64),
+            ],
+            conntrack_count: None,
+            ipv6_enabled: Some(false),
+            resolv_conf_nameservers: vec!["8.8.8.8".to_owned(), "1.1.1.1".to_owned()],
+            udp_kernel_stats: Some(udp),
+            refreshed_at_ms,
+            extra: ex(),
+        }
+    };
+    let resolver = if n == ORCH { "127.0.0.53" } else { "8.8.8.8" };
+    let dns = vec![
+        DnsResolution {
+            hostname: COLLECTOR_HOST.to_owned(),
+            a_records: vec!["198.51.100.20".to_owned()],
+            aaaa_records: vec![],
+            ttl_seconds: None,
+            resolver_used: Some(resolver.to_owned()),
+            resolved_at_ms: refreshed_at_ms,
+            error: None,
+            extra: ex(),
+        },
+    ];
+    HostState {
+        network: Some(network),
+        dns,
+        scraped_at_ms,
+        extra: ex(),
+    }
+}
+
+/// A record as the collector stores it: parsed into a generic value and written back, so every
+/// object has its keys in alphabetical order (whatever serde_json's map type).
+fn collector_json(record: &impl Serialize) -> Value {
+    fn sort(v: Value) -> Value {
+        match v {
+            Value::Object(map) => {
+                let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(entries.into_iter().map(|(k, v)| (k, sort(v))).collect::<Map<_, _>>())
+            }
+            Value::Array(items) => Value::Array(items.into_iter().map(sort).collect()),
+            other => other,
+        }
+    }
+    sort(serde_json::to_value(record).expect("OK because contract types always serialize"))
+}
