@@ -3,36 +3,27 @@
 //! Run with `cargo run -p diagwire --all-features --example make_example_bundle`. The folder is the
 //! run directory itself (`MANIFEST.json` at its top); stale files in it are deleted first.
 
-#[cfg(feature = "bundle")]
-fn main() -> std::io::Result<()> {
-    use std::path::Path;
+use std::path::Path;
 
-    let out = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/bundles")
-        .join(diagwire::bundle::example::RUN_ID);
-    let bundle = diagwire::bundle::example::n3_relay_flap();
+use diagwire::bundle::example::{RUN_ID, n3_relay_flap};
+use diagwire::bundle::write::write_dir;
+
+fn main() -> std::io::Result<()> {
+    let bundles = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("OK because the diagwire package sits inside the workspace")
+        .join("examples/bundles");
+    let out = bundles.join(RUN_ID);
     if out.exists() {
         std::fs::remove_dir_all(&out)?;
     }
-    let mut bytes = 0;
-    for (path, contents) in &bundle.files {
-        let file = out.join(path);
-        if let Some(dir) = file.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(&file, contents)?;
-        bytes += contents.len();
-    }
+    let bundle = n3_relay_flap();
+    let dir = write_dir(&bundle, &bundles)?;
+    let bytes: usize = bundle.files.values().map(Vec::len).sum();
     println!(
         "wrote {} files ({bytes} bytes) to {}",
         bundle.files.len(),
-        out.display()
+        dir.display()
     );
     Ok(())
-}
-
-#[cfg(not(feature = "bundle"))]
-fn main() {
-    eprintln!("make_example_bundle needs the `bundle` feature: run it with --all-features");
-    std::process::exit(2);
 }

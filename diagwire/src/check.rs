@@ -268,12 +268,20 @@ pub mod bundle {
 
     /// Checks every file of an opened bundle and its manifest. Reading continues after a bad file or
     /// entry, so every problem is reported.
-    pub fn check_bundle(validators: &Validators, reader: &mut BundleReader, progress: Progress<'_>) -> Report {
+    pub fn check_bundle(
+        validators: &Validators,
+        reader: &mut BundleReader,
+        progress: Progress<'_>,
+    ) -> Report {
         let source = reader.source().display().to_string();
         let total = reader.file_count();
         let archive = reader.source().is_file();
         let name = |rel: &str| {
-            if archive { format!("{source}!{rel}") } else { format!("{source}/{rel}") }
+            if archive {
+                format!("{source}!{rel}")
+            } else {
+                format!("{source}/{rel}")
+            }
         };
         let mut report = Report::default();
         let mut nodes: BTreeMap<String, NodeFiles> = BTreeMap::new();
@@ -306,7 +314,9 @@ pub mod bundle {
                     _ => {}
                 }
             }
-            let Some(kind) = file.role.record_kind() else { continue };
+            let Some(kind) = file.role.record_kind() else {
+                continue;
+            };
             let text = match std::str::from_utf8(&file.bytes) {
                 Ok(t) => t,
                 Err(e) => {
@@ -328,8 +338,14 @@ pub mod bundle {
             report.merge(r);
         }
         match manifest {
-            Some((display, m)) => report.problems.extend(manifest_problems(&display, &m, &nodes)),
-            None if !report.problems.iter().any(|p| p.file.ends_with("MANIFEST.json")) => {
+            Some((display, m)) => report
+                .problems
+                .extend(manifest_problems(&display, &m, &nodes)),
+            None if !report
+                .problems
+                .iter()
+                .any(|p| p.file.ends_with("MANIFEST.json")) =>
+            {
                 report.problems.push(Problem {
                     file: name("MANIFEST.json"),
                     record: None,
@@ -344,51 +360,113 @@ pub mod bundle {
 
     /// Every way the manifest disagrees with the files: listed files that are missing, counts and
     /// labels that differ, node directories the manifest does not list.
-    fn manifest_problems(file: &str, m: &Manifest, nodes: &BTreeMap<String, NodeFiles>) -> Vec<Problem> {
+    fn manifest_problems(
+        file: &str,
+        m: &Manifest,
+        nodes: &BTreeMap<String, NodeFiles>,
+    ) -> Vec<Problem> {
         let mut out = Vec::new();
         let mut problem = |pointer: String, message: String| {
-            out.push(Problem { file: file.to_owned(), record: Some(0), pointer, message });
+            out.push(Problem {
+                file: file.to_owned(),
+                record: Some(0),
+                pointer,
+                message,
+            });
         };
         let empty = NodeFiles::default();
         let mut listed = BTreeSet::new();
         for (i, node) in m.nodes.iter().enumerate() {
             let at = |field: &str| format!("/nodes/{i}/{field}");
             if !listed.insert(node.label.clone()) {
-                problem(at("label"), format!("label `{}` is listed twice", node.label));
+                problem(
+                    at("label"),
+                    format!("label `{}` is listed twice", node.label),
+                );
             }
             let found = match nodes.get(&node.label) {
                 Some(f) => f,
                 None => {
-                    problem(at("label"), format!("node `{}` is listed but its directory is missing", node.label));
+                    problem(
+                        at("label"),
+                        format!(
+                            "node `{}` is listed but its directory is missing",
+                            node.label
+                        ),
+                    );
                     &empty
                 }
             };
             if node.boot_recorded != found.boot {
-                problem(at("boot_recorded"), format!("manifest says {}, `{}/boot.json` is {}", node.boot_recorded, node.label, if found.boot { "present" } else { "missing" }));
+                problem(
+                    at("boot_recorded"),
+                    format!(
+                        "manifest says {}, `{}/boot.json` is {}",
+                        node.boot_recorded,
+                        node.label,
+                        if found.boot { "present" } else { "missing" }
+                    ),
+                );
             }
             if node.finalize_recorded != found.finalize {
-                problem(at("finalize_recorded"), format!("manifest says {}, `{}/finalize.json` is {}", node.finalize_recorded, node.label, if found.finalize { "present" } else { "missing" }));
+                problem(
+                    at("finalize_recorded"),
+                    format!(
+                        "manifest says {}, `{}/finalize.json` is {}",
+                        node.finalize_recorded,
+                        node.label,
+                        if found.finalize { "present" } else { "missing" }
+                    ),
+                );
             }
             if node.event_batches != found.events {
-                problem(at("event_batches"), format!("manifest says {} event batches, found {} events files", node.event_batches, found.events));
+                problem(
+                    at("event_batches"),
+                    format!(
+                        "manifest says {} event batches, found {} events files",
+                        node.event_batches, found.events
+                    ),
+                );
             }
             if node.snapshots != found.snapshots {
-                problem(at("snapshots"), format!("manifest says {} snapshots, found {} snapshot files", node.snapshots, found.snapshots));
+                problem(
+                    at("snapshots"),
+                    format!(
+                        "manifest says {} snapshots, found {} snapshot files",
+                        node.snapshots, found.snapshots
+                    ),
+                );
             }
             if let Some(v) = node.vastai_records {
                 if v != found.vastai {
-                    problem(at("vastai_records"), format!("manifest says {v} vast.ai records, found {} files", found.vastai));
+                    problem(
+                        at("vastai_records"),
+                        format!(
+                            "manifest says {v} vast.ai records, found {} files",
+                            found.vastai
+                        ),
+                    );
                 }
             }
         }
         for label in nodes.keys() {
             if !listed.contains(label) {
-                problem("/nodes".into(), format!("node directory `{label}` is not listed in the manifest"));
+                problem(
+                    "/nodes".into(),
+                    format!("node directory `{label}` is not listed in the manifest"),
+                );
             }
         }
         let any_finalize = nodes.values().any(|n| n.finalize);
         if m.finalize_received != any_finalize {
-            problem("/finalize_received".into(), format!("manifest says {}, but {} node has a finalize record", m.finalize_received, if any_finalize { "a" } else { "no" }));
+            problem(
+                "/finalize_received".into(),
+                format!(
+                    "manifest says {}, but {} node has a finalize record",
+                    m.finalize_received,
+                    if any_finalize { "a" } else { "no" }
+                ),
+            );
         }
         out
     }

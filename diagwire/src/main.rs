@@ -70,8 +70,18 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Validate { paths, kind, format, max_file_bytes, max_total_bytes } => {
-            let limits = Limits { max_file_bytes, max_total_bytes, ..Limits::default() };
+        Command::Validate {
+            paths,
+            kind,
+            format,
+            max_file_bytes,
+            max_total_bytes,
+        } => {
+            let limits = Limits {
+                max_file_bytes,
+                max_total_bytes,
+                ..Limits::default()
+            };
             validate(&paths, kind.as_deref(), format, limits)
         }
         Command::Example { out } => {
@@ -95,7 +105,10 @@ fn fail(message: &str) -> ExitCode {
 
 fn upgrade(input: &Path, out: &Path) -> ExitCode {
     if !diagwire::bundle::upgrade::is_sim_prod_shape(input) {
-        return fail(&format!("{}: not a simulator prod-shape bundle directory", input.display()));
+        return fail(&format!(
+            "{}: not a simulator prod-shape bundle directory",
+            input.display()
+        ));
     }
     let (bundle, unmapped) = match diagwire::bundle::upgrade::upgrade(input) {
         Ok(r) => r,
@@ -159,7 +172,11 @@ fn validate(paths: &[PathBuf], kind: Option<&str>, format: Format, limits: Limit
         total.merge(report);
     }
     print_report(paths.len(), &total, format);
-    if total.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if total.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 /// A progress bar on a terminal, for bundles with many files.
@@ -189,7 +206,8 @@ fn print_report(files: usize, total: &Report, format: Format) {
             );
         }
         Format::Json => {
-            let problems: Vec<serde_json::Value> = total.problems.iter().map(problem_json).collect();
+            let problems: Vec<serde_json::Value> =
+                total.problems.iter().map(problem_json).collect();
             let out = serde_json::json!({
                 "paths": files,
                 "records": total.records,
@@ -197,7 +215,10 @@ fn print_report(files: usize, total: &Report, format: Format) {
                 "invalid": total.invalid_records,
                 "problems": problems,
             });
-            println!("{}", serde_json::to_string_pretty(&out).expect("OK because a Value always serializes"));
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&out).expect("OK because a Value always serializes")
+            );
         }
     }
 }

@@ -10,6 +10,9 @@ use diagwire::bundle::assemble::{
     Assembled, CachedBundle, RetentionPolicy, ServeDecision, StagedRun, StagingState, assemble,
     retention_plan, serve_decision,
 };
+use diagwire::bundle::read::{BundleReader, Limits};
+use diagwire::bundle::write::write_dir;
+use diagwire::check::bundle::check_bundle;
 use diagwire::v1::{Manifest, ManifestNode};
 use diagwire::validate::Validators;
 use serde_json::Value;
@@ -501,6 +504,42 @@ fn a_run_directory_without_record_files_has_no_nodes_and_a_null_span() {
     );
     assert_eq!(paths(&assembled), ["MANIFEST.json"]);
     assert_one_problem(&assembled, &format!("{RUN}/{ORCH}"));
+}
+
+#[test]
+fn an_assembled_bundle_written_out_checks_clean_against_its_manifest() {
+    let staging = Staging::new();
+    staging
+        .put(ORCH, "boot-000001.json", boot(ORCH, "orchestrator", None))
+        .put(ORCH, "boot-000002.json", boot(ORCH, "orchestrator", None))
+        .put(ORCH, "events-000001.json", EVENTS)
+        .put(ORCH, "snapshot-000001.json", SNAPSHOT)
+        .put(ORCH, "finalize-000001.json", FINALIZE_EMPTY)
+        .put(ORCH, "finalize-000002.json", FINALIZE)
+        .put(STAGE_A, "boot-000001.json", boot(STAGE_A, "stage", Some(0)))
+        .put(STAGE_B, "boot-000001.json", boot(STAGE_B, "stage", Some(0)))
+        .put(STAGE_B, "events-000001.json", EMPTY_EVENTS)
+        .put(RELAY, "events-000001.json", EVENTS)
+        .put(
+            "vastai-external",
+            "vastai_instance-000001.json",
+            VASTAI_INSTANCE,
+        )
+        .put(
+            "vastai-external",
+            "vastai_lifecycle-000002.json",
+            VASTAI_LIFECYCLE,
+        )
+        .put("vastai-stage-0", "vastai_sample-000001.json", VASTAI_SAMPLE)
+        .put("vastai-stage-0", "vastai_logs-000001.json", VASTAI_LOGS);
+    let assembled = staging.assemble();
+    assert!(assembled.problems.is_empty(), "{:#?}", assembled.problems);
+    let out = tempfile::tempdir().unwrap();
+    let dir = write_dir(&assembled.contents, out.path()).unwrap();
+    let mut reader = BundleReader::open(&dir, Limits::default()).unwrap();
+    let report = check_bundle(&Validators::new().unwrap(), &mut reader, &mut |_, _| {});
+    assert!(report.problems.is_empty(), "{:#?}", report.problems);
+    assert_eq!(report.invalid_records, 0);
 }
 
 // ---------------------------------------------------------------------------------------------

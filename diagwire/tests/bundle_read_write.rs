@@ -305,6 +305,33 @@ fn run_directory_is_found_inside_a_wrapping_directory() {
 }
 
 #[test]
+fn run_directory_is_found_inside_a_wrapping_directory_in_an_archive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = tar_gz_of(&[
+        ("download/run-1/MANIFEST.json", b"{}"),
+        ("download/run-1/stage-0/boot.json", b"{}"),
+        ("download/README", b"beside the run"),
+    ]);
+    let path = write_file(tmp.path(), "b.tar.gz", &bytes);
+    let (read, errors) = read_all(&path, Limits::default()).unwrap();
+    assert_eq!(errors, vec![]);
+    assert_eq!(read.run_id, "run-1");
+    assert_eq!(
+        read.files.keys().collect::<Vec<_>>(),
+        ["MANIFEST.json", "stage-0/boot.json"]
+    );
+}
+
+#[test]
+fn run_directory_is_found_two_levels_down_in_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_dir(&sample(), &tmp.path().join("download")).unwrap();
+    let (read, errors) = read_all(tmp.path(), Limits::default()).unwrap();
+    assert_eq!(errors, vec![]);
+    assert_eq!(read, sample());
+}
+
+#[test]
 fn files_beside_the_run_directory_in_a_wrapper_are_ignored() {
     let tmp = tempfile::tempdir().unwrap();
     let wrapper = tmp.path().join("download");

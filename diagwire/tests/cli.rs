@@ -173,3 +173,103 @@ fn a_duplicate_key_is_reported_at_its_pointer() {
         stdout(&o)
     );
 }
+
+#[test]
+fn deeply_nested_json_is_a_located_problem_not_a_crash() {
+    let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let path = temp_file("snapshot-000001.json", &text);
+    let o = diagwire(&["validate", path.to_str().expect("utf-8 path")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("snapshot-000001.json:0 : not JSON: recursion limit exceeded"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn the_example_bundle_validates_clean() {
+    let o = diagwire(&["validate", "examples/bundles/n3-relay-flap"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).ends_with("1 path(s), 911 record(s): 911 valid, 0 invalid, 0 problem(s)\n"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn example_writes_a_bundle_that_validates_as_a_directory() {
+    let out = std::env::temp_dir().join(format!("diagwire-cli-example-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = diagwire(&["example", out.to_str().expect("utf-8 path")]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run = out.join("n3-relay-flap");
+    let o = diagwire(&["validate", run.to_str().expect("utf-8 path")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
+
+#[test]
+fn a_simulator_prod_shape_directory_upgrades_and_then_validates() {
+    let out = std::env::temp_dir().join(format!("diagwire-cli-upgrade-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = diagwire(&[
+        "upgrade",
+        "compat-tests/fixtures/sim-prod-shape/n3-basic",
+        out.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let printed = stdout(&o);
+    assert!(
+        printed.contains("not mapped: sim/links_applied.json"),
+        "{printed}"
+    );
+    let run = std::fs::read_dir(&out)
+        .expect("out")
+        .next()
+        .expect("run dir")
+        .expect("entry")
+        .path();
+    let o = diagwire(&["validate", run.to_str().expect("utf-8 path")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(" 0 invalid, 0 problem(s)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn a_truncated_bundle_archive_reports_its_problems_and_exits_one() {
+    let src = repo().join("examples/bundles/n3-relay-flap");
+    let dir = std::env::temp_dir().join(format!("diagwire-cli-trunc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (bundle, _) =
+        diagwire::bundle::read::read_all(&src, Default::default()).expect("read example");
+    let mut bytes = Vec::new();
+    diagwire::bundle::write::write_tar_gz(&bundle, &mut bytes).expect("tar.gz");
+    let path = dir.join("cut.tar.gz");
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).expect("write");
+    let o = diagwire(&["validate", path.to_str().expect("utf-8 path")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("cut.tar.gz!"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_file_that_is_not_a_bundle_cannot_run_and_exits_two() {
+    let path = temp_file("not-a-bundle.tar.gz", "");
+    std::fs::write(&path, [0x1f, 0x8b, 0, 1, 2, 3]).expect("write");
+    let o = diagwire(&["validate", path.to_str().expect("utf-8 path")]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -778,3 +778,76 @@ fn write_tar_gz_refuses_a_parent_dir_component() {
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
     assert!(out.is_empty());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Anything at all
+
+/// Recomputes the checksum of the 512-byte header block at `at`.
+fn fix_checksum(tar: &mut [u8], at: usize) {
+    let block = &mut tar[at..at + 512];
+    block[148..156].fill(b' ');
+    let sum: u32 = block.iter().map(|&b| u32::from(b)).sum();
+    block[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+}
+
+#[test]
+fn mutated_archives_never_panic_and_never_yield_unsafe_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut original = Vec::new();
+    write_tar_gz(&small_bundle(), &mut original).unwrap();
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(original.as_slice())
+        .read_to_end(&mut tar)
+        .unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |below: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % below as u64) as usize
+    };
+    let path = tmp.path().join("mutant.tar.gz");
+    let limits = Limits {
+        max_file_bytes: 64 * 1024,
+        max_total_bytes: 1024 * 1024,
+        max_entries: 64,
+    };
+    for round in 0..1500 {
+        let mut mutant = tar.clone();
+        let blocks = mutant.len() / 512;
+        for _ in 0..1 + next(4) {
+            // Mostly the name, mode, size and type fields of a block.
+            let block = next(blocks);
+            let i = block * 512 + next(if round % 4 == 0 { 512 } else { 160 });
+            mutant[i] = next(256) as u8;
+            if round % 2 == 0 {
+                fix_checksum(&mut mutant, block * 512);
+            }
+        }
+        if round % 5 == 0 {
+            mutant.truncate(next(mutant.len()));
+        }
+        let bytes = if round % 3 == 0 {
+            mutant
+        } else {
+            gzip(&mutant)
+        };
+        fs::write(&path, &bytes).unwrap();
+        let Ok(mut reader) = BundleReader::open(&path, limits) else {
+            continue;
+        };
+        for file in reader.files().flatten() {
+            let p = &file.path;
+            assert!(
+                !p.starts_with('/')
+                    && !p.contains('\\')
+                    && p.split('/').all(|c| !matches!(c, "" | "." | "..")),
+                "round {round}: unsafe path {p:?}"
+            );
+            assert!(
+                file.bytes.len() as u64 <= limits.max_file_bytes,
+                "round {round}"
+            );
+        }
+    }
+}

@@ -195,6 +195,13 @@ fn refuses_to_upgrade_a_directory_that_is_not_prod_shape() {
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
 }
 
+#[test]
+fn refuses_a_path_that_does_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = upgrade(&dir.path().join("missing")).expect_err("nothing to upgrade");
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+}
+
 // The output as a whole.
 
 #[test]
@@ -857,15 +864,4 @@ fn colliding_labels_get_the_id_prefix() {
         .collect();
     assert_eq!(labels.len(), 2);
     assert_ne!(labels[0], labels[1]);
-}
-#[test]
-fn zz_time() {
-    let t = std::time::Instant::now();
-    let _ = diagwire::validate::Validators::new().unwrap();
-    let v = t.elapsed();
-    let t = std::time::Instant::now();
-    for _ in 0..10 {
-        let _ = upgraded();
-    }
-    println!("validators {:?}, upgrade avg {:?}", v, t.elapsed() / 10);
 }

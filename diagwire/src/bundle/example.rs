@@ -5,22 +5,24 @@
 //! ahead). The orchestrator sits behind a NAT, so it reaches the stages only through the shared
 //! iroh relay; the stages reach each other directly.
 //!
-//! What happens, in the orchestrator's time (run-relative seconds):
+//! What happens, in collector time (run-relative seconds):
 //!
-//! * 0–4 s: boots (host context in every boot record), relay sessions `unknown → connecting →
-//!   connected`, the stages join through the orchestrator and dial each other; each stage runs a
-//!   shard-fetch subprocess that exits with 0 and then spawns its Python worker (`worker_ready`).
-//! * 9–21 s: inference requests flow orchestrator → stage-0 → stage-1 → stage-2 → orchestrator.
+//! * 0–12 s: the orchestrator boots, the stages at 6–8 s (host context in every boot record;
+//!   stage-2's rental id was not forwarded, so it is only in `container_id`). Relay sessions go
+//!   `unknown → connecting → connected`; the stages join through the orchestrator and dial each
+//!   other (relayed first, then hole-punched to direct). Each stage runs a shard-fetch subprocess
+//!   that exits with 0, then spawns its Python worker (`worker_ready`).
+//! * 12–21 s: inference requests flow orchestrator → stage-0 → stage-1 → stage-2 → orchestrator.
 //! * 21 s: the relay server goes down. Every node's relay session flips `connected → disconnected
-//!   → connecting`; the orchestrator's `udp_relay` probe is refused. Stage-2's response to request
-//!   4 times out (`InferenceResponseSent` with `send_outcome: timeout`). Connections between the
-//!   orchestrator and the stages are lost; the stages' redials to the orchestrator time out
-//!   (`DialOutcome: Timeout`) while the stages keep probing each other directly. SWIM probes across
-//!   the relay time out, and every relay-only peer goes `Suspect`, then `Dead`, each transition
-//!   with its `Transition` snapshot.
-//! * 36.5 s: the relay is back; sessions reconnect, the pending dials succeed, dead-member reprobes
-//!   are acked and the peers come back `Alive`. Requests resume from 42 s.
-//! * 60.4 s: the orchestrator takes an on-demand snapshot, flushes and posts its finalize; the
+//!   → connecting`; the orchestrator's `udp_relay` probe is refused (the stages' always times
+//!   out). Stage-2's response to request 3 times out (`InferenceResponseSent` with
+//!   `send_outcome: timeout`). The orchestrator's connections to the stages are lost; the stages'
+//!   redials to the orchestrator time out (`DialOutcome: Timeout`) while the stages keep probing
+//!   each other directly. SWIM probes across the relay time out, and every relay-only peer goes
+//!   `Suspect`, then `Dead`, each transition with its `Transition` snapshot.
+//! * 35.5 s: the relay is back; sessions reconnect, the pending dials succeed, dead-member
+//!   reprobes are acked and the peers come back `Alive`; requests resume about 42 s.
+//! * 53 s: the orchestrator takes an on-demand snapshot, flushes and posts its finalize; the
 //!   stages answer the collector's `snapshot_now` hint before the bundle is assembled 5 s later.
 //!
 //! Each node posts an event batch about every second (with `clock_sample` records of the previous
@@ -72,13 +74,13 @@ const GIT_SHA: &str = "3f9c2a1d8e7b6a5c4d3e2f1a0b9c8d7e6f5a4b3c";
 
 /// The relay server is down between these two instants.
 const RELAY_DOWN: u64 = 21_000;
-const RELAY_BACK: u64 = 36_500;
+const RELAY_BACK: u64 = 35_500;
 /// The orchestrator starts its finalize sequence here.
-const FINALIZE_AT: u64 = 60_400;
+const FINALIZE_AT: u64 = 53_000;
 /// How long the collector waits after a finalize before it assembles the bundle.
 const FINALIZE_WAIT: u64 = 5_000;
 /// Stages run their loops until here; what arrives after assembly is not in the bundle.
-const STAGE_END: u64 = 67_000;
+const STAGE_END: u64 = 59_500;
 
 const DIAL_TIMEOUT: u64 = 5_000;
 const SEND_TIMEOUT: u64 = 5_000;
@@ -86,10 +88,10 @@ const TICK: u64 = 100;
 const SWIM_CONFIG: (u64, u64, u64, u32, u64, u32, u32) = (20, 3, 60, 2, 50, 3, 8);
 const PROBE_PERIOD: u64 = 10_000;
 const PROBE_TIMEOUT: u64 = 2_000;
-/// Requests the orchestrator starts (it pauses while its stages are unreachable).
-const REQUESTS: [u64; 9] = [
-    9_000, 12_900, 16_800, 20_300, 42_100, 46_000, 49_900, 53_800, 57_700,
-];
+/// The orchestrator starts a request this often while all its stages are alive.
+const REQUEST_EVERY: u64 = 3_900;
+/// Its first request, once every worker is ready.
+const FIRST_REQUEST: u64 = 12_400;
 /// The recent-messages ring is cut to this many entries.
 const SWIM_RING: usize = 6;
 
@@ -152,29 +154,43 @@ impl Spec {
     }
 }
 
+/// What differs between the nodes; ids and addresses are drawn from the PRNG.
+struct Plan {
+    role: &'static str,
+    stage: Option<u32>,
+    boot: u64,
+    clock_offset: i64,
+    uplink: u64,
+    /// Relay session: first connected, lost, reconnecting, reconnected.
+    relay: [u64; 4],
+    hostname: &'static str,
+    rental: Option<Rental>,
+    pid: u32,
+}
+
 fn specs() -> Vec<Spec> {
     let mut rng = Rng(0x6e33_7265_6c61_7901);
-    let table: [(&str, Option<u32>, u64, i64, u64, [u64; 4], &str, Option<Rental>, u32); NODES] = [
-        (
-            "orchestrator",
-            None,
-            0,
-            3,
-            21,
-            [560, 21_240, 23_310, 36_720],
-            "nuc-lab-01",
-            None,
-            48_211,
-        ),
-        (
-            "stage",
-            Some(0),
-            1_800,
-            -37,
-            14,
-            [2_460, 21_610, 23_880, 37_150],
-            "c28411905",
-            Some(Rental {
+    let plans = [
+        Plan {
+            role: "orchestrator",
+            stage: None,
+            boot: 0,
+            clock_offset: 3,
+            uplink: 21,
+            relay: [560, 21_240, 23_310, 35_720],
+            hostname: "nuc-lab-01",
+            rental: None,
+            pid: 48_211,
+        },
+        Plan {
+            role: "stage",
+            stage: Some(0),
+            boot: 6_200,
+            clock_offset: -37,
+            uplink: 14,
+            relay: [6_660, 21_610, 23_880, 36_150],
+            hostname: "c28411905",
+            rental: Some(Rental {
                 contract: "28411905",
                 forwarded: true,
                 ip: "203.0.113.41",
@@ -182,17 +198,17 @@ fn specs() -> Vec<Spec> {
                 datacenter: "dc-fra-2",
                 gpu: "RTX 4090",
             }),
-            57,
-        ),
-        (
-            "stage",
-            Some(1),
-            2_100,
-            12,
-            11,
-            [2_620, 21_380, 23_640, 36_910],
-            "c28411906",
-            Some(Rental {
+            pid: 57,
+        },
+        Plan {
+            role: "stage",
+            stage: Some(1),
+            boot: 6_900,
+            clock_offset: 12,
+            uplink: 11,
+            relay: [7_320, 21_380, 23_640, 35_910],
+            hostname: "c28411906",
+            rental: Some(Rental {
                 contract: "28411906",
                 forwarded: true,
                 ip: "198.51.100.77",
@@ -200,17 +216,17 @@ fn specs() -> Vec<Spec> {
                 datacenter: "dc-ams-1",
                 gpu: "RTX 4090",
             }),
-            61,
-        ),
-        (
-            "stage",
-            Some(2),
-            2_650,
-            1_284,
-            49,
-            [3_400, 21_900, 24_170, 37_480],
-            "c28411907",
-            Some(Rental {
+            pid: 61,
+        },
+        Plan {
+            role: "stage",
+            stage: Some(2),
+            boot: 7_600,
+            clock_offset: 1_284,
+            uplink: 49,
+            relay: [8_350, 21_900, 24_170, 36_480],
+            hostname: "c28411907",
+            rental: Some(Rental {
                 contract: "28411907",
                 forwarded: false,
                 ip: "203.0.113.118",
@@ -218,37 +234,40 @@ fn specs() -> Vec<Spec> {
                 datacenter: "dc-iad-4",
                 gpu: "RTX A6000",
             }),
-            57,
-        ),
+            pid: 57,
+        },
     ];
-    table
+    plans
         .into_iter()
-        .map(
-            |(role, stage, boot, clock_offset, uplink, relay, hostname, rental, pid)| {
-                let id = NodeId(rng.bytes32());
-                let hex = id.to_hex();
-                Spec {
-                    role,
-                    stage,
-                    label: node_label(Some(role), stage, &hex.0),
-                    id,
-                    hex,
-                    boot,
-                    clock_offset,
-                    uplink,
-                    relay_up: relay[0],
-                    relay_lost: relay[1],
-                    relay_retry: relay[2],
-                    relay_back: relay[3],
-                    hostname,
-                    rental,
-                    pid,
-                    actor_addr: NodeId(rng.bytes32()).to_hex().0,
-                    meta_hash: rng.next(),
-                }
-            },
-        )
+        .map(|p| {
+            let id = NodeId(rng.bytes32());
+            let hex = id.to_hex();
+            Spec {
+                role: p.role,
+                stage: p.stage,
+                label: node_label(Some(p.role), p.stage, &hex.0),
+                id,
+                hex,
+                boot: p.boot,
+                clock_offset: p.clock_offset,
+                uplink: p.uplink,
+                relay_up: p.relay[0],
+                relay_lost: p.relay[1],
+                relay_retry: p.relay[2],
+                relay_back: p.relay[3],
+                hostname: p.hostname,
+                rental: p.rental,
+                pid: p.pid,
+                actor_addr: NodeId(rng.bytes32()).to_hex().0,
+                meta_hash: rng.next(),
+            }
+        })
         .collect()
+}
+
+/// One-way latency between two nodes.
+fn lat(a: usize, b: usize) -> u64 {
+    LAT[a][b]
 }
 
 /// When the path between two nodes works again after the outage (both relay sessions are back).
@@ -328,7 +347,7 @@ enum Op {
     Flush,
     Snapshot(SnapshotTrigger),
     ClockSample(ClockSampleFields),
-    Finalize(&'static str),
+    Finalize(String),
 }
 
 struct Step {
@@ -343,8 +362,10 @@ struct Script<'a> {
     rng: Rng,
     /// `alive_at[n][m]`: when `n` first considers `m` alive (after joining or learning of it).
     alive_at: [[Option<u64>; NODES]; NODES],
-    /// Connection generation `n` holds for `m`.
-    generation: [[u64; NODES]; NODES],
+    /// When `n`'s dials to `m` succeeded: the connection generation at a time is how many did.
+    dials: [[Vec<u64>; NODES]; NODES],
+    /// When `n` last saw a peer come back alive after the relay went down.
+    recovered: [u64; NODES],
 }
 
 impl<'a> Script<'a> {
@@ -354,7 +375,8 @@ impl<'a> Script<'a> {
             steps: Vec::new(),
             rng: Rng(0x0b5e_55ed_f1a9_0003),
             alive_at: [[None; NODES]; NODES],
-            generation: [[0; NODES]; NODES],
+            dials: Default::default(),
+            recovered: [0; NODES],
         }
     }
 
@@ -364,6 +386,11 @@ impl<'a> Script<'a> {
 
     fn emit(&mut self, t: u64, node: usize, event: Event) {
         self.at(t, node, Op::Emit(event));
+    }
+
+    /// The generation of `a`'s cached connection to `b` at `t`.
+    fn generation(&self, a: usize, b: usize, t: u64) -> u64 {
+        self.dials[a][b].iter().filter(|&&d| d <= t).count() as u64
     }
 
     fn id(&self, n: usize) -> NodeId {
@@ -383,14 +410,10 @@ impl<'a> Script<'a> {
             self.swim(n);
         }
         self.outage();
-        self.requests();
+        let exit_reason = self.requests();
         self.at(FINALIZE_AT, ORCH, Op::Snapshot(SnapshotTrigger::OnDemand));
         self.at(FINALIZE_AT + 40, ORCH, Op::Flush);
-        self.at(
-            FINALIZE_AT + 80,
-            ORCH,
-            Op::Finalize("pipeline finished: 8 of 9 requests answered (req-0004: no response)"),
-        );
+        self.at(FINALIZE_AT + 80, ORCH, Op::Finalize(exit_reason));
         self.steps
     }
 
@@ -433,7 +456,10 @@ impl<'a> Script<'a> {
         self.emit(
             relay_up,
             n,
-            relay_change(RelaySessionStatus::Connecting, RelaySessionStatus::Connected),
+            relay_change(
+                RelaySessionStatus::Connecting,
+                RelaySessionStatus::Connected,
+            ),
         );
         if n == ORCH {
             self.emit(
@@ -452,18 +478,15 @@ impl<'a> Script<'a> {
                 n,
                 Event::Error(ErrorEvent {
                     component: "host_introspect".to_owned(),
-                    message: "nf_conntrack_count unreadable: No such file or directory (os error 2)"
-                        .to_owned(),
+                    message:
+                        "nf_conntrack_count unreadable: No such file or directory (os error 2)"
+                            .to_owned(),
                     peer: None,
                     extra: ex(),
                 }),
             );
         }
-        self.emit(
-            b + 300,
-            n,
-            custom(CustomPayload::RegisterName(register)),
-        );
+        self.emit(b + 300, n, custom(CustomPayload::RegisterName(register)));
         self.emit(
             b + 310,
             n,
@@ -512,7 +535,7 @@ impl<'a> Script<'a> {
         let spawn = s.boot + 400;
         let fetch_pid = pid + 4;
         let worker_pid = pid + 31 + i * 3;
-        let fetch_ms = 2_900 + self.rng.range(0, 800);
+        let fetch_ms = 1_600 + self.rng.range(0, 600);
         self.emit(
             spawn,
             n,
@@ -547,7 +570,7 @@ impl<'a> Script<'a> {
                 extra: ex(),
             }),
         );
-        let load_ms = 1_800 + self.rng.range(0, 600);
+        let load_ms = 1_200 + self.rng.range(0, 600);
         self.emit(
             worker_at + load_ms,
             n,
@@ -570,7 +593,12 @@ impl<'a> Script<'a> {
         self.emit(
             t + rtt,
             n,
-            probe_received(&echo_target, ProbeKind::UdpEcho, Some(rtt), ProbeOutcome::Ok),
+            probe_received(
+                &echo_target,
+                ProbeKind::UdpEcho,
+                Some(rtt),
+                ProbeOutcome::Ok,
+            ),
         );
         let t = t + 20;
         let relay_target = format!("{RELAY_PROBE} ({RELAY_PROBE_ADDR})");
@@ -580,21 +608,36 @@ impl<'a> Script<'a> {
             self.emit(
                 t + PROBE_TIMEOUT,
                 n,
-                probe_received(&relay_target, ProbeKind::UdpRelay, None, ProbeOutcome::Timeout),
+                probe_received(
+                    &relay_target,
+                    ProbeKind::UdpRelay,
+                    None,
+                    ProbeOutcome::Timeout,
+                ),
             );
         } else if (RELAY_DOWN..RELAY_BACK).contains(&t) {
             // The relay host is up but its server process is not: ICMP port unreachable.
             self.emit(
                 t + 31,
                 n,
-                probe_received(&relay_target, ProbeKind::UdpRelay, None, ProbeOutcome::Refused),
+                probe_received(
+                    &relay_target,
+                    ProbeKind::UdpRelay,
+                    None,
+                    ProbeOutcome::Refused,
+                ),
             );
         } else {
             let rtt = 26 + self.rng.range(0, 9);
             self.emit(
                 t + rtt,
                 n,
-                probe_received(&relay_target, ProbeKind::UdpRelay, Some(rtt), ProbeOutcome::Ok),
+                probe_received(
+                    &relay_target,
+                    ProbeKind::UdpRelay,
+                    Some(rtt),
+                    ProbeOutcome::Ok,
+                ),
             );
         }
     }
@@ -604,7 +647,7 @@ impl<'a> Script<'a> {
         let mut joined: Vec<usize> = Vec::new();
         for k in 1..NODES {
             let j = self.specs[k].boot + 900;
-            let l = LAT[ORCH][k];
+            let l = lat(ORCH, k);
             self.emit(j, k, dial_started(self.id(ORCH), 1));
             let d = self.rng.range(620, 980);
             self.dial_success(k, ORCH, j + d, 1, d);
@@ -613,7 +656,12 @@ impl<'a> Script<'a> {
             self.emit(
                 orch_alive,
                 ORCH,
-                swim_transition(self.id(k), PeerState::Unknown, PeerState::Alive, "join_request"),
+                swim_transition(
+                    self.id(k),
+                    PeerState::Unknown,
+                    PeerState::Alive,
+                    "join_request",
+                ),
             );
             self.alive_at[ORCH][k] = Some(orch_alive);
             self.emit(orch_alive + 3, ORCH, metadata_received(self.specs, k));
@@ -629,7 +677,12 @@ impl<'a> Script<'a> {
             self.emit(
                 resp + 1,
                 k,
-                swim_transition(self.id(ORCH), PeerState::Unknown, PeerState::Alive, "join_response"),
+                swim_transition(
+                    self.id(ORCH),
+                    PeerState::Unknown,
+                    PeerState::Alive,
+                    "join_response",
+                ),
             );
             self.alive_at[k][ORCH] = Some(resp + 1);
             self.emit(resp + 4, k, metadata_received(self.specs, ORCH));
@@ -682,9 +735,9 @@ impl<'a> Script<'a> {
     /// Stage `a` dials stage `b` at `t`: relayed first, then hole-punched to a direct path.
     fn stage_pair(&mut self, a: usize, b: usize, t: u64, reason: &str) {
         self.emit(t, a, dial_started(self.id(b), 1));
-        let d = 2 * LAT[a][b] + self.rng.range(60, 140);
+        let d = 2 * lat(a, b) + self.rng.range(60, 140);
         self.dial_success(a, b, t + d, 1, d);
-        let alive = t + d + 2 * LAT[a][b] + 2;
+        let alive = t + d + 2 * lat(a, b) + 2;
         self.emit(
             alive,
             a,
@@ -706,7 +759,7 @@ impl<'a> Script<'a> {
     }
 
     fn dial_success(&mut self, a: usize, b: usize, t: u64, attempt: u32, duration: u64) {
-        self.generation[a][b] += 1;
+        self.dials[a][b].push(t);
         self.emit(
             t,
             a,
@@ -741,9 +794,12 @@ impl<'a> Script<'a> {
         let mut t = first + self.rng.range(150, 700);
         let end = self.end(n);
         while t < end {
-            for m in 0..NODES {
-                if m != n && state[m] == PeerState::Unknown && self.alive_at[n][m].is_some_and(|a| a <= t) {
-                    state[m] = PeerState::Alive;
+            for (m, st) in state.iter_mut().enumerate() {
+                if m != n
+                    && *st == PeerState::Unknown
+                    && self.alive_at[n][m].is_some_and(|a| a <= t)
+                {
+                    *st = PeerState::Alive;
                 }
             }
             // Suspicion timeouts.
@@ -753,7 +809,12 @@ impl<'a> Script<'a> {
                     self.emit(
                         dead,
                         n,
-                        swim_transition(self.id(m), PeerState::Suspect, PeerState::Dead, "suspicion timeout"),
+                        swim_transition(
+                            self.id(m),
+                            PeerState::Suspect,
+                            PeerState::Dead,
+                            "suspicion timeout",
+                        ),
                     );
                     state[m] = PeerState::Dead;
                     next_reprobe[m] = dead + reprobe;
@@ -766,10 +827,16 @@ impl<'a> Script<'a> {
                     let at = next_reprobe[m];
                     if self.direct_probe(n, m, at, seq, timeout) {
                         self.emit(
-                            at + 2 * LAT[n][m] + 4,
+                            at + 2 * lat(n, m) + 4,
                             n,
-                            swim_transition(self.id(m), PeerState::Dead, PeerState::Alive, "dead reprobe acked"),
+                            swim_transition(
+                                self.id(m),
+                                PeerState::Dead,
+                                PeerState::Alive,
+                                "dead reprobe acked",
+                            ),
                         );
+                        self.recovered[n] = self.recovered[n].max(at + 2 * lat(n, m) + 4);
                         state[m] = PeerState::Alive;
                     } else {
                         next_reprobe[m] += reprobe;
@@ -789,14 +856,20 @@ impl<'a> Script<'a> {
             if let Some(m) = order.pop_front() {
                 if matches!(state[m], PeerState::Alive | PeerState::Suspect) {
                     seq += 1;
-                    let rtt = 2 * LAT[n][m] + 2;
+                    let rtt = 2 * lat(n, m) + 2;
                     if self.direct_probe(n, m, t, seq, timeout) {
                         if state[m] == PeerState::Suspect {
                             self.emit(
                                 t + rtt + 2,
                                 n,
-                                swim_transition(self.id(m), PeerState::Suspect, PeerState::Alive, "ack received"),
+                                swim_transition(
+                                    self.id(m),
+                                    PeerState::Suspect,
+                                    PeerState::Alive,
+                                    "ack received",
+                                ),
                             );
+                            self.recovered[n] = self.recovered[n].max(t + rtt + 2);
                             state[m] = PeerState::Alive;
                         }
                         if self.gossip_window(t) && self.rng.range(0, 2) == 0 {
@@ -823,17 +896,21 @@ impl<'a> Script<'a> {
                             .collect();
                         let mut acked = None;
                         if !helpers.is_empty() {
-                            self.emit(at, n, swim_probe(self.id(m), seq, SwimProbeKind::Indirect, None));
+                            self.emit(
+                                at,
+                                n,
+                                swim_probe(self.id(m), seq, SwimProbeKind::Indirect, None),
+                            );
                             for &h in &helpers {
                                 if link_up(self.specs, n, h, at) {
                                     self.at(
-                                        at + LAT[n][h],
+                                        at + lat(n, h),
                                         h,
                                         Op::Touch(Touch::PingReq { from: n, seq }),
                                     );
-                                    let via = at + LAT[n][h];
+                                    let via = at + lat(n, h);
                                     if link_up(self.specs, h, m, via) {
-                                        let back = via + 2 * LAT[h][m] + LAT[h][n] + 3;
+                                        let back = via + 2 * lat(h, m) + lat(h, n) + 3;
                                         acked = Some(acked.map_or(back, |a: u64| a.min(back)));
                                     }
                                 }
@@ -871,7 +948,12 @@ impl<'a> Script<'a> {
                             self.emit(
                                 s,
                                 n,
-                                swim_transition(self.id(m), PeerState::Alive, PeerState::Suspect, "probe timeout"),
+                                swim_transition(
+                                    self.id(m),
+                                    PeerState::Alive,
+                                    PeerState::Suspect,
+                                    "probe timeout",
+                                ),
                             );
                             state[m] = PeerState::Suspect;
                             since[m] = s;
@@ -885,9 +967,13 @@ impl<'a> Script<'a> {
 
     /// A direct probe; returns whether it was acked.
     fn direct_probe(&mut self, n: usize, m: usize, t: u64, seq: u64, timeout: u64) -> bool {
-        self.emit(t, n, swim_probe(self.id(m), seq, SwimProbeKind::Direct, None));
+        self.emit(
+            t,
+            n,
+            swim_probe(self.id(m), seq, SwimProbeKind::Direct, None),
+        );
         if link_up(self.specs, n, m, t) {
-            let l = LAT[n][m];
+            let l = lat(n, m);
             self.at(t + l, m, Op::Touch(Touch::Ping { from: n, seq }));
             let rtt = 2 * l + self.rng.range(1, 5);
             self.emit(
@@ -912,7 +998,7 @@ impl<'a> Script<'a> {
     }
 
     fn gossip_window(&self, t: u64) -> bool {
-        t < 8_000 || (22_000..31_000).contains(&t) || (37_000..43_000).contains(&t)
+        t < 12_000 || (22_000..31_000).contains(&t) || (36_000..42_000).contains(&t)
     }
 
     /// The relay outage: session flips, lost connections, redials.
@@ -924,17 +1010,26 @@ impl<'a> Script<'a> {
             self.emit(
                 lost,
                 n,
-                relay_change(RelaySessionStatus::Connected, RelaySessionStatus::Disconnected),
+                relay_change(
+                    RelaySessionStatus::Connected,
+                    RelaySessionStatus::Disconnected,
+                ),
             );
             self.emit(
                 retry,
                 n,
-                relay_change(RelaySessionStatus::Disconnected, RelaySessionStatus::Connecting),
+                relay_change(
+                    RelaySessionStatus::Disconnected,
+                    RelaySessionStatus::Connecting,
+                ),
             );
             self.emit(
                 back,
                 n,
-                relay_change(RelaySessionStatus::Connecting, RelaySessionStatus::Connected),
+                relay_change(
+                    RelaySessionStatus::Connecting,
+                    RelaySessionStatus::Connected,
+                ),
             );
         }
         for k in 1..NODES {
@@ -975,9 +1070,13 @@ impl<'a> Script<'a> {
                 } else {
                     let done = (d + 400).max(up + self.rng.range(300, 700));
                     self.dial_success(k, ORCH, done, attempt, done - d);
-                    self.emit(done + 2, k, conn_type_changed(self.id(ORCH), ConnType::None, ConnType::Relay));
                     self.emit(
-                        done + LAT[k][ORCH] + 3,
+                        done + 2,
+                        k,
+                        conn_type_changed(self.id(ORCH), ConnType::None, ConnType::Relay),
+                    );
+                    self.emit(
+                        done + lat(k, ORCH) + 3,
                         ORCH,
                         conn_type_changed(self.id(k), ConnType::None, ConnType::Relay),
                     );
@@ -988,13 +1087,17 @@ impl<'a> Script<'a> {
     }
 
     fn conn_lost(&mut self, a: usize, b: usize, t: u64) {
-        self.emit(t, a, conn_type_changed(self.id(b), ConnType::Relay, ConnType::None));
+        self.emit(
+            t,
+            a,
+            conn_type_changed(self.id(b), ConnType::Relay, ConnType::None),
+        );
         self.emit(
             t + 1,
             a,
             Event::ConnectionCacheInvalidated(ConnectionCacheInvalidated {
                 peer: self.id(b),
-                generation: self.generation[a][b],
+                generation: self.generation(a, b, t),
                 reason: "connection lost: timed out".to_owned(),
                 extra: ex(),
             }),
@@ -1002,9 +1105,23 @@ impl<'a> Script<'a> {
     }
 
     /// Inference requests through the pipeline; stage-2 answers the orchestrator.
-    fn requests(&mut self) {
+    /// Returns the orchestrator's exit reason.
+    fn requests(&mut self) -> String {
+        // The orchestrator pauses while its relay session is down and until every stage is alive.
+        let mut starts = Vec::new();
+        let mut t = FIRST_REQUEST;
+        while t < self.specs[ORCH].relay_lost {
+            starts.push(t);
+            t += REQUEST_EVERY;
+        }
+        let mut t = self.recovered[ORCH].max(self.specs[ORCH].relay_back) + 1_000;
+        while t + 2_500 < FINALIZE_AT {
+            starts.push(t);
+            t += REQUEST_EVERY;
+        }
+        let mut unanswered = Vec::new();
         let mut redial = true;
-        for (i, &t0) in REQUESTS.iter().enumerate() {
+        for (i, &t0) in starts.iter().enumerate() {
             let rid = format!("req-{:04}", i + 1);
             let mut t = t0;
             if t0 > RELAY_BACK && redial {
@@ -1026,28 +1143,41 @@ impl<'a> Script<'a> {
                 self.cache_hit(ORCH, 1, t);
             }
             let size = 1_800 + self.rng.range(0, 400) as u32;
-            self.emit(t + 1, ORCH, message(true, self.id(1), "inference_request", size));
-            t += 1 + LAT[ORCH][1];
-            self.emit(t, 1, message(false, self.id(ORCH), "inference_request", size));
+            self.emit(
+                t + 1,
+                ORCH,
+                message(true, self.id(1), "inference_request", size),
+            );
+            t += 1 + lat(ORCH, 1);
+            self.emit(
+                t,
+                1,
+                message(false, self.id(ORCH), "inference_request", size),
+            );
             for k in 1..3 {
                 t += self.rng.range(340, 430);
                 self.cache_hit(k, k + 1, t);
-                self.emit(t + 1, k, message(true, self.id(k + 1), "activations", 262_144));
-                t += 1 + LAT[k][k + 1];
+                self.emit(
+                    t + 1,
+                    k,
+                    message(true, self.id(k + 1), "activations", 262_144),
+                );
+                t += 1 + lat(k, k + 1);
                 self.emit(t, k + 1, message(false, self.id(k), "activations", 262_144));
             }
             t += self.rng.range(340, 430);
             let bytes = 3_900 + self.rng.range(0, 700);
             self.cache_hit(3, ORCH, t);
             let (at, outcome) = if link_up(self.specs, 3, ORCH, t) {
-                let at = t + 2 * LAT[3][ORCH] + 3;
+                let at = t + 2 * lat(3, ORCH) + 3;
                 self.emit(
-                    t + LAT[3][ORCH],
+                    t + lat(3, ORCH),
                     ORCH,
                     message(false, self.id(3), "inference_response", bytes as u32),
                 );
                 (at, InferenceSendOutcome::Success)
             } else {
+                unanswered.push(rid.clone());
                 (t + SEND_TIMEOUT, InferenceSendOutcome::Timeout)
             };
             self.emit(
@@ -1062,6 +1192,12 @@ impl<'a> Script<'a> {
                 }),
             );
         }
+        format!(
+            "pipeline finished: {} of {} requests answered ({}: no response)",
+            starts.len() - unanswered.len(),
+            starts.len(),
+            unanswered.join(", ")
+        )
     }
 
     fn cache_hit(&mut self, a: usize, b: usize, t: u64) {
@@ -1070,7 +1206,7 @@ impl<'a> Script<'a> {
             a,
             Event::ConnectionCacheHit(ConnectionCacheHit {
                 peer: self.id(b),
-                generation: self.generation[a][b],
+                generation: self.generation(a, b, t),
                 extra: ex(),
             }),
         );
@@ -1176,7 +1312,12 @@ fn probe_sent(target: &str, kind: ProbeKind) -> Event {
     })
 }
 
-fn probe_received(target: &str, kind: ProbeKind, rtt_ms: Option<u64>, outcome: ProbeOutcome) -> Event {
+fn probe_received(
+    target: &str,
+    kind: ProbeKind,
+    rtt_ms: Option<u64>,
+    outcome: ProbeOutcome,
+) -> Event {
     Event::ProbeReceived(ProbeReceived {
         target: target.to_owned(),
         kind,
@@ -1292,7 +1433,13 @@ impl NodeState {
         }
     }
 
-    fn receive(&mut self, kind: SwimMessageKind, peer: NodeIdHex, at_ms: u64, sequence: Option<u64>) {
+    fn receive(
+        &mut self,
+        kind: SwimMessageKind,
+        peer: NodeIdHex,
+        at_ms: u64,
+        sequence: Option<u64>,
+    ) {
         if self.recent.len() == SWIM_RING {
             self.recent.pop_front();
         }
@@ -1381,7 +1528,7 @@ impl<'a> Run<'a> {
                     self.finalize_recv = Some(recv);
                     self.assemble_at = Some(recv + FINALIZE_WAIT + 38);
                     self.nodes[n].finalize = Some(Finalize {
-                        exit_reason: Some(reason.to_owned()),
+                        exit_reason: Some(reason),
                         extra: ex(),
                     });
                     self.nodes[n].done = true;
@@ -1591,7 +1738,9 @@ impl<'a> Run<'a> {
                     p.last_rtt = e.rtt_ms;
                     p.last_error = match e.outcome {
                         ProbeOutcome::Ok => None,
-                        ProbeOutcome::Refused => Some("Connection refused (os error 111)".to_owned()),
+                        ProbeOutcome::Refused => {
+                            Some("Connection refused (os error 111)".to_owned())
+                        }
                         _ => Some(format!("no reply within {PROBE_TIMEOUT} ms")),
                     };
                     if e.outcome == ProbeOutcome::Ok {
@@ -1609,7 +1758,9 @@ impl<'a> Run<'a> {
             Touch::Ping { from, seq } => (from, SwimMessageKind::Ping, Some(seq)),
             Touch::PingReq { from, seq } => (from, SwimMessageKind::PingReq, Some(seq)),
             Touch::JoinRequest { from } => (from, SwimMessageKind::JoinRequest, None),
-            Touch::JoinResponse { from, members } => (from, SwimMessageKind::JoinResponse, Some(members)),
+            Touch::JoinResponse { from, members } => {
+                (from, SwimMessageKind::JoinResponse, Some(members))
+            }
         };
         let hex = self.specs[from].hex.clone();
         let node = &mut self.nodes[n];
@@ -1631,7 +1782,9 @@ impl<'a> Run<'a> {
             stage_index: s.stage,
             stage_count: s.stage.map(|_| 3),
             run_id: RUN_ID.to_owned(),
-            vastai_contract_id: rental.filter(|r| r.forwarded).map(|r| r.contract.to_owned()),
+            vastai_contract_id: rental
+                .filter(|r| r.forwarded)
+                .map(|r| r.contract.to_owned()),
             host_ip_public: rental.map(|r| r.ip.to_owned()),
             host_country: rental.map(|r| r.country.to_owned()),
             datacenter_id: rental.map(|r| r.datacenter.to_owned()),
@@ -1690,7 +1843,13 @@ impl<'a> Run<'a> {
                     Some(r) => format!("{}:41641", r.ip),
                     None => "192.168.1.23:41641".to_owned(),
                 };
-                let usage = |active: bool| if active { AddrUsage::Active } else { AddrUsage::Inactive };
+                let usage = |active: bool| {
+                    if active {
+                        AddrUsage::Active
+                    } else {
+                        AddrUsage::Inactive
+                    }
+                };
                 IrohPeer {
                     peer_node_id_hex: peer_spec.hex.clone(),
                     conn_type: p.conn.clone(),
@@ -1719,8 +1878,16 @@ impl<'a> Run<'a> {
                 }
             })
             .collect::<Vec<_>>();
-        let direct = node.peers.values().filter(|p| p.conn == Some(ConnType::Direct)).count();
-        let relayed = node.peers.values().filter(|p| p.conn == Some(ConnType::Relay)).count();
+        let direct = node
+            .peers
+            .values()
+            .filter(|p| p.conn == Some(ConnType::Direct))
+            .count();
+        let relayed = node
+            .peers
+            .values()
+            .filter(|p| p.conn == Some(ConnType::Relay))
+            .count();
         let age = t.saturating_sub(s.boot);
         let counter = |group: &str, name: &str, value: u64| MetricSample {
             group: group.to_owned(),
@@ -1740,8 +1907,11 @@ impl<'a> Run<'a> {
             .filter(|p| p.conn == Some(ConnType::Direct))
             .count() as u64;
         let mut metrics = vec![
-            counter("magicsock", "send_ipv4", age * (direct as u64 * 9 + 2) / 1_000),
-            counter("magicsock", "send_relay", age * (relayed as u64 * 7 + 1) / 1_000),
+            counter(
+                "magicsock",
+                "send_relay",
+                age * (relayed as u64 * 7 + 1) / 1_000,
+            ),
             gauge("magicsock", "num_direct_conns", direct as i64),
             gauge("magicsock", "num_relay_conns", relayed as i64),
         ];
@@ -1867,9 +2037,15 @@ impl<'a> Run<'a> {
             env_vars: vec![
                 ("CONTAINER_ID".to_owned(), r.contract.to_owned()),
                 ("CUDA_VERSION".to_owned(), "12.4.1".to_owned()),
-                ("NVIDIA_DRIVER_CAPABILITIES".to_owned(), "compute,utility".to_owned()),
+                (
+                    "NVIDIA_DRIVER_CAPABILITIES".to_owned(),
+                    "compute,utility".to_owned(),
+                ),
                 ("NVIDIA_VISIBLE_DEVICES".to_owned(), "all".to_owned()),
-                ("VAST_CONTAINERLABEL".to_owned(), format!("C.{}", r.contract)),
+                (
+                    "VAST_CONTAINERLABEL".to_owned(),
+                    format!("C.{}", r.contract),
+                ),
                 ("VAST_GPU_NAME".to_owned(), r.gpu.to_owned()),
             ],
             process_start_ms: w - 1,
@@ -2048,7 +2224,11 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
             rx_bytes: base * 1_000 + secs * 48_200,
             rx_packets: base + secs * 171,
             rx_errors: 0,
-            rx_dropped: if lossy { 40 + secs * 23 / 10 } else { 3 + secs / 20 },
+            rx_dropped: if lossy {
+                40 + secs * 23 / 10
+            } else {
+                3 + secs / 20
+            },
             tx_bytes: base * 800 + secs * 39_700,
             tx_packets: base * 4 / 5 + secs * 158,
             tx_errors: 0,
@@ -2075,13 +2255,14 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
         }),
         extra: ex(),
     };
-    let route = |family: RouteFamily, destination: &str, gateway: Option<&str>, interface: &str| Route {
-        family,
-        destination: destination.to_owned(),
-        gateway: gateway.map(str::to_owned),
-        interface: interface.to_owned(),
-        extra: ex(),
-    };
+    let route =
+        |family: RouteFamily, destination: &str, gateway: Option<&str>, interface: &str| Route {
+            family,
+            destination: destination.to_owned(),
+            gateway: gateway.map(str::to_owned),
+            interface: interface.to_owned(),
+            extra: ex(),
+        };
     let socket = |local: &str, inode: u64| UdpSocket {
         local_addr: local.to_owned(),
         remote_addr: "0.0.0.0:0".to_owned(),
@@ -2091,7 +2272,11 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
     };
     let udp = UdpKernelStats {
         in_datagrams: Some(12_400 + secs * 57),
-        no_ports: Some(if n == ORCH { 31 + secs / 4 } else { 2 + secs / 30 }),
+        no_ports: Some(if n == ORCH {
+            31 + secs / 4
+        } else {
+            2 + secs / 30
+        }),
         in_errors: Some(if lossy { 6 + secs * 4 / 5 } else { 0 }),
         out_datagrams: Some(11_900 + secs * 61),
         rcvbuf_errors: Some(if lossy { 6 + secs * 4 / 5 } else { 0 }),
@@ -2101,24 +2286,6 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
     let network = if n == ORCH {
         HostNetwork {
             interfaces: vec![
-                NetInterface {
-                    name: "docker0".to_owned(),
-                    addresses: vec!["172.17.0.1/16".to_owned()],
-                    mtu: Some(1_500),
-                    up: false,
-                    counters: Some(InterfaceCounters {
-                        rx_bytes: 0,
-                        rx_packets: 0,
-                        rx_errors: 0,
-                        rx_dropped: 0,
-                        tx_bytes: 0,
-                        tx_packets: 0,
-                        tx_errors: 0,
-                        tx_dropped: 0,
-                        extra: ex(),
-                    }),
-                    extra: ex(),
-                },
                 NetInterface {
                     addresses: vec![
                         "192.168.1.23/24".to_owned(),
@@ -2130,15 +2297,10 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
             ],
             default_routes: vec![
                 route(RouteFamily::V4, "0.0.0.0/0", Some("192.168.1.1"), "enp3s0"),
-                route(RouteFamily::V4, "172.17.0.0/16", None, "docker0"),
                 route(RouteFamily::V4, "192.168.1.0/24", None, "enp3s0"),
                 route(RouteFamily::V6, "::/0", Some("fe80::1"), "enp3s0"),
             ],
-            udp_sockets: vec![
-                socket("0.0.0.0:41641", 2_231_877),
-                socket("[::]:41642", 2_231_878),
-                socket("127.0.0.53:53", 18_402),
-            ],
+            udp_sockets: vec![socket("0.0.0.0:41641", 2_231_877)],
             conntrack_count: Some(286 + secs * 3 / 2),
             ipv6_enabled: Some(true),
             resolv_conf_nameservers: vec!["127.0.0.53".to_owned()],
@@ -2153,10 +2315,7 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
                 route(RouteFamily::V4, "0.0.0.0/0", Some("172.17.0.1"), "eth0"),
                 route(RouteFamily::V4, "172.17.0.0/16", None, "eth0"),
             ],
-            udp_sockets: vec![
-                socket("0.0.0.0:41641", 91_344 + n as u64),
-                socket("[::]:41642", 91_350 + n as u64),
-            ],
+            udp_sockets: vec![socket("0.0.0.0:41641", 91_344 + n as u64)],
             conntrack_count: None,
             ipv6_enabled: Some(false),
             resolv_conf_nameservers: vec!["8.8.8.8".to_owned(), "1.1.1.1".to_owned()],
@@ -2166,18 +2325,16 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
         }
     };
     let resolver = if n == ORCH { "127.0.0.53" } else { "8.8.8.8" };
-    let dns = vec![
-        DnsResolution {
-            hostname: COLLECTOR_HOST.to_owned(),
-            a_records: vec!["198.51.100.20".to_owned()],
-            aaaa_records: vec![],
-            ttl_seconds: None,
-            resolver_used: Some(resolver.to_owned()),
-            resolved_at_ms: refreshed_at_ms,
-            error: None,
-            extra: ex(),
-        },
-    ];
+    let dns = vec![DnsResolution {
+        hostname: COLLECTOR_HOST.to_owned(),
+        a_records: vec!["198.51.100.20".to_owned()],
+        aaaa_records: vec![],
+        ttl_seconds: None,
+        resolver_used: Some(resolver.to_owned()),
+        resolved_at_ms: refreshed_at_ms,
+        error: None,
+        extra: ex(),
+    }];
     HostState {
         network: Some(network),
         dns,
@@ -2194,7 +2351,12 @@ fn collector_json(record: &impl Serialize) -> Value {
             Value::Object(map) => {
                 let mut entries: Vec<(String, Value)> = map.into_iter().collect();
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
-                Value::Object(entries.into_iter().map(|(k, v)| (k, sort(v))).collect::<Map<_, _>>())
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k, sort(v)))
+                        .collect::<Map<_, _>>(),
+                )
             }
             Value::Array(items) => Value::Array(items.into_iter().map(sort).collect()),
             other => other,

@@ -1,10 +1,12 @@
 //! Reading a bundle from a directory or a (gzip'd) tar archive, one file at a time, defensively.
 //!
-//! [`BundleReader::open`] accepts the run directory itself, a directory holding exactly one run
-//! directory, or an archive (recognized by its magic bytes, whatever its name): a gzip'd tar as the
-//! collector serves it, or a plain tar. The run directory is the one holding `MANIFEST.json`; a
-//! bundle without a manifest but with node directories is still opened, so that the manifest check
-//! can report what is missing.
+//! [`BundleReader::open`] accepts a directory or an archive (recognized by its magic bytes,
+//! whatever its name): a gzip'd tar as the collector serves it, or a plain tar. The run directory is
+//! the one holding `MANIFEST.json`: the directory or archive top itself, or a directory at most two
+//! levels down (`<run_id>/` in a collector tarball, or inside one wrapping directory); it must be
+//! the only one. A bundle without a manifest but with node directories is still opened, so that the
+//! manifest check can report what is missing. The run id is the name of the run directory, or for
+//! an archive whose top is the run directory, the archive's file name without `.tar.gz`.
 //!
 //! [`BundleReader::files`] then yields the regular files of the run directory one at a time, so
 //! memory holds one file's bytes at most. Directories are yielded sorted by path; archives in archive
@@ -271,7 +273,8 @@ enum ArchiveAction {
 impl BundleReader {
     /// Opens a bundle: a directory (the run directory itself, or a directory holding exactly one run
     /// directory with `MANIFEST.json`) or a gzip'd or plain tar archive, recognized by its magic
-    /// bytes. Reads the directory listing, or makes the first pass over the archive.
+    /// bytes (see the module documentation for where the run directory may be). Reads the
+    /// directory listing, or makes the first pass over the archive.
     pub fn open(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
         let here = path.display().to_string();
         let meta = fs::metadata(path).map_err(|e| match e.kind() {
@@ -344,26 +347,30 @@ pub fn read_all(
 // Finding the run directory
 
 /// The run directory among a list of regular-file paths (normalized, relative to the top): `""` when
-/// the top itself is the run directory, else its name. `Err` explains why there is none.
+/// the top itself is the run directory, else its path (`run` or `wrapper/run`). `Err` explains why
+/// there is none.
 fn find_run_dir(files: &[&str]) -> Result<String, String> {
     if files.contains(&"MANIFEST.json") {
         return Ok(String::new());
     }
-    let mut with_manifest: Vec<&str> = files
-        .iter()
-        .filter_map(|f| f.strip_suffix("/MANIFEST.json"))
-        .filter(|d| !d.contains('/'))
-        .collect();
-    with_manifest.sort_unstable();
-    with_manifest.dedup();
-    match with_manifest.as_slice() {
-        [one] => return Ok((*one).to_owned()),
-        [] => {}
-        several => {
-            return Err(format!(
-                "holds several run directories ({}); open one of them",
-                several.join(", ")
-            ));
+    // A run directory at the top, or inside one wrapping directory.
+    for depth in [0, 1] {
+        let mut with_manifest: Vec<&str> = files
+            .iter()
+            .filter_map(|f| f.strip_suffix("/MANIFEST.json"))
+            .filter(|d| d.matches('/').count() == depth)
+            .collect();
+        with_manifest.sort_unstable();
+        with_manifest.dedup();
+        match with_manifest.as_slice() {
+            [one] => return Ok((*one).to_owned()),
+            [] => {}
+            several => {
+                return Err(format!(
+                    "holds several run directories ({}); open one of them",
+                    several.join(", ")
+                ));
+            }
         }
     }
     // No manifest: node directories at the top, or inside a single top-level directory.
@@ -379,10 +386,10 @@ fn find_run_dir(files: &[&str]) -> Result<String, String> {
     tops.sort_unstable();
     tops.dedup();
     if let [top] = tops.as_slice() {
-        let inside = files
+        let mut inside = files
             .iter()
             .filter_map(|f| f.strip_prefix(*top)?.strip_prefix('/'));
-        if inside.clone().any(is_node_file) {
+        if inside.any(is_node_file) {
             return Ok((*top).to_owned());
         }
     }
@@ -437,7 +444,7 @@ fn open_dir(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
     // directories in the whole listing.
     let mut walk_root = None;
     if is_plain_file(&path.join("MANIFEST.json")) {
-        walk_root = Some((path.to_path_buf(), String::new()));
+        walk_root = Some(path.to_path_buf());
     } else {
         let listing = fs::read_dir(path)
             .map_err(|e| ReadError::new(ReadErrorKind::Io, &here, e.to_string()))?;
@@ -452,14 +459,15 @@ fn open_dir(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
         }
         candidates.sort();
         match candidates.as_slice() {
-            [one] => walk_root = Some((path.join(one), one.clone())),
+            [one] => walk_root = Some(path.join(one)),
             [] => {}
             several => {
                 return Err(ReadError::new(
                     ReadErrorKind::NotABundle,
                     here,
                     format!(
-                        "holds several run directories ({}); open one of them",
+                        "not a bundle: the directory holds several run directories ({}); open \
+                         one of them",
                         several.join(", ")
                     ),
                 ));
@@ -467,7 +475,7 @@ fn open_dir(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
         }
     }
     let (run_dir, mut items, tail) = match walk_root {
-        Some((dir, _)) => {
+        Some(dir) => {
             let (items, tail) = walk(&dir, limits);
             (dir, items, tail)
         }
@@ -485,7 +493,7 @@ fn open_dir(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
                 Err(why) => {
                     let nothing = items.is_empty() && tail.is_empty();
                     let message = if nothing {
-                        "an empty directory, not a bundle".to_owned()
+                        "not a bundle: an empty directory".to_owned()
                     } else {
                         format!("not a bundle: the directory {why}")
                     };
@@ -1152,6 +1160,8 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
     let mut tail: Vec<ReadError> = Vec::new();
     let mut entries = 0usize;
     let mut ended = false;
+    // The failure that ended the first pass inside an entry.
+    let mut broken: Option<ReadError> = None;
     loop {
         let entry = match walker.next_entry() {
             Ok(Some(entry)) => entry,
@@ -1196,10 +1206,9 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
             if matches!(indexed.last(), Some((pos, _)) if *pos == entry.data_pos) {
                 indexed.pop();
             }
-            indexed.push((
-                entry.data_pos,
-                Indexed::Error(ReadError::new(kind, location, message)),
-            ));
+            let error = ReadError::new(kind, location, message);
+            broken = Some(error.clone());
+            indexed.push((entry.data_pos, Indexed::Error(error)));
             break;
         }
     }
@@ -1222,20 +1231,7 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
         Ok(run_dir) => run_dir,
         Err(why) => {
             // A damaged archive says more about itself than "not a bundle".
-            let damage = indexed
-                .iter()
-                .find_map(|(_, item)| match item {
-                    Indexed::Error(e) | Indexed::TooLarge { error: e, .. }
-                        if matches!(
-                            e.kind,
-                            ReadErrorKind::Gzip | ReadErrorKind::Tar | ReadErrorKind::TooLarge
-                        ) =>
-                    {
-                        Some(e.clone())
-                    }
-                    _ => None,
-                })
-                .or_else(|| tail.first().cloned());
+            let damage = broken.or_else(|| tail.first().cloned());
             return Err(damage.unwrap_or_else(|| {
                 ReadError::new(
                     ReadErrorKind::NotABundle,
@@ -1292,10 +1288,10 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
         .iter()
         .filter(|i| matches!(i.what, ArchiveAction::File { .. }))
         .count();
-    let run_id = if run_dir.is_empty() {
-        archive_stem(path)
-    } else {
-        run_dir
+    let run_id = match run_dir.rsplit_once('/') {
+        _ if run_dir.is_empty() => archive_stem(path),
+        Some((_, name)) => name.to_owned(),
+        None => run_dir,
     };
     Ok(BundleReader {
         source: path.to_path_buf(),
