@@ -254,11 +254,16 @@ fn struct_def(model: &Model, d: &Def, s: &StructDef, docs: TokenStream) -> Token
             _ => #fallback,
         })
     };
+    let default_derive = if defaultable(model, &d.name, &mut Vec::new()) {
+        quote!(, Default)
+    } else {
+        quote!()
+    };
     let accessors = provenance_accessors(&name, s);
     let builder_doc = format!(" Streaming deserializer of [`{}`].", d.name);
     quote! {
         #docs
-        #[derive(Debug, Clone, PartialEq)]
+        #[derive(Debug, Clone, PartialEq #default_derive)]
         #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
         pub struct #name {
             #(#fields)*
@@ -916,5 +921,46 @@ fn external_union(d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
                 deserializer.deserialize_any(V)
             }
         }
+    }
+}
+
+/// Whether a definition's type has a `Default` (every struct whose fields all have one: options,
+/// collections, strings, numbers, ids, and such structs), so consumers can build records with
+/// `..Default::default()` and keep compiling when a later minor version adds optional fields.
+fn defaultable(model: &Model, name: &str, seen: &mut Vec<String>) -> bool {
+    if seen.iter().any(|s| s == name) {
+        return false;
+    }
+    let Some(def) = model
+        .files
+        .iter()
+        .flat_map(|f| &f.defs)
+        .find(|d| d.name == name)
+    else {
+        return false;
+    };
+    match &def.kind {
+        DefKind::NodeId | DefKind::NodeIdHex | DefKind::Array(_) => true,
+        DefKind::Enum { .. } | DefKind::Union(_) => false,
+        DefKind::Struct(s) => {
+            if s.flatten.is_some() {
+                return false;
+            }
+            seen.push(name.to_owned());
+            let ok = s.props.iter().all(|p| match p.presence {
+                Presence::Nullable | Presence::Omittable => true,
+                _ => ty_defaultable(model, &p.ty, seen),
+            });
+            seen.pop();
+            ok
+        }
+    }
+}
+
+fn ty_defaultable(model: &Model, t: &Ty, seen: &mut Vec<String>) -> bool {
+    match t {
+        Ty::Str | Ty::Int(_) | Ty::F64 | Ty::Bool | Ty::Json | Ty::Vec(_) => true,
+        Ty::Tuple(ts) => ts.iter().all(|t| ty_defaultable(model, t, seen)),
+        Ty::Ref(n) => defaultable(model, n, seen),
     }
 }

@@ -163,17 +163,96 @@ fn render_files(
 
 /// Renders every generated file in memory: `(path relative to the workspace root, contents)`.
 ///
-/// That is `generated/` from `schemas/`, and `codegen-features/src/features/` from the feature
-/// schemas of [`FEATURES_DIR`], each rendered on its own.
+/// That is `generated/src/v1/` from `schemas/` (the current contract), `generated/src/releases/`
+/// with one reader module per frozen release under `schemas/releases/<version>/`, and
+/// `codegen-features/src/features/` from the feature schemas of [`FEATURES_DIR`].
 pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
-    let files = read_schemas(root, "schemas")?;
-    let model = lower(&files)?;
     let version = contract_version(root)?;
+    let current = format!(
+        "Major version 1 of the contract, as in `schemas/` (version {version}): one module per schema file, every type re-exported here."
+    );
+    let mut out = render_contract(root, "schemas", "generated/src/v1", &version, &current)?;
+    let releases = released_versions(root)?;
+    let mut mods = Vec::new();
+    for v in &releases {
+        let m = release_module(v);
+        let doc = format!(
+            "The reader of release {v}, frozen in `schemas/releases/{v}/`: one module per schema file, every type re-exported here."
+        );
+        out.extend(render_contract(
+            root,
+            &format!("schemas/releases/{v}"),
+            &format!("generated/src/releases/{m}"),
+            v,
+            &doc,
+        )?);
+        let ident = quote::format_ident!("{}", m);
+        let d = format!(" Release {v}.");
+        mods.push(quote::quote!(#[doc = #d] #[rustfmt::skip] pub mod #ident;));
+    }
+    let tokens = quote::quote! {
+        //! One reader per released contract version, beside the current types in `v1`.
+        #(#mods)*
+
+        /// The released versions, oldest first.
+        pub const RELEASES: &[&str] = &[#(#releases),*];
+    };
+    out.push((
+        PathBuf::from("generated/src/releases/mod.rs"),
+        header("every folder in `schemas/releases/`") + &render(tokens)?,
+    ));
+    out.push((
+        PathBuf::from("generated/src/lib.rs"),
+        header("every file in `schemas/`")
+            + "//! Rust types generated from the diagwire JSON Schemas.\n//!\n//! Use them through the `diagwire` crate, which re-exports them.\n\n// Variants hold records by value, as serde-derived enums do; boxing them would change the API.\n#![allow(clippy::large_enum_variant)]\n\n#[rustfmt::skip]\npub mod v1;\n\npub mod releases;\n",
+    ));
+    out.extend(generate_features(root)?);
+    out.sort();
+    Ok(out)
+}
+
+/// The module name of a release: `1.0.0` → `v1_0_0`.
+pub fn release_module(version: &str) -> String {
+    format!("v{}", version.replace(['.', '-', '+'], "_"))
+}
+
+/// The versions frozen under `schemas/releases/`, oldest first (by numeric components).
+pub fn released_versions(root: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let dir = root.join("schemas/releases");
+    if dir.exists() {
+        for entry in fs::read_dir(&dir)? {
+            let entry = entry?;
+            if entry.path().is_dir() {
+                out.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let key = |v: &String| -> Vec<u64> {
+        v.split(['.', '-'])
+            .map(|p| p.parse().unwrap_or(0))
+            .collect()
+    };
+    out.sort_by_key(key);
+    Ok(out)
+}
+
+/// Renders one contract version: a module per schema file of `schema_dir` and a `mod.rs` with the
+/// version constant, the record table, the compiled-in schema texts and `Record`.
+fn render_contract(
+    root: &Path,
+    schema_dir: &str,
+    out_dir: &str,
+    version: &str,
+    doc: &str,
+) -> Result<Vec<(PathBuf, String)>> {
+    let files = read_schemas(root, schema_dir)?;
+    let model = lower(&files)?;
     let mut out = Vec::new();
     let mut mods = Vec::new();
     let mut records = Vec::new();
     for (stem, source) in render_files(&files, &model)? {
-        out.push((PathBuf::from(format!("generated/src/v1/{stem}.rs")), source));
+        out.push((PathBuf::from(format!("{out_dir}/{stem}.rs")), source));
         let m = quote::format_ident!("{}", stem);
         mods.push(quote::quote!(mod #m; pub use #m::*;));
     }
@@ -189,14 +268,16 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
     let record_enum = record_enum(&model);
     let records = records.into_iter().map(|(_, t)| t);
     let stems = model.files.iter().map(|f| f.stem.as_str());
+    // From `<out_dir>/mod.rs` back to the workspace root, then into the schema folder.
+    let up = "../".repeat(out_dir.matches('/').count() + 1);
     let texts = model.files.iter().map(|f| {
-        let (stem, path) = (&f.stem, format!("../../../schemas/{}.schema.json", f.stem));
+        let (stem, path) = (&f.stem, format!("{up}{schema_dir}/{}.schema.json", f.stem));
         quote::quote!((#stem, include_str!(#path)))
     });
     let version_doc =
         format!(" The contract version these types were generated from: `{version}`.");
-    let v1 = quote::quote! {
-        //! Major version 1 of the contract: one module per schema file, every type re-exported here.
+    let tokens = quote::quote! {
+        #![doc = #doc]
         #(#mods)*
 
         #[doc = #version_doc]
@@ -214,16 +295,9 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
         #record_enum
     };
     out.push((
-        PathBuf::from("generated/src/v1/mod.rs"),
-        header("every file in `schemas/`") + &render(v1)?,
+        PathBuf::from(format!("{out_dir}/mod.rs")),
+        header(&format!("every file in `{schema_dir}/`")) + &render(tokens)?,
     ));
-    out.push((
-        PathBuf::from("generated/src/lib.rs"),
-        header("every file in `schemas/`")
-            + "//! Rust types generated from the diagwire JSON Schemas.\n//!\n//! Use them through the `diagwire` crate, which re-exports them.\n\n// Variants hold records by value, as serde-derived enums do; boxing them would change the API.\n#![allow(clippy::large_enum_variant)]\n\n#[rustfmt::skip]\npub mod v1;\n",
-    ));
-    out.extend(generate_features(root)?);
-    out.sort();
     Ok(out)
 }
 

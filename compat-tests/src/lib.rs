@@ -5,6 +5,7 @@
 //! `fixtures/wire/<record kind>/invalid/*.json` break one rule each; the schema and the typed parse
 //! must both reject them.
 
+pub mod fuzzing;
 pub mod legacy;
 pub mod rng;
 pub mod stream;

@@ -337,7 +337,8 @@ fn known_names() -> BTreeSet<String> {
         }
     }
     let mut out = BTreeSet::new();
-    for (_, text) in v1::SCHEMA_TEXTS {
+    // Names swactor knows today: those of release 1.0.0, the contract of what it writes.
+    for (_, text) in diagwire::releases::v1_0_0::SCHEMA_TEXTS {
         walk(
             &serde_json::from_str(text).expect("schema is JSON"),
             &mut out,

@@ -113,12 +113,24 @@ fn unknown_keys_of_the_snapshot_envelope_and_body_are_kept() {
         original.get("schema_hint")
     );
     let body_extra: Vec<&str> = snapshot.body.extra.keys().map(String::as_str).collect();
-    assert_eq!(body_extra, ["app", "future_counter"]);
-    assert_eq!(
-        Some(&snapshot.body.extra["app"]),
-        original["body"].get("app")
+    assert_eq!(body_extra, ["future_counter"]);
+    assert!(
+        snapshot.body.app.is_some(),
+        "`app` is a known block since 1.1.0"
     );
     assert_eq!(written(&snapshot), original);
+}
+
+#[test]
+fn a_1_0_0_reader_keeps_a_block_added_later_as_an_unknown_key_and_writes_it_back() {
+    let text = fixture("snapshot", "unknown-snap-fields-envelope-and-body.json");
+    let original = json_of(&text);
+    let old: diagwire::releases::v1_0_0::Snapshot =
+        serde_json::from_str(&text).expect("a 1.0.0 reader reads a 1.1.0 snapshot");
+    let body_extra: Vec<&str> = old.body.extra.keys().map(String::as_str).collect();
+    assert_eq!(body_extra, ["app", "future_counter"]);
+    assert_eq!(Some(&old.body.extra["app"]), original["body"].get("app"));
+    assert_eq!(written(&old), original);
 }
 
 #[test]

@@ -26,7 +26,7 @@
 //! with the `jsonschema` crate), `arbitrary` (`Arbitrary` for every type, producing schema-valid
 //! records), `cli` (the `diagwire` command-line tool).
 
-pub use diagwire_generated::v1;
+pub use diagwire_generated::{releases, v1};
 pub use diagwire_runtime::{
     Extra, Json, NodeId, NodeIdHex, ParseNodeIdError, Provenance, RecordInfo, Unavailable,
     UnknownVariant,

@@ -9,3 +9,5 @@
 
 #[rustfmt::skip]
 pub mod v1;
+
+pub mod releases;

@@ -246,7 +246,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for AnnotationBod
     }
 }
 /// A key/value label.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct LabelFields {
     /// The label key.

@@ -6,7 +6,7 @@
 #[allow(unused_imports)]
 use super::*;
 /// A free-form payload with its metadata.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Blob {
     /// Any JSON value, kept verbatim.

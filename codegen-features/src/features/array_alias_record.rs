@@ -10,7 +10,7 @@ use super::*;
 /// Record kind `reading_batch`.
 pub type ReadingBatch = Vec<Reading>;
 /// One sensor reading.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Reading {
     /// The sensor name.

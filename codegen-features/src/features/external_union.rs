@@ -93,7 +93,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Outcome {
     }
 }
 /// Where a redirect points.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct RedirectTarget {
     /// The new location.

@@ -12,7 +12,7 @@ pub use ::diagwire_runtime::NodeId;
 #[doc(inline)]
 pub use ::diagwire_runtime::NodeIdHex;
 /// A link between two nodes, one id in each encoding.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct PeerLink {
     /// The dialing node, as bytes.

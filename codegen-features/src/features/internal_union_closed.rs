@@ -131,7 +131,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Command {
     }
 }
 /// Start the worker.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct StartCommand {
     /// How long to wait before starting.
@@ -217,7 +217,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for StartCommand 
     }
 }
 /// Stop the worker.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct StopCommand {
     /// Kill instead of asking politely.

@@ -235,7 +235,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for EntryKind {
     }
 }
 /// A file was opened.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct FileOpened {
     /// The file path.
@@ -311,7 +311,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for FileOpened {
     }
 }
 /// A file was closed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct FileClosed {
     /// Bytes written while it was open.

@@ -151,7 +151,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Message {
     }
 }
 /// A liveness ping.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct PingMessage {
     /// Ping sequence number.
@@ -385,7 +385,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LifecycleMess
     }
 }
 /// The process started.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct ProcessStarted {
     /// The process id.
@@ -461,7 +461,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProcessStarte
     }
 }
 /// The process stopped.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct ProcessStopped {
     /// The exit code.

@@ -164,7 +164,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Shape {
     }
 }
 /// A circle.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Circle {
     /// The radius.
@@ -240,7 +240,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Circle {
     }
 }
 /// A square.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Square {
     /// The side length.
@@ -316,7 +316,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Square {
     }
 }
 /// A point: a variant with no property besides its tag.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Point {
     /// Keys this version of the contract does not know, kept and written back unchanged.

@@ -77,7 +77,7 @@ impl<'a> ::arbitrary::Arbitrary<'a> for ValueSource {
     }
 }
 /// What the transport knows about the path to one peer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct PathReport {
     /// The path type.

@@ -6,7 +6,7 @@
 #[allow(unused_imports)]
 use super::*;
 /// A struct whose properties cover the five presences of the profile.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct PresenceProbe {
     /// A required string: the key must be present.

@@ -6,7 +6,7 @@
 #[allow(unused_imports)]
 use super::*;
 /// A histogram with its buckets and a few array shapes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Histogram {
     /// The histogram's `[label, inclusive]` pair.
@@ -129,7 +129,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Histogram {
     }
 }
 /// A peer that contributed samples.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct BucketPeer {
     /// The peer name.

@@ -413,6 +413,7 @@ pub fn assemble(staging_root: &Path, run_id: &str) -> Result<Assembled, io::Erro
             finalize_recorded: node.of(Kind::Finalize).next().is_some(),
             vastai_records: Some(node.count(|k| matches!(k, Kind::Vastai(_)))),
             extra: Default::default(),
+            ..Default::default()
         };
         place_files(&mut contents, &label, node.files);
         entries.push(entry);
@@ -426,6 +427,7 @@ pub fn assemble(staging_root: &Path, run_id: &str) -> Result<Assembled, io::Erro
         finalize_received: entries.iter().any(|n| n.finalize_recorded),
         nodes: entries,
         extra: Default::default(),
+        ..Default::default()
     };
     contents.insert_json("MANIFEST.json", &manifest);
     Ok(Assembled {

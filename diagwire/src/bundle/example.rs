@@ -340,6 +340,8 @@ enum Touch {
     JoinResponse { from: usize, members: u64 },
 }
 
+// Steps live only while the script plays; boxing the event would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
 enum Op {
     Boot,
     Emit(Event),
@@ -494,6 +496,7 @@ impl<'a> Script<'a> {
                 version: 1,
                 payload_hash: meta_hash,
                 extra: ex(),
+                ..Default::default()
             }),
         );
         if is_stage {
@@ -701,6 +704,7 @@ impl<'a> Script<'a> {
                         from_source: "join_response".to_owned(),
                         accepted: true,
                         extra: ex(),
+                        ..Default::default()
                     }),
                 );
                 self.stage_pair(k, i, resp + 20, "join_response");
@@ -724,6 +728,7 @@ impl<'a> Script<'a> {
                         from_source: "swim_gossip".to_owned(),
                         accepted: true,
                         extra: ex(),
+                        ..Default::default()
                     }),
                 );
                 self.stage_pair(i, k, g + 15, "gossip");
@@ -926,6 +931,14 @@ impl<'a> Script<'a> {
                                         sequence: seq,
                                         kind: SwimProbeKind::Indirect,
                                         extra: ex(),
+                                        observer: None,
+                                        sent_at_ms: None,
+                                        received_at_ms: None,
+                                        rtt_ms: None,
+                                        rtt_source: None,
+                                        outcome: None,
+                                        timeout_budget_ms: None,
+                                        trace_id: None,
                                     }),
                                 );
                             }
@@ -984,6 +997,14 @@ impl<'a> Script<'a> {
                     sequence: seq,
                     kind: SwimProbeKind::Direct,
                     extra: ex(),
+                    observer: None,
+                    sent_at_ms: None,
+                    received_at_ms: None,
+                    rtt_ms: None,
+                    rtt_source: None,
+                    outcome: None,
+                    timeout_budget_ms: None,
+                    trace_id: None,
                 }),
             );
             true
@@ -1189,6 +1210,8 @@ impl<'a> Script<'a> {
                     byte_size: bytes,
                     send_outcome: outcome,
                     extra: ex(),
+                    trace_id: None,
+                    parent_trace_id: None,
                 }),
             );
         }
@@ -1257,6 +1280,7 @@ fn swim_probe(target: NodeId, sequence: u64, kind: SwimProbeKind, budget: Option
             sequence,
             kind,
             extra: ex(),
+            trace_id: None,
         }),
         Some(budget_ticks) => Event::SwimProbeTimedOut(SwimProbeTimedOut {
             target,
@@ -1264,6 +1288,13 @@ fn swim_probe(target: NodeId, sequence: u64, kind: SwimProbeKind, budget: Option
             kind,
             budget_ticks,
             extra: ex(),
+            observer: None,
+            sent_at_ms: None,
+            rtt_ms: None,
+            rtt_source: None,
+            outcome: None,
+            timeout_budget_ms: None,
+            trace_id: None,
         }),
     }
 }
@@ -1293,6 +1324,7 @@ fn message(sent: bool, peer: NodeId, kind: &str, size: u32) -> Event {
             kind: kind.to_owned(),
             size,
             extra: ex(),
+            ..Default::default()
         })
     } else {
         Event::MessageReceived(MessageReceived {
@@ -1300,6 +1332,7 @@ fn message(sent: bool, peer: NodeId, kind: &str, size: u32) -> Event {
             kind: kind.to_owned(),
             size,
             extra: ex(),
+            ..Default::default()
         })
     }
 }
@@ -1797,6 +1830,7 @@ impl<'a> Run<'a> {
             iroh_version: Some(IROH_VERSION.to_owned()),
             home_relay_url_at_boot: s.is_stage().then(|| RELAY_URL.to_owned()),
             extra: ex(),
+            ..Default::default()
         }
     }
 
@@ -1969,6 +2003,7 @@ impl<'a> Run<'a> {
             }),
             scraped_at_ms: scrape(node, 8, 20),
             extra: ex(),
+            ..Default::default()
         };
 
         let (pi, pt, st, k, dr, fl, mp) = SWIM_CONFIG;
@@ -2026,6 +2061,8 @@ impl<'a> Run<'a> {
                     attempts: p.attempts,
                     successes: p.successes,
                     extra: ex(),
+                    target_port: None,
+                    relay_url: None,
                 })
                 .collect(),
             scraped_at_ms: scrape(node, 2, 4),
@@ -2140,6 +2177,7 @@ impl<'a> Run<'a> {
                 relay_server: None,
                 subprocess,
                 extra: ex(),
+                ..Default::default()
             },
             extra: ex(),
         }
@@ -2179,6 +2217,7 @@ impl<'a> Run<'a> {
                 finalize_recorded: node.finalize.is_some(),
                 vastai_records: Some(0),
                 extra: ex(),
+                ..Default::default()
             });
         }
         nodes.sort_by(|a, b| {
@@ -2193,6 +2232,7 @@ impl<'a> Run<'a> {
             finalize_received: self.nodes.iter().any(|n| n.finalize.is_some()),
             nodes,
             extra: ex(),
+            ..Default::default()
         };
         bundle.insert_json("MANIFEST.json", &manifest);
         bundle

@@ -8,7 +8,7 @@ use super::*;
 /// Reply to a successful ingest post (swactor collector `PostAck`). The clock echo is always present; hints and body appear only when there is something to say. Readers ignore keys they do not know.
 ///
 /// Record kind `post_ack`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct PostAck {
     /// Timing of this request on the collector's clock, echoed so the node can estimate its clock offset to within half the round trip.
@@ -114,7 +114,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PostAck {
     }
 }
 /// Round-trip timing of one post as seen by the collector (swactor `ClockEcho`). Nodes log each one as a `clock_sample` custom event so the post-processor has an offset stream over the whole run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct ClockEcho {
     /// The node's send time from the request's `x-node-send-ms` header, echoed back so the node needs no per-request table; 0 when the header was missing or not an integer.
@@ -237,7 +237,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ClockEcho {
     }
 }
 /// Out-of-band requests from the collector to a node (swactor `Hints`). New hints default to "no signal", so nodes need not be upgraded together with the collector.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Hints {
     /// The node should take an on-demand snapshot at its next opportunity. The collector queues it for every node of a run when that run finalizes, including the finalizing node itself, which receives it in its finalize reply.
@@ -321,7 +321,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Hints {
 /// Body of every collector error reply: 400 for a missing `x-run-id` or `x-node-id` header or a body that is not JSON, 404 for an unknown record kind or a run with no staged records, 413 for a body over 32 MiB, 500 when persisting or assembling failed.
 ///
 /// Record kind `error`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct ErrorBody {
     /// Human-readable message saying what went wrong.
@@ -401,7 +401,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ErrorBody {
 /// Record kind `runs`.
 pub type RunsListing = Vec<RunSummary>;
 /// The collector's in-memory accounting for one run, as listed by `GET /diag/runs`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct RunSummary {
     /// The run id records were posted under (`x-run-id`).
@@ -540,7 +540,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RunSummary {
     }
 }
 /// Per-node counters of a run in the runs listing. Unlike a manifest node it carries no label, role or vast.ai record count.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct RunNodeSummary {
     /// The raw `x-node-id` header the node posted under: 64-character hex for swactor nodes, a synthetic id such as `vastai-external` for vast.ai producers.

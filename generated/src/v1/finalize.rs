@@ -8,7 +8,7 @@ use super::*;
 /// Body of a finalize post. The collector stores whatever JSON it receives; in practice the orchestrator sends an object with a single `exit_reason`. Any other key is kept as it was written.
 ///
 /// Record kind `finalize`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Finalize {
     /// Free-form reason the orchestrator gives for ending the run, for example `completed` or `deploy_failed: no offers`.

@@ -6,7 +6,7 @@
 #[allow(unused_imports)]
 use super::*;
 /// Host context as last refreshed by the host introspector (swactor `Tier3HostState`). The network and DNS halves are refreshed independently about every 30 seconds; this block only reports the cached results.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct HostState {
     /// Result of the most recent scrape of the host's network state.
@@ -120,7 +120,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HostState {
     }
 }
 /// One scrape of the host's network state from `/proc`, `/sys/class/net`, `getifaddrs` and `/etc/resolv.conf` (swactor `Tier3HostNetwork`). Linux only.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct HostNetwork {
     /// Every network interface the kernel lists, sorted by name.
@@ -335,7 +335,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HostNetwork {
     }
 }
 /// One network interface and its state (swactor `Tier3Interface`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct NetInterface {
     /// Kernel interface name, such as `eth0` or `lo`.
@@ -469,7 +469,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NetInterface 
     }
 }
 /// Cumulative kernel counters of one interface since boot (swactor `Tier3InterfaceCounters`). Readers compare consecutive snapshots to find drops and errors.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct InterfaceCounters {
     /// Bytes received.
@@ -884,7 +884,7 @@ impl<'a> ::arbitrary::Arbitrary<'a> for RouteFamily {
     }
 }
 /// One row of the kernel UDP socket table (swactor `Tier3UdpSocket`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct UdpSocket {
     /// Local address as `ip:port` or `[ipv6]:port`; the kernel's raw hex field unchanged when it could not be decoded.
@@ -1006,7 +1006,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for UdpSocket {
     }
 }
 /// Host-wide cumulative UDP counters from `/proc/net/snmp` (swactor `Tier3UdpKernelStats`). Each counter the kernel's row did not carry is left out, so a missing counter is distinct from a zero one.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct UdpKernelStats {
     /// UDP datagrams delivered to sockets.
@@ -1192,7 +1192,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for UdpKernelStat
     }
 }
 /// The latest resolution of one registered hostname through the system resolver (swactor `Tier3DnsResolution`). A hostname registered but not yet resolved appears with no records, no error and `resolved_at_ms` 0.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct DnsResolution {
     /// The name exactly as registered, which may be a full relay URL such as `https://relay.example.net./`; only its host part is resolved.

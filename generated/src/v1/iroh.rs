@@ -5,8 +5,8 @@
 //! Generated from `schemas/iroh.schema.json`.
 #[allow(unused_imports)]
 use super::*;
-/// Tier-2 scrape of the iroh transport (swactor `Tier2IrohState`): home relay, per-peer paths, connection cache, raw iroh metrics and the relay tunnel. Values iroh does not expose are left out and named in `api_gaps`, so a reader never mistakes "could not ask" for zero.
-#[derive(Debug, Clone, PartialEq)]
+/// Tier-2 scrape of the iroh transport (swactor `Tier2IrohState`): home relay, per-peer paths, connection cache, raw iroh metrics and the relay tunnel. Values iroh does not expose are left out and named in `api_gaps`, so a reader never mistakes "could not ask" for zero. From contract 1.1.0 it may also carry per-flow congestion state, NAT bindings, per-link estimates and, in simulated runs, the applied link parameters.
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct IrohState {
     /// The node's home relay URL at capture time.
@@ -59,6 +59,30 @@ pub struct IrohState {
     ///
     /// Absent: Never missing in swactor output; 0 when read from a record without it.
     pub scraped_at_ms: u64,
+    /// Congestion-control state of each QUIC flow (one per peer path), sorted by peer hex and then by remote address, so a reader sees how the transport reacted to the path (window, RTT estimator, retransmits) rather than inferring it from message timing. Added in contract 1.1.0.
+    ///
+    /// Wire: `flows` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: No flow is open, or the writer cannot read congestion state: with `IrohState.flows` in `api_gaps` the linked iroh version does not expose it (could not ask); otherwise none was observed. Always absent in 1.0.0 records.
+    pub flows: Vec<FlowState>,
+    /// NAT bindings the path-discovery layer currently knows for this node, sorted by local and then observed address: each pairs a local socket with the address peers see it as, and tracks when the mapping was first seen and last refreshed. Added in contract 1.1.0.
+    ///
+    /// Wire: `nat_bindings` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: No binding is known, or the writer cannot see bindings: with `IrohState.nat_bindings` in `api_gaps` the linked iroh version does not expose them (could not ask); otherwise none was observed. Always absent in 1.0.0 records.
+    pub nat_bindings: Vec<NatBinding>,
+    /// Passive per-peer estimates of the link's bandwidth, loss and one-way delay, made from observed flow behaviour over a measurement window, sorted by peer hex. Added in contract 1.1.0.
+    ///
+    /// Wire: `links` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: No estimate was made, or the writer does not estimate links: with `IrohState.links` in `api_gaps` it cannot (could not ask); otherwise none was observed. Always absent in 1.0.0 records.
+    pub links: Vec<LinkEstimate>,
+    /// Simulated runs only: the link parameters the simulator applied between this node and each peer at capture time (the configured ground truth, the same values the bundle's `sim/links_applied.json` logs), sorted by peer hex, so the post-processor can measure how far `links` estimates are from the truth. Added in contract 1.1.0.
+    ///
+    /// Wire: `links_applied` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: Not a simulated run (production never writes it), the simulator declares no link to any peer of this node, or the record comes from a 1.0.0 writer.
+    pub links_applied: Vec<LinkApplied>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -74,6 +98,10 @@ pub struct IrohStateBuilder {
     iroh_version: Option<Option<String>>,
     relay_session: Option<Option<RelaySession>>,
     scraped_at_ms: Option<u64>,
+    flows: Option<Vec<FlowState>>,
+    nat_bindings: Option<Vec<NatBinding>>,
+    links: Option<Vec<LinkEstimate>>,
+    links_applied: Option<Vec<LinkApplied>>,
     extra: ::diagwire_runtime::Extra,
 }
 impl ::diagwire_runtime::Builder for IrohStateBuilder {
@@ -140,6 +168,26 @@ impl ::diagwire_runtime::Builder for IrohStateBuilder {
                     value,
                 )
             }
+            "flows" => {
+                ::diagwire_runtime::private::field_set(&mut self.flows, "flows", value)
+            }
+            "nat_bindings" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.nat_bindings,
+                    "nat_bindings",
+                    value,
+                )
+            }
+            "links" => {
+                ::diagwire_runtime::private::field_set(&mut self.links, "links", value)
+            }
+            "links_applied" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.links_applied,
+                    "links_applied",
+                    value,
+                )
+            }
             _ => self.extra.accept(key, value),
         }
     }
@@ -155,6 +203,10 @@ impl ::diagwire_runtime::Builder for IrohStateBuilder {
             iroh_version: self.iroh_version.flatten(),
             relay_session: self.relay_session.flatten(),
             scraped_at_ms: self.scraped_at_ms.unwrap_or_default(),
+            flows: self.flows.unwrap_or_default(),
+            nat_bindings: self.nat_bindings.unwrap_or_default(),
+            links: self.links.unwrap_or_default(),
+            links_applied: self.links_applied.unwrap_or_default(),
             extra: self.extra,
         })
     }
@@ -186,6 +238,18 @@ impl ::diagwire_runtime::MapFields for IrohState {
             map.serialize_entry("relay_session", v)?;
         }
         map.serialize_entry("scraped_at_ms", &self.scraped_at_ms)?;
+        if !::diagwire_runtime::is_default(&self.flows) {
+            map.serialize_entry("flows", &self.flows)?;
+        }
+        if !::diagwire_runtime::is_default(&self.nat_bindings) {
+            map.serialize_entry("nat_bindings", &self.nat_bindings)?;
+        }
+        if !::diagwire_runtime::is_default(&self.links) {
+            map.serialize_entry("links", &self.links)?;
+        }
+        if !::diagwire_runtime::is_default(&self.links_applied) {
+            map.serialize_entry("links_applied", &self.links_applied)?;
+        }
         self.extra.serialize_into(map)?;
         Ok(())
     }
@@ -212,7 +276,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for IrohState {
     }
 }
 /// iroh's view of one remote peer (swactor `Tier2Peer`). A peer iroh has never heard of has only its id; one iroh knows but has no active path to has `conn_type` `None`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct IrohPeer {
     /// The remote peer.
@@ -932,7 +996,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for MetricValue {
     }
 }
 /// Summary of an iroh histogram metric: how many observations and their total.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Histogram {
     /// Number of observations recorded.
@@ -1024,7 +1088,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Histogram {
     }
 }
 /// Lifecycle summary of the node's cached connection to one peer (swactor `Tier2ConnectionCache`), so readers need not fold the `ConnectionCache*` events themselves.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct ConnectionCache {
     /// The remote peer.
@@ -1544,7 +1608,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelaySession 
             )
     }
 }
-/// Canonical name of a value the linked iroh version cannot provide. The five `RemoteInfo.*`/`TransportAddrInfo.source` names concern per-peer fields, the five `RelayTunnel.*` names the relay session; each names the field whose absence must be read as "could not ask".
+/// Canonical name of a value the linked iroh version cannot provide. The five `RemoteInfo.*`/`TransportAddrInfo.source` names concern per-peer fields, the five `RelayTunnel.*` names the relay session; each names the field whose absence must be read as "could not ask". From contract 1.1.0, `IrohState.flows`, `IrohState.nat_bindings` and `IrohState.links` declare that the whole list cannot be asked for, so an absent list means "could not ask" rather than "none".
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ApiGap {
     /// `RemoteInfo.conn_type`.
@@ -1567,6 +1631,12 @@ pub enum ApiGap {
     RelayTunnelTxBytesTotal,
     /// `RelayTunnel.rx_bytes_total`.
     RelayTunnelRxBytesTotal,
+    /// `IrohState.flows`.
+    IrohStateFlows,
+    /// `IrohState.nat_bindings`.
+    IrohStateNatBindings,
+    /// `IrohState.links`.
+    IrohStateLinks,
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
@@ -1583,6 +1653,9 @@ impl ApiGap {
         "RelayTunnel.last_recv_at_ms",
         "RelayTunnel.tx_bytes_total",
         "RelayTunnel.rx_bytes_total",
+        "IrohState.flows",
+        "IrohState.nat_bindings",
+        "IrohState.links",
     ];
     /// The value as written on the wire.
     pub fn as_str(&self) -> &str {
@@ -1597,6 +1670,9 @@ impl ApiGap {
             ApiGap::RelayTunnelLastRecvAtMs => "RelayTunnel.last_recv_at_ms",
             ApiGap::RelayTunnelTxBytesTotal => "RelayTunnel.tx_bytes_total",
             ApiGap::RelayTunnelRxBytesTotal => "RelayTunnel.rx_bytes_total",
+            ApiGap::IrohStateFlows => "IrohState.flows",
+            ApiGap::IrohStateNatBindings => "IrohState.nat_bindings",
+            ApiGap::IrohStateLinks => "IrohState.links",
             ApiGap::Other(s) => s,
         }
     }
@@ -1636,6 +1712,9 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ApiGap {
                 "RelayTunnel.last_recv_at_ms" => ApiGap::RelayTunnelLastRecvAtMs,
                 "RelayTunnel.tx_bytes_total" => ApiGap::RelayTunnelTxBytesTotal,
                 "RelayTunnel.rx_bytes_total" => ApiGap::RelayTunnelRxBytesTotal,
+                "IrohState.flows" => ApiGap::IrohStateFlows,
+                "IrohState.nat_bindings" => ApiGap::IrohStateNatBindings,
+                "IrohState.links" => ApiGap::IrohStateLinks,
                 _ => ApiGap::Other(s.into_owned()),
             },
         )
@@ -1646,7 +1725,7 @@ impl<'a> ::arbitrary::Arbitrary<'a> for ApiGap {
     fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
         let _ = "ApiGap";
         Ok(
-            match u.choose_index(11usize)? {
+            match u.choose_index(14usize)? {
                 0usize => ApiGap::RemoteInfoConnType,
                 1usize => ApiGap::RemoteInfoLatencyMs,
                 2usize => ApiGap::RemoteInfoLastUsedMs,
@@ -1657,6 +1736,9 @@ impl<'a> ::arbitrary::Arbitrary<'a> for ApiGap {
                 7usize => ApiGap::RelayTunnelLastRecvAtMs,
                 8usize => ApiGap::RelayTunnelTxBytesTotal,
                 9usize => ApiGap::RelayTunnelRxBytesTotal,
+                10usize => ApiGap::IrohStateFlows,
+                11usize => ApiGap::IrohStateNatBindings,
+                12usize => ApiGap::IrohStateLinks,
                 _ => {
                     ApiGap::Other(
                         ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
@@ -1664,5 +1746,800 @@ impl<'a> ::arbitrary::Arbitrary<'a> for ApiGap {
                 }
             },
         )
+    }
+}
+/// Congestion-control state of one QUIC flow to a peer at capture time, as the transport's congestion controller and RTT estimator see it. Added in contract 1.1.0.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+pub struct FlowState {
+    /// The remote peer the flow leads to.
+    ///
+    /// Wire: `peer_node_id_hex` — required.
+    pub peer_node_id_hex: NodeIdHex,
+    /// Local socket address (`ip:port`) the flow is sent from.
+    ///
+    /// Wire: `local_addr` — left out when absent.
+    ///
+    /// Absent: The transport does not say which local socket the flow uses (for example a relayed flow).
+    pub local_addr: Option<String>,
+    /// Remote end of the flow: the peer's `ip:port` for a direct path, or the relay URL for a relayed one.
+    ///
+    /// Wire: `remote_addr` — required.
+    pub remote_addr: String,
+    /// Congestion window, in full-size packets.
+    ///
+    /// Unit: `packets`.
+    ///
+    /// Wire: `cwnd_packets` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::cwnd_packets_provenance`].
+    pub cwnd_packets: u64,
+    /// How `cwnd_packets` was obtained: `derived` when converted from a window the transport reports in bytes (divided by the path's maximum packet size); `iroh` or no source when the transport reported it in packets.
+    ///
+    /// Wire: `cwnd_packets_source` — left out when absent.
+    ///
+    /// Absent: The window was reported in packets natively.
+    pub cwnd_packets_source: Option<ValueSource>,
+    /// The transport's smoothed round-trip-time estimate for the flow.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `rtt_estimate_ms` — required.
+    pub rtt_estimate_ms: u64,
+    /// The transport's round-trip-time variation estimate for the flow.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `rtt_variance_ms` — left out when absent.
+    ///
+    /// Absent: The transport did not report an RTT variation for this flow.
+    pub rtt_variance_ms: Option<u64>,
+    /// Bytes sent on the flow and not yet acknowledged or declared lost.
+    ///
+    /// Unit: `bytes`.
+    ///
+    /// Wire: `bytes_in_flight` — required.
+    pub bytes_in_flight: u64,
+    /// Packets retransmitted on the flow since it opened (cumulative; readers compute rates across snapshots).
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `retransmits_total` — required.
+    pub retransmits_total: u64,
+    /// Fraction of packets lost over the transport's recent window, from 0 (none) to 1 (all).
+    ///
+    /// Unit: `ratio`.
+    ///
+    /// Wire: `packet_loss_rate_recent` — left out when absent.
+    ///
+    /// Absent: Too few packets were sent in the recent window to give a rate, or the transport does not report one.
+    #[cfg_attr(
+        feature = "arbitrary",
+        arbitrary(with = ::diagwire_runtime::arb::opt_finite_f64)
+    )]
+    pub packet_loss_rate_recent: Option<f64>,
+    /// Keys this version of the contract does not know, kept and written back unchanged.
+    pub extra: ::diagwire_runtime::Extra,
+}
+impl FlowState {
+    /// How `cwnd_packets` was obtained, or why it is absent.
+    ///
+    /// `cwnd_packets_source` says whether a present value was reported (`iroh`) or derived.
+    pub fn cwnd_packets_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.cwnd_packets),
+            self.cwnd_packets_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+}
+/// Streaming deserializer of [`FlowState`].
+#[doc(hidden)]
+#[derive(Default)]
+pub struct FlowStateBuilder {
+    peer_node_id_hex: Option<NodeIdHex>,
+    local_addr: Option<Option<String>>,
+    remote_addr: Option<String>,
+    cwnd_packets: Option<u64>,
+    cwnd_packets_source: Option<Option<ValueSource>>,
+    rtt_estimate_ms: Option<u64>,
+    rtt_variance_ms: Option<Option<u64>>,
+    bytes_in_flight: Option<u64>,
+    retransmits_total: Option<u64>,
+    packet_loss_rate_recent: Option<Option<f64>>,
+    extra: ::diagwire_runtime::Extra,
+}
+impl ::diagwire_runtime::Builder for FlowStateBuilder {
+    type Output = FlowState;
+    const NAME: &'static str = "FlowState";
+    fn claims(&self, _key: &str) -> bool {
+        true
+    }
+    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        &mut self,
+        key: &str,
+        value: D,
+    ) -> Result<(), D::Error> {
+        match key {
+            "peer_node_id_hex" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.peer_node_id_hex,
+                    "peer_node_id_hex",
+                    value,
+                )
+            }
+            "local_addr" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.local_addr,
+                    "local_addr",
+                    value,
+                )
+            }
+            "remote_addr" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.remote_addr,
+                    "remote_addr",
+                    value,
+                )
+            }
+            "cwnd_packets" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.cwnd_packets,
+                    "cwnd_packets",
+                    value,
+                )
+            }
+            "cwnd_packets_source" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.cwnd_packets_source,
+                    "cwnd_packets_source",
+                    value,
+                )
+            }
+            "rtt_estimate_ms" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.rtt_estimate_ms,
+                    "rtt_estimate_ms",
+                    value,
+                )
+            }
+            "rtt_variance_ms" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.rtt_variance_ms,
+                    "rtt_variance_ms",
+                    value,
+                )
+            }
+            "bytes_in_flight" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.bytes_in_flight,
+                    "bytes_in_flight",
+                    value,
+                )
+            }
+            "retransmits_total" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.retransmits_total,
+                    "retransmits_total",
+                    value,
+                )
+            }
+            "packet_loss_rate_recent" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.packet_loss_rate_recent,
+                    "packet_loss_rate_recent",
+                    value,
+                )
+            }
+            _ => self.extra.accept(key, value),
+        }
+    }
+    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
+        self,
+    ) -> Result<FlowState, E> {
+        Ok(FlowState {
+            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
+                self.peer_node_id_hex,
+                "peer_node_id_hex",
+            )?,
+            local_addr: self.local_addr.flatten(),
+            remote_addr: ::diagwire_runtime::private::finish_required(
+                self.remote_addr,
+                "remote_addr",
+            )?,
+            cwnd_packets: ::diagwire_runtime::private::finish_required(
+                self.cwnd_packets,
+                "cwnd_packets",
+            )?,
+            cwnd_packets_source: self.cwnd_packets_source.flatten(),
+            rtt_estimate_ms: ::diagwire_runtime::private::finish_required(
+                self.rtt_estimate_ms,
+                "rtt_estimate_ms",
+            )?,
+            rtt_variance_ms: self.rtt_variance_ms.flatten(),
+            bytes_in_flight: ::diagwire_runtime::private::finish_required(
+                self.bytes_in_flight,
+                "bytes_in_flight",
+            )?,
+            retransmits_total: ::diagwire_runtime::private::finish_required(
+                self.retransmits_total,
+                "retransmits_total",
+            )?,
+            packet_loss_rate_recent: self.packet_loss_rate_recent.flatten(),
+            extra: self.extra,
+        })
+    }
+}
+impl ::diagwire_runtime::MapFields for FlowState {
+    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
+        if let Some(v) = &self.local_addr {
+            map.serialize_entry("local_addr", v)?;
+        }
+        map.serialize_entry("remote_addr", &self.remote_addr)?;
+        map.serialize_entry("cwnd_packets", &self.cwnd_packets)?;
+        if let Some(v) = &self.cwnd_packets_source {
+            map.serialize_entry("cwnd_packets_source", v)?;
+        }
+        map.serialize_entry("rtt_estimate_ms", &self.rtt_estimate_ms)?;
+        if let Some(v) = &self.rtt_variance_ms {
+            map.serialize_entry("rtt_variance_ms", v)?;
+        }
+        map.serialize_entry("bytes_in_flight", &self.bytes_in_flight)?;
+        map.serialize_entry("retransmits_total", &self.retransmits_total)?;
+        if let Some(v) = &self.packet_loss_rate_recent {
+            map.serialize_entry("packet_loss_rate_recent", v)?;
+        }
+        self.extra.serialize_into(map)?;
+        Ok(())
+    }
+}
+impl ::diagwire_runtime::private::serde::Serialize for FlowState {
+    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        use ::diagwire_runtime::private::serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
+        map.end()
+    }
+}
+impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for FlowState {
+    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(
+                ::diagwire_runtime::BuilderVisitor::<FlowStateBuilder>::new(),
+            )
+    }
+}
+/// One NAT binding as the path-discovery layer sees it: a local socket and the public address it is mapped to, with its refresh history. Added in contract 1.1.0.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+pub struct NatBinding {
+    /// Local socket address (`ip:port`) of the binding.
+    ///
+    /// Wire: `local_addr` — required.
+    pub local_addr: String,
+    /// The address (`ip:port`) the outside world sees this local socket as, as reported by peers or STUN-like discovery.
+    ///
+    /// Wire: `observed_remote_addr` — required.
+    pub observed_remote_addr: String,
+    /// When this mapping was first observed.
+    ///
+    /// Unit: `ms-epoch`.
+    ///
+    /// Wire: `first_seen_ms` — left out when absent.
+    ///
+    /// Absent: The transport does not track when the mapping appeared.
+    pub first_seen_ms: Option<u64>,
+    /// When traffic or a keepalive last confirmed the mapping.
+    ///
+    /// Unit: `ms-epoch`.
+    ///
+    /// Wire: `last_refreshed_ms` — left out when absent.
+    ///
+    /// Absent: The mapping has not been confirmed since it was first seen, or the transport does not track refreshes.
+    pub last_refreshed_ms: Option<u64>,
+    /// Times the mapping has been confirmed since it was first seen.
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `refresh_count` — left out when absent.
+    ///
+    /// Absent: The transport does not count refreshes; never read as zero refreshes.
+    pub refresh_count: Option<u64>,
+    /// Interval at which the node sends keepalives to hold the mapping open.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `keepalive_interval_ms` — left out when absent.
+    ///
+    /// Absent: The node sends no dedicated keepalives for this binding, or the transport does not say.
+    pub keepalive_interval_ms: Option<u64>,
+    /// Keys this version of the contract does not know, kept and written back unchanged.
+    pub extra: ::diagwire_runtime::Extra,
+}
+/// Streaming deserializer of [`NatBinding`].
+#[doc(hidden)]
+#[derive(Default)]
+pub struct NatBindingBuilder {
+    local_addr: Option<String>,
+    observed_remote_addr: Option<String>,
+    first_seen_ms: Option<Option<u64>>,
+    last_refreshed_ms: Option<Option<u64>>,
+    refresh_count: Option<Option<u64>>,
+    keepalive_interval_ms: Option<Option<u64>>,
+    extra: ::diagwire_runtime::Extra,
+}
+impl ::diagwire_runtime::Builder for NatBindingBuilder {
+    type Output = NatBinding;
+    const NAME: &'static str = "NatBinding";
+    fn claims(&self, _key: &str) -> bool {
+        true
+    }
+    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        &mut self,
+        key: &str,
+        value: D,
+    ) -> Result<(), D::Error> {
+        match key {
+            "local_addr" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.local_addr,
+                    "local_addr",
+                    value,
+                )
+            }
+            "observed_remote_addr" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.observed_remote_addr,
+                    "observed_remote_addr",
+                    value,
+                )
+            }
+            "first_seen_ms" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.first_seen_ms,
+                    "first_seen_ms",
+                    value,
+                )
+            }
+            "last_refreshed_ms" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.last_refreshed_ms,
+                    "last_refreshed_ms",
+                    value,
+                )
+            }
+            "refresh_count" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.refresh_count,
+                    "refresh_count",
+                    value,
+                )
+            }
+            "keepalive_interval_ms" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.keepalive_interval_ms,
+                    "keepalive_interval_ms",
+                    value,
+                )
+            }
+            _ => self.extra.accept(key, value),
+        }
+    }
+    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
+        self,
+    ) -> Result<NatBinding, E> {
+        Ok(NatBinding {
+            local_addr: ::diagwire_runtime::private::finish_required(
+                self.local_addr,
+                "local_addr",
+            )?,
+            observed_remote_addr: ::diagwire_runtime::private::finish_required(
+                self.observed_remote_addr,
+                "observed_remote_addr",
+            )?,
+            first_seen_ms: self.first_seen_ms.flatten(),
+            last_refreshed_ms: self.last_refreshed_ms.flatten(),
+            refresh_count: self.refresh_count.flatten(),
+            keepalive_interval_ms: self.keepalive_interval_ms.flatten(),
+            extra: self.extra,
+        })
+    }
+}
+impl ::diagwire_runtime::MapFields for NatBinding {
+    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("local_addr", &self.local_addr)?;
+        map.serialize_entry("observed_remote_addr", &self.observed_remote_addr)?;
+        if let Some(v) = &self.first_seen_ms {
+            map.serialize_entry("first_seen_ms", v)?;
+        }
+        if let Some(v) = &self.last_refreshed_ms {
+            map.serialize_entry("last_refreshed_ms", v)?;
+        }
+        if let Some(v) = &self.refresh_count {
+            map.serialize_entry("refresh_count", v)?;
+        }
+        if let Some(v) = &self.keepalive_interval_ms {
+            map.serialize_entry("keepalive_interval_ms", v)?;
+        }
+        self.extra.serialize_into(map)?;
+        Ok(())
+    }
+}
+impl ::diagwire_runtime::private::serde::Serialize for NatBinding {
+    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        use ::diagwire_runtime::private::serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
+        map.end()
+    }
+}
+impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NatBinding {
+    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(
+                ::diagwire_runtime::BuilderVisitor::<NatBindingBuilder>::new(),
+            )
+    }
+}
+/// Passive estimate of the link to one peer, made from observed flow behaviour over a measurement window. Added in contract 1.1.0.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+pub struct LinkEstimate {
+    /// The remote peer.
+    ///
+    /// Wire: `peer_node_id_hex` — required.
+    pub peer_node_id_hex: NodeIdHex,
+    /// Bandwidth observed towards the peer over the window.
+    ///
+    /// Unit: `bits-per-s`.
+    ///
+    /// Wire: `bandwidth_bps_observed` — required.
+    pub bandwidth_bps_observed: u64,
+    /// Fraction of packets lost towards the peer over the window, from 0 (none) to 1 (all).
+    ///
+    /// Unit: `ratio`.
+    ///
+    /// Wire: `loss_rate_observed` — required.
+    #[cfg_attr(
+        feature = "arbitrary",
+        arbitrary(with = ::diagwire_runtime::arb::finite_f64)
+    )]
+    pub loss_rate_observed: f64,
+    /// Estimated one-way delay to the peer (typically half the round-trip time unless clocks are aligned).
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `one_way_delay_ms_estimated` — required.
+    pub one_way_delay_ms_estimated: u64,
+    /// Length of the window the estimate was made over.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `measurement_window_ms` — required.
+    pub measurement_window_ms: u64,
+    /// Keys this version of the contract does not know, kept and written back unchanged.
+    pub extra: ::diagwire_runtime::Extra,
+}
+/// Streaming deserializer of [`LinkEstimate`].
+#[doc(hidden)]
+#[derive(Default)]
+pub struct LinkEstimateBuilder {
+    peer_node_id_hex: Option<NodeIdHex>,
+    bandwidth_bps_observed: Option<u64>,
+    loss_rate_observed: Option<f64>,
+    one_way_delay_ms_estimated: Option<u64>,
+    measurement_window_ms: Option<u64>,
+    extra: ::diagwire_runtime::Extra,
+}
+impl ::diagwire_runtime::Builder for LinkEstimateBuilder {
+    type Output = LinkEstimate;
+    const NAME: &'static str = "LinkEstimate";
+    fn claims(&self, _key: &str) -> bool {
+        true
+    }
+    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        &mut self,
+        key: &str,
+        value: D,
+    ) -> Result<(), D::Error> {
+        match key {
+            "peer_node_id_hex" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.peer_node_id_hex,
+                    "peer_node_id_hex",
+                    value,
+                )
+            }
+            "bandwidth_bps_observed" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.bandwidth_bps_observed,
+                    "bandwidth_bps_observed",
+                    value,
+                )
+            }
+            "loss_rate_observed" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.loss_rate_observed,
+                    "loss_rate_observed",
+                    value,
+                )
+            }
+            "one_way_delay_ms_estimated" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.one_way_delay_ms_estimated,
+                    "one_way_delay_ms_estimated",
+                    value,
+                )
+            }
+            "measurement_window_ms" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.measurement_window_ms,
+                    "measurement_window_ms",
+                    value,
+                )
+            }
+            _ => self.extra.accept(key, value),
+        }
+    }
+    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
+        self,
+    ) -> Result<LinkEstimate, E> {
+        Ok(LinkEstimate {
+            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
+                self.peer_node_id_hex,
+                "peer_node_id_hex",
+            )?,
+            bandwidth_bps_observed: ::diagwire_runtime::private::finish_required(
+                self.bandwidth_bps_observed,
+                "bandwidth_bps_observed",
+            )?,
+            loss_rate_observed: ::diagwire_runtime::private::finish_required(
+                self.loss_rate_observed,
+                "loss_rate_observed",
+            )?,
+            one_way_delay_ms_estimated: ::diagwire_runtime::private::finish_required(
+                self.one_way_delay_ms_estimated,
+                "one_way_delay_ms_estimated",
+            )?,
+            measurement_window_ms: ::diagwire_runtime::private::finish_required(
+                self.measurement_window_ms,
+                "measurement_window_ms",
+            )?,
+            extra: self.extra,
+        })
+    }
+}
+impl ::diagwire_runtime::MapFields for LinkEstimate {
+    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
+        map.serialize_entry("bandwidth_bps_observed", &self.bandwidth_bps_observed)?;
+        map.serialize_entry("loss_rate_observed", &self.loss_rate_observed)?;
+        map.serialize_entry(
+            "one_way_delay_ms_estimated",
+            &self.one_way_delay_ms_estimated,
+        )?;
+        map.serialize_entry("measurement_window_ms", &self.measurement_window_ms)?;
+        self.extra.serialize_into(map)?;
+        Ok(())
+    }
+}
+impl ::diagwire_runtime::private::serde::Serialize for LinkEstimate {
+    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        use ::diagwire_runtime::private::serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
+        map.end()
+    }
+}
+impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LinkEstimate {
+    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(
+                ::diagwire_runtime::BuilderVisitor::<LinkEstimateBuilder>::new(),
+            )
+    }
+}
+/// Simulated runs only: the link parameters the simulator applied between this node and one peer, the ground truth that `LinkEstimate` values are compared with. Mirrors one entry of the bundle's `sim/links_applied.json`, seen from this node. Added in contract 1.1.0.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+pub struct LinkApplied {
+    /// The peer at the other end of the simulated link.
+    ///
+    /// Wire: `peer_node_id_hex` — required.
+    pub peer_node_id_hex: NodeIdHex,
+    /// Configured bandwidth of the link.
+    ///
+    /// Unit: `bits-per-s`.
+    ///
+    /// Wire: `bandwidth_bps` — required.
+    pub bandwidth_bps: u64,
+    /// Configured one-way delay of the link.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `one_way_delay_ms` — required.
+    pub one_way_delay_ms: u32,
+    /// Configured delay jitter of the link.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `jitter_ms` — required.
+    pub jitter_ms: u32,
+    /// Configured packet loss of the link, in parts per million (1000000 = every packet).
+    ///
+    /// Unit: `ppm`.
+    ///
+    /// Wire: `loss_ppm` — required.
+    pub loss_ppm: u32,
+    /// When these parameters took effect, on the snapshot's clock (virtual time in a simulated run).
+    ///
+    /// Unit: `ms-epoch`.
+    ///
+    /// Wire: `applied_at_ms` — left out when absent.
+    ///
+    /// Absent: The simulator did not record when the parameters took effect (for example they have held since the run started).
+    pub applied_at_ms: Option<u64>,
+    /// Keys this version of the contract does not know, kept and written back unchanged.
+    pub extra: ::diagwire_runtime::Extra,
+}
+/// Streaming deserializer of [`LinkApplied`].
+#[doc(hidden)]
+#[derive(Default)]
+pub struct LinkAppliedBuilder {
+    peer_node_id_hex: Option<NodeIdHex>,
+    bandwidth_bps: Option<u64>,
+    one_way_delay_ms: Option<u32>,
+    jitter_ms: Option<u32>,
+    loss_ppm: Option<u32>,
+    applied_at_ms: Option<Option<u64>>,
+    extra: ::diagwire_runtime::Extra,
+}
+impl ::diagwire_runtime::Builder for LinkAppliedBuilder {
+    type Output = LinkApplied;
+    const NAME: &'static str = "LinkApplied";
+    fn claims(&self, _key: &str) -> bool {
+        true
+    }
+    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        &mut self,
+        key: &str,
+        value: D,
+    ) -> Result<(), D::Error> {
+        match key {
+            "peer_node_id_hex" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.peer_node_id_hex,
+                    "peer_node_id_hex",
+                    value,
+                )
+            }
+            "bandwidth_bps" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.bandwidth_bps,
+                    "bandwidth_bps",
+                    value,
+                )
+            }
+            "one_way_delay_ms" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.one_way_delay_ms,
+                    "one_way_delay_ms",
+                    value,
+                )
+            }
+            "jitter_ms" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.jitter_ms,
+                    "jitter_ms",
+                    value,
+                )
+            }
+            "loss_ppm" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.loss_ppm,
+                    "loss_ppm",
+                    value,
+                )
+            }
+            "applied_at_ms" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.applied_at_ms,
+                    "applied_at_ms",
+                    value,
+                )
+            }
+            _ => self.extra.accept(key, value),
+        }
+    }
+    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
+        self,
+    ) -> Result<LinkApplied, E> {
+        Ok(LinkApplied {
+            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
+                self.peer_node_id_hex,
+                "peer_node_id_hex",
+            )?,
+            bandwidth_bps: ::diagwire_runtime::private::finish_required(
+                self.bandwidth_bps,
+                "bandwidth_bps",
+            )?,
+            one_way_delay_ms: ::diagwire_runtime::private::finish_required(
+                self.one_way_delay_ms,
+                "one_way_delay_ms",
+            )?,
+            jitter_ms: ::diagwire_runtime::private::finish_required(
+                self.jitter_ms,
+                "jitter_ms",
+            )?,
+            loss_ppm: ::diagwire_runtime::private::finish_required(
+                self.loss_ppm,
+                "loss_ppm",
+            )?,
+            applied_at_ms: self.applied_at_ms.flatten(),
+            extra: self.extra,
+        })
+    }
+}
+impl ::diagwire_runtime::MapFields for LinkApplied {
+    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
+        map.serialize_entry("bandwidth_bps", &self.bandwidth_bps)?;
+        map.serialize_entry("one_way_delay_ms", &self.one_way_delay_ms)?;
+        map.serialize_entry("jitter_ms", &self.jitter_ms)?;
+        map.serialize_entry("loss_ppm", &self.loss_ppm)?;
+        if let Some(v) = &self.applied_at_ms {
+            map.serialize_entry("applied_at_ms", v)?;
+        }
+        self.extra.serialize_into(map)?;
+        Ok(())
+    }
+}
+impl ::diagwire_runtime::private::serde::Serialize for LinkApplied {
+    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        use ::diagwire_runtime::private::serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
+        map.end()
+    }
+}
+impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LinkApplied {
+    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(
+                ::diagwire_runtime::BuilderVisitor::<LinkAppliedBuilder>::new(),
+            )
     }
 }

@@ -8,7 +8,7 @@ use super::*;
 /// Top-level manifest of a bundle (swactor collector `Manifest`). Built from the collector's in-memory accounting of the run, both for the canonical bundle written at finalize and for a bundle synthesized on request without one.
 ///
 /// Record kind `manifest`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Manifest {
     /// The run id every record of the bundle was posted under (the `x-run-id` header); also the name of the bundle's top-level directory.
@@ -43,6 +43,18 @@ pub struct Manifest {
     ///
     /// Absent: Read as empty: the manifest lists no nodes (the bundle may still hold node directories, which readers pick up by path).
     pub nodes: Vec<ManifestNode>,
+    /// The diagwire contract version the bundle was written against, as a semantic version string such as `1.1.0`. A reader uses it to know which fields and record types to expect: anything the contract added after this version is absent because the writer did not know it, not because nothing was observed. Added in contract 1.1.0.
+    ///
+    /// Wire: `contract_version` — left out when absent.
+    ///
+    /// Absent: The bundle was written by a writer older than contract 1.1.0 (every legacy collector): read it as contract 1.0.0 and treat fields added later as unknown to the writer.
+    pub contract_version: Option<String>,
+    /// What wrote the bundle: a node, the simulator or the collector, with its name and version, so a reader can tell a simulated bundle from a production one and pin a quirk to the software that produced it. Added in contract 1.1.0.
+    ///
+    /// Wire: `writer` — left out when absent.
+    ///
+    /// Absent: The bundle was written by a writer older than contract 1.1.0 (legacy); in practice the swactor collector.
+    pub writer: Option<BundleWriter>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -55,6 +67,8 @@ pub struct ManifestBuilder {
     run_end_collector_ms: Option<Option<u64>>,
     finalize_received: Option<bool>,
     nodes: Option<Vec<ManifestNode>>,
+    contract_version: Option<Option<String>>,
+    writer: Option<Option<BundleWriter>>,
     extra: ::diagwire_runtime::Extra,
 }
 impl ::diagwire_runtime::Builder for ManifestBuilder {
@@ -96,6 +110,16 @@ impl ::diagwire_runtime::Builder for ManifestBuilder {
             "nodes" => {
                 ::diagwire_runtime::private::field_set(&mut self.nodes, "nodes", value)
             }
+            "contract_version" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.contract_version,
+                    "contract_version",
+                    value,
+                )
+            }
+            "writer" => {
+                ::diagwire_runtime::private::field_set(&mut self.writer, "writer", value)
+            }
             _ => self.extra.accept(key, value),
         }
     }
@@ -108,6 +132,8 @@ impl ::diagwire_runtime::Builder for ManifestBuilder {
             run_end_collector_ms: self.run_end_collector_ms.flatten(),
             finalize_received: self.finalize_received.unwrap_or_default(),
             nodes: self.nodes.unwrap_or_default(),
+            contract_version: self.contract_version.flatten(),
+            writer: self.writer.flatten(),
             extra: self.extra,
         })
     }
@@ -122,6 +148,12 @@ impl ::diagwire_runtime::MapFields for Manifest {
         map.serialize_entry("run_end_collector_ms", &self.run_end_collector_ms)?;
         map.serialize_entry("finalize_received", &self.finalize_received)?;
         map.serialize_entry("nodes", &self.nodes)?;
+        if let Some(v) = &self.contract_version {
+            map.serialize_entry("contract_version", v)?;
+        }
+        if let Some(v) = &self.writer {
+            map.serialize_entry("writer", v)?;
+        }
         self.extra.serialize_into(map)?;
         Ok(())
     }
@@ -147,8 +179,187 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Manifest {
             )
     }
 }
-/// One node of the run as the collector saw it (swactor collector `ManifestNode`): its id, its directory label inside the bundle, what its boot record said about its role, and how many records of each kind it posted.
+/// The program that wrote a bundle and its manifest. Together with the manifest's `contract_version` it tells a reader which fields to expect and which software to blame for a divergence.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+pub struct BundleWriter {
+    /// Which kind of program wrote the bundle.
+    ///
+    /// Wire: `kind` — required.
+    pub kind: WriterKind,
+    /// The writer's program or crate name, for example `swactor-collector` or `swactor-sim`.
+    ///
+    /// Wire: `name` — required.
+    pub name: String,
+    /// The writer's own software version as its build reports it (a crate version, optionally with a git revision), not the contract version. Like every version string in a bundle, it names the build that actually ran.
+    ///
+    /// Wire: `version` — required.
+    pub version: String,
+    /// Keys this version of the contract does not know, kept and written back unchanged.
+    pub extra: ::diagwire_runtime::Extra,
+}
+/// Streaming deserializer of [`BundleWriter`].
+#[doc(hidden)]
+#[derive(Default)]
+pub struct BundleWriterBuilder {
+    kind: Option<WriterKind>,
+    name: Option<String>,
+    version: Option<String>,
+    extra: ::diagwire_runtime::Extra,
+}
+impl ::diagwire_runtime::Builder for BundleWriterBuilder {
+    type Output = BundleWriter;
+    const NAME: &'static str = "BundleWriter";
+    fn claims(&self, _key: &str) -> bool {
+        true
+    }
+    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        &mut self,
+        key: &str,
+        value: D,
+    ) -> Result<(), D::Error> {
+        match key {
+            "kind" => {
+                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
+            }
+            "name" => {
+                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
+            }
+            "version" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.version,
+                    "version",
+                    value,
+                )
+            }
+            _ => self.extra.accept(key, value),
+        }
+    }
+    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
+        self,
+    ) -> Result<BundleWriter, E> {
+        Ok(BundleWriter {
+            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
+            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
+            version: ::diagwire_runtime::private::finish_required(
+                self.version,
+                "version",
+            )?,
+            extra: self.extra,
+        })
+    }
+}
+impl ::diagwire_runtime::MapFields for BundleWriter {
+    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("kind", &self.kind)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("version", &self.version)?;
+        self.extra.serialize_into(map)?;
+        Ok(())
+    }
+}
+impl ::diagwire_runtime::private::serde::Serialize for BundleWriter {
+    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        use ::diagwire_runtime::private::serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
+        map.end()
+    }
+}
+impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for BundleWriter {
+    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(
+                ::diagwire_runtime::BuilderVisitor::<BundleWriterBuilder>::new(),
+            )
+    }
+}
+/// Kind of program that wrote a bundle: `node` (a swactor node assembling its own bundle), `sim` (the simulator writing a bundle in the production shape, whose records are modelled rather than observed) or `collector` (the diagnostics collector assembling a bundle from what nodes posted).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WriterKind {
+    /// `node`.
+    Node,
+    /// `sim`.
+    Sim,
+    /// `collector`.
+    Collector,
+    /// A value this version of the contract does not know, kept as written.
+    Other(String),
+}
+impl WriterKind {
+    /// The values this version of the contract knows.
+    pub const VALUES: &'static [&'static str] = &["node", "sim", "collector"];
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            WriterKind::Node => "node",
+            WriterKind::Sim => "sim",
+            WriterKind::Collector => "collector",
+            WriterKind::Other(s) => s,
+        }
+    }
+}
+impl AsRef<str> for WriterKind {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+impl ::core::fmt::Display for WriterKind {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::diagwire_runtime::private::serde::Serialize for WriterKind {
+    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WriterKind {
+    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
+        Ok(
+            match &*s {
+                "node" => WriterKind::Node,
+                "sim" => WriterKind::Sim,
+                "collector" => WriterKind::Collector,
+                _ => WriterKind::Other(s.into_owned()),
+            },
+        )
+    }
+}
+#[cfg(feature = "arbitrary")]
+impl<'a> ::arbitrary::Arbitrary<'a> for WriterKind {
+    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
+        let _ = "WriterKind";
+        Ok(
+            match u.choose_index(4usize)? {
+                0usize => WriterKind::Node,
+                1usize => WriterKind::Sim,
+                2usize => WriterKind::Collector,
+                _ => {
+                    WriterKind::Other(
+                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
+                    )
+                }
+            },
+        )
+    }
+}
+/// One node of the run as the collector saw it (swactor collector `ManifestNode`): its id, its directory label inside the bundle, what its boot record said about its role, and how many records of each kind it posted.
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct ManifestNode {
     /// The raw `x-node-id` header the node posted under: the 64-character hex id for swactor nodes, a synthetic id such as `vastai-external` or `vastai-stage-0` for vast.ai monitoring producers.
@@ -209,6 +420,12 @@ pub struct ManifestNode {
     ///
     /// Absent: Written by a collector that predates the vast.ai monitoring layer, which did not accept such records at all.
     pub vastai_records: Option<u64>,
+    /// The diagwire contract version this node reported writing its records against, as a semantic version string such as `1.1.0`. It may differ from the bundle's `contract_version` during a rolling upgrade, when nodes of several builds post into one run. Added in contract 1.1.0.
+    ///
+    /// Wire: `contract_version` — left out when absent.
+    ///
+    /// Absent: The node did not report a contract version: it was built against a contract older than 1.1.0, it posted no record carrying one, or it is a vast.ai monitoring producer; or the manifest's writer predates contract 1.1.0.
+    pub contract_version: Option<String>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -225,6 +442,7 @@ pub struct ManifestNodeBuilder {
     snapshots: Option<u64>,
     finalize_recorded: Option<bool>,
     vastai_records: Option<Option<u64>>,
+    contract_version: Option<Option<String>>,
     extra: ::diagwire_runtime::Extra,
 }
 impl ::diagwire_runtime::Builder for ManifestNodeBuilder {
@@ -294,6 +512,13 @@ impl ::diagwire_runtime::Builder for ManifestNodeBuilder {
                     value,
                 )
             }
+            "contract_version" => {
+                ::diagwire_runtime::private::field_set(
+                    &mut self.contract_version,
+                    "contract_version",
+                    value,
+                )
+            }
             _ => self.extra.accept(key, value),
         }
     }
@@ -313,6 +538,7 @@ impl ::diagwire_runtime::Builder for ManifestNodeBuilder {
             snapshots: self.snapshots.unwrap_or_default(),
             finalize_recorded: self.finalize_recorded.unwrap_or_default(),
             vastai_records: self.vastai_records.flatten(),
+            contract_version: self.contract_version.flatten(),
             extra: self.extra,
         })
     }
@@ -332,6 +558,9 @@ impl ::diagwire_runtime::MapFields for ManifestNode {
         map.serialize_entry("finalize_recorded", &self.finalize_recorded)?;
         if let Some(v) = &self.vastai_records {
             map.serialize_entry("vastai_records", v)?;
+        }
+        if let Some(v) = &self.contract_version {
+            map.serialize_entry("contract_version", v)?;
         }
         self.extra.serialize_into(map)?;
         Ok(())

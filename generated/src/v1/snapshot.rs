@@ -363,7 +363,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SnapshotTrigg
     }
 }
 /// The captured state (swactor `SnapshotBody`). Reachability is always present; every other block is left out when its introspector is not installed on the node, which a reader must take as "not observed", never as empty or zero.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct SnapshotBody {
     /// One reachability log entry per remote peer the node has observed, sorted by peer hex; an empty array before any peer is seen.
@@ -430,6 +430,18 @@ pub struct SnapshotBody {
     ///
     /// Absent: No subprocess introspector is installed, or the record comes from an older generation.
     pub subprocess: Option<SubprocessState>,
+    /// Tier-3 application state of a pipeline-parallel inference stage: worker status, in-flight requests, KV-cache pressure, worker queue and GPU memory. Added in contract 1.1.0.
+    ///
+    /// Wire: `app` — left out when absent.
+    ///
+    /// Absent: No application introspector is installed (the node runs no pipeline stage, for example an orchestrator or a relay), or the record comes from a 1.0.0 writer.
+    pub app: Option<AppState>,
+    /// Tier-3 per-actor mailbox statistics and scheduler state of the node's actor runtime. Added in contract 1.1.0.
+    ///
+    /// Wire: `actors` — left out when absent.
+    ///
+    /// Absent: No actor-runtime introspector is installed on this node, or the record comes from a 1.0.0 writer.
+    pub actors: Option<ActorState>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -448,6 +460,8 @@ pub struct SnapshotBodyBuilder {
     registry: Option<Option<Registry>>,
     relay_server: Option<Option<RelayServer>>,
     subprocess: Option<Option<SubprocessState>>,
+    app: Option<Option<AppState>>,
+    actors: Option<Option<ActorState>>,
     extra: ::diagwire_runtime::Extra,
 }
 impl ::diagwire_runtime::Builder for SnapshotBodyBuilder {
@@ -515,6 +529,10 @@ impl ::diagwire_runtime::Builder for SnapshotBodyBuilder {
                     value,
                 )
             }
+            "app" => ::diagwire_runtime::private::field_set(&mut self.app, "app", value),
+            "actors" => {
+                ::diagwire_runtime::private::field_set(&mut self.actors, "actors", value)
+            }
             _ => self.extra.accept(key, value),
         }
     }
@@ -536,6 +554,8 @@ impl ::diagwire_runtime::Builder for SnapshotBodyBuilder {
             registry: self.registry.flatten(),
             relay_server: self.relay_server.flatten(),
             subprocess: self.subprocess.flatten(),
+            app: self.app.flatten(),
+            actors: self.actors.flatten(),
             extra: self.extra,
         })
     }
@@ -575,6 +595,12 @@ impl ::diagwire_runtime::MapFields for SnapshotBody {
         }
         if let Some(v) = &self.subprocess {
             map.serialize_entry("subprocess", v)?;
+        }
+        if let Some(v) = &self.app {
+            map.serialize_entry("app", v)?;
+        }
+        if let Some(v) = &self.actors {
+            map.serialize_entry("actors", v)?;
         }
         self.extra.serialize_into(map)?;
         Ok(())

@@ -6,7 +6,7 @@
 #[allow(unused_imports)]
 use super::*;
 /// Tier-2 scrape of the SWIM membership protocol (swactor `Tier2SwimState`): its configuration, this node's incarnation and metadata version, per-peer state and a ring of recently received messages.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct SwimState {
     /// The protocol parameters the node runs with.
@@ -187,7 +187,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimState {
     }
 }
 /// SWIM protocol parameters captured when the introspector was installed (swactor `Tier2SwimConfig`); they do not change at run time. Tick-valued fields are protocol ticks, not milliseconds.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct SwimConfig {
     /// Ticks between two probe rounds.
@@ -841,7 +841,7 @@ impl<'a> ::arbitrary::Arbitrary<'a> for SwimMessageKind {
     }
 }
 /// The node's local name registry, name to actor address (swactor `Tier2Registry`). Added by the newest swactor generation. A name the node owns appears in every snapshot, so its absence means the node never registered it rather than that gossip lost it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Registry {
     /// One entry per known name, live or tombstoned.
@@ -974,7 +974,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Registry {
     }
 }
 /// One name binding as the local node sees it (swactor `Tier2RegistryEntry`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct RegistryEntry {
     /// The registered name.

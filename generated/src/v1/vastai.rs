@@ -150,7 +150,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for VastaiRecord 
     }
 }
 /// Identifies the logical vast.ai node a record is about (swactor `VastaiNodeRef`). Each producer fills what it knows: the external poller knows the contract id from leasing, the in-VM sampler its stage index from the environment.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct VastaiNodeRef {
     /// vast.ai contract (instance) id, vast's own key for the rental.
@@ -523,7 +523,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for VastaiBody {
     }
 }
 /// The external poller's view of one vast.ai instance, one per poll per contract (swactor `InstanceObservation`). It also covers the image-pull window before the container runs, which the in-VM sampler cannot see. Values are as vast.ai reports them; `raw` keeps the full vast.ai JSON.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct InstanceObservation {
     /// Contract (instance) id, vast.ai's primary key for the rental.
@@ -1109,7 +1109,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for InstanceObser
     }
 }
 /// One metrics tick of the in-VM sampler (swactor `HostSample`). Rates are computed by the sampler from counter deltas, so a single sample is meaningful without its neighbours.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct HostSample {
     /// One entry per GPU, from the GPU driver's tooling.
@@ -1245,7 +1245,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HostSample {
     }
 }
 /// CPU part of a host sample (swactor `CpuSample`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct CpuSample {
     /// Aggregate CPU utilization since the previous tick, 0 to 100.
@@ -1415,7 +1415,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for CpuSample {
     }
 }
 /// Memory part of a host sample, in kibibytes as the kernel's meminfo reports them (swactor `MemSample`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct MemSample {
     /// Total system memory.
@@ -1581,7 +1581,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for MemSample {
     }
 }
 /// One GPU in a host sample (swactor `GpuSample`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct GpuSample {
     /// The GPU's index as the driver numbers it.
@@ -1813,7 +1813,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for GpuSample {
     }
 }
 /// One block device in a host sample (swactor `DiskSample`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct DiskSample {
     /// Kernel device name, for example `nvme0n1`.
@@ -1977,7 +1977,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DiskSample {
     }
 }
 /// One network interface in a host sample (swactor `NetSample`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct NetSample {
     /// Interface name, for example `eth0`.
@@ -2141,7 +2141,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NetSample {
     }
 }
 /// Limits and usage of the container's control group (swactor `CgroupSample`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct CgroupSample {
     /// Memory limit of the cgroup.
@@ -2357,7 +2357,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LogBatch {
     }
 }
 /// One framed log line (swactor `LogLine`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct LogLine {
     /// Producer wall clock when the line was observed.
@@ -2719,7 +2719,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LifecycleEven
     }
 }
 /// The orchestrator began a deploy; emitted once, before any contract is leased.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct DeployStart {
     /// Number of pipeline stages the deploy will lease.
@@ -2805,7 +2805,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DeployStart {
     }
 }
 /// A vast.ai contract was leased for a stage.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct ContractLeased {
     /// The leased contract (instance) id.
@@ -2910,7 +2910,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ContractLease
     }
 }
 /// A vast.ai contract is being torn down.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 pub struct Teardown {
     /// The contract (instance) id being destroyed.

@@ -1,0 +1,273 @@
+//! The fuzz target bodies. `fuzz/` calls them from libFuzzer; `tests/fuzz_replay.rs` calls them on
+//! the checked-in corpus, every regression input, and a time-boxed run of generated inputs, so the
+//! same invariants hold under plain `cargo test` on stable.
+//!
+//! Invariants: no panic; a bundle is read within the reader's caps and never yields an unsafe path;
+//! `parse(serialize(v)) == v`; the schema verdict and the typed parse agree.
+
+use std::io::Write;
+use std::path::{Component, Path};
+use std::sync::OnceLock;
+
+use arbitrary::{Arbitrary, Unstructured};
+use diagwire::bundle::read::{BundleReader, Limits};
+use diagwire::v1::{self, Record};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::validators;
+
+/// A fuzz target's body: it takes the fuzzer's bytes and panics when an invariant breaks.
+pub type Body = fn(&[u8]);
+
+/// The targets, by name: the name of the `fuzz/` binary and of the corpus folder.
+pub const TARGETS: &[(&str, Body)] = &[
+    ("record_roundtrip", record_roundtrip),
+    ("schema_agreement", schema_agreement),
+    ("bundle_targz", bundle_targz),
+    ("bundle_dir", bundle_dir),
+    ("cross_version", cross_version),
+];
+
+/// Splits an input into a record kind (its first byte) and JSON text (the rest).
+fn kind_and_text(data: &[u8]) -> Option<(&'static str, &str)> {
+    let (&k, rest) = data.split_first()?;
+    let kind = Record::KINDS[usize::from(k) % Record::KINDS.len()];
+    Some((kind, std::str::from_utf8(rest).ok()?))
+}
+
+/// Any record that parses serializes to JSON that parses back to the same record, and serializing
+/// again gives the same JSON.
+pub fn record_roundtrip(data: &[u8]) {
+    let Some((kind, text)) = kind_and_text(data) else {
+        return;
+    };
+    let Some(Ok(record)) = Record::parse(kind, text) else {
+        return;
+    };
+    let json = serde_json::to_string(&record).expect("a parsed record serializes");
+    let again = Record::parse(kind, &json)
+        .expect("known kind")
+        .unwrap_or_else(|e| panic!("`{kind}` written by diagwire does not read back: {e}\n{json}"));
+    assert_eq!(
+        record, again,
+        "`{kind}` changed through a round trip\n{json}"
+    );
+    assert_eq!(json, serde_json::to_string(&again).expect("serializes"));
+}
+
+/// The schema accepts a JSON value exactly when the generated type reads it.
+pub fn schema_agreement(data: &[u8]) {
+    let Some((kind, text)) = kind_and_text(data) else {
+        return;
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+        return;
+    };
+    let schema = validators().is_valid(kind, &value).expect("known kind");
+    let typed = Record::from_value(kind, value.clone()).expect("known kind");
+    assert_eq!(
+        schema,
+        typed.is_ok(),
+        "`{kind}`: schema says {schema}, typed parse says {:?}\n{value}",
+        typed.err().map(|e| e.to_string())
+    );
+}
+
+/// Caps small enough that a fuzz input can cross them.
+fn fuzz_limits() -> Limits {
+    Limits {
+        max_file_bytes: 64 * 1024,
+        max_total_bytes: 1024 * 1024,
+        max_entries: 256,
+    }
+}
+
+fn scratch() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a scratch directory"))
+        .path()
+}
+
+/// Reads a whole bundle and checks every file, asserting the reader's guarantees.
+fn read_bundle(path: &Path) {
+    let limits = fuzz_limits();
+    let Ok(mut reader) = BundleReader::open(path, limits) else {
+        return;
+    };
+    let mut total = 0u64;
+    for file in reader.files().flatten() {
+        let p = Path::new(&file.path);
+        assert!(
+            p.components().all(|c| matches!(c, Component::Normal(_))),
+            "unsafe path yielded: {}",
+            file.path
+        );
+        assert!(
+            file.bytes.len() as u64 <= limits.max_file_bytes,
+            "a file beyond the cap was yielded"
+        );
+        total += file.bytes.len() as u64;
+    }
+    assert!(
+        total <= limits.max_total_bytes,
+        "more than the total cap was yielded"
+    );
+    if let Ok(mut reader) = BundleReader::open(path, limits) {
+        let _ = diagwire::check::bundle::check_bundle(validators(), &mut reader, &mut |_, _| {});
+    }
+}
+
+/// Opening a bundle from arbitrary bytes never panics, never yields an unsafe path and stays within
+/// its caps.
+pub fn bundle_targz(data: &[u8]) {
+    let path = scratch().join(format!("input-{:?}.tar.gz", std::thread::current().id()));
+    let Ok(mut f) = std::fs::File::create(&path) else {
+        return;
+    };
+    if f.write_all(data).is_err() {
+        return;
+    }
+    drop(f);
+    read_bundle(&path);
+}
+
+/// One entry of an arbitrary directory.
+#[derive(Debug, Arbitrary)]
+enum DirEntry {
+    File { path: Vec<u8>, bytes: Vec<u8> },
+    Symlink { path: Vec<u8>, target: Vec<u8> },
+}
+
+/// Path components from a small alphabet of the names bundles use, plus hostile ones.
+fn path_of(raw: &[u8]) -> String {
+    const PARTS: &[&str] = &[
+        "run",
+        "MANIFEST.json",
+        "stage-0",
+        "orchestrator",
+        "boot.json",
+        "events",
+        "events-000001.json",
+        "snapshots",
+        "snapshot-000001.json",
+        "finalize.json",
+        "boot",
+        "boot-000001.json",
+        "vastai",
+        "vastai_sample-000001.json",
+        "..",
+        ".",
+        "x",
+    ];
+    let parts: Vec<&str> = raw
+        .iter()
+        .take(6)
+        .map(|b| PARTS[usize::from(*b) % PARTS.len()])
+        .collect();
+    parts.join("/")
+}
+
+/// Reading a bundle directory built from arbitrary entries (files, links pointing anywhere) never
+/// panics, never follows a link and stays within its caps.
+pub fn bundle_dir(data: &[u8]) {
+    let Ok(entries) = Vec::<DirEntry>::arbitrary(&mut Unstructured::new(data)) else {
+        return;
+    };
+    let Ok(root) = tempfile::tempdir_in(scratch()) else {
+        return;
+    };
+    for e in entries.iter().take(64) {
+        let (raw, content) = match e {
+            DirEntry::File { path, bytes } => (path, Some(bytes)),
+            DirEntry::Symlink { path, .. } => (path, None),
+        };
+        let rel = path_of(raw);
+        // The harness itself must not write outside its directory.
+        if rel.is_empty()
+            || Path::new(&rel)
+                .components()
+                .any(|c| !matches!(c, Component::Normal(_)))
+        {
+            continue;
+        }
+        let full = root.path().join(&rel);
+        if let Some(parent) = full.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        match (e, content) {
+            (_, Some(bytes)) => {
+                let _ = std::fs::write(&full, bytes);
+            }
+            (DirEntry::Symlink { target, .. }, None) => {
+                #[cfg(unix)]
+                {
+                    let target = if target.first() == Some(&0) {
+                        "/etc/hostname".to_owned()
+                    } else {
+                        path_of(target)
+                    };
+                    let _ = std::os::unix::fs::symlink(target, &full);
+                }
+                #[cfg(not(unix))]
+                let _ = target;
+            }
+            _ => {}
+        }
+    }
+    read_bundle(root.path());
+}
+
+fn roundtrip_through<W, R>(u: &mut Unstructured<'_>)
+where
+    W: for<'a> Arbitrary<'a> + Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
+    R: Serialize + DeserializeOwned,
+{
+    let Ok(value) = W::arbitrary(u) else { return };
+    let written = serde_json::to_string(&value).expect("serializes");
+    let read: R = serde_json::from_str(&written)
+        .unwrap_or_else(|e| panic!("the reader cannot read what the writer wrote: {e}\n{written}"));
+    let rewritten = serde_json::to_string(&read).expect("serializes");
+    let back: W = serde_json::from_str(&rewritten).unwrap_or_else(|e| {
+        panic!("the writer cannot read what the reader wrote back: {e}\n{rewritten}")
+    });
+    assert_eq!(
+        value, back,
+        "a value lost something through another release's reader\n{written}\n{rewritten}"
+    );
+}
+
+/// A value written by release N, read by release M, written back and read by N is unchanged.
+///
+/// The pairs are the current contract (`v1`) and every frozen release, in both directions.
+pub fn cross_version(data: &[u8]) {
+    use diagwire::releases::v1_0_0 as r100;
+    let mut u = Unstructured::new(data);
+    let Ok(pick) = u.int_in_range(0..=21u8) else {
+        return;
+    };
+    match pick {
+        0 => roundtrip_through::<v1::Identity, r100::Identity>(&mut u),
+        1 => roundtrip_through::<v1::EventRecord, r100::EventRecord>(&mut u),
+        2 => roundtrip_through::<v1::EventBatch, r100::EventBatch>(&mut u),
+        3 => roundtrip_through::<v1::Snapshot, r100::Snapshot>(&mut u),
+        4 => roundtrip_through::<v1::Finalize, r100::Finalize>(&mut u),
+        5 => roundtrip_through::<v1::Manifest, r100::Manifest>(&mut u),
+        6 => roundtrip_through::<v1::PostAck, r100::PostAck>(&mut u),
+        7 => roundtrip_through::<v1::ErrorBody, r100::ErrorBody>(&mut u),
+        8 => roundtrip_through::<v1::RunsListing, r100::RunsListing>(&mut u),
+        9 => roundtrip_through::<v1::LiveRecord, r100::LiveRecord>(&mut u),
+        10 => roundtrip_through::<v1::VastaiRecord, r100::VastaiRecord>(&mut u),
+        11 => roundtrip_through::<r100::Identity, v1::Identity>(&mut u),
+        12 => roundtrip_through::<r100::EventRecord, v1::EventRecord>(&mut u),
+        13 => roundtrip_through::<r100::EventBatch, v1::EventBatch>(&mut u),
+        14 => roundtrip_through::<r100::Snapshot, v1::Snapshot>(&mut u),
+        15 => roundtrip_through::<r100::Finalize, v1::Finalize>(&mut u),
+        16 => roundtrip_through::<r100::Manifest, v1::Manifest>(&mut u),
+        17 => roundtrip_through::<r100::PostAck, v1::PostAck>(&mut u),
+        18 => roundtrip_through::<r100::ErrorBody, v1::ErrorBody>(&mut u),
+        19 => roundtrip_through::<r100::RunsListing, v1::RunsListing>(&mut u),
+        20 => roundtrip_through::<r100::LiveRecord, v1::LiveRecord>(&mut u),
+        _ => roundtrip_through::<r100::VastaiRecord, v1::VastaiRecord>(&mut u),
+    }
+}
