@@ -218,7 +218,9 @@ pub fn bundle_dir(data: &[u8]) {
     read_bundle(root.path());
 }
 
-fn roundtrip_through<W, R>(u: &mut Unstructured<'_>)
+/// Writes an `Arbitrary` value of `W`, reads it as `R`, writes that back and reads it as `W`,
+/// asserting that nothing changed on the way (the cross-version invariant).
+pub fn roundtrip_through<W, R>(u: &mut Unstructured<'_>)
 where
     W: for<'a> Arbitrary<'a> + Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
     R: Serialize + DeserializeOwned,
