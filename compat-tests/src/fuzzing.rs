@@ -241,35 +241,36 @@ where
 
 /// A value written by release N, read by release M, written back and read by N is unchanged.
 ///
-/// The pairs are the current contract (`v1`) and every frozen release, in both directions.
+/// The pairs are every ordered pair of the frozen releases and the current contract (`v1`).
 pub fn cross_version(data: &[u8]) {
-    use diagwire::releases::v1_0_0 as r100;
+    use diagwire::releases::{v1_0_0 as r100, v1_1_0 as r110};
     let mut u = Unstructured::new(data);
-    let Ok(pick) = u.int_in_range(0..=21u8) else {
+    let (Ok(pair), Ok(kind)) = (u.int_in_range(0..=5u8), u.int_in_range(0..=10u8)) else {
         return;
     };
-    match pick {
-        0 => roundtrip_through::<v1::Identity, r100::Identity>(&mut u),
-        1 => roundtrip_through::<v1::EventRecord, r100::EventRecord>(&mut u),
-        2 => roundtrip_through::<v1::EventBatch, r100::EventBatch>(&mut u),
-        3 => roundtrip_through::<v1::Snapshot, r100::Snapshot>(&mut u),
-        4 => roundtrip_through::<v1::Finalize, r100::Finalize>(&mut u),
-        5 => roundtrip_through::<v1::Manifest, r100::Manifest>(&mut u),
-        6 => roundtrip_through::<v1::PostAck, r100::PostAck>(&mut u),
-        7 => roundtrip_through::<v1::ErrorBody, r100::ErrorBody>(&mut u),
-        8 => roundtrip_through::<v1::RunsListing, r100::RunsListing>(&mut u),
-        9 => roundtrip_through::<v1::LiveRecord, r100::LiveRecord>(&mut u),
-        10 => roundtrip_through::<v1::VastaiRecord, r100::VastaiRecord>(&mut u),
-        11 => roundtrip_through::<r100::Identity, v1::Identity>(&mut u),
-        12 => roundtrip_through::<r100::EventRecord, v1::EventRecord>(&mut u),
-        13 => roundtrip_through::<r100::EventBatch, v1::EventBatch>(&mut u),
-        14 => roundtrip_through::<r100::Snapshot, v1::Snapshot>(&mut u),
-        15 => roundtrip_through::<r100::Finalize, v1::Finalize>(&mut u),
-        16 => roundtrip_through::<r100::Manifest, v1::Manifest>(&mut u),
-        17 => roundtrip_through::<r100::PostAck, v1::PostAck>(&mut u),
-        18 => roundtrip_through::<r100::ErrorBody, v1::ErrorBody>(&mut u),
-        19 => roundtrip_through::<r100::RunsListing, v1::RunsListing>(&mut u),
-        20 => roundtrip_through::<r100::LiveRecord, v1::LiveRecord>(&mut u),
-        _ => roundtrip_through::<r100::VastaiRecord, v1::VastaiRecord>(&mut u),
+    macro_rules! pairs {
+        ($t:ident) => {
+            match pair {
+                0 => roundtrip_through::<r100::$t, r110::$t>(&mut u),
+                1 => roundtrip_through::<r110::$t, r100::$t>(&mut u),
+                2 => roundtrip_through::<r100::$t, v1::$t>(&mut u),
+                3 => roundtrip_through::<v1::$t, r100::$t>(&mut u),
+                4 => roundtrip_through::<r110::$t, v1::$t>(&mut u),
+                _ => roundtrip_through::<v1::$t, r110::$t>(&mut u),
+            }
+        };
+    }
+    match kind {
+        0 => pairs!(Identity),
+        1 => pairs!(EventRecord),
+        2 => pairs!(EventBatch),
+        3 => pairs!(Snapshot),
+        4 => pairs!(Finalize),
+        5 => pairs!(Manifest),
+        6 => pairs!(PostAck),
+        7 => pairs!(ErrorBody),
+        8 => pairs!(RunsListing),
+        9 => pairs!(LiveRecord),
+        _ => pairs!(VastaiRecord),
     }
 }

@@ -6,6 +6,7 @@
 //! must both reject them.
 
 pub mod fuzzing;
+pub mod golden;
 pub mod legacy;
 pub mod rng;
 pub mod stream;

@@ -9,6 +9,7 @@
 
 use arbitrary::Unstructured;
 use diagwire::releases::v1_0_0 as r100;
+use diagwire::releases::v1_1_0 as r110;
 use diagwire::v1;
 use diagwire_compat_tests::fuzzing::roundtrip_through;
 use diagwire_compat_tests::rng::SplitMix64;
@@ -27,14 +28,19 @@ macro_rules! cell {
     }};
 }
 
-/// The four ordered pairs of the releases (1.0.0 and the current contract) for one record type.
+/// Every ordered pair of the releases (1.0.0, 1.1.0) and the current contract for one record type.
 macro_rules! kind {
     ($name:ident, $t:ident) => {
         #[test]
         fn $name() {
             cell!(r100::$t, r100::$t);
+            cell!(r100::$t, r110::$t);
             cell!(r100::$t, v1::$t);
+            cell!(r110::$t, r100::$t);
+            cell!(r110::$t, r110::$t);
+            cell!(r110::$t, v1::$t);
             cell!(v1::$t, r100::$t);
+            cell!(v1::$t, r110::$t);
             cell!(v1::$t, v1::$t);
         }
     };
@@ -61,7 +67,7 @@ fn the_matrix_covers_every_record_kind_and_release() {
     );
     assert_eq!(
         diagwire::releases::RELEASES,
-        ["1.0.0"],
+        ["1.0.0", "1.1.0"],
         "a release was cut: add its pairs above"
     );
 }

@@ -4,5 +4,8 @@
 /// Release 1.0.0.
 #[rustfmt::skip]
 pub mod v1_0_0;
+/// Release 1.1.0.
+#[rustfmt::skip]
+pub mod v1_1_0;
 /// The released versions, oldest first.
-pub const RELEASES: &[&str] = &["1.0.0"];
+pub const RELEASES: &[&str] = &["1.0.0", "1.1.0"];
