@@ -34,6 +34,17 @@ fn readers() -> Vec<(&'static str, Reader)> {
 }
 
 #[test]
+fn every_release_has_a_reader_here() {
+    let names: Vec<&str> = readers().iter().map(|(n, _)| *n).collect();
+    let mut want: Vec<&str> = releases::RELEASES.to_vec();
+    want.push("current");
+    assert_eq!(
+        names, want,
+        "a release was cut: add its reader to `readers()`"
+    );
+}
+
+#[test]
 fn every_release_has_a_golden_bundle() {
     for version in releases::RELEASES {
         assert!(
