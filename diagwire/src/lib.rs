@@ -32,6 +32,10 @@ pub use diagwire_runtime::{
     UnknownVariant,
 };
 
+/// `Arbitrary` helpers the generated types use (finite floats, unknown keys and variants).
+#[cfg(feature = "arbitrary")]
+pub use diagwire_runtime::arb;
+
 /// The version of the contract the [`v1`] types were generated from.
 pub const CONTRACT_VERSION: &str = v1::CONTRACT_VERSION;
 

@@ -23,20 +23,8 @@ pub mod manifest;
 pub mod snapshot;
 pub mod vastai;
 
-/// A finite `f64`: swactor never writes NaN or infinity on purpose (serde_json would write `null`).
-pub fn finite_f64(u: &mut Unstructured<'_>) -> Result<f64> {
-    let v = f64::arbitrary(u)?;
-    Ok(if v.is_finite() { v } else { 0.25 })
-}
-
-/// An optional finite `f64`.
-pub fn opt_finite_f64(u: &mut Unstructured<'_>) -> Result<Option<f64>> {
-    Ok(if bool::arbitrary(u)? {
-        Some(finite_f64(u)?)
-    } else {
-        None
-    })
-}
+// Floats: swactor never writes NaN or infinity on purpose (serde_json would write `null`).
+pub use diagwire::arb::{finite_f64, opt_finite_f64};
 
 fn hex_of(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
