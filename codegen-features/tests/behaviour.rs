@@ -226,36 +226,19 @@ fn closed_enum_unknown_value_is_an_error() {
 #[test]
 fn internal_union_known_tag_parses_into_its_variant() {
     let shape = assert_round_trip::<Shape>(json!({"type": "circle", "radius": 4}));
-    assert_eq!(
-        shape,
-        Shape::Circle(Circle {
-            radius: 4,
-            extra: Extra::default()
-        })
-    );
+    assert_eq!(shape, Shape::Circle(Circle::new(4)));
 }
 
 #[test]
 fn internal_union_tag_may_follow_the_variant_keys() {
     let shape: Shape = parse(json!({"radius": 4, "type": "circle"}));
-    assert_eq!(
-        shape,
-        Shape::Circle(Circle {
-            radius: 4,
-            extra: Extra::default()
-        })
-    );
+    assert_eq!(shape, Shape::Circle(Circle::new(4)));
 }
 
 #[test]
 fn internal_union_variant_without_properties_round_trips() {
     let shape = assert_round_trip::<Shape>(json!({"type": "point"}));
-    assert_eq!(
-        shape,
-        Shape::Point(Point {
-            extra: Extra::default()
-        })
-    );
+    assert_eq!(shape, Shape::Point(Point::new()));
 }
 
 #[test]
@@ -303,19 +286,16 @@ fn internal_union_without_its_tag_is_an_error() {
 #[test]
 fn closed_internal_union_round_trips_each_variant() {
     let start = assert_round_trip::<Command>(json!({"op": "start", "delay_ms": 250}));
-    assert_eq!(
-        start,
-        Command::Start(StartCommand {
-            delay_ms: Some(250),
-            extra: Extra::default()
-        })
-    );
+    let mut want = StartCommand::new();
+    want.delay_ms = Some(250);
+    assert_eq!(start, Command::Start(want));
     let stop = assert_round_trip::<Command>(json!({"op": "stop", "force": true}));
     assert_eq!(
         stop,
-        Command::Stop(StopCommand {
-            force: true,
-            extra: Extra::default()
+        Command::Stop({
+            let mut stop = StopCommand::new();
+            stop.force = true;
+            stop
         })
     );
 }
@@ -336,10 +316,7 @@ fn nested_union_inner_variant_round_trips() {
         assert_round_trip::<Message>(json!({"t": "lifecycle", "event": "started", "pid": 7}));
     assert_eq!(
         message,
-        Message::Lifecycle(LifecycleMessage::Started(ProcessStarted {
-            pid: 7,
-            extra: Extra::default()
-        }))
+        Message::Lifecycle(LifecycleMessage::Started(ProcessStarted::new(7)))
     );
 }
 
@@ -348,10 +325,7 @@ fn nested_union_inner_tag_may_come_before_the_outer_tag() {
     let message: Message = parse(json!({"event": "stopped", "exit_code": null, "t": "lifecycle"}));
     assert_eq!(
         message,
-        Message::Lifecycle(LifecycleMessage::Stopped(ProcessStopped {
-            exit_code: None,
-            extra: Extra::default()
-        }))
+        Message::Lifecycle(LifecycleMessage::Stopped(ProcessStopped::new()))
     );
 }
 
@@ -460,11 +434,7 @@ fn flattened_adjacent_union_sits_beside_the_struct_keys() {
     let label = assert_round_trip::<Annotation>(json!({
         "author": "ana", "kind": "label", "fields": {"key": "k", "value": "v"}
     }));
-    let want = LabelFields {
-        key: "k".into(),
-        value: "v".into(),
-        extra: Extra::default(),
-    };
+    let want = LabelFields::new("k", "v");
     assert_eq!(label.body, AnnotationBody::Label(want));
 }
 
@@ -503,13 +473,7 @@ fn flattened_adjacent_unknown_kind_requires_its_fields() {
 fn envelope_absorbs_the_internal_union() {
     let entry = assert_round_trip::<Entry>(json!({"seq": 3, "type": "Opened", "path": "/tmp/x"}));
     assert_eq!(entry.seq, 3);
-    assert_eq!(
-        entry.entry,
-        EntryKind::Opened(FileOpened {
-            path: "/tmp/x".into(),
-            extra: Extra::default()
-        })
-    );
+    assert_eq!(entry.entry, EntryKind::Opened(FileOpened::new("/tmp/x")));
 }
 
 #[test]
@@ -561,10 +525,7 @@ fn external_data_variant_is_a_one_key_object() {
         Outcome::Error("refused".into())
     );
     let redirect = assert_round_trip::<Outcome>(json!({"Redirect": {"url": "https://b"}}));
-    let want = RedirectTarget {
-        url: "https://b".into(),
-        extra: Extra::default(),
-    };
+    let want = RedirectTarget::new("https://b");
     assert_eq!(redirect, Outcome::Redirect(want));
 }
 
@@ -731,14 +692,7 @@ fn array_alias_record_is_a_json_array() {
         {"sensor": "t1", "value": 21000, "calibrated": true}
     ]));
     assert_eq!(batch.len(), 2);
-    assert_eq!(
-        batch[0],
-        Reading {
-            sensor: "t0".into(),
-            value: -1500,
-            extra: Extra::default()
-        }
-    );
+    assert_eq!(batch[0], Reading::new("t0", -1500));
 }
 
 // --- any JSON ----------------------------------------------------------------------------------

@@ -1,15 +1,50 @@
-//! Renders the model into Rust source.
+//! Renders the resolved model into Rust source.
 //!
-//! Every object type gets a struct or enum, a `Builder` (its streaming deserializer), `MapFields`
-//! and `Serialize`/`Deserialize` impls; string enums and external unions get direct impls.
-//! Output goes through `prettyplease`, so it is byte-deterministic without a rustfmt toolchain.
+//! Each definition becomes a type with its documentation, a `new` constructor for structs, the
+//! `*_provenance` accessors of its absence discriminators, and one call of a `diagwire-runtime`
+//! macro (`object!`, `internal_union!`, `str_enum!`) that adds the decoder and the serde impls.
+//! Macro calls are laid out here, one field or variant per line; everything else goes through
+//! `prettyplease`, so the output is byte-deterministic without a rustfmt toolchain.
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::model::{
-    Def, DefKind, FileModel, Model, Payload, Presence, Prop, StructDef, Style, Ty, UnionDef,
+use diagwire_schema::model::{
+    Def, DefKind, FileModel, IntFmt, Model, Payload, Presence, Prop, StructDef, Style, Ty,
+    UnionDef, variant_name,
 };
+
+/// A piece of a generated file: tokens for `prettyplease`, or text laid out by hand.
+pub enum Part {
+    /// Items to format.
+    Tokens(TokenStream),
+    /// Text written as is (macro calls).
+    Text(String),
+}
+
+/// Renders parts into source: runs of tokens are formatted together, text is copied.
+pub fn render(parts: Vec<Part>) -> Result<String, syn::Error> {
+    let mut out = String::new();
+    let mut pending = TokenStream::new();
+    let flush = |pending: &mut TokenStream, out: &mut String| -> Result<(), syn::Error> {
+        if !pending.is_empty() {
+            let file: syn::File = syn::parse2(std::mem::take(pending))?;
+            out.push_str(&prettyplease::unparse(&file));
+        }
+        Ok(())
+    };
+    for part in parts {
+        match part {
+            Part::Tokens(t) => pending.extend(t),
+            Part::Text(s) => {
+                flush(&mut pending, &mut out)?;
+                out.push_str(&s);
+            }
+        }
+    }
+    flush(&mut pending, &mut out)?;
+    Ok(out)
+}
 
 const RT: &str = "::diagwire_runtime";
 
@@ -17,7 +52,8 @@ fn rt() -> TokenStream {
     RT.parse().expect("OK because the path is a constant")
 }
 
-fn ident(name: &str) -> Ident {
+/// A Rust identifier for a schema name, raw when it is a keyword.
+pub fn ident(name: &str) -> Ident {
     const KEYWORDS: &[&str] = &[
         "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn",
         "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
@@ -71,11 +107,39 @@ fn ty_tokens(t: &Ty) -> TokenStream {
     }
 }
 
+/// The Rust type of a field: its value type, in an `Option` when it may be absent.
 fn field_ty(p: &Prop) -> TokenStream {
     let t = ty_tokens(&p.ty);
     match p.presence {
         Presence::Nullable | Presence::Omittable => quote!(Option<#t>),
         _ => t,
+    }
+}
+
+/// The same type as text, for macro calls.
+fn field_ty_text(p: &Prop) -> String {
+    ty_tokens_text(&field_ty(p))
+}
+
+fn ty_tokens_text(t: &TokenStream) -> String {
+    // `quote` spaces every token; tighten the few shapes types use.
+    t.to_string()
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
+        .replace(" < ", "<")
+        .replace(" >", ">")
+        .replace("( ", "(")
+        .replace(" )", ")")
+        .replace(" ,", ",")
+}
+
+fn presence_word(p: Presence) -> &'static str {
+    match p {
+        Presence::Required => "req",
+        Presence::Nullable => "null",
+        Presence::Omittable => "omit",
+        Presence::Default => "dflt",
+        Presence::SkipDefault => "skip",
     }
 }
 
@@ -114,209 +178,232 @@ fn prop_doc(p: &Prop) -> String {
     if let Some(a) = &p.absent {
         s.push_str(&format!("\n\nAbsent: {a}"));
     }
-    if let Some(pv) = &p.provenance {
+    if let Some(d) = &p.derived {
+        s.push_str(&format!("\n\nDerived, not observed: {d}"));
+    }
+    if p.provenance.is_some() {
         s.push_str(&format!(
             "\n\nAbsence discriminator: read it through [`Self::{}_provenance`].",
             p.name
         ));
-        let _ = pv;
     }
     s
 }
 
-/// Renders one schema file into a module.
-pub fn file(model: &Model, f: &FileModel) -> TokenStream {
-    let items = f.defs.iter().map(|d| def(model, d));
-    quote! {
+/// Renders one schema file's definitions.
+pub fn file(model: &Model, f: &FileModel) -> Vec<Part> {
+    let mut parts = vec![Part::Tokens(quote! {
         #[allow(unused_imports)]
         use super::*;
-        #(#items)*
+    })];
+    for d in &f.defs {
+        parts.extend(def(model, d));
     }
+    parts
 }
 
-fn def(model: &Model, d: &Def) -> TokenStream {
+fn def(model: &Model, d: &Def) -> Vec<Part> {
     let mut text = d.description.clone();
     if let Some(r) = &d.record {
         text.push_str(&format!("\n\nRecord kind `{r}`."));
     }
     let docs = doc(&text);
+    let grows = if d.facts.grows {
+        quote!(#[non_exhaustive])
+    } else {
+        quote!()
+    };
     match &d.kind {
-        DefKind::Struct(s) => struct_def(model, d, s, docs),
-        DefKind::Enum { values, open } => enum_def(d, values, *open, docs),
+        DefKind::Struct(s) => struct_def(model, d, s, docs, grows),
+        DefKind::Enum { values, open } => enum_def(d, values, *open, docs, grows),
         DefKind::Union(u) => match u.style {
-            Style::Internal => internal_union(model, d, u, docs),
-            Style::Adjacent => adjacent_union(d, u, docs),
-            Style::External => external_union(d, u, docs),
+            Style::Internal => internal_union(model, d, u, docs, grows),
+            Style::Adjacent => vec![Part::Tokens(adjacent_union(d, u, docs, grows))],
+            Style::External => vec![Part::Tokens(external_union(d, u, docs))],
         },
         DefKind::NodeId => {
             let rt = rt();
-            quote!(#docs #[doc(inline)] pub use #rt::NodeId;)
+            vec![Part::Tokens(
+                quote!(#docs #[doc(inline)] pub use #rt::NodeId;),
+            )]
         }
         DefKind::NodeIdHex => {
             let rt = rt();
-            quote!(#docs #[doc(inline)] pub use #rt::NodeIdHex;)
+            vec![Part::Tokens(
+                quote!(#docs #[doc(inline)] pub use #rt::NodeIdHex;),
+            )]
         }
         DefKind::Array(t) => {
             let name = ident(&d.name);
             let t = ty_tokens(t);
-            quote!(#docs pub type #name = Vec<#t>;)
+            vec![Part::Tokens(quote!(#docs pub type #name = Vec<#t>;))]
         }
     }
 }
 
-fn union_of<'a>(model: &'a Model, name: &str) -> Option<&'a UnionDef> {
-    model
-        .files
-        .iter()
-        .flat_map(|f| &f.defs)
-        .find(|d| d.name == name)
-        .and_then(|d| match &d.kind {
-            DefKind::Union(u) => Some(u),
-            _ => None,
-        })
+/// The decoder type behind a definition's `Deserialize` (hidden; not a builder: construction is
+/// `new` and the public fields).
+fn decoder(name: &str) -> Ident {
+    format_ident!("{}Decoder", name)
 }
 
-fn struct_def(model: &Model, d: &Def, s: &StructDef, docs: TokenStream) -> TokenStream {
+fn struct_def(
+    model: &Model,
+    d: &Def,
+    s: &StructDef,
+    docs: TokenStream,
+    grows: TokenStream,
+) -> Vec<Part> {
     let rt = rt();
     let name = ident(&d.name);
-    let builder = format_ident!("{}Builder", d.name);
-    let type_name = &d.name;
-    let flat = s.flatten.as_ref().map(|f| {
-        let u = union_of(model, &f.union).expect("OK because the cross-check resolved it");
-        (f, u)
-    });
-    let keeps_extra = !matches!(flat, Some((_, u)) if u.style == Style::Internal);
-
     let mut fields = Vec::new();
-    let mut b_fields = Vec::new();
-    let mut arms = Vec::new();
-    let mut finish = Vec::new();
-    let mut ser = Vec::new();
+    let mut macro_fields = String::new();
     for p in &s.props {
         let f = ident(&p.name);
-        let key = &p.name;
         let ft = field_ty(p);
         let pd = doc(&prop_doc(p));
         let arb = arbitrary_attr(p);
         fields.push(quote!(#pd #arb pub #f: #ft,));
-        b_fields.push(quote!(#f: Option<#ft>,));
-        arms.push(quote!(#key => #rt::private::field_set(&mut self.#f, #key, value),));
-        finish.push(match p.presence {
-            Presence::Required => quote!(#f: #rt::private::finish_required(self.#f, #key)?,),
-            Presence::Nullable | Presence::Omittable => quote!(#f: self.#f.flatten(),),
-            Presence::Default | Presence::SkipDefault => quote!(#f: self.#f.unwrap_or_default(),),
-        });
-        ser.push(match p.presence {
-            Presence::Required | Presence::Nullable | Presence::Default => {
-                quote!(map.serialize_entry(#key, &self.#f)?;)
-            }
-            Presence::Omittable => {
-                quote!(if let Some(v) = &self.#f { map.serialize_entry(#key, v)?; })
-            }
-            Presence::SkipDefault => {
-                quote!(if !#rt::is_default(&self.#f) { map.serialize_entry(#key, &self.#f)?; })
-            }
-        });
+        macro_fields.push_str(&format!(
+            "    {}: {} = {:?} {},\n",
+            f,
+            field_ty_text(p),
+            p.name,
+            presence_word(p.presence)
+        ));
     }
-    let mut fallback = quote!(self.extra.accept(key, value));
-    if let Some((fl, u)) = flat {
+    let mut flat = String::new();
+    if let Some(fl) = &s.flatten {
         let f = ident(&fl.field);
         let ut = ident(&fl.union);
-        let ub = format_ident!("{}Builder", fl.union);
         let fd = doc(&format!(
             "The `{}` union, whose keys sit at this object's level.",
             fl.union
         ));
         fields.push(quote!(#fd pub #f: #ut,));
-        b_fields.push(quote!(#f: #ub,));
-        finish.push(quote!(#f: #rt::Builder::finish(self.#f)?,));
-        ser.push(quote!(#rt::MapFields::serialize_fields(&self.#f, map)?;));
-        if u.style == Style::Internal {
-            fallback = quote!(#rt::Builder::accept(&mut self.#f, key, value));
-        } else {
-            arms.push(quote!(_ if #rt::Builder::claims(&self.#f, key) => #rt::Builder::accept(&mut self.#f, key, value),));
-        }
+        flat = format!("{}: {}", f, decoder(&fl.union));
     }
-    if keeps_extra {
+    let extra = if d.facts.keeps_extra {
         fields.push(quote!(
             #[doc = " Keys this version of the contract does not know, kept and written back unchanged."]
             pub extra: #rt::Extra,
         ));
-        b_fields.push(quote!(extra: #rt::Extra,));
-        finish.push(quote!(extra: self.extra,));
-        ser.push(quote!(self.extra.serialize_into(map)?;));
-    }
-    let dispatch = if arms.is_empty() {
-        fallback
+        "extra"
     } else {
-        quote!(match key {
-            #(#arms)*
-            _ => #fallback,
-        })
+        ""
     };
-    let default_derive = if defaultable(model, &d.name, &mut Vec::new()) {
+    let default_derive = if d.facts.defaultable {
         quote!(, Default)
     } else {
         quote!()
     };
-    let accessors = provenance_accessors(&name, s);
-    let builder_doc = format!(" Streaming deserializer of [`{}`].", d.name);
-    quote! {
+    let ctor = constructor(model, d, s);
+    let accessors = provenance_accessors(s);
+    let type_def = quote! {
         #docs
         #[derive(Debug, Clone, PartialEq #default_derive)]
         #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+        #grows
         pub struct #name {
             #(#fields)*
         }
 
-        #accessors
-
-        #[doc = #builder_doc]
-        #[doc(hidden)]
-        #[derive(Default)]
-        pub struct #builder {
-            #(#b_fields)*
+        impl #name {
+            #ctor
+            #(#accessors)*
         }
+    };
+    let braced = |s: &str| {
+        if s.is_empty() {
+            "{}".to_owned()
+        } else {
+            format!("{{ {s} }}")
+        }
+    };
+    let call = format!(
+        "::diagwire_runtime::object!({name}, {dec}, {lit:?} {{\n{macro_fields}}} flat {flat} extra {extra});\n",
+        flat = braced(&flat),
+        extra = braced(extra),
+        name = d.name,
+        dec = decoder(&d.name),
+        lit = d.name,
+    );
+    vec![Part::Tokens(type_def), Part::Text(call)]
+}
 
-        impl #rt::Builder for #builder {
-            type Output = #name;
-            const NAME: &'static str = #type_name;
-            fn claims(&self, _key: &str) -> bool {
-                true
+/// `new`: the required fields in schema order and an absorbed union last; everything optional
+/// starts absent (or at its default), so calls keep compiling when a minor version adds fields.
+fn constructor(model: &Model, d: &Def, s: &StructDef) -> TokenStream {
+    let mut params = Vec::new();
+    let mut inits = Vec::new();
+    let mut arg_docs = Vec::new();
+    for p in &s.props {
+        let f = ident(&p.name);
+        match p.presence {
+            Presence::Required => {
+                let t = ty_tokens(&p.ty);
+                if p.ty == Ty::Str {
+                    params.push(quote!(#f: impl Into<String>));
+                    inits.push(quote!(#f: #f.into(),));
+                } else {
+                    params.push(quote!(#f: #t));
+                    inits.push(quote!(#f,));
+                }
+                arg_docs.push(format!("`{}`", p.name));
             }
-            fn accept<'de, D: #rt::private::serde::Deserializer<'de>>(&mut self, key: &str, value: D) -> Result<(), D::Error> {
-                #dispatch
-            }
-            fn finish<E: #rt::private::serde::de::Error>(self) -> Result<#name, E> {
-                Ok(#name { #(#finish)* })
+            Presence::Nullable | Presence::Omittable => inits.push(quote!(#f: None,)),
+            Presence::Default | Presence::SkipDefault => {
+                inits.push(quote!(#f: Default::default(),))
             }
         }
-
-        impl #rt::MapFields for #name {
-            fn serialize_fields<M: #rt::private::serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-                #(#ser)*
-                Ok(())
+    }
+    if let Some(fl) = &s.flatten {
+        let f = ident(&fl.field);
+        let ut = ident(&fl.union);
+        params.push(quote!(#f: impl Into<#ut>));
+        inits.push(quote!(#f: #f.into(),));
+        arg_docs.push(format!("the `{}` union", fl.union));
+    }
+    if d.facts.keeps_extra {
+        inits.push(quote!(extra: Default::default(),));
+    }
+    let _ = model;
+    let text = if arg_docs.is_empty() {
+        "A value with every field absent or at its default; set the public fields to fill it in."
+            .to_owned()
+    } else {
+        format!(
+            "Builds the value from its required fields ({}), in schema order; every optional field starts absent or at its default and can be set afterwards.",
+            arg_docs.join(", ")
+        )
+    };
+    let docs = doc(&text);
+    let must_use = quote!(#[must_use]);
+    let many = if params.len() > 7 {
+        quote!(#[allow(clippy::too_many_arguments)])
+    } else {
+        quote!()
+    };
+    if params.is_empty() && d.facts.defaultable {
+        return quote! {
+            #docs
+            #must_use
+            pub fn new() -> Self {
+                Self::default()
             }
-        }
-
-        impl #rt::private::serde::Serialize for #name {
-            fn serialize<S: #rt::private::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                use #rt::private::serde::ser::SerializeMap;
-                let mut map = serializer.serialize_map(None)?;
-                #rt::MapFields::serialize_fields(self, &mut map)?;
-                map.end()
-            }
-        }
-
-        impl<'de> #rt::private::serde::Deserialize<'de> for #name {
-            fn deserialize<D: #rt::private::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                deserializer.deserialize_map(#rt::BuilderVisitor::<#builder>::new())
-            }
+        };
+    }
+    quote! {
+        #docs
+        #must_use
+        #many
+        pub fn new(#(#params),*) -> Self {
+            Self { #(#inits)* }
         }
     }
 }
 
-fn provenance_accessors(name: &Ident, s: &StructDef) -> TokenStream {
+fn provenance_accessors(s: &StructDef) -> Vec<TokenStream> {
     let rt = rt();
     let mut out = Vec::new();
     for p in &s.props {
@@ -349,7 +436,7 @@ fn provenance_accessors(name: &Ident, s: &StructDef) -> TokenStream {
         }
         match &pv.gap {
             Some(gap) => {
-                text.push_str(&format!("`api_gaps` is the enclosing iroh block's gap list: when it names `{gap}`, an absent value means \"could not ask\" and a present one was derived."));
+                text.push_str(&format!("`api_gaps` is the gap list that applies to this value: when it names `{gap}`, an absent value means \"could not ask\" and a present one was derived."));
                 let d = doc(&text);
                 out.push(quote! {
                     #d
@@ -370,156 +457,92 @@ fn provenance_accessors(name: &Ident, s: &StructDef) -> TokenStream {
             }
         }
     }
-    if out.is_empty() {
-        return quote!();
-    }
-    quote!(impl #name { #(#out)* })
+    out
 }
 
-fn enum_def(d: &Def, values: &[String], open: bool, docs: TokenStream) -> TokenStream {
-    let rt = rt();
+fn enum_def(
+    d: &Def,
+    values: &[String],
+    open: bool,
+    docs: TokenStream,
+    grows: TokenStream,
+) -> Vec<Part> {
     let name = ident(&d.name);
     let vars: Vec<Ident> = values
         .iter()
-        .map(|v| format_ident!("{}", crate::model::variant_name(v)))
+        .map(|v| format_ident!("{}", variant_name(v)))
         .collect();
     let var_docs: Vec<String> = values.iter().map(|v| format!(" `{v}`.")).collect();
-    let (other_var, other_str, other_de, other_arb) = if open {
-        (
-            quote!(
-                #[doc = " A value this version of the contract does not know, kept as written."]
-                Other(String),
-            ),
-            quote!(#name::Other(s) => s,),
-            quote!(_ => #name::Other(s.into_owned()),),
-            quote!(_ => #name::Other(#rt::arb::other_string(u, Self::VALUES)?),),
+    let other_var = if open {
+        quote!(
+            #[doc = " A value this version of the contract does not know, kept as written."]
+            Other(String),
         )
     } else {
-        (
-            quote!(),
-            quote!(),
-            quote!(other => return Err(#rt::private::serde::de::Error::unknown_variant(other, Self::VALUES)),),
-            quote!(_ => unreachable!("OK because the index is below the number of values"),),
-        )
+        quote!()
     };
-    let n = values.len() + usize::from(open);
-    let idx: Vec<usize> = (0..values.len()).collect();
-    let type_name = &d.name;
-    quote! {
+    let type_def = quote! {
         #docs
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #grows
         pub enum #name {
             #(#[doc = #var_docs] #vars,)*
             #other_var
         }
-
-        impl #name {
-            /// The values this version of the contract knows.
-            pub const VALUES: &'static [&'static str] = &[#(#values),*];
-
-            /// The value as written on the wire.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    #(#name::#vars => #values,)*
-                    #other_str
-                }
-            }
-        }
-
-        impl AsRef<str> for #name {
-            fn as_ref(&self) -> &str {
-                self.as_str()
-            }
-        }
-
-        impl ::core::fmt::Display for #name {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl #rt::private::serde::Serialize for #name {
-            fn serialize<S: #rt::private::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> #rt::private::serde::Deserialize<'de> for #name {
-            fn deserialize<D: #rt::private::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let s = #rt::private::str_enum(deserializer)?;
-                Ok(match &*s {
-                    #(#values => #name::#vars,)*
-                    #other_de
-                })
-            }
-        }
-
-        #[cfg(feature = "arbitrary")]
-        impl<'a> ::arbitrary::Arbitrary<'a> for #name {
-            fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-                let _ = #type_name;
-                Ok(match u.choose_index(#n)? {
-                    #(#idx => #name::#vars,)*
-                    #other_arb
-                })
-            }
-        }
+    };
+    let mut call = format!("::diagwire_runtime::str_enum!({} {{\n", d.name);
+    for (v, value) in vars.iter().zip(values) {
+        call.push_str(&format!("    {v} = {value:?},\n"));
     }
+    call.push_str(if open {
+        "} other { Other });\n"
+    } else {
+        "} other {});\n"
+    });
+    vec![Part::Tokens(type_def), Part::Text(call)]
 }
 
-fn internal_union(model: &Model, d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
+fn internal_union(
+    model: &Model,
+    d: &Def,
+    u: &UnionDef,
+    docs: TokenStream,
+    grows: TokenStream,
+) -> Vec<Part> {
     let rt = rt();
     let name = ident(&d.name);
-    let builder = format_ident!("{}Builder", d.name);
-    let tag = &u.tag;
-    let type_name = &d.name;
     let mut vars = Vec::new();
-    let mut bvars = Vec::new();
-    let mut resolve = Vec::new();
-    let mut forward = Vec::new();
-    let mut finish = Vec::new();
-    let mut ser = Vec::new();
-    let mut tag_of = Vec::new();
-    let tags: Vec<&str> = u.variants.iter().map(|v| v.tag.as_str()).collect();
+    let mut froms = Vec::new();
+    let mut call_vars = String::new();
     for v in &u.variants {
         let Payload::Def(target) = &v.payload else {
             continue;
         };
         let var = ident(&v.rust);
         let tt = ident(target);
-        let tb = format_ident!("{}Builder", target);
         let t = &v.tag;
-        let vd = doc(&format!("`{tag}: {t}`. {}", description_of(model, target)));
+        let description = model
+            .def(target)
+            .map(|d| d.description.clone())
+            .unwrap_or_default();
+        let vd = doc(&format!("`{}: {t}`. {description}", u.tag));
         vars.push(quote!(#vd #var(#tt),));
-        bvars.push(quote!(#var(#tb),));
-        resolve.push(quote!(#t => Self::#var(Default::default()),));
-        forward.push(quote!(Self::#var(b) => #rt::Builder::accept(b, key, value),));
-        finish.push(quote!(Self::#var(b) => #name::#var(#rt::Builder::finish(b)?),));
-        ser.push(quote!(#name::#var(v) => { map.serialize_entry(#tag, #t)?; #rt::MapFields::serialize_fields(v, map)?; }));
-        tag_of.push(quote!(#name::#var(_) => #t,));
+        froms.push(quote! {
+            impl From<#tt> for #name {
+                fn from(v: #tt) -> Self {
+                    #name::#var(v)
+                }
+            }
+        });
+        call_vars.push_str(&format!("    {var}({}) = {t:?},\n", decoder(target)));
     }
-    let (
-        other_var,
-        other_bvar,
-        other_resolve,
-        other_forward,
-        other_finish,
-        other_ser,
-        other_tag,
-        arb_fn,
-    ) = if u.open {
+    let (other_var, arb_fn) = if u.open {
         let arb_name = format_ident!("arbitrary_other_{}", d.name.to_lowercase());
         (
             quote!(
                 #[doc = " A variant this version of the contract does not know: its tag and every other key, written back unchanged."]
                 Other(#[cfg_attr(feature = "arbitrary", arbitrary(with = #arb_name))] #rt::UnknownVariant),
             ),
-            quote!(Other(#rt::private::UnknownVariantBuilder),),
-            quote!(other => Self::Other(#rt::private::UnknownVariantBuilder::new(other.to_owned())),),
-            quote!(Self::Other(b) => #rt::Builder::accept(b, key, value),),
-            quote!(Self::Other(b) => #name::Other(#rt::Builder::finish(b)?),),
-            quote!(#name::Other(v) => { map.serialize_entry(#tag, &v.tag)?; v.fields.serialize_into(map)?; }),
-            quote!(#name::Other(v) => &v.tag,),
             quote!(
                 #[cfg(feature = "arbitrary")]
                 fn #arb_name(u: &mut ::arbitrary::Unstructured<'_>) -> ::arbitrary::Result<#rt::UnknownVariant> {
@@ -528,21 +551,13 @@ fn internal_union(model: &Model, d: &Def, u: &UnionDef, docs: TokenStream) -> To
             ),
         )
     } else {
-        (
-            quote!(),
-            quote!(),
-            quote!(other => return Err(#rt::private::serde::de::Error::unknown_variant(other, #name::TAGS)),),
-            quote!(),
-            quote!(),
-            quote!(),
-            quote!(),
-            quote!(),
-        )
+        (quote!(), quote!())
     };
-    quote! {
+    let type_def = quote! {
         #docs
         #[derive(Debug, Clone, PartialEq)]
         #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+        #grows
         pub enum #name {
             #(#vars)*
             #other_var
@@ -550,110 +565,22 @@ fn internal_union(model: &Model, d: &Def, u: &UnionDef, docs: TokenStream) -> To
 
         #arb_fn
 
-        impl #name {
-            /// The tag key.
-            pub const TAG: &'static str = #tag;
-            /// The tag values this version of the contract knows.
-            pub const TAGS: &'static [&'static str] = &[#(#tags),*];
-
-            /// The tag value of this variant as written on the wire.
-            pub fn tag(&self) -> &str {
-                match self {
-                    #(#tag_of)*
-                    #other_tag
-                }
-            }
-        }
-
-        #[doc(hidden)]
-        pub enum #builder {
-            Pending(#rt::Pending),
-            #(#bvars)*
-            #other_bvar
-        }
-
-        impl Default for #builder {
-            fn default() -> Self {
-                Self::Pending(#rt::Pending::default())
-            }
-        }
-
-        impl #rt::Builder for #builder {
-            type Output = #name;
-            const NAME: &'static str = #type_name;
-            fn claims(&self, _key: &str) -> bool {
-                true
-            }
-            fn accept<'de, D: #rt::private::serde::Deserializer<'de>>(&mut self, key: &str, value: D) -> Result<(), D::Error> {
-                match self {
-                    Self::Pending(pending) => {
-                        if key != #tag {
-                            return pending.push(key, value);
-                        }
-                        let tag = #rt::private::internal_tag(value)?;
-                        let mut next = match &*tag {
-                            #(#resolve)*
-                            #other_resolve
-                        };
-                        #rt::private::pending_replay(::core::mem::take(pending), &mut next)?;
-                        *self = next;
-                        Ok(())
-                    }
-                    _ if key == #tag => Err(#rt::private::serde::de::Error::duplicate_field(#tag)),
-                    #(#forward)*
-                    #other_forward
-                }
-            }
-            fn finish<E: #rt::private::serde::de::Error>(self) -> Result<#name, E> {
-                Ok(match self {
-                    Self::Pending(_) => return Err(E::missing_field(#tag)),
-                    #(#finish)*
-                    #other_finish
-                })
-            }
-        }
-
-        impl #rt::MapFields for #name {
-            fn serialize_fields<M: #rt::private::serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-                match self {
-                    #(#ser)*
-                    #other_ser
-                }
-                Ok(())
-            }
-        }
-
-        impl #rt::private::serde::Serialize for #name {
-            fn serialize<S: #rt::private::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                use #rt::private::serde::ser::SerializeMap;
-                let mut map = serializer.serialize_map(None)?;
-                #rt::MapFields::serialize_fields(self, &mut map)?;
-                map.end()
-            }
-        }
-
-        impl<'de> #rt::private::serde::Deserialize<'de> for #name {
-            fn deserialize<D: #rt::private::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                deserializer.deserialize_map(#rt::BuilderVisitor::<#builder>::new())
-            }
-        }
-    }
+        #(#froms)*
+    };
+    let call = format!(
+        "::diagwire_runtime::internal_union!({n}, {dec}, {n:?}, tag {tag:?} {{\n{call_vars}}} other {other});\n",
+        n = d.name,
+        dec = decoder(&d.name),
+        tag = u.tag,
+        other = if u.open { "{ Other }" } else { "{}" },
+    );
+    vec![Part::Tokens(type_def), Part::Text(call)]
 }
 
-fn description_of(model: &Model, name: &str) -> String {
-    model
-        .files
-        .iter()
-        .flat_map(|f| &f.defs)
-        .find(|d| d.name == name)
-        .map(|d| d.description.clone())
-        .unwrap_or_default()
-}
-
-fn adjacent_union(d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
+fn adjacent_union(d: &Def, u: &UnionDef, docs: TokenStream, grows: TokenStream) -> TokenStream {
     let rt = rt();
     let name = ident(&d.name);
-    let builder = format_ident!("{}Builder", d.name);
+    let decoder = decoder(&d.name);
     let tag = &u.tag;
     let content = u.content.clone().unwrap_or_default();
     let type_name = &d.name;
@@ -755,6 +682,7 @@ fn adjacent_union(d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
         #docs
         #[derive(Debug, Clone, PartialEq)]
         #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+        #grows
         pub enum #name {
             #(#vars)*
             #other_var
@@ -781,12 +709,12 @@ fn adjacent_union(d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
 
         #[doc(hidden)]
         #[derive(Default)]
-        pub struct #builder {
+        pub struct #decoder {
             tag: Option<String>,
             content: Option<Box<#rt::private::serde_json::value::RawValue>>,
         }
 
-        impl #rt::Builder for #builder {
+        impl #rt::Decoder for #decoder {
             type Output = #name;
             const NAME: &'static str = #type_name;
             fn claims(&self, key: &str) -> bool {
@@ -818,20 +746,7 @@ fn adjacent_union(d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
             }
         }
 
-        impl #rt::private::serde::Serialize for #name {
-            fn serialize<S: #rt::private::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                use #rt::private::serde::ser::SerializeMap;
-                let mut map = serializer.serialize_map(None)?;
-                #rt::MapFields::serialize_fields(self, &mut map)?;
-                map.end()
-            }
-        }
-
-        impl<'de> #rt::private::serde::Deserialize<'de> for #name {
-            fn deserialize<D: #rt::private::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                deserializer.deserialize_map(#rt::BuilderVisitor::<#builder>::new())
-            }
-        }
+        #rt::__map_serde!(#name, #decoder);
     }
 }
 
@@ -924,43 +839,151 @@ fn external_union(d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
     }
 }
 
-/// Whether a definition's type has a `Default` (every struct whose fields all have one: options,
-/// collections, strings, numbers, ids, and such structs), so consumers can build records with
-/// `..Default::default()` and keep compiling when a later minor version adds optional fields.
-fn defaultable(model: &Model, name: &str, seen: &mut Vec<String>) -> bool {
-    if seen.iter().any(|s| s == name) {
-        return false;
-    }
-    let Some(def) = model
-        .files
-        .iter()
-        .flat_map(|f| &f.defs)
-        .find(|d| d.name == name)
-    else {
-        return false;
-    };
-    match &def.kind {
-        DefKind::NodeId | DefKind::NodeIdHex | DefKind::Array(_) => true,
-        DefKind::Enum { .. } | DefKind::Union(_) => false,
-        DefKind::Struct(s) => {
-            if s.flatten.is_some() {
-                return false;
-            }
-            seen.push(name.to_owned());
-            let ok = s.props.iter().all(|p| match p.presence {
-                Presence::Nullable | Presence::Omittable => true,
-                _ => ty_defaultable(model, &p.ty, seen),
-            });
-            seen.pop();
-            ok
-        }
+// ---------------------------------------------------------------------------------------------
+// The contract's shape as data (`diagwire_runtime::shape`).
+
+fn int_width(f: IntFmt) -> &'static str {
+    match f {
+        IntFmt::U8 => "U8",
+        IntFmt::U16 => "U16",
+        IntFmt::U32 => "U32",
+        IntFmt::U64 => "U64",
+        IntFmt::I32 => "I32",
+        IntFmt::I64 => "I64",
     }
 }
 
-fn ty_defaultable(model: &Model, t: &Ty, seen: &mut Vec<String>) -> bool {
+fn value_shape(t: &Ty) -> String {
     match t {
-        Ty::Str | Ty::Int(_) | Ty::F64 | Ty::Bool | Ty::Json | Ty::Vec(_) => true,
-        Ty::Tuple(ts) => ts.iter().all(|t| ty_defaultable(model, t, seen)),
-        Ty::Ref(n) => defaultable(model, n, seen),
+        Ty::Str => "V::Str".into(),
+        Ty::Int(f) => format!("V::Int(W::{})", int_width(*f)),
+        Ty::F64 => "V::F64".into(),
+        Ty::Bool => "V::Bool".into(),
+        Ty::Json => "V::Json".into(),
+        Ty::Ref(n) => format!("V::Ref({n:?})"),
+        Ty::Vec(i) => format!("V::Vec(&{})", value_shape(i)),
+        Ty::Tuple(ts) => format!(
+            "V::Tuple(&[{}])",
+            ts.iter().map(value_shape).collect::<Vec<_>>().join(", ")
+        ),
     }
+}
+
+fn presence_shape(p: Presence) -> &'static str {
+    match p {
+        Presence::Required => "P::Required",
+        Presence::Nullable => "P::Nullable",
+        Presence::Omittable => "P::Omittable",
+        Presence::Default => "P::Default",
+        Presence::SkipDefault => "P::SkipDefault",
+    }
+}
+
+/// `shape.rs` of a contract module: every type of the model as `diagwire_runtime::shape` data,
+/// sorted by name.
+pub fn shape_file(model: &Model) -> String {
+    let mut defs: Vec<(&str, &Def)> = model
+        .files
+        .iter()
+        .flat_map(|f| f.defs.iter().map(move |d| (f.stem.as_str(), d)))
+        .collect();
+    defs.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    let mut out = String::from(
+        "//! The shape of every type of this contract version, as data (see `diagwire_runtime::shape`).\n\n\
+         use ::diagwire_runtime::shape::{\n    FieldShape as F, IntWidth as W, PayloadShape as Pl, Presence as P, TypeKind as K,\n    TypeShape, UnionStyle as S, ValueShape as V,\n};\n\n\
+         /// Every type, sorted by name.\n\
+         pub static TYPES: &[TypeShape] = &[\n",
+    );
+    for (stem, d) in defs {
+        let kind = match &d.kind {
+            DefKind::Struct(s) => {
+                let mut k = String::from("K::Struct {\n            fields: &[\n");
+                for p in &s.props {
+                    let mut f = format!(
+                        "F::new({:?}, {}, {})",
+                        p.name,
+                        value_shape(&p.ty),
+                        presence_shape(p.presence)
+                    );
+                    if let Some(u) = &p.unit {
+                        f.push_str(&format!(".unit({u:?})"));
+                    }
+                    if let Some(pv) = &p.provenance {
+                        if let Some(src) = &pv.source {
+                            f.push_str(&format!(".source({src:?})"));
+                        }
+                        if let Some(g) = &pv.gap {
+                            f.push_str(&format!(".gap({g:?})"));
+                        }
+                    }
+                    k.push_str(&format!("                {f},\n"));
+                }
+                k.push_str("            ],\n");
+                k.push_str(&format!(
+                    "            flatten: {},\n",
+                    match &s.flatten {
+                        Some(fl) => format!("Some({:?})", fl.union),
+                        None => "None".into(),
+                    }
+                ));
+                let consts: Vec<String> = s
+                    .consts
+                    .iter()
+                    .map(|(a, b)| format!("({a:?}, {b:?})"))
+                    .collect();
+                k.push_str(&format!("            consts: &[{}],\n", consts.join(", ")));
+                k.push_str(&format!(
+                    "            keeps_extra: {},\n        }}",
+                    d.facts.keeps_extra
+                ));
+                k
+            }
+            DefKind::Enum { values, open } => format!(
+                "K::Enum {{ values: &[{}], open: {open} }}",
+                values
+                    .iter()
+                    .map(|v| format!("{v:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            DefKind::Union(u) => {
+                let style = match u.style {
+                    Style::Internal => "S::Internal",
+                    Style::Adjacent => "S::Adjacent",
+                    Style::External => "S::External",
+                };
+                let mut k = format!(
+                    "K::Union {{\n            style: {style},\n            tag: {:?},\n            content: {},\n            open: {},\n            variants: &[\n",
+                    u.tag,
+                    match &u.content {
+                        Some(c) => format!("Some({c:?})"),
+                        None => "None".into(),
+                    },
+                    u.open
+                );
+                for v in &u.variants {
+                    let payload = match &v.payload {
+                        Payload::Unit => "Pl::Unit".to_owned(),
+                        Payload::Def(n) => format!("Pl::Def({n:?})"),
+                        Payload::Ty(t) => format!("Pl::Value({})", value_shape(t)),
+                    };
+                    k.push_str(&format!(
+                        "                ::diagwire_runtime::shape::VariantShape {{ tag: {:?}, payload: {payload} }},\n",
+                        v.tag
+                    ));
+                }
+                k.push_str("            ],\n        }");
+                k
+            }
+            DefKind::NodeId => "K::NodeId".into(),
+            DefKind::NodeIdHex => "K::NodeIdHex".into(),
+            DefKind::Array(t) => format!("K::Array({})", value_shape(t)),
+        };
+        out.push_str(&format!(
+            "    TypeShape {{\n        name: {:?},\n        schema: {stem:?},\n        kind: {kind},\n    }},\n",
+            d.name
+        ));
+    }
+    out.push_str("];\n");
+    out
 }

@@ -1,20 +1,33 @@
-//! The diagwire generator: schemas in `schemas/` → the `diagwire-generated` crate.
+//! The diagwire generator: the schemas in `schemas/` → the `diagwire-generated` crate.
 //!
-//! It lowers every schema file into its own model (checking the schema profile on the way, see
-//! `schemas/README.md`), then renders Rust source with `quote` and `prettyplease`.
-//! `generate` never writes; `run` writes or checks. Nothing here depends on `generated/`.
+//! `diagwire-schema` reads the schema files, checks them against the profile and resolves them into
+//! one model; [`emit`] renders that model as Rust. [`generate`] renders every output file in memory
+//! and never writes; [`run`] writes or checks them. Nothing here depends on `generated/`.
+//!
+//! Outputs, all owned by `cargo codegen` and checked by `cargo codegen --check`:
+//! `generated/src/` (the current contract as `v1`, one reader per frozen release that differs from
+//! it, the release table), `generated/schemas/` (the schema texts the crate compiles in, so the
+//! crate is self-contained), `codegen-features/src/features/` (every feature schema rendered on its
+//! own, compiled and tested there), and [`CONSTRUCTORS_TEST`] (calls of every released
+//! constructor against the current types).
 
+pub mod docs;
 pub mod emit;
-pub mod model;
-pub mod ordered;
 pub mod release;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use diagwire_schema::model::{DefKind, Model, Presence, Ty, variant_name};
+use diagwire_schema::{SchemaFile, Version, release_module};
+use quote::{format_ident, quote};
 
-/// The command that regenerates `generated/` and `codegen-features/src/features/`.
+use emit::Part;
+
+pub use diagwire_schema::{contract_version, released_versions};
+
+/// The command that regenerates every output.
 pub const REGEN_COMMAND: &str = "cargo codegen";
 
 /// The workspace root (the parent of this crate).
@@ -25,65 +38,34 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Reads `dir/*.schema.json` as `(display path, stem, document)`, sorted by stem.
-pub fn read_schemas(root: &Path, dir: &str) -> Result<Vec<(String, String, ordered::J)>> {
-    let mut out = Vec::new();
-    let full = root.join(dir);
-    for entry in fs::read_dir(&full).with_context(|| format!("reading {}", full.display()))? {
-        let path = entry?.path();
-        let Some(file) = path.file_name().and_then(|f| f.to_str()) else {
-            continue;
-        };
-        let Some(stem) = file.strip_suffix(".schema.json") else {
-            continue;
-        };
-        let text =
-            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        let display = format!("{dir}/{file}");
-        let doc: ordered::J =
-            serde_json::from_str(&text).with_context(|| format!("{display}: not valid JSON"))?;
-        out.push((display, stem.to_owned(), doc));
-    }
-    out.sort_by(|a, b| a.1.cmp(&b.1));
-    Ok(out)
+/// Where the feature schemas live: one small schema per profile construct, rendered into
+/// `codegen-features/`, which compiles them and tests their behaviour.
+pub const FEATURES_DIR: &str = "codegen/tests/features";
+
+/// Where the rendered feature modules go (one module per feature schema, plus `mod.rs`).
+pub const FEATURES_OUT: &str = "codegen-features/src/features";
+
+/// The generated module of the constructor test (`compat-tests/tests/released_constructors/`),
+/// which calls every constructor of every frozen release against the current types, so a minor
+/// version that breaks a released constructor fails to compile.
+pub const CONSTRUCTORS_TEST: &str = "compat-tests/tests/released_constructors/calls.rs";
+
+/// Folders whose files of one extension `cargo codegen` owns: it writes them and deletes stale ones.
+pub const OUTPUT_DIRS: &[(&str, &str)] = &[
+    ("generated/src", "rs"),
+    ("generated/schemas", "json"),
+    (FEATURES_OUT, "rs"),
+    (docs::DOCS_OUT, "md"),
+];
+
+/// Reads the feature schemas of [`FEATURES_DIR`] (kebab-case file names).
+pub fn read_features(root: &Path) -> Result<Vec<SchemaFile>> {
+    diagwire_schema::read_kebab_dir(&root.join(FEATURES_DIR), FEATURES_DIR)
 }
 
-/// Lowers schema documents into the checked model, or lists every profile violation.
-pub fn lower(files: &[(String, String, ordered::J)]) -> Result<model::Model> {
-    let mut m = model::lower(files).map_err(problems)?;
-    model::resolve_internal_tags(&mut m).map_err(problems)?;
-    grammar_problems(files).map_err(problems)?;
-    Ok(m)
-}
-
-/// The profile's grammar (`schemas/meta/profile.schema.json`), compiled in.
-pub const PROFILE_META_SCHEMA: &str = include_str!("../../schemas/meta/profile.schema.json");
-
-/// Validates every document against the profile's meta-schema; the checks in `model` run first and
-/// give the more precise message where both apply, so this catches what they do not look at (keys
-/// inside array items, annotation values).
-fn grammar_problems(files: &[(String, String, ordered::J)]) -> Result<(), Vec<String>> {
-    let meta: serde_json::Value = serde_json::from_str(PROFILE_META_SCHEMA)
-        .expect("OK because the meta-schema is valid JSON");
-    let validator = jsonschema::validator_for(&meta).expect("OK because the meta-schema compiles");
-    let mut out = Vec::new();
-    for (path, _, doc) in files {
-        let value = doc.to_value();
-        for e in validator.iter_errors(&value) {
-            out.push(format!(
-                "{path}#{}: {e} (profile grammar)",
-                e.instance_path()
-            ));
-        }
-    }
-    if out.is_empty() { Ok(()) } else { Err(out) }
-}
-
-fn problems(list: Vec<String>) -> anyhow::Error {
-    anyhow::anyhow!(
-        "the schemas are outside the profile (schemas/README.md):\n  {}",
-        list.join("\n  ")
-    )
+/// Reads the schema folder `dir` (relative to `root`).
+pub fn read_schemas(root: &Path, dir: &str) -> Result<Vec<SchemaFile>> {
+    diagwire_schema::read_dir(&root.join(dir), dir)
 }
 
 fn header(source: &str) -> String {
@@ -92,199 +74,299 @@ fn header(source: &str) -> String {
     )
 }
 
-fn render(tokens: proc_macro2::TokenStream) -> Result<String> {
-    let file: syn::File = syn::parse2(tokens).context("generated tokens are not a Rust file")?;
-    Ok(prettyplease::unparse(&file))
-}
-
-/// The current contract version, from `schemas/VERSION`.
-pub fn contract_version(root: &Path) -> Result<String> {
-    let v = fs::read_to_string(root.join("schemas/VERSION")).context("reading schemas/VERSION")?;
-    Ok(v.trim().to_owned())
-}
-
-/// Where the feature schemas live: one small schema per profile construct, rendered into
-/// `codegen-features/` (which compiles them) and snapshotted by `codegen/tests/features.rs`.
-pub const FEATURES_DIR: &str = "codegen/tests/features";
-
-/// Where the rendered feature modules go (one module per feature schema, plus `mod.rs`).
-pub const FEATURES_OUT: &str = "codegen-features/src/features";
-
-/// Every folder whose `.rs` files `cargo codegen` owns: it writes them and deletes stale ones.
-pub const OUTPUT_DIRS: &[&str] = &["generated/src", FEATURES_OUT];
-
-/// Reads `dir/*.schema.json` like [`read_schemas`] for files named in kebab case (the feature and
-/// lint schemas): the stem (and so the expected `$id` and the module name) is the file stem with
-/// `-` replaced by `_`.
-pub fn read_kebab_schemas(root: &Path, dir: &str) -> Result<Vec<(String, String, ordered::J)>> {
-    let mut files = read_schemas(root, dir)?;
-    for (_, stem, _) in &mut files {
-        *stem = stem.replace('-', "_");
-    }
-    files.sort_by(|a, b| a.1.cmp(&b.1));
-    Ok(files)
-}
-
-/// Reads the feature schemas of [`FEATURES_DIR`] (see [`read_kebab_schemas`]).
-pub fn read_features(root: &Path) -> Result<Vec<(String, String, ordered::J)>> {
-    read_kebab_schemas(root, FEATURES_DIR)
+fn render(parts: Vec<Part>) -> Result<String> {
+    emit::render(parts).context("generated tokens are not a Rust file")
 }
 
 /// Lowers `files` as one contract and renders each document as a module: `(stem, Rust source)`,
-/// in the order of `files`. Touches no file; the source is exactly what `cargo codegen` writes
-/// (header, module docs naming the document's display path, then the types).
-pub fn render_module(files: &[(String, String, ordered::J)]) -> Result<Vec<(String, String)>> {
-    let model = lower(files)?;
+/// in the order of `files`; exactly what `cargo codegen` writes for them.
+pub fn render_module(files: &[SchemaFile]) -> Result<Vec<(String, String)>> {
+    let model = diagwire_schema::load(files)?;
     render_files(files, &model)
 }
 
-fn render_files(
-    files: &[(String, String, ordered::J)],
-    model: &model::Model,
-) -> Result<Vec<(String, String)>> {
+fn render_files(files: &[SchemaFile], model: &Model) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for (f, (display, _, _)) in model.files.iter().zip(files) {
-        let body = emit::file(model, f);
         let title = format!(" {}: {}", f.title, f.description);
         let src = format!(" Generated from `{display}`.");
-        let tokens = quote::quote! {
+        let mut parts = vec![Part::Tokens(quote! {
             #![doc = #title]
             #![doc = ""]
             #![doc = #src]
-            #body
-        };
+        })];
+        parts.extend(emit::file(model, f));
         out.push((
             f.stem.clone(),
-            header(&format!("`{display}`")) + &render(tokens)?,
+            header(&format!("`{display}`")) + &render(parts)?,
         ));
     }
     Ok(out)
 }
 
-/// Renders every generated file in memory: `(path relative to the workspace root, contents)`.
-///
-/// That is `generated/src/v1/` from `schemas/` (the current contract), `generated/src/releases/`
-/// with one reader module per frozen release under `schemas/releases/<version>/`, and
-/// `codegen-features/src/features/` from the feature schemas of [`FEATURES_DIR`].
-pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
+/// One generated file: its path relative to the workspace root and its contents.
+pub type Output = (PathBuf, String);
+
+/// A contract version to render: its schemas and where its module and schema copies go.
+struct ContractOut<'a> {
+    version: &'a Version,
+    files: &'a [SchemaFile],
+    /// The folder the schema texts come from, for messages.
+    source: &'a str,
+    /// The module folder, e.g. `generated/src/v1`.
+    module: &'a str,
+    /// The folder of the schema copies inside the crate, e.g. `generated/schemas`.
+    schemas: &'a str,
+    doc: &'a str,
+}
+
+/// Renders every generated file in memory, sorted by path.
+pub fn generate(root: &Path) -> Result<Vec<Output>> {
     let version = contract_version(root)?;
-    let current = format!(
+    let releases = released_versions(root)?;
+    check_version_order(&version, &releases)?;
+    let current_files = read_schemas(root, "schemas")?;
+    let current_doc = format!(
         "Major version 1 of the contract, as in `schemas/` (version {version}): one module per schema file, every type re-exported here."
     );
-    let mut out = render_contract(root, "schemas", "generated/src/v1", &version, &current)?;
-    let releases = released_versions(root)?;
-    let mut mods = Vec::new();
-    for v in &releases {
+    let mut out = render_contract(
+        root,
+        &ContractOut {
+            version: &version,
+            files: &current_files,
+            source: "schemas",
+            module: "generated/src/v1",
+            schemas: "generated/schemas",
+            doc: &current_doc,
+        },
+    )?;
+    let mut release_items = Vec::new();
+    let mut readers = Vec::new();
+    let mut modules: Vec<(Version, String)> = Vec::new();
+    let mut constructor_calls = Vec::new();
+    let current_model = diagwire_schema::load(&current_files)?;
+    // The newest release is the current contract when the schemas have not changed since.
+    let current_released = releases.last().is_some_and(|v| *v == version)
+        && same_texts(root, &format!("schemas/releases/{version}"), "schemas")?;
+    for (i, v) in releases.iter().enumerate() {
         let m = release_module(v);
-        let doc = format!(
-            "The reader of release {v}, frozen in `schemas/releases/{v}/`: one module per schema file, every type re-exported here."
-        );
-        out.extend(render_contract(
-            root,
-            &format!("schemas/releases/{v}"),
-            &format!("generated/src/releases/{m}"),
-            v,
-            &doc,
-        )?);
-        let ident = quote::format_ident!("{}", m);
-        let d = format!(" Release {v}.");
-        mods.push(quote::quote!(#[doc = #d] #[rustfmt::skip] pub mod #ident;));
+        let ident = format_ident!("{}", m);
+        let dir = format!("schemas/releases/{v}");
+        let files = read_schemas(root, &dir)?;
+        let model = diagwire_schema::load(&files)?;
+        constructor_calls.push((v.clone(), model.clone()));
+        if current_released && i + 1 == releases.len() {
+            let d = format!(
+                " Release {v}: the current schemas are this release, so its reader is [`crate::v1`]."
+            );
+            release_items.push(quote!(#[doc = #d] pub use crate::v1 as #ident;));
+        } else {
+            let doc = format!(
+                "The reader of release {v}, frozen in `schemas/releases/{v}/`: one module per schema file, every type re-exported here."
+            );
+            out.extend(render_contract(
+                root,
+                &ContractOut {
+                    version: v,
+                    files: &files,
+                    source: &dir,
+                    module: &format!("generated/src/releases/{m}"),
+                    schemas: &format!("generated/schemas/releases/{v}"),
+                    doc: &doc,
+                },
+            )?);
+            let d = format!(" Release {v} (feature `releases`).");
+            release_items.push(quote!(
+                #[doc = #d]
+                #[cfg(feature = "releases")]
+                #[rustfmt::skip]
+                pub mod #ident;
+            ));
+        }
+        readers.push(quote!(&#ident::CONTRACT));
+        modules.push((v.clone(), m));
     }
-    let tokens = quote::quote! {
-        //! One reader per released contract version, beside the current types in `v1`.
-        #(#mods)*
-
-        /// The released versions, oldest first.
-        pub const RELEASES: &[&str] = &[#(#releases),*];
-    };
+    if !current_released {
+        readers.push(quote!(&crate::v1::CONTRACT));
+    }
     out.push((
         PathBuf::from("generated/src/releases/mod.rs"),
-        header("every folder in `schemas/releases/`") + &render(tokens)?,
+        header("every folder in `schemas/releases/`")
+            + &render(vec![
+                Part::Tokens(releases_mod(&releases, release_items, readers)),
+                Part::Text(release_pairs_macro(&modules, current_released)),
+            ])?,
     ));
     out.push((
         PathBuf::from("generated/src/lib.rs"),
-        header("every file in `schemas/`")
-            + "//! Rust types generated from the diagwire JSON Schemas.\n//!\n//! Use them through the `diagwire` crate, which re-exports them.\n\n// Variants hold records by value, as serde-derived enums do; boxing them would change the API.\n#![allow(clippy::large_enum_variant)]\n\n#[rustfmt::skip]\npub mod v1;\n\npub mod releases;\n",
+        header("every file in `schemas/`") + LIB_RS,
     ));
+    out.push((
+        PathBuf::from(CONSTRUCTORS_TEST),
+        header("every folder in `schemas/releases/`")
+            + &render(vec![Part::Tokens(constructors_test(
+                &constructor_calls,
+                &current_model,
+            ))])?,
+    ));
+    let released: Vec<(Version, Model)> = constructor_calls;
+    out.extend(
+        docs::pages(&current_model, &released, &version)
+            .into_iter()
+            .map(|(p, s)| (PathBuf::from(p), s)),
+    );
     out.extend(generate_features(root)?);
     out.sort();
     Ok(out)
 }
 
-/// The module name of a release: `1.0.0` → `v1_0_0`.
-pub fn release_module(version: &str) -> String {
-    format!("v{}", version.replace(['.', '-', '+'], "_"))
-}
+const LIB_RS: &str = "//! Rust types generated from the diagwire JSON Schemas.
+//!
+//! Use them through the `diagwire` crate, which re-exports them. The current contract is [`v1`];
+//! [`releases`] lists the frozen releases and, with the feature `releases`, holds a reader for each
+//! one that differs from the current schemas.
 
-/// The versions frozen under `schemas/releases/`, oldest first (by numeric components).
-pub fn released_versions(root: &Path) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let dir = root.join("schemas/releases");
-    if dir.exists() {
-        for entry in fs::read_dir(&dir)? {
-            let entry = entry?;
-            if entry.path().is_dir() {
-                out.push(entry.file_name().to_string_lossy().into_owned());
-            }
+// Variants hold records by value, as serde-derived enums do; boxing them would change the API.
+#![allow(clippy::large_enum_variant)]
+
+#[rustfmt::skip]
+pub mod v1;
+
+#[rustfmt::skip]
+pub mod releases;
+";
+
+/// `schemas/VERSION` may not go below the newest release.
+fn check_version_order(version: &Version, releases: &[Version]) -> Result<()> {
+    if let Some(last) = releases.last() {
+        if version < last {
+            bail!(
+                "schemas/VERSION is {version}, below the newest release {last}: the contract version never goes back"
+            );
         }
     }
-    let key = |v: &String| -> Vec<u64> {
-        v.split(['.', '-'])
-            .map(|p| p.parse().unwrap_or(0))
-            .collect()
-    };
-    out.sort_by_key(key);
-    Ok(out)
+    Ok(())
 }
 
-/// Renders one contract version: a module per schema file of `schema_dir` and a `mod.rs` with the
-/// version constant, the record table, the compiled-in schema texts and `Record`.
-fn render_contract(
-    root: &Path,
-    schema_dir: &str,
-    out_dir: &str,
-    version: &str,
-    doc: &str,
-) -> Result<Vec<(PathBuf, String)>> {
-    let files = read_schemas(root, schema_dir)?;
-    let model = lower(&files)?;
+/// Whether two schema folders hold the same files with the same bytes.
+fn same_texts(root: &Path, a: &str, b: &str) -> Result<bool> {
+    let list = |dir: &str| -> Result<Vec<(String, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(root.join(dir)).with_context(|| format!("reading {dir}"))? {
+            let path = entry?.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            if name.ends_with(".schema.json") {
+                out.push((name, fs::read(&path)?));
+            }
+        }
+        out.sort();
+        Ok(out)
+    };
+    Ok(list(a)? == list(b)?)
+}
+
+fn releases_mod(
+    releases: &[Version],
+    items: Vec<proc_macro2::TokenStream>,
+    readers: Vec<proc_macro2::TokenStream>,
+) -> proc_macro2::TokenStream {
+    let names: Vec<String> = releases.iter().map(ToString::to_string).collect();
+    quote! {
+        //! The frozen releases of the contract, oldest first, and a reader per release.
+        //!
+        //! A release whose schemas are the current ones is an alias of [`crate::v1`]; every other
+        //! release is a module of its own behind the feature `releases`, so a build that does not
+        //! read old data compiles the contract once.
+
+        /// The released versions, oldest first.
+        pub const RELEASES: &[&str] = &[#(#names),*];
+
+        #(#items)*
+
+        /// Every contract reader: each release, oldest first, then the current schemas when they
+        /// are not released yet.
+        #[cfg(feature = "releases")]
+        pub static READERS: &[&::diagwire_runtime::Contract] = &[#(#readers),*];
+    }
+}
+
+/// `release_pairs!(cell, Type)`: calls `cell!(Writer, Reader)` for every ordered pair of readers
+/// (the releases, and the current schemas when unreleased) with their `Type`.
+fn release_pairs_macro(modules: &[(Version, String)], current_released: bool) -> String {
+    let mut paths: Vec<String> = modules
+        .iter()
+        .enumerate()
+        .map(|(i, (_, m))| {
+            if current_released && i + 1 == modules.len() {
+                "$crate::v1".to_owned()
+            } else {
+                format!("$crate::releases::{m}")
+            }
+        })
+        .collect();
+    if !current_released {
+        paths.push("$crate::v1".to_owned());
+    }
+    let mut body = String::new();
+    for w in &paths {
+        for r in &paths {
+            body.push_str(&format!("        $cell!({w}::$t, {r}::$t);\n"));
+        }
+    }
+    format!(
+        "\n/// Calls `$cell!(W, R)` for every ordered pair (writer, reader) of the contract readers in\n/// [`releases::READERS`] order, with `W` and `R` their types named `$t`; a test over release pairs\n/// written with it needs no edit when a release is cut.\n#[cfg(feature = \"releases\")]\n#[macro_export]\nmacro_rules! release_pairs {{\n    ($cell:ident, $t:ident) => {{\n{body}    }};\n}}\n"
+    )
+}
+
+/// Renders one contract version: a module per schema file, `shape.rs`, and a `mod.rs` with the
+/// version, `RecordKind`, the record table, the schema texts, `Record` and `CONTRACT`; plus the
+/// schema copies the module compiles in.
+fn render_contract(root: &Path, c: &ContractOut<'_>) -> Result<Vec<Output>> {
+    let model = diagwire_schema::load(c.files)?;
     let mut out = Vec::new();
     let mut mods = Vec::new();
-    let mut records = Vec::new();
-    for (stem, source) in render_files(&files, &model)? {
-        out.push((PathBuf::from(format!("{out_dir}/{stem}.rs")), source));
-        let m = quote::format_ident!("{}", stem);
-        mods.push(quote::quote!(mod #m; pub use #m::*;));
+    for (stem, source) in render_files(c.files, &model)? {
+        out.push((PathBuf::from(format!("{}/{stem}.rs", c.module)), source));
+        let m = format_ident!("{}", stem);
+        // A type named like an item of this module (`RecordKind`, `Record`) stays reachable
+        // through its file module; the glob re-export yields to the module's own item.
+        mods.push(quote::quote!(pub mod #m; pub use #m::*;));
     }
+    out.push((
+        PathBuf::from(format!("{}/shape.rs", c.module)),
+        header(&format!("every file in `{}/`", c.source)) + &emit::shape_file(&model),
+    ));
     for f in &model.files {
-        for d in &f.defs {
-            if let Some(kind) = &d.record {
-                let (stem, def) = (&f.stem, &d.name);
-                records.push((kind.clone(), quote::quote!(::diagwire_runtime::RecordInfo { kind: #kind, schema: #stem, def: #def })));
-            }
-        }
+        let name = format!("{}.schema.json", f.stem);
+        let text = fs::read_to_string(root.join(c.source).join(&name))
+            .with_context(|| format!("reading {}/{name}", c.source))?;
+        out.push((PathBuf::from(format!("{}/{name}", c.schemas)), text));
     }
-    records.sort_by(|a, b| a.0.cmp(&b.0));
-    let record_enum = record_enum(&model);
-    let records = records.into_iter().map(|(_, t)| t);
-    let stems = model.files.iter().map(|f| f.stem.as_str());
-    // From `<out_dir>/mod.rs` back to the workspace root, then into the schema folder.
-    let up = "../".repeat(out_dir.matches('/').count() + 1);
+    // From `<module>/mod.rs` to the schema copies, both under `generated/`.
+    let up = "../".repeat(c.module.matches('/').count());
+    let rel = c.schemas.strip_prefix("generated/").unwrap_or(c.schemas);
     let texts = model.files.iter().map(|f| {
-        let (stem, path) = (&f.stem, format!("{up}{schema_dir}/{}.schema.json", f.stem));
+        let (stem, path) = (&f.stem, format!("{up}{rel}/{}.schema.json", f.stem));
         quote::quote!((#stem, include_str!(#path)))
     });
+    let stems = model.files.iter().map(|f| f.stem.as_str());
+    let version = c.version.to_string();
     let version_doc =
         format!(" The contract version these types were generated from: `{version}`.");
+    let doc = c.doc;
+    let records = records(&model);
     let tokens = quote::quote! {
         #![doc = #doc]
         #(#mods)*
 
+        mod shape;
+
         #[doc = #version_doc]
         pub const CONTRACT_VERSION: &str = #version;
-
-        /// Every record kind: its schema file and definition.
-        pub const RECORDS: &[::diagwire_runtime::RecordInfo] = &[#(#records),*];
 
         /// The schema file stems, sorted.
         pub const SCHEMAS: &[&str] = &[#(#stems),*];
@@ -292,18 +374,255 @@ fn render_contract(
         /// The text of every schema file, by stem, as compiled into this crate.
         pub const SCHEMA_TEXTS: &[(&str, &str)] = &[#(#texts),*];
 
-        #record_enum
+        #records
+
+        /// This contract version as data: its records, schema texts and the shape of every type.
+        pub static CONTRACT: ::diagwire_runtime::Contract = ::diagwire_runtime::Contract {
+            version: CONTRACT_VERSION,
+            records: RECORDS,
+            schema_texts: SCHEMA_TEXTS,
+            types: shape::TYPES,
+            reread: Record::reread,
+        };
     };
     out.push((
-        PathBuf::from(format!("{out_dir}/mod.rs")),
-        header(&format!("every file in `{schema_dir}/`")) + &render(tokens)?,
+        PathBuf::from(format!("{}/mod.rs", c.module)),
+        header(&format!("every file in `{}/`", c.source)) + &render(vec![Part::Tokens(tokens)])?,
     ));
     Ok(out)
 }
 
+/// `RecordKind`, `RECORDS` and `Record`: one variant per record kind, with parse-by-kind dispatch.
+fn records(model: &Model) -> proc_macro2::TokenStream {
+    let kinds = model.records();
+    let var: Vec<proc_macro2::Ident> = kinds
+        .iter()
+        .map(|(k, _)| format_ident!("{}", variant_name(k)))
+        .collect();
+    let ty: Vec<proc_macro2::Ident> = kinds.iter().map(|(_, d)| emit::ident(&d.name)).collect();
+    let kind: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
+    let def: Vec<&str> = kinds.iter().map(|(_, d)| d.name.as_str()).collect();
+    let stem: Vec<&str> = kinds
+        .iter()
+        .map(|(_, d)| {
+            model
+                .file_of(&d.name)
+                .map(|f| f.stem.as_str())
+                .unwrap_or_default()
+        })
+        .collect();
+    let kind_docs: Vec<String> = kinds
+        .iter()
+        .map(|(k, d)| format!(" `{k}`: a [`{}`].", d.name))
+        .collect();
+    let docs: Vec<String> = kinds
+        .iter()
+        .map(|(k, d)| format!(" A `{k}` record ([`{}`]).", d.name))
+        .collect();
+    let index = 0..kinds.len();
+    quote! {
+        /// A record kind of the contract: what a file of the bundle layout or a collector route holds.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum RecordKind {
+            #(#[doc = #kind_docs] #var,)*
+        }
+
+        impl RecordKind {
+            /// Every record kind, sorted by name.
+            pub const ALL: &'static [RecordKind] = &[#(RecordKind::#var),*];
+
+            /// The kind's name, as the schemas' `x-record` spells it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    #(RecordKind::#var => #kind,)*
+                }
+            }
+
+            /// The kind of that name.
+            pub fn from_name(name: &str) -> Option<RecordKind> {
+                Some(match name {
+                    #(#kind => RecordKind::#var,)*
+                    _ => return None,
+                })
+            }
+
+            /// Where the kind is defined.
+            pub fn info(self) -> &'static ::diagwire_runtime::RecordInfo {
+                &RECORDS[match self {
+                    #(RecordKind::#var => #index,)*
+                }]
+            }
+        }
+
+        impl ::core::fmt::Display for RecordKind {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::core::str::FromStr for RecordKind {
+            type Err = ::diagwire_runtime::UnknownRecordKind;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                RecordKind::from_name(s).ok_or_else(|| ::diagwire_runtime::UnknownRecordKind(s.to_owned()))
+            }
+        }
+
+        /// Every record kind: its schema file and definition, sorted by kind.
+        pub const RECORDS: &[::diagwire_runtime::RecordInfo] = &[
+            #(::diagwire_runtime::RecordInfo { kind: #kind, schema: #stem, def: #def }),*
+        ];
+
+        /// One record of any kind, for code that handles records by kind (validation, bundles, tests).
+        #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
+        pub enum Record {
+            #(#[doc = #docs] #var(#ty),)*
+        }
+
+        impl Record {
+            /// Parses `json` as a record of `kind`.
+            pub fn parse(kind: RecordKind, json: &str) -> Result<Record, ::diagwire_runtime::private::serde_json::Error> {
+                match kind {
+                    #(RecordKind::#var => ::diagwire_runtime::private::serde_json::from_str(json).map(Record::#var),)*
+                }
+            }
+
+            /// Reads a parsed JSON value as a record of `kind`.
+            pub fn from_value(kind: RecordKind, value: ::diagwire_runtime::private::serde_json::Value) -> Result<Record, ::diagwire_runtime::private::serde_json::Error> {
+                match kind {
+                    #(RecordKind::#var => ::diagwire_runtime::private::serde_json::from_value(value).map(Record::#var),)*
+                }
+            }
+
+            /// The record kind.
+            pub fn kind(&self) -> RecordKind {
+                match self {
+                    #(Record::#var(_) => RecordKind::#var,)*
+                }
+            }
+
+            /// Parses `json` as a record of the kind named `kind` and writes it back as a JSON value;
+            /// `None` when this version has no kind of that name.
+            pub fn reread(kind: &str, json: &str) -> Option<Result<::diagwire_runtime::private::serde_json::Value, ::diagwire_runtime::private::serde_json::Error>> {
+                let kind = RecordKind::from_name(kind)?;
+                Some(Record::parse(kind, json).and_then(|r| ::diagwire_runtime::private::serde_json::to_value(&r)))
+            }
+        }
+
+        impl ::diagwire_runtime::private::serde::Serialize for Record {
+            fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    #(Record::#var(v) => v.serialize(serializer),)*
+                }
+            }
+        }
+    }
+}
+
+/// The constructor test: for every frozen release, one function per struct that still exists,
+/// taking the release's required fields as parameters (typed as the release typed them) and
+/// calling the current type's `new` with them. It compiles exactly when every released
+/// constructor call still compiles.
+fn constructors_test(releases: &[(Version, Model)], current: &Model) -> proc_macro2::TokenStream {
+    let mut mods = Vec::new();
+    let mut counts = Vec::new();
+    for (v, model) in releases {
+        let mut fns = Vec::new();
+        for d in model.defs() {
+            let DefKind::Struct(s) = &d.kind else {
+                continue;
+            };
+            if current.def(&d.name).is_none() {
+                continue;
+            }
+            let name = emit::ident(&d.name);
+            let f = format_ident!("new_{}", d.name.to_lowercase());
+            let mut params = Vec::new();
+            let mut args = Vec::new();
+            for p in s.props.iter().filter(|p| p.presence == Presence::Required) {
+                let a = emit::ident(&p.name);
+                let t = released_ty(&p.ty, current);
+                params.push(quote!(#a: #t));
+                args.push(quote!(#a));
+            }
+            if let Some(fl) = &s.flatten {
+                let a = emit::ident(&fl.field);
+                let t = emit::ident(&fl.union);
+                params.push(quote!(#a: v1::#t));
+                args.push(quote!(#a));
+            }
+            fns.push(quote! {
+                #[allow(dead_code, clippy::too_many_arguments)]
+                pub fn #f(#(#params),*) -> v1::#name {
+                    v1::#name::new(#(#args),*)
+                }
+            });
+        }
+        let m = format_ident!("{}", release_module(v));
+        let n = fns.len();
+        let d = format!(" The constructors of release {v}, called on the current types.");
+        mods.push(quote! {
+            #[doc = #d]
+            mod #m {
+                use diagwire::v1;
+                #(#fns)*
+            }
+        });
+        let vs = v.to_string();
+        counts.push(quote!((#vs, #n)));
+    }
+    quote! {
+        //! Calls of every constructor of every frozen release against the current types: a minor
+        //! version that removes a struct, adds a required field or changes a required field's type
+        //! breaks this file's build. The calls are functions; compiling them is the test.
+
+        #(#mods)*
+
+        /// Structs per release whose constructor is called above.
+        pub const CALLED: &[(&str, usize)] = &[#(#counts),*];
+    }
+}
+
+/// Names the generated contract module defines itself; a schema type of the same name is reachable
+/// only through its file module.
+pub const MODULE_ITEMS: &[&str] = &["Record", "RecordKind"];
+
+/// A release's field type, named through the current module (`v1::NodeId`, `u32`, `String`, …).
+fn released_ty(t: &Ty, current: &Model) -> proc_macro2::TokenStream {
+    match t {
+        Ty::Str => quote!(String),
+        Ty::Int(f) => {
+            let i = format_ident!("{}", f.rust());
+            quote!(#i)
+        }
+        Ty::F64 => quote!(f64),
+        Ty::Bool => quote!(bool),
+        Ty::Json => quote!(diagwire::Json),
+        Ty::Ref(n) => {
+            let i = emit::ident(n);
+            match current.file_of(n) {
+                Some(f) if MODULE_ITEMS.contains(&n.as_str()) => {
+                    let m = format_ident!("{}", f.stem);
+                    quote!(v1::#m::#i)
+                }
+                _ => quote!(v1::#i),
+            }
+        }
+        Ty::Vec(i) => {
+            let i = released_ty(i, current);
+            quote!(Vec<#i>)
+        }
+        Ty::Tuple(ts) => {
+            let ts = ts.iter().map(|t| released_ty(t, current));
+            quote!((#(#ts),*))
+        }
+    }
+}
+
 /// Renders `codegen-features/src/features/`: every feature schema on its own, as its own module,
 /// and a `mod.rs` that mounts them.
-fn generate_features(root: &Path) -> Result<Vec<(PathBuf, String)>> {
+fn generate_features(root: &Path) -> Result<Vec<Output>> {
     let mut out = Vec::new();
     let mut mods = Vec::new();
     for doc in read_features(root)? {
@@ -321,7 +640,7 @@ fn generate_features(root: &Path) -> Result<Vec<(PathBuf, String)>> {
     };
     out.push((
         PathBuf::from(format!("{FEATURES_OUT}/mod.rs")),
-        header(&format!("every file in `{FEATURES_DIR}/`")) + &render(tokens)?,
+        header(&format!("every file in `{FEATURES_DIR}/`")) + &render(vec![Part::Tokens(tokens)])?,
     ));
     Ok(out)
 }
@@ -335,8 +654,8 @@ pub enum Mode {
     Check,
 }
 
-/// Paths under [`OUTPUT_DIRS`] that differ from what the schemas produce, or that nothing produces.
-pub fn stale_files(root: &Path, expected: &[(PathBuf, String)]) -> Result<Vec<PathBuf>> {
+/// Generated paths that differ from what the schemas produce, or that nothing produces any more.
+pub fn stale_files(root: &Path, expected: &[Output]) -> Result<Vec<PathBuf>> {
     let mut stale = Vec::new();
     for (path, contents) in expected {
         let current = fs::read_to_string(root.join(path)).unwrap_or_default();
@@ -344,8 +663,8 @@ pub fn stale_files(root: &Path, expected: &[(PathBuf, String)]) -> Result<Vec<Pa
             stale.push(path.clone());
         }
     }
-    for dir in OUTPUT_DIRS {
-        for path in existing_rs(&root.join(dir))? {
+    for (dir, ext) in OUTPUT_DIRS {
+        for path in existing_files(&root.join(dir), ext)? {
             let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
             if !expected.iter().any(|(p, _)| *p == rel) {
                 stale.push(rel);
@@ -353,10 +672,11 @@ pub fn stale_files(root: &Path, expected: &[(PathBuf, String)]) -> Result<Vec<Pa
         }
     }
     stale.sort();
+    stale.dedup();
     Ok(stale)
 }
 
-fn existing_rs(dir: &Path) -> Result<Vec<PathBuf>> {
+fn existing_files(dir: &Path, ext: &str) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     if !dir.exists() {
         return Ok(out);
@@ -364,15 +684,15 @@ fn existing_rs(dir: &Path) -> Result<Vec<PathBuf>> {
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();
         if path.is_dir() {
-            out.extend(existing_rs(&path)?);
-        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.extend(existing_files(&path, ext)?);
+        } else if path.extension().is_some_and(|e| e == ext) {
             out.push(path);
         }
     }
     Ok(out)
 }
 
-/// Generates, then writes or checks `generated/` and `codegen-features/src/features/`.
+/// Generates, then writes or checks every output.
 pub fn run(root: &Path, mode: Mode) -> Result<usize> {
     let expected = generate(root)?;
     let stale = stale_files(root, &expected)?;
@@ -403,71 +723,4 @@ pub fn run(root: &Path, mode: Mode) -> Result<usize> {
         }
     }
     Ok(stale.len())
-}
-
-/// Renders `Record`: one variant per record kind, with parse-by-kind dispatch.
-fn record_enum(model: &model::Model) -> proc_macro2::TokenStream {
-    let mut kinds: Vec<(&str, &str)> = model
-        .files
-        .iter()
-        .flat_map(|f| &f.defs)
-        .filter_map(|d| d.record.as_deref().map(|k| (k, d.name.as_str())))
-        .collect();
-    kinds.sort();
-    let var: Vec<proc_macro2::Ident> = kinds
-        .iter()
-        .map(|(k, _)| quote::format_ident!("{}", model::variant_name(k)))
-        .collect();
-    let ty: Vec<proc_macro2::Ident> = kinds
-        .iter()
-        .map(|(_, t)| quote::format_ident!("{}", t))
-        .collect();
-    let kind: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
-    let docs: Vec<String> = kinds
-        .iter()
-        .map(|(k, t)| format!(" A `{k}` record ([`{t}`])."))
-        .collect();
-    quote::quote! {
-        /// One record of any kind, for code that handles records by kind (validation, bundles, tests).
-        #[derive(Debug, Clone, PartialEq)]
-        pub enum Record {
-            #(#[doc = #docs] #var(#ty),)*
-        }
-
-        impl Record {
-            /// The record kinds, sorted.
-            pub const KINDS: &'static [&'static str] = &[#(#kind),*];
-
-            /// Parses `json` as a record of `kind`; `None` when the kind is unknown.
-            pub fn parse(kind: &str, json: &str) -> Option<Result<Record, ::diagwire_runtime::private::serde_json::Error>> {
-                Some(match kind {
-                    #(#kind => ::diagwire_runtime::private::serde_json::from_str(json).map(Record::#var),)*
-                    _ => return None,
-                })
-            }
-
-            /// Reads a parsed JSON value as a record of `kind`; `None` when the kind is unknown.
-            pub fn from_value(kind: &str, value: ::diagwire_runtime::private::serde_json::Value) -> Option<Result<Record, ::diagwire_runtime::private::serde_json::Error>> {
-                Some(match kind {
-                    #(#kind => ::diagwire_runtime::private::serde_json::from_value(value).map(Record::#var),)*
-                    _ => return None,
-                })
-            }
-
-            /// The record kind.
-            pub fn kind(&self) -> &'static str {
-                match self {
-                    #(Record::#var(_) => #kind,)*
-                }
-            }
-        }
-
-        impl ::diagwire_runtime::private::serde::Serialize for Record {
-            fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                match self {
-                    #(Record::#var(v) => v.serialize(serializer),)*
-                }
-            }
-        }
-    }
 }

@@ -39,7 +39,7 @@ fn schema_files(dir: &Path) -> Result<Vec<String>> {
 
 /// Copies the current schemas into `schemas/releases/<VERSION>/` and records their fingerprints.
 pub fn cut(root: &Path) -> Result<String> {
-    let version = contract_version(root)?;
+    let version = contract_version(root)?.to_string();
     let dir = root.join("schemas/releases").join(&version);
     if dir.exists() {
         bail!(
@@ -101,7 +101,7 @@ pub fn frozen_problems(root: &Path) -> Result<Vec<String>> {
 
 /// When the release of the current version exists but the current schemas differ from it, says so.
 pub fn unreleased_change(root: &Path) -> Result<Option<String>> {
-    let version = contract_version(root)?;
+    let version = contract_version(root)?.to_string();
     let dir = root.join("schemas/releases").join(&version);
     if !dir.exists() {
         return Ok(None);

@@ -15,7 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use diagwire::v1::Record;
+use diagwire::v1::{Record, RecordKind};
 use diagwire::validate::Validators;
 use serde_json::Value;
 
@@ -77,17 +77,20 @@ pub fn invalid(kind: &str) -> Vec<Fixture> {
     read_dir_json(&fixtures_dir().join("wire").join(kind).join("invalid"))
 }
 
+/// The record kind a fixture folder is named after.
+#[track_caller]
+pub fn kind(name: &str) -> RecordKind {
+    RecordKind::from_name(name).unwrap_or_else(|| panic!("no record kind `{name}`"))
+}
+
 /// Problems of one valid fixture: schema violations, parse error, or a lossy round trip.
-pub fn problems_of_valid(kind: &str, f: &Fixture) -> Vec<String> {
+pub fn problems_of_valid(kind: RecordKind, f: &Fixture) -> Vec<String> {
     let mut out = Vec::new();
     let original = f.value();
-    let violations = validators()
-        .violations(kind, &original)
-        .unwrap_or_else(|| panic!("no validator for kind `{kind}`"));
-    for v in violations {
+    for v in validators().violations(kind, &original) {
         out.push(format!("{} {}: schema: {}", f.name, v.pointer, v.message));
     }
-    match Record::parse(kind, &f.text).expect("known kind") {
+    match Record::parse(kind, &f.text) {
         Err(e) => out.push(format!("{}: typed parse failed: {e}", f.name)),
         Ok(record) => {
             let back = serde_json::to_value(&record).expect("serialize");
@@ -97,7 +100,7 @@ pub fn problems_of_valid(kind: &str, f: &Fixture) -> Vec<String> {
                     f.name, original, back
                 ));
             }
-            match Record::from_value(kind, original.clone()).expect("known kind") {
+            match Record::from_value(kind, original.clone()) {
                 Ok(again) if again == record => {}
                 Ok(_) => out.push(format!(
                     "{}: parsing from a Value gave a different record",
@@ -111,16 +114,16 @@ pub fn problems_of_valid(kind: &str, f: &Fixture) -> Vec<String> {
 }
 
 /// Problems of one invalid fixture: the schema or the typed parse accepted it.
-pub fn problems_of_invalid(kind: &str, f: &Fixture) -> Vec<String> {
+pub fn problems_of_invalid(kind: RecordKind, f: &Fixture) -> Vec<String> {
     let mut out = Vec::new();
     let value = f.value();
-    if validators().is_valid(kind, &value) == Some(true) {
+    if validators().is_valid(kind, &value) {
         out.push(format!(
             "{}: the schema accepts a record that breaks a rule",
             f.name
         ));
     }
-    if let Some(Ok(_)) = Record::parse(kind, &f.text) {
+    if Record::parse(kind, &f.text).is_ok() {
         out.push(format!(
             "{}: the typed parse accepts a record that breaks a rule",
             f.name
@@ -131,9 +134,10 @@ pub fn problems_of_invalid(kind: &str, f: &Fixture) -> Vec<String> {
 
 /// Runs both checks over every fixture of `kind`, and fails listing every problem.
 #[track_caller]
-pub fn check_kind(kind: &str) {
-    let valid = valid(kind);
-    let invalid = invalid(kind);
+pub fn check_kind(name: &str) {
+    let kind = kind(name);
+    let valid = valid(name);
+    let invalid = invalid(name);
     assert!(
         !valid.is_empty(),
         "no valid fixtures for record kind `{kind}`"

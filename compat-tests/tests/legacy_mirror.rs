@@ -91,13 +91,11 @@ fn problems_of<T: Serialize + DeserializeOwned>(kind: &str, value: &T) -> Option
     let text = serde_json::to_string(value).expect("the mirror serializes");
     let original: Value = serde_json::from_str(&text).expect("the mirror writes JSON");
     let mut out = String::new();
-    let violations = validators()
-        .violations(kind, &original)
-        .expect("known kind");
+    let violations = validators().violations(diagwire_compat_tests::kind(kind), &original);
     for v in &violations {
         let _ = writeln!(out, "  schema: {} {}", v.pointer, v.message);
     }
-    match Record::parse(kind, &text).expect("known kind") {
+    match Record::parse(diagwire_compat_tests::kind(kind), &text) {
         Err(e) => {
             let _ = writeln!(out, "  typed parse failed: {e}");
         }
@@ -374,7 +372,7 @@ where
                 read += 1;
                 // What swactor reads it writes again as a record diagwire accepts.
                 let again = serde_json::to_value(&m).expect("the mirror serializes");
-                if let Some(Err(e)) = Record::from_value(kind, again) {
+                if let Err(e) = Record::from_value(diagwire_compat_tests::kind(kind), again) {
                     failures.push(format!(
                         "{kind}: {text}\n  diagwire rejects swactor's rewrite: {e}"
                     ));

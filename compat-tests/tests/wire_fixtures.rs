@@ -1,7 +1,7 @@
 //! Every hand-composed legacy fixture: schema-valid, parses, and round-trips to the same JSON value;
 //! every invalid fixture is rejected by both the schema and the typed parse.
 
-use diagwire::v1::Record;
+use diagwire::v1::RecordKind;
 use diagwire_compat_tests::{check_kind, invalid, valid};
 
 #[test]
@@ -61,8 +61,9 @@ fn vastai_records_round_trip() {
 
 #[test]
 fn every_record_kind_has_valid_and_invalid_fixtures() {
-    let missing: Vec<String> = Record::KINDS
+    let missing: Vec<String> = RecordKind::ALL
         .iter()
+        .map(|k| k.as_str())
         .filter(|k| valid(k).is_empty() || invalid(k).is_empty())
         .map(|k| k.to_string())
         .collect();

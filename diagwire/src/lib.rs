@@ -11,6 +11,24 @@
 //! Discriminated values answer "reported, derived or unavailable, and why" through their
 //! `*_provenance` accessors.
 //!
+//! Records are built with constructors that take the required fields, in schema order; optional
+//! fields are public and set afterwards. Every struct, open enum and open union is
+//! `#[non_exhaustive]`, so code written against one minor version of the contract compiles against
+//! the next:
+//!
+//! ```
+//! use diagwire::v1::{DialStarted, EventRecord};
+//! use diagwire::NodeId;
+//!
+//! let mut dial = DialStarted::new(NodeId([7; 32]), 1, 5_000);
+//! dial.extra.insert("future_key".into(), serde_json::json!(true));
+//! let record = EventRecord::new(NodeId([1; 32]), 42, 1_779_733_878_000, dial);
+//! let json = serde_json::to_string(&record).unwrap();
+//! assert!(json.contains(r#""type":"DialStarted""#));
+//! ```
+//!
+//! Reading keeps what this version does not know:
+//!
 //! ```
 //! use diagwire::v1::{Event, EventRecord};
 //!
@@ -22,15 +40,21 @@
 //! assert_eq!(back, serde_json::from_str::<serde_json::Value>(json).unwrap());
 //! ```
 //!
-//! The default build depends on serde and serde_json only. Features: `validate` (schema validation
-//! with the `jsonschema` crate), `arbitrary` (`Arbitrary` for every type, producing schema-valid
-//! records), `cli` (the `diagwire` command-line tool).
+//! The default build depends on serde and serde_json only. Features: `bundle` (reading, writing and
+//! assembling bundles; `tar` and `flate2`), `validate` (schema validation and record checks with the
+//! `jsonschema` crate), `releases` (a reader for every frozen release), `arbitrary` (`Arbitrary` for
+//! every type, producing schema-valid records).
 
 pub use diagwire_generated::{releases, v1};
 pub use diagwire_runtime::{
-    Extra, Json, NodeId, NodeIdHex, ParseNodeIdError, Provenance, RecordInfo, Unavailable,
-    UnknownVariant,
+    Contract, Extra, Json, NodeId, NodeIdHex, ParseNodeIdError, Provenance, RecordInfo,
+    Unavailable, UnknownRecordKind, UnknownVariant,
 };
+
+/// Calls a macro for every ordered pair of contract readers (feature `releases`): see
+/// `diagwire_generated::release_pairs`.
+#[cfg(feature = "releases")]
+pub use diagwire_generated::release_pairs;
 
 /// `Arbitrary` helpers the generated types use (finite floats, unknown keys and variants).
 #[cfg(feature = "arbitrary")]
@@ -38,6 +62,13 @@ pub use diagwire_runtime::arb;
 
 /// The version of the contract the [`v1`] types were generated from.
 pub const CONTRACT_VERSION: &str = v1::CONTRACT_VERSION;
+
+pub mod layout;
+pub mod problem;
+pub mod scan;
+pub mod shape;
+
+pub use problem::{Location, Problem, ProblemKind, TextPosition};
 
 #[cfg(feature = "validate")]
 pub mod validate;

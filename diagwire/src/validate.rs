@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::v1;
+use crate::Contract;
+use crate::v1::{self, RecordKind};
 
 /// One schema violation: where in the record, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,19 +33,36 @@ impl std::error::Error for BuildError {}
 
 /// Compiled validators, one per record kind, for the schemas of this build.
 pub struct Validators {
-    by_kind: BTreeMap<&'static str, jsonschema::Validator>,
+    by_kind: BTreeMap<String, jsonschema::Validator>,
 }
 
 impl Validators {
     /// Compiles the schemas compiled into this crate.
     pub fn new() -> Result<Self, BuildError> {
-        Self::from_texts(v1::SCHEMA_TEXTS, v1::RECORDS)
+        Self::for_contract(&v1::CONTRACT)
+    }
+
+    /// Compiles the schemas of a contract version (the current one or a release reader's).
+    pub fn for_contract(contract: &Contract) -> Result<Self, BuildError> {
+        Self::from_texts(contract.schema_texts, contract.records)
     }
 
     /// Compiles a set of schema texts (stem, text) for the given record kinds.
     pub fn from_texts(
         texts: &[(&str, &str)],
         records: &[diagwire_runtime::RecordInfo],
+    ) -> Result<Self, BuildError> {
+        Self::from_parts(
+            texts.iter().copied(),
+            records.iter().map(|r| (r.kind, r.schema, r.def)),
+        )
+    }
+
+    /// Compiles schema texts `(stem, text)` for record kinds `(kind, schema stem, definition)`:
+    /// the form for schemas read at run time, such as a tree a review compares.
+    pub fn from_parts<'a>(
+        texts: impl IntoIterator<Item = (&'a str, &'a str)>,
+        records: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
     ) -> Result<Self, BuildError> {
         let mut docs = Vec::new();
         for (stem, text) in texts {
@@ -57,28 +75,35 @@ impl Validators {
             .and_then(|b| b.prepare())
             .map_err(|e| BuildError(format!("schema registry: {e}")))?;
         let mut by_kind = BTreeMap::new();
-        for r in records {
+        for (kind, schema, def) in records {
             let root = serde_json::json!({
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "$ref": format!("urn:diagwire:{}#/$defs/{}", r.schema, r.def),
+                "$ref": format!("urn:diagwire:{schema}#/$defs/{def}"),
             });
             let validator = jsonschema::options()
                 .with_registry(&registry)
                 .with_keyword("format", integer_format)
                 .build(&root)
-                .map_err(|e| BuildError(format!("record kind `{}`: {e}", r.kind)))?;
-            by_kind.insert(r.kind, validator);
+                .map_err(|e| BuildError(format!("record kind `{kind}`: {e}")))?;
+            by_kind.insert(kind.to_owned(), validator);
         }
         Ok(Validators { by_kind })
     }
 
     /// The record kinds these validators know.
-    pub fn kinds(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.by_kind.keys().copied()
+    pub fn kinds(&self) -> impl Iterator<Item = &str> + '_ {
+        self.by_kind.keys().map(String::as_str)
     }
 
-    /// Every schema violation of `record` as a record of `kind`; `None` when the kind is unknown.
-    pub fn violations(&self, kind: &str, record: &Value) -> Option<Vec<Violation>> {
+    /// Every schema violation of `record` as a record of `kind`.
+    pub fn violations(&self, kind: RecordKind, record: &Value) -> Vec<Violation> {
+        self.violations_named(kind.as_str(), record)
+            .unwrap_or_default()
+    }
+
+    /// Every schema violation of `record` as a record of the kind named `kind`; `None` when these
+    /// schemas have no such kind (validators of another contract version).
+    pub fn violations_named(&self, kind: &str, record: &Value) -> Option<Vec<Violation>> {
         let v = self.by_kind.get(kind)?;
         let mut out = Vec::new();
         for e in v.iter_errors(record) {
@@ -88,9 +113,11 @@ impl Validators {
         Some(out)
     }
 
-    /// Whether `record` is a valid record of `kind`; `None` when the kind is unknown.
-    pub fn is_valid(&self, kind: &str, record: &Value) -> Option<bool> {
-        self.by_kind.get(kind).map(|v| v.is_valid(record))
+    /// Whether `record` is a valid record of `kind` (false for a kind these schemas do not have).
+    pub fn is_valid(&self, kind: RecordKind, record: &Value) -> bool {
+        self.by_kind
+            .get(kind.as_str())
+            .is_some_and(|v| v.is_valid(record))
     }
 }
 

@@ -1,5 +1,5 @@
 //! The manifest check: a bundle's MANIFEST.json must agree with its files.
-#![cfg(feature = "bundle")]
+#![cfg(all(feature = "bundle", feature = "validate"))]
 
 mod common;
 

@@ -1,5 +1,9 @@
 //! Reading and writing bundles: round trips, deterministic archives, finding the run directory and
-//! the roles of the files of the layout (legacy-wire §7.2).
+//! the part each file plays in the layout.
+//!
+//! The cases are tables, one `#[test]` per line: a bundle written one way reads back the same from
+//! the paths given; a hand-built archive reads as a run with these files in this order; a path
+//! inside a run directory has this node and role.
 #![cfg(feature = "bundle")]
 
 use std::fs;
@@ -7,11 +11,15 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use diagwire::bundle::BundleContents;
-use diagwire::bundle::read::{
-    BundleReader, FileRole, Limits, ReadError, ReadErrorKind, file_role, read_all,
-};
+use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind, read_all};
 use diagwire::bundle::write::{write_dir, write_tar_gz};
+use diagwire::layout::{BundlePath, FileKind, Role, bundle_path, parse_bundle_path};
+use diagwire::v1::RecordKind;
+use diagwire::{Location, Problem, ProblemKind};
 use serde_json::json;
+
+use FileKind::{Boot, Events, Finalize, Snapshot};
+use Role::{Latest, Manifest, Numbered, Unknown};
 
 /// A small bundle with every kind of file of the layout.
 fn sample() -> BundleContents {
@@ -55,10 +63,37 @@ fn sample() -> BundleContents {
     b
 }
 
+/// The sample without its manifest.
+fn sample_without_manifest() -> BundleContents {
+    let mut b = sample();
+    b.files.remove("MANIFEST.json");
+    b
+}
+
+/// A bundle whose run id and one file path are longer than a tar header holds.
+fn long_paths() -> BundleContents {
+    let run_id = format!("run-{}", "x".repeat(150));
+    let mut b = BundleContents::new(run_id.clone());
+    b.insert_json("MANIFEST.json", &json!({"run_id": run_id}));
+    b.insert_json(
+        format!("{}/events/events-000001.json", "n".repeat(120)),
+        &json!([]),
+    );
+    b
+}
+
 fn tar_gz_bytes(bundle: &BundleContents) -> Vec<u8> {
     let mut out = Vec::new();
     write_tar_gz(bundle, &mut out).unwrap();
     out
+}
+
+fn tar_bytes(bundle: &BundleContents) -> Vec<u8> {
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(tar_gz_bytes(bundle).as_slice())
+        .read_to_end(&mut tar)
+        .unwrap();
+    tar
 }
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
@@ -84,62 +119,329 @@ fn paths_in_order(reader: &mut BundleReader) -> Vec<String> {
     reader.files().map(|f| f.unwrap().path).collect()
 }
 
-#[test]
-fn tar_gz_round_trip_gives_back_the_same_contents() {
+// ---------------------------------------------------------------------------------------------
+// Round trips
+
+/// Writes the bundle into a directory.
+type WriteInto = Box<dyn Fn(&BundleContents, &Path)>;
+
+/// Writes the bundle as a `.tar.gz` of this name.
+fn tar_gz_named(name: &'static str) -> WriteInto {
+    Box::new(move |b, tmp| {
+        write_file(tmp, name, &tar_gz_bytes(b));
+    })
+}
+
+/// Writes the bundle as an uncompressed tar of this name.
+fn tar_named(name: &'static str) -> WriteInto {
+    Box::new(move |b, tmp| {
+        write_file(tmp, name, &tar_bytes(b));
+    })
+}
+
+/// Writes the bundle as a directory tree under `parent` (created when missing), and checks that
+/// the writer returns `parent/<run_id>`.
+fn dir_in(parent: &'static str) -> WriteInto {
+    Box::new(move |b, tmp| {
+        let parent = tmp.join(parent);
+        assert_eq!(write_dir(b, &parent).unwrap(), parent.join(&b.run_id));
+    })
+}
+
+/// Writes with `first`, then runs `more` on the temporary directory.
+fn then(first: WriteInto, more: fn(&Path)) -> WriteInto {
+    Box::new(move |b, tmp| {
+        first(b, tmp);
+        more(tmp);
+    })
+}
+
+/// Runs `before` on the temporary directory, then writes with `write`.
+fn after(before: fn(&Path), write: WriteInto) -> WriteInto {
+    Box::new(move |b, tmp| {
+        before(tmp);
+        write(b, tmp);
+    })
+}
+
+/// The bundle, written by `write`, reads back as the same contents (run id included) and without
+/// an error from each of the paths `open` (relative to the temporary directory).
+#[track_caller]
+fn check_round_trip(bundle: BundleContents, write: WriteInto, open: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
-    let bundle = sample();
-    let path = write_file(tmp.path(), "run-1.tar.gz", &tar_gz_bytes(&bundle));
-    let (read, errors) = read_all(&path, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read, bundle);
+    write(&bundle, tmp.path());
+    assert!(!open.is_empty());
+    for rel in open {
+        let (read, errors) = read_all(&tmp.path().join(rel), Limits::default())
+            .unwrap_or_else(|e| panic!("opening {rel:?}: {e}"));
+        assert_eq!(errors, vec![], "opening {rel:?}");
+        assert_eq!(read, bundle, "opening {rel:?}");
+    }
+}
+
+/// `name: bundle, writer => paths to open;`
+macro_rules! round_trips {
+    ($($name:ident: $bundle:expr, $write:expr => $open:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            check_round_trip($bundle, $write, &$open);
+        }
+    )*};
+}
+
+round_trips! {
+    tar_gz_round_trip_gives_back_the_same_contents:
+        sample(), tar_gz_named("run-1.tar.gz") => ["run-1.tar.gz"];
+    directory_round_trip_gives_back_the_same_contents: sample(), dir_in("") => ["run-1"];
+    write_dir_creates_a_missing_parent: sample(), dir_in("a/b") => ["a/b/run-1"];
+    write_dir_fills_an_existing_empty_run_directory:
+        sample(), after(|tmp| fs::create_dir(tmp.join("run-1")).unwrap(), dir_in("")) => ["run-1"];
+    long_paths_round_trip_through_gnu_long_names:
+        long_paths(), tar_gz_named("long.tar.gz") => ["long.tar.gz"];
+    archive_is_recognized_by_its_magic_bytes_whatever_its_name:
+        sample(), tar_gz_named("download.bin") => ["download.bin"];
+    plain_tar_archive_is_read: sample(), tar_named("run-1.tar") => ["run-1.tar"];
+    run_directory_is_found_inside_a_wrapping_directory:
+        sample(), dir_in("download") => ["download"];
+    run_directory_is_found_two_levels_down_in_a_directory: sample(), dir_in("download") => [""];
+    files_beside_the_run_directory_in_a_wrapper_are_ignored:
+        sample(),
+        then(dir_in("download"), |tmp| {
+            fs::write(tmp.join("download/notes.txt"), b"not part of the run").unwrap()
+        }) => ["download"];
+    // From the run directory itself, and through a wrapping directory.
+    directory_without_a_manifest_is_opened_from_its_node_directories:
+        sample_without_manifest(), dir_in("") => ["run-1", ""];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Archives built by hand: where the run directory is, and the order files come in
+
+/// The archive of `entries`, saved as `file_name`, opens as run `run_id` and yields exactly the
+/// files `paths`, in this order, without an error.
+#[track_caller]
+fn check_archive(file_name: &str, entries: &[(&str, &[u8])], run_id: &str, paths: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_file(tmp.path(), file_name, &tar_gz_of(entries));
+    let mut reader = BundleReader::open(&path, Limits::default()).unwrap();
+    assert_eq!(reader.run_id(), run_id);
+    assert_eq!(reader.file_count(), paths.len());
+    let files: Vec<_> = reader.files().collect::<Result<_, _>>().unwrap();
+    let got: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(got, paths);
+}
+
+/// `name: file name, [(entry name, bytes), …] => run id, [paths in order];`
+macro_rules! archives {
+    ($(
+        $name:ident: $file_name:expr, [$(($entry:expr, $bytes:expr)),* $(,)?]
+        => $run_id:expr, $paths:expr;
+    )*) => {$(
+        #[test]
+        fn $name() {
+            check_archive($file_name, &[$(($entry, $bytes)),*], $run_id, &$paths);
+        }
+    )*};
+}
+
+archives! {
+    archive_files_are_yielded_in_archive_order: "b.tar.gz", [
+        ("run-1/stage-0/boot.json", b"{}"),
+        ("run-1/MANIFEST.json", b"{}"),
+        ("run-1/orchestrator/boot.json", b"{}"),
+    ] => "run-1", ["stage-0/boot.json", "MANIFEST.json", "orchestrator/boot.json"];
+    run_directory_is_found_inside_a_wrapping_directory_in_an_archive: "b.tar.gz", [
+        ("download/run-1/MANIFEST.json", b"{}"),
+        ("download/run-1/stage-0/boot.json", b"{}"),
+        ("download/README", b"beside the run"),
+    ] => "run-1", ["MANIFEST.json", "stage-0/boot.json"];
+    archive_with_dot_slash_names_is_read: "b.tar.gz", [
+        ("./run-1/MANIFEST.json", b"{\"run_id\":\"run-1\"}"),
+        ("./run-1/stage-0/boot.json", b"{}"),
+    ] => "run-1", ["MANIFEST.json", "stage-0/boot.json"];
+    archive_with_the_manifest_at_the_top_takes_the_run_id_from_its_file_name: "run-7.tar.gz", [
+        ("MANIFEST.json", b"{}"),
+        ("stage-0/boot.json", b"{}"),
+    ] => "run-7", ["MANIFEST.json", "stage-0/boot.json"];
+    archive_without_a_manifest_is_opened_from_its_node_directories: "b.tar.gz", [
+        ("run-3/stage-0/boot.json", b"{}"),
+        ("run-3/stage-0/events/events-000001.json", b"[]"),
+    ] => "run-3", ["stage-0/boot.json", "stage-0/events/events-000001.json"];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The layout: which node and role a path inside the run directory has
+
+/// Every path reads as `node` and `role`; a path in the layout is also what [`bundle_path`]
+/// writes for that node and role.
+#[track_caller]
+fn check_role(paths: &[&str], node: Option<&str>, role: Role) {
+    assert!(!paths.is_empty());
+    for path in paths {
+        let want = BundlePath {
+            node: node.map(str::to_owned),
+            role: role.clone(),
+        };
+        assert_eq!(parse_bundle_path(path), want, "{path}");
+        if role != Role::Unknown {
+            assert_eq!(bundle_path(node.unwrap_or_default(), &role), *path);
+        }
+    }
+}
+
+/// `name: [paths] => node, role;`
+macro_rules! roles {
+    ($($name:ident: [$($path:expr),* $(,)?] => $node:expr, $role:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            check_role(&[$($path),*], $node, $role);
+        }
+    )*};
+}
+
+fn vastai(kind: &str) -> FileKind {
+    FileKind::Vastai(kind.to_owned())
+}
+
+roles! {
+    manifest_at_the_top_has_the_manifest_role: ["MANIFEST.json"] => None, Manifest;
+    latest_boot_has_the_boot_role: ["stage-0/boot.json"] => Some("stage-0"), Latest(Boot);
+    numbered_boot_has_the_earlier_boot_role:
+        ["stage-0/boot/boot-000001.json"] => Some("stage-0"), Numbered(Boot, 1);
+    events_file_has_the_events_role:
+        ["relay/events/events-000042.json"] => Some("relay"), Numbered(Events, 42);
+    snapshot_file_has_the_snapshot_role:
+        ["stage-2/snapshots/snapshot-000003.json"] => Some("stage-2"), Numbered(Snapshot, 3);
+    latest_finalize_has_the_finalize_role:
+        ["orchestrator/finalize.json"] => Some("orchestrator"), Latest(Finalize);
+    numbered_finalize_has_the_earlier_finalize_role:
+        ["orchestrator/finalize/finalize-000002.json"]
+        => Some("orchestrator"), Numbered(Finalize, 2);
+    vastai_record_file_has_the_vastai_role:
+        ["vastai-external/vastai/vastai_sample-000001.json"]
+        => Some("vastai-external"), Numbered(vastai("sample"), 1);
+    vastai_record_file_names_its_vastai_kind:
+        ["vastai-stage-0/vastai/vastai_instance-000007.json"]
+        => Some("vastai-stage-0"), Numbered(vastai("instance"), 7);
+    a_sequence_number_past_six_digits_is_written_in_full:
+        ["stage-0/events/events-1234567.json"] => Some("stage-0"), Numbered(Events, 1_234_567);
+    file_in_a_node_directory_outside_the_layout_is_unknown_with_its_node:
+        ["stage-0/notes.txt", "stage-0/MANIFEST.json"] => Some("stage-0"), Unknown;
+    file_at_the_top_other_than_the_manifest_is_unknown_without_a_node:
+        ["summary.md", "manifest.json"] => None, Unknown;
+    near_miss_names_are_unknown: [
+        "stage-0/boot/boot-.json",
+        "stage-0/boot/boot-00000a.json",
+        "stage-0/boot-000001.json",
+        "stage-0/events/events-000001.json.tmp",
+        "stage-0/events/sub/events-000001.json",
+        "stage-0/snapshots/events-000001.json",
+        "stage-0/snapshot/snapshot-000001.json",
+        "stage-0/finalize/finalize.json",
+        "stage-0/vastai/vastai_-000001.json",
+        "stage-0/vastai/vastai_sample.json",
+        "stage-0/vastai/sample-000001.json",
+        "stage-0/boot.json/x",
+    ] => Some("stage-0"), Unknown;
+    // Only the spelling the writers use counts, so two names never map to one sequence number.
+    sequence_numbers_spelled_otherwise_are_unknown: [
+        "stage-0/events/events-1.json",
+        "stage-0/events/events-0000001.json",
+        "stage-0/events/events-+00001.json",
+        "stage-0/boot/boot-00001.json",
+    ] => Some("stage-0"), Unknown;
 }
 
 #[test]
-fn directory_round_trip_gives_back_the_same_contents() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bundle = sample();
-    let run_dir = write_dir(&bundle, tmp.path()).unwrap();
-    assert_eq!(run_dir, tmp.path().join("run-1"));
-    let (read, errors) = read_all(&run_dir, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read, bundle);
-}
-
-#[test]
-fn write_dir_creates_a_missing_parent() {
-    let tmp = tempfile::tempdir().unwrap();
-    let parent = tmp.path().join("a/b");
-    let run_dir = write_dir(&sample(), &parent).unwrap();
-    assert_eq!(run_dir, parent.join("run-1"));
-    assert!(
-        run_dir
-            .join("stage-0/snapshots/snapshot-000001.json")
-            .is_file()
-    );
-}
-
-#[test]
-fn write_dir_refuses_an_existing_non_empty_run_directory() {
-    let tmp = tempfile::tempdir().unwrap();
-    fs::create_dir(tmp.path().join("run-1")).unwrap();
-    fs::write(tmp.path().join("run-1/old.txt"), b"keep me").unwrap();
-    let err = write_dir(&sample(), tmp.path()).unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+fn each_role_names_the_record_kind_of_its_file() {
+    let kinds: Vec<_> = [
+        Manifest,
+        Latest(Boot),
+        Numbered(Boot, 1),
+        Numbered(Events, 1),
+        Numbered(Snapshot, 1),
+        Latest(Finalize),
+        Numbered(Finalize, 1),
+        Numbered(vastai("sample"), 1),
+        Unknown,
+    ]
+    .iter()
+    .map(Role::record_kind)
+    .collect();
     assert_eq!(
-        fs::read(tmp.path().join("run-1/old.txt")).unwrap(),
-        b"keep me"
+        kinds,
+        [
+            Some(RecordKind::Manifest),
+            Some(RecordKind::Boot),
+            Some(RecordKind::Boot),
+            Some(RecordKind::EventBatch),
+            Some(RecordKind::Snapshot),
+            Some(RecordKind::Finalize),
+            Some(RecordKind::Finalize),
+            Some(RecordKind::Vastai),
+            None
+        ]
     );
-    assert!(!tmp.path().join("run-1/MANIFEST.json").exists());
+    for kind in kinds.into_iter().flatten() {
+        assert!(RecordKind::ALL.contains(&kind), "{kind}");
+    }
 }
 
 #[test]
-fn write_dir_fills_an_existing_empty_run_directory() {
+fn reader_gives_each_file_its_node_and_role() {
     let tmp = tempfile::tempdir().unwrap();
-    fs::create_dir(tmp.path().join("run-1")).unwrap();
-    let run_dir = write_dir(&sample(), tmp.path()).unwrap();
-    let (read, _) = read_all(&run_dir, Limits::default()).unwrap();
-    assert_eq!(read, sample());
+    let path = write_file(tmp.path(), "run-1.tar.gz", &tar_gz_bytes(&sample()));
+    let mut reader = BundleReader::open(&path, Limits::default()).unwrap();
+    let roles: Vec<(String, Option<String>, Role)> = reader
+        .files()
+        .map(|f| f.unwrap())
+        .map(|f| (f.path, f.node, f.role))
+        .collect();
+    let row = |path: &str, node: Option<&str>, role: Role| {
+        (path.to_owned(), node.map(str::to_owned), role)
+    };
+    assert_eq!(
+        roles,
+        [
+            row("MANIFEST.json", None, Manifest),
+            row("orchestrator/boot.json", Some("orchestrator"), Latest(Boot)),
+            row(
+                "orchestrator/boot/boot-000001.json",
+                Some("orchestrator"),
+                Numbered(Boot, 1)
+            ),
+            row(
+                "orchestrator/events/events-000001.json",
+                Some("orchestrator"),
+                Numbered(Events, 1)
+            ),
+            row(
+                "orchestrator/finalize.json",
+                Some("orchestrator"),
+                Latest(Finalize)
+            ),
+            row(
+                "orchestrator/finalize/finalize-000001.json",
+                Some("orchestrator"),
+                Numbered(Finalize, 1)
+            ),
+            row("stage-0/boot.json", Some("stage-0"), Latest(Boot)),
+            row(
+                "stage-0/snapshots/snapshot-000001.json",
+                Some("stage-0"),
+                Numbered(Snapshot, 1)
+            ),
+            row(
+                "vastai-stage-0/vastai/vastai_sample-000001.json",
+                Some("vastai-stage-0"),
+                Numbered(vastai("sample"), 1)
+            ),
+        ]
+    );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic archives
 
 #[test]
 fn write_tar_gz_gives_the_same_bytes_for_the_same_contents() {
@@ -188,6 +490,7 @@ fn gzip_header_has_no_file_name_and_mtime_zero() {
 fn tar_entries_have_fixed_modes_owners_and_times() {
     let bytes = tar_gz_bytes(&sample());
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes.as_slice()));
+    let mut checked = 0;
     for entry in archive.entries().unwrap() {
         let entry = entry.unwrap();
         let h = entry.header();
@@ -202,7 +505,10 @@ fn tar_entries_have_fixed_modes_owners_and_times() {
         assert_eq!((h.uid().unwrap(), h.gid().unwrap()), (0, 0), "{name}");
         assert_eq!(h.username_bytes(), Some(&b""[..]), "{name}");
         assert_eq!(h.groupname_bytes(), Some(&b""[..]), "{name}");
+        checked += 1;
     }
+    // The 9 files and their 9 directories.
+    assert_eq!(checked, 18);
 }
 
 #[test]
@@ -247,20 +553,21 @@ fn tar_lists_each_directory_before_its_entries_in_sorted_order() {
     );
 }
 
+// ---------------------------------------------------------------------------------------------
+// Writing into a directory, and what the reader says about what it opened
+
 #[test]
-fn long_paths_round_trip_through_gnu_long_names() {
+fn write_dir_refuses_an_existing_non_empty_run_directory() {
     let tmp = tempfile::tempdir().unwrap();
-    let run_id = format!("run-{}", "x".repeat(150));
-    let mut bundle = BundleContents::new(run_id.clone());
-    bundle.insert_json("MANIFEST.json", &json!({"run_id": run_id}));
-    bundle.insert_json(
-        format!("{}/events/events-000001.json", "n".repeat(120)),
-        &json!([]),
+    fs::create_dir(tmp.path().join("run-1")).unwrap();
+    fs::write(tmp.path().join("run-1/old.txt"), b"keep me").unwrap();
+    let err = write_dir(&sample(), tmp.path()).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    assert_eq!(
+        fs::read(tmp.path().join("run-1/old.txt")).unwrap(),
+        b"keep me"
     );
-    let path = write_file(tmp.path(), "long.tar.gz", &tar_gz_bytes(&bundle));
-    let (read, errors) = read_all(&path, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read, bundle);
+    assert!(!tmp.path().join("run-1/MANIFEST.json").exists());
 }
 
 #[test]
@@ -271,75 +578,6 @@ fn directory_files_are_yielded_sorted_by_path() {
     let paths = paths_in_order(&mut reader);
     let sorted: Vec<String> = sample().files.into_keys().collect();
     assert_eq!(paths, sorted);
-}
-
-#[test]
-fn archive_files_are_yielded_in_archive_order() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bytes = tar_gz_of(&[
-        ("run-1/stage-0/boot.json", b"{}"),
-        ("run-1/MANIFEST.json", b"{}"),
-        ("run-1/orchestrator/boot.json", b"{}"),
-    ]);
-    let path = write_file(tmp.path(), "b.tar.gz", &bytes);
-    let mut reader = BundleReader::open(&path, Limits::default()).unwrap();
-    assert_eq!(
-        paths_in_order(&mut reader),
-        [
-            "stage-0/boot.json",
-            "MANIFEST.json",
-            "orchestrator/boot.json"
-        ]
-    );
-}
-
-#[test]
-fn run_directory_is_found_inside_a_wrapping_directory() {
-    let tmp = tempfile::tempdir().unwrap();
-    let wrapper = tmp.path().join("download");
-    write_dir(&sample(), &wrapper).unwrap();
-    let (read, errors) = read_all(&wrapper, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read.run_id, "run-1");
-    assert_eq!(read, sample());
-}
-
-#[test]
-fn run_directory_is_found_inside_a_wrapping_directory_in_an_archive() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bytes = tar_gz_of(&[
-        ("download/run-1/MANIFEST.json", b"{}"),
-        ("download/run-1/stage-0/boot.json", b"{}"),
-        ("download/README", b"beside the run"),
-    ]);
-    let path = write_file(tmp.path(), "b.tar.gz", &bytes);
-    let (read, errors) = read_all(&path, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read.run_id, "run-1");
-    assert_eq!(
-        read.files.keys().collect::<Vec<_>>(),
-        ["MANIFEST.json", "stage-0/boot.json"]
-    );
-}
-
-#[test]
-fn run_directory_is_found_two_levels_down_in_a_directory() {
-    let tmp = tempfile::tempdir().unwrap();
-    write_dir(&sample(), &tmp.path().join("download")).unwrap();
-    let (read, errors) = read_all(tmp.path(), Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read, sample());
-}
-
-#[test]
-fn files_beside_the_run_directory_in_a_wrapper_are_ignored() {
-    let tmp = tempfile::tempdir().unwrap();
-    let wrapper = tmp.path().join("download");
-    write_dir(&sample(), &wrapper).unwrap();
-    fs::write(wrapper.join("notes.txt"), b"not part of the run").unwrap();
-    let (read, errors) = read_all(&wrapper, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read, sample());
 }
 
 #[test]
@@ -362,91 +600,6 @@ fn run_id_of_a_directory_is_its_name() {
     let reader = BundleReader::open(&run_dir.join("."), Limits::default()).unwrap();
     assert_eq!(reader.run_id(), "run-1");
     assert_eq!(reader.source(), run_dir.join(".").as_path());
-}
-
-#[test]
-fn archive_with_dot_slash_names_is_read() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bytes = tar_gz_of(&[
-        ("./run-1/MANIFEST.json", b"{\"run_id\":\"run-1\"}"),
-        ("./run-1/stage-0/boot.json", b"{}"),
-    ]);
-    let path = write_file(tmp.path(), "b.tar.gz", &bytes);
-    let (read, errors) = read_all(&path, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read.run_id, "run-1");
-    assert_eq!(
-        read.files.keys().collect::<Vec<_>>(),
-        ["MANIFEST.json", "stage-0/boot.json"]
-    );
-}
-
-#[test]
-fn archive_with_the_manifest_at_the_top_takes_the_run_id_from_its_file_name() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bytes = tar_gz_of(&[("MANIFEST.json", b"{}"), ("stage-0/boot.json", b"{}")]);
-    let path = write_file(tmp.path(), "run-7.tar.gz", &bytes);
-    let (read, errors) = read_all(&path, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read.run_id, "run-7");
-    assert_eq!(
-        read.files.keys().collect::<Vec<_>>(),
-        ["MANIFEST.json", "stage-0/boot.json"]
-    );
-}
-
-#[test]
-fn archive_without_a_manifest_is_opened_from_its_node_directories() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bytes = tar_gz_of(&[
-        ("run-3/stage-0/boot.json", b"{}"),
-        ("run-3/stage-0/events/events-000001.json", b"[]"),
-    ]);
-    let path = write_file(tmp.path(), "b.tar.gz", &bytes);
-    let (read, errors) = read_all(&path, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read.run_id, "run-3");
-    assert_eq!(
-        read.files.keys().collect::<Vec<_>>(),
-        ["stage-0/boot.json", "stage-0/events/events-000001.json"]
-    );
-}
-
-#[test]
-fn directory_without_a_manifest_is_opened_from_its_node_directories() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut bundle = sample();
-    bundle.files.remove("MANIFEST.json");
-    let run_dir = write_dir(&bundle, tmp.path()).unwrap();
-    let (read, errors) = read_all(&run_dir, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read, bundle);
-    // And through a wrapping directory.
-    let (read, errors) = read_all(tmp.path(), Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read, bundle);
-}
-
-#[test]
-fn archive_is_recognized_by_its_magic_bytes_whatever_its_name() {
-    let tmp = tempfile::tempdir().unwrap();
-    let path = write_file(tmp.path(), "download.bin", &tar_gz_bytes(&sample()));
-    let (read, errors) = read_all(&path, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read, sample());
-}
-
-#[test]
-fn plain_tar_archive_is_read() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut tar_bytes = Vec::new();
-    flate2::read::GzDecoder::new(tar_gz_bytes(&sample()).as_slice())
-        .read_to_end(&mut tar_bytes)
-        .unwrap();
-    let path = write_file(tmp.path(), "run-1.tar", &tar_bytes);
-    let (read, errors) = read_all(&path, Limits::default()).unwrap();
-    assert_eq!(errors, vec![]);
-    assert_eq!(read, sample());
 }
 
 #[test]
@@ -473,212 +626,6 @@ fn files_can_be_iterated_again() {
 }
 
 #[test]
-fn reader_gives_each_file_its_node_and_role() {
-    let tmp = tempfile::tempdir().unwrap();
-    let path = write_file(tmp.path(), "run-1.tar.gz", &tar_gz_bytes(&sample()));
-    let mut reader = BundleReader::open(&path, Limits::default()).unwrap();
-    let roles: Vec<(String, Option<String>, FileRole)> = reader
-        .files()
-        .map(|f| f.unwrap())
-        .map(|f| (f.path, f.node, f.role))
-        .collect();
-    let node = |n: &str| Some(n.to_owned());
-    assert_eq!(
-        roles,
-        [
-            ("MANIFEST.json".to_owned(), None, FileRole::Manifest),
-            (
-                "orchestrator/boot.json".to_owned(),
-                node("orchestrator"),
-                FileRole::Boot
-            ),
-            (
-                "orchestrator/boot/boot-000001.json".to_owned(),
-                node("orchestrator"),
-                FileRole::EarlierBoot
-            ),
-            (
-                "orchestrator/events/events-000001.json".to_owned(),
-                node("orchestrator"),
-                FileRole::Events
-            ),
-            (
-                "orchestrator/finalize.json".to_owned(),
-                node("orchestrator"),
-                FileRole::Finalize
-            ),
-            (
-                "orchestrator/finalize/finalize-000001.json".to_owned(),
-                node("orchestrator"),
-                FileRole::EarlierFinalize
-            ),
-            (
-                "stage-0/boot.json".to_owned(),
-                node("stage-0"),
-                FileRole::Boot
-            ),
-            (
-                "stage-0/snapshots/snapshot-000001.json".to_owned(),
-                node("stage-0"),
-                FileRole::Snapshot
-            ),
-            (
-                "vastai-stage-0/vastai/vastai_sample-000001.json".to_owned(),
-                node("vastai-stage-0"),
-                FileRole::Vastai
-            ),
-        ]
-    );
-}
-
-/// A role inside the node directory `node`.
-fn in_node(node: &str, role: FileRole) -> (Option<String>, FileRole) {
-    (Some(node.to_owned()), role)
-}
-
-#[test]
-fn manifest_at_the_top_has_the_manifest_role() {
-    assert_eq!(file_role("MANIFEST.json"), (None, FileRole::Manifest));
-}
-
-#[test]
-fn latest_boot_has_the_boot_role() {
-    assert_eq!(
-        file_role("stage-0/boot.json"),
-        in_node("stage-0", FileRole::Boot)
-    );
-}
-
-#[test]
-fn numbered_boot_has_the_earlier_boot_role() {
-    assert_eq!(
-        file_role("stage-0/boot/boot-000001.json"),
-        in_node("stage-0", FileRole::EarlierBoot)
-    );
-}
-
-#[test]
-fn events_file_has_the_events_role() {
-    assert_eq!(
-        file_role("relay/events/events-000042.json"),
-        in_node("relay", FileRole::Events)
-    );
-}
-
-#[test]
-fn snapshot_file_has_the_snapshot_role() {
-    assert_eq!(
-        file_role("stage-2/snapshots/snapshot-000003.json"),
-        in_node("stage-2", FileRole::Snapshot)
-    );
-}
-
-#[test]
-fn latest_finalize_has_the_finalize_role() {
-    assert_eq!(
-        file_role("orchestrator/finalize.json"),
-        in_node("orchestrator", FileRole::Finalize)
-    );
-}
-
-#[test]
-fn numbered_finalize_has_the_earlier_finalize_role() {
-    assert_eq!(
-        file_role("orchestrator/finalize/finalize-000002.json"),
-        in_node("orchestrator", FileRole::EarlierFinalize)
-    );
-}
-
-#[test]
-fn vastai_record_file_has_the_vastai_role() {
-    assert_eq!(
-        file_role("vastai-external/vastai/vastai_sample-000001.json"),
-        in_node("vastai-external", FileRole::Vastai)
-    );
-    assert_eq!(
-        file_role("vastai-stage-0/vastai/vastai_instance-000007.json"),
-        in_node("vastai-stage-0", FileRole::Vastai)
-    );
-}
-
-#[test]
-fn file_in_a_node_directory_outside_the_layout_is_unknown_with_its_node() {
-    assert_eq!(
-        file_role("stage-0/notes.txt"),
-        in_node("stage-0", FileRole::Unknown)
-    );
-    assert_eq!(
-        file_role("stage-0/MANIFEST.json"),
-        in_node("stage-0", FileRole::Unknown)
-    );
-}
-
-#[test]
-fn file_at_the_top_other_than_the_manifest_is_unknown_without_a_node() {
-    assert_eq!(file_role("summary.md"), (None, FileRole::Unknown));
-    assert_eq!(file_role("manifest.json"), (None, FileRole::Unknown));
-}
-
-#[test]
-fn near_miss_names_are_unknown() {
-    for path in [
-        "stage-0/boot/boot-.json",
-        "stage-0/boot/boot-00000a.json",
-        "stage-0/boot-000001.json",
-        "stage-0/events/events-000001.json.tmp",
-        "stage-0/events/sub/events-000001.json",
-        "stage-0/snapshots/events-000001.json",
-        "stage-0/snapshot/snapshot-000001.json",
-        "stage-0/finalize/finalize.json",
-        "stage-0/vastai/vastai_-000001.json",
-        "stage-0/vastai/vastai_sample.json",
-        "stage-0/vastai/sample-000001.json",
-        "stage-0/boot.json/x",
-    ] {
-        assert_eq!(
-            file_role(path),
-            in_node("stage-0", FileRole::Unknown),
-            "{path}"
-        );
-    }
-}
-
-#[test]
-fn each_role_names_the_record_kind_of_its_file() {
-    let kinds: Vec<_> = [
-        FileRole::Manifest,
-        FileRole::Boot,
-        FileRole::EarlierBoot,
-        FileRole::Events,
-        FileRole::Snapshot,
-        FileRole::Finalize,
-        FileRole::EarlierFinalize,
-        FileRole::Vastai,
-        FileRole::Unknown,
-    ]
-    .into_iter()
-    .map(FileRole::record_kind)
-    .collect();
-    assert_eq!(
-        kinds,
-        [
-            Some("manifest"),
-            Some("boot"),
-            Some("boot"),
-            Some("event"),
-            Some("snapshot"),
-            Some("finalize"),
-            Some("finalize"),
-            Some("vastai"),
-            None
-        ]
-    );
-    for kind in kinds.into_iter().flatten() {
-        assert!(diagwire::v1::Record::KINDS.contains(&kind), "{kind}");
-    }
-}
-
-#[test]
 fn default_limits_are_64_mib_per_file_4_gib_in_total_and_200000_entries() {
     assert_eq!(
         Limits::default(),
@@ -696,4 +643,23 @@ fn read_error_displays_its_location_then_its_message() {
     let missing = tmp.path().join("nothing-here");
     let err: ReadError = BundleReader::open(&missing, Limits::default()).unwrap_err();
     assert_eq!(err.to_string(), format!("{}: not found", missing.display()));
+}
+
+#[test]
+fn a_read_error_becomes_a_read_problem_at_the_same_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nothing-here");
+    let err = BundleReader::open(&missing, Limits::default()).unwrap_err();
+    let shown = err.to_string();
+    let problem = Problem::from(err);
+    assert_eq!(
+        problem,
+        Problem::new(
+            ProblemKind::Read(ReadErrorKind::NotFound),
+            Location::file(missing.display().to_string()),
+            "not found"
+        )
+    );
+    assert_eq!(problem.to_string(), shown);
+    assert_eq!(problem.kind.as_str(), "read.not_found");
 }

@@ -2,7 +2,9 @@
 
 //! Rust types generated from the diagwire JSON Schemas.
 //!
-//! Use them through the `diagwire` crate, which re-exports them.
+//! Use them through the `diagwire` crate, which re-exports them. The current contract is [`v1`];
+//! [`releases`] lists the frozen releases and, with the feature `releases`, holds a reader for each
+//! one that differs from the current schemas.
 
 // Variants hold records by value, as serde-derived enums do; boxing them would change the API.
 #![allow(clippy::large_enum_variant)]
@@ -10,4 +12,5 @@
 #[rustfmt::skip]
 pub mod v1;
 
+#[rustfmt::skip]
 pub mod releases;

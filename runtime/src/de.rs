@@ -1,8 +1,8 @@
 //! Streaming deserialization for generated structs and unions.
 //!
-//! Every generated object type has a *builder* that is offered the object's keys one at a time.
+//! Every generated object type has a *decoder* that is offered the object's keys one at a time.
 //! Structs match their own keys and keep the rest in [`Extra`]; an internal union buffers the keys it
-//! sees before its tag as raw JSON text, then replays them into the variant's builder and streams the
+//! sees before its tag as raw JSON text, then replays them into the variant's decoder and streams the
 //! rest, so the tag can sit anywhere in the object (the collector rewrites records with sorted keys)
 //! without parsing anything into `serde_json::Value` first.
 
@@ -15,12 +15,12 @@ use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, Vis
 use crate::{Extra, UnknownVariant};
 
 /// Incremental reader of one JSON object's keys.
-pub trait Builder: Default {
-    /// The type the builder produces.
+pub trait Decoder: Default {
+    /// The type the decoder produces.
     type Output;
     /// The schema type name, used in error messages.
     const NAME: &'static str;
-    /// Whether this builder takes `key`. Structs and internal unions take every key; a flattened
+    /// Whether this decoder takes `key`. Structs and internal unions take every key; a flattened
     /// adjacent union takes only its tag and content keys.
     fn claims(&self, key: &str) -> bool;
     /// Reads the value of `key` from `value`.
@@ -29,23 +29,23 @@ pub trait Builder: Default {
     fn finish<E: de::Error>(self) -> Result<Self::Output, E>;
 }
 
-/// A map visitor driving a [`Builder`]; the `Deserialize` impl of every generated object type.
-pub struct BuilderVisitor<B>(PhantomData<B>);
+/// A map visitor driving a [`Decoder`]; the `Deserialize` impl of every generated object type.
+pub struct DecoderVisitor<B>(PhantomData<B>);
 
-impl<B> BuilderVisitor<B> {
+impl<B> DecoderVisitor<B> {
     /// A visitor for one object.
     pub fn new() -> Self {
         Self(PhantomData)
     }
 }
 
-impl<B> Default for BuilderVisitor<B> {
+impl<B> Default for DecoderVisitor<B> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<'de, B: Builder> Visitor<'de> for BuilderVisitor<B> {
+impl<'de, B: Decoder> Visitor<'de> for DecoderVisitor<B> {
     type Value = B::Output;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -53,20 +53,20 @@ impl<'de, B: Builder> Visitor<'de> for BuilderVisitor<B> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut builder = B::default();
+        let mut decoder = B::default();
         while let Some(key) = map.next_key_seed(KeySeed)? {
-            if !builder.claims(&key) {
+            if !decoder.claims(&key) {
                 return Err(de::Error::custom(format_args!(
                     "unknown field `{key}` in `{}`",
                     B::NAME
                 )));
             }
             map.next_value_seed(FieldSeed {
-                builder: &mut builder,
+                decoder: &mut decoder,
                 key: &key,
             })?;
         }
-        builder.finish()
+        decoder.finish()
     }
 }
 
@@ -108,19 +108,19 @@ pub fn str_enum<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Cow<'de, s
     deserializer.deserialize_str(CowStrVisitor)
 }
 
-/// Hands one value to a builder.
+/// Hands one value to a decoder.
 pub struct FieldSeed<'a, B> {
-    /// The builder receiving the value.
-    pub builder: &'a mut B,
+    /// The decoder receiving the value.
+    pub decoder: &'a mut B,
     /// The key the value belongs to.
     pub key: &'a str,
 }
 
-impl<'de, B: Builder> DeserializeSeed<'de> for FieldSeed<'_, B> {
+impl<'de, B: Decoder> DeserializeSeed<'de> for FieldSeed<'_, B> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        self.builder.accept(self.key, deserializer)
+        self.decoder.accept(self.key, deserializer)
     }
 }
 
@@ -153,7 +153,7 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// Buffers one value. A duplicate key is caught when the entries are replayed into the builder.
+    /// Buffers one value. A duplicate key is caught when the entries are replayed into the decoder.
     pub fn push<'de, D: Deserializer<'de>>(&mut self, key: &str, value: D) -> Result<(), D::Error> {
         if self.text.capacity() == 0 {
             self.text.reserve(512);
@@ -195,15 +195,15 @@ impl<'de> Visitor<'de> for Capture<'_> {
     }
 }
 
-/// Replays buffered keys into a builder whose variant is now known.
-pub fn pending_replay<B: Builder, E: de::Error>(
+/// Replays buffered keys into a decoder whose variant is now known.
+pub fn pending_replay<B: Decoder, E: de::Error>(
     pending: Pending,
-    builder: &mut B,
+    decoder: &mut B,
 ) -> Result<(), E> {
     let text = &pending.text;
     for &(k, v, end) in &pending.entries {
         let key = &text[k..v];
-        builder
+        decoder
             .accept(key, RawText(&text[v..end]))
             .map_err(|e| E::custom(format_args!("{} (in `{key}`)", without_position(&e))))?;
     }
@@ -365,19 +365,14 @@ pub fn internal_tag<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Cow<'d
     str_enum(deserializer)
 }
 
-/// Returns true when `key` is the tag or content key of a flattened adjacent union.
-pub fn flat_union_key(key: &str, tag: &str, content: &str) -> bool {
-    key == tag || key == content
-}
-
-/// Builder of [`UnknownVariant`]: keeps every key it is offered.
+/// Decoder of [`UnknownVariant`]: keeps every key it is offered.
 #[derive(Default)]
-pub struct UnknownVariantBuilder {
+pub struct UnknownVariantDecoder {
     tag: String,
     fields: Extra,
 }
 
-impl UnknownVariantBuilder {
+impl UnknownVariantDecoder {
     /// Starts an unknown variant with its tag value.
     pub fn new(tag: String) -> Self {
         Self {
@@ -387,7 +382,7 @@ impl UnknownVariantBuilder {
     }
 }
 
-impl Builder for UnknownVariantBuilder {
+impl Decoder for UnknownVariantDecoder {
     type Output = UnknownVariant;
     const NAME: &'static str = "unknown variant";
 

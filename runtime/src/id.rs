@@ -11,6 +11,12 @@ use serde::{Serialize, Serializer};
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct NodeId(pub [u8; 32]);
 
+impl From<[u8; 32]> for NodeId {
+    fn from(bytes: [u8; 32]) -> Self {
+        NodeId(bytes)
+    }
+}
+
 impl NodeId {
     /// The 64-character lowercase hex form.
     pub fn to_hex(&self) -> NodeIdHex {

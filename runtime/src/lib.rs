@@ -9,12 +9,14 @@
 mod de;
 mod id;
 mod json;
+mod macros;
 mod provenance;
+pub mod shape;
 
 #[cfg(feature = "arbitrary")]
 pub mod arb;
 
-pub use de::{Builder, BuilderVisitor, FieldSeed, KeySeed, Pending};
+pub use de::{Decoder, DecoderVisitor, FieldSeed, KeySeed, Pending};
 pub use id::{NodeId, NodeIdHex, ParseNodeIdError};
 pub use json::{Extra, Json};
 pub use provenance::{Provenance, Unavailable};
@@ -37,6 +39,50 @@ pub struct RecordInfo {
     pub def: &'static str,
 }
 
+/// One contract version as data: what a tool needs to read, check or walk its records without
+/// naming its Rust types. Every generated contract module (`v1`, each release) has one, `CONTRACT`.
+#[derive(Debug, Clone, Copy)]
+pub struct Contract {
+    /// The contract version, a semantic version such as `1.1.0`.
+    pub version: &'static str,
+    /// Every record kind, sorted by kind.
+    pub records: &'static [RecordInfo],
+    /// The text of every schema file, by stem.
+    pub schema_texts: &'static [(&'static str, &'static str)],
+    /// Every type, sorted by name.
+    pub types: &'static [shape::TypeShape],
+    /// Reads a record of the named kind with this version's types and writes it back as a JSON
+    /// value; `None` when this version has no such kind.
+    pub reread: fn(&str, &str) -> Option<Result<serde_json::Value, serde_json::Error>>,
+}
+
+impl Contract {
+    /// The type of that name.
+    pub fn get(&self, name: &str) -> Option<&'static shape::TypeShape> {
+        self.types
+            .binary_search_by(|t| t.name.cmp(name))
+            .ok()
+            .map(|i| &self.types[i])
+    }
+
+    /// The record kind of that name.
+    pub fn record(&self, kind: &str) -> Option<&'static RecordInfo> {
+        self.records.iter().find(|r| r.kind == kind)
+    }
+}
+
+/// A record kind name that the contract does not define.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRecordKind(pub String);
+
+impl std::fmt::Display for UnknownRecordKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown record kind `{}`", self.0)
+    }
+}
+
+impl std::error::Error for UnknownRecordKind {}
+
 /// True when `value` equals its type's default (how `skip-default` properties decide to omit a key).
 pub fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
@@ -57,9 +103,19 @@ pub struct UnknownVariant {
 #[doc(hidden)]
 pub mod private {
     pub use crate::de::{
-        UnknownVariantBuilder, field_set, finish_required, flat_union_key, internal_tag,
-        pending_replay, str_enum,
+        UnknownVariantDecoder, field_set, finish_required, internal_tag, pending_replay, str_enum,
     };
     pub use serde;
     pub use serde_json;
+
+    /// Serializes an object type as one JSON map of its [`crate::MapFields`].
+    pub fn serialize_map<T: crate::MapFields + ?Sized, S: serde::Serializer>(
+        value: &T,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        value.serialize_fields(&mut map)?;
+        map.end()
+    }
 }

@@ -8,6 +8,7 @@ use super::*;
 /// Why a sample was taken, adjacently tagged by `kind` with the payload in `data`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum Trigger {
     /// `kind: Periodic`. Taken by the periodic timer.
     Periodic,
@@ -46,11 +47,11 @@ impl Trigger {
 }
 #[doc(hidden)]
 #[derive(Default)]
-pub struct TriggerBuilder {
+pub struct TriggerDecoder {
     tag: Option<String>,
     content: Option<Box<::diagwire_runtime::private::serde_json::value::RawValue>>,
 }
-impl ::diagwire_runtime::Builder for TriggerBuilder {
+impl ::diagwire_runtime::Decoder for TriggerDecoder {
     type Output = Trigger;
     const NAME: &'static str = "Trigger";
     fn claims(&self, key: &str) -> bool {
@@ -141,28 +142,11 @@ impl ::diagwire_runtime::MapFields for Trigger {
         Ok(())
     }
 }
-impl ::diagwire_runtime::private::serde::Serialize for Trigger {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Trigger {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<TriggerBuilder>::new())
-    }
-}
+::diagwire_runtime::__map_serde!(Trigger, TriggerDecoder);
 /// A sample and the trigger that caused it.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct TriggeredSample {
     /// Why the sample was taken.
     ///
@@ -177,81 +161,18 @@ pub struct TriggeredSample {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`TriggeredSample`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct TriggeredSampleBuilder {
-    trigger: Option<Trigger>,
-    value: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for TriggeredSampleBuilder {
-    type Output = TriggeredSample;
-    const NAME: &'static str = "TriggeredSample";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "trigger" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.trigger,
-                    "trigger",
-                    value,
-                )
-            }
-            "value" => {
-                ::diagwire_runtime::private::field_set(&mut self.value, "value", value)
-            }
-            _ => self.extra.accept(key, value),
+impl TriggeredSample {
+    /// Builds the value from its required fields (`trigger`, `value`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(trigger: Trigger, value: u64) -> Self {
+        Self {
+            trigger,
+            value,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<TriggeredSample, E> {
-        Ok(TriggeredSample {
-            trigger: ::diagwire_runtime::private::finish_required(
-                self.trigger,
-                "trigger",
-            )?,
-            value: ::diagwire_runtime::private::finish_required(self.value, "value")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for TriggeredSample {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("trigger", &self.trigger)?;
-        map.serialize_entry("value", &self.value)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for TriggeredSample {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for TriggeredSample {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<TriggeredSampleBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(TriggeredSample, TriggeredSampleDecoder, "TriggeredSample" {
+    trigger: Trigger = "trigger" req,
+    value: u64 = "value" req,
+} flat {} extra { extra });

@@ -8,6 +8,7 @@ use super::*;
 /// A note attached to a run: the author and the annotation's `kind` and `fields` at the same level.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Annotation {
     /// Who wrote the annotation.
     ///
@@ -18,80 +19,24 @@ pub struct Annotation {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Annotation`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct AnnotationBuilder {
-    author: Option<String>,
-    body: AnnotationBodyBuilder,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for AnnotationBuilder {
-    type Output = Annotation;
-    const NAME: &'static str = "Annotation";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "author" => {
-                ::diagwire_runtime::private::field_set(&mut self.author, "author", value)
-            }
-            _ if ::diagwire_runtime::Builder::claims(&self.body, key) => {
-                ::diagwire_runtime::Builder::accept(&mut self.body, key, value)
-            }
-            _ => self.extra.accept(key, value),
+impl Annotation {
+    /// Builds the value from its required fields (`author`, the `AnnotationBody` union), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(author: impl Into<String>, body: impl Into<AnnotationBody>) -> Self {
+        Self {
+            author: author.into(),
+            body: body.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Annotation, E> {
-        Ok(Annotation {
-            author: ::diagwire_runtime::private::finish_required(self.author, "author")?,
-            body: ::diagwire_runtime::Builder::finish(self.body)?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Annotation {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("author", &self.author)?;
-        ::diagwire_runtime::MapFields::serialize_fields(&self.body, map)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Annotation {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Annotation {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<AnnotationBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Annotation, AnnotationDecoder, "Annotation" {
+    author: String = "author" req,
+} flat { body: AnnotationBodyDecoder } extra { extra });
 /// The `kind` and `fields` keys of an annotation.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum AnnotationBody {
     /// `kind: note`. The note text.
     Note(String),
@@ -133,11 +78,11 @@ impl AnnotationBody {
 }
 #[doc(hidden)]
 #[derive(Default)]
-pub struct AnnotationBodyBuilder {
+pub struct AnnotationBodyDecoder {
     tag: Option<String>,
     content: Option<Box<::diagwire_runtime::private::serde_json::value::RawValue>>,
 }
-impl ::diagwire_runtime::Builder for AnnotationBodyBuilder {
+impl ::diagwire_runtime::Decoder for AnnotationBodyDecoder {
     type Output = AnnotationBody;
     const NAME: &'static str = "AnnotationBody";
     fn claims(&self, key: &str) -> bool {
@@ -224,30 +169,11 @@ impl ::diagwire_runtime::MapFields for AnnotationBody {
         Ok(())
     }
 }
-impl ::diagwire_runtime::private::serde::Serialize for AnnotationBody {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for AnnotationBody {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<AnnotationBodyBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::__map_serde!(AnnotationBody, AnnotationBodyDecoder);
 /// A key/value label.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct LabelFields {
     /// The label key.
     ///
@@ -260,72 +186,18 @@ pub struct LabelFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`LabelFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct LabelFieldsBuilder {
-    key: Option<String>,
-    value: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for LabelFieldsBuilder {
-    type Output = LabelFields;
-    const NAME: &'static str = "LabelFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "key" => ::diagwire_runtime::private::field_set(&mut self.key, "key", value),
-            "value" => {
-                ::diagwire_runtime::private::field_set(&mut self.value, "value", value)
-            }
-            _ => self.extra.accept(key, value),
+impl LabelFields {
+    /// Builds the value from its required fields (`key`, `value`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            value: value.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<LabelFields, E> {
-        Ok(LabelFields {
-            key: ::diagwire_runtime::private::finish_required(self.key, "key")?,
-            value: ::diagwire_runtime::private::finish_required(self.value, "value")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for LabelFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("key", &self.key)?;
-        map.serialize_entry("value", &self.value)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LabelFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LabelFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<LabelFieldsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(LabelFields, LabelFieldsDecoder, "LabelFields" {
+    key: String = "key" req,
+    value: String = "value" req,
+} flat {} extra { extra });

@@ -8,6 +8,7 @@ use super::*;
 /// A free-form payload with its metadata.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Blob {
     /// Any JSON value, kept verbatim.
     ///
@@ -36,91 +37,20 @@ pub struct Blob {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Blob`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct BlobBuilder {
-    payload: Option<::diagwire_runtime::Json>,
-    schema_hint: Option<Option<::diagwire_runtime::Json>>,
-    trace: Option<Option<::diagwire_runtime::Json>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for BlobBuilder {
-    type Output = Blob;
-    const NAME: &'static str = "Blob";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "payload" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload,
-                    "payload",
-                    value,
-                )
-            }
-            "schema_hint" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.schema_hint,
-                    "schema_hint",
-                    value,
-                )
-            }
-            "trace" => {
-                ::diagwire_runtime::private::field_set(&mut self.trace, "trace", value)
-            }
-            _ => self.extra.accept(key, value),
+impl Blob {
+    /// Builds the value from its required fields (`payload`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(payload: ::diagwire_runtime::Json) -> Self {
+        Self {
+            payload,
+            schema_hint: None,
+            trace: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Blob, E> {
-        Ok(Blob {
-            payload: ::diagwire_runtime::private::finish_required(
-                self.payload,
-                "payload",
-            )?,
-            schema_hint: self.schema_hint.flatten(),
-            trace: self.trace.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Blob {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("payload", &self.payload)?;
-        map.serialize_entry("schema_hint", &self.schema_hint)?;
-        if let Some(v) = &self.trace {
-            map.serialize_entry("trace", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Blob {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Blob {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<BlobBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(Blob, BlobDecoder, "Blob" {
+    payload: ::diagwire_runtime::Json = "payload" req,
+    schema_hint: Option <::diagwire_runtime::Json> = "schema_hint" null,
+    trace: Option <::diagwire_runtime::Json> = "trace" omit,
+} flat {} extra { extra });

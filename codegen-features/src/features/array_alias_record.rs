@@ -12,6 +12,7 @@ pub type ReadingBatch = Vec<Reading>;
 /// One sensor reading.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Reading {
     /// The sensor name.
     ///
@@ -26,72 +27,18 @@ pub struct Reading {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Reading`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ReadingBuilder {
-    sensor: Option<String>,
-    value: Option<i64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ReadingBuilder {
-    type Output = Reading;
-    const NAME: &'static str = "Reading";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "sensor" => {
-                ::diagwire_runtime::private::field_set(&mut self.sensor, "sensor", value)
-            }
-            "value" => {
-                ::diagwire_runtime::private::field_set(&mut self.value, "value", value)
-            }
-            _ => self.extra.accept(key, value),
+impl Reading {
+    /// Builds the value from its required fields (`sensor`, `value`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(sensor: impl Into<String>, value: i64) -> Self {
+        Self {
+            sensor: sensor.into(),
+            value,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Reading, E> {
-        Ok(Reading {
-            sensor: ::diagwire_runtime::private::finish_required(self.sensor, "sensor")?,
-            value: ::diagwire_runtime::private::finish_required(self.value, "value")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Reading {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("sensor", &self.sensor)?;
-        map.serialize_entry("value", &self.value)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Reading {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Reading {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<ReadingBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(Reading, ReadingDecoder, "Reading" {
+    sensor: String = "sensor" req,
+    value: i64 = "value" req,
+} flat {} extra { extra });

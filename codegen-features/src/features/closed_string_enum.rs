@@ -15,69 +15,8 @@ pub enum Priority {
     /// `high`.
     High,
 }
-impl Priority {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["low", "medium", "high"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Priority::Low => "low",
-            Priority::Medium => "medium",
-            Priority::High => "high",
-        }
-    }
-}
-impl AsRef<str> for Priority {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for Priority {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Priority {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Priority {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "low" => Priority::Low,
-                "medium" => Priority::Medium,
-                "high" => Priority::High,
-                other => {
-                    return Err(
-                        ::diagwire_runtime::private::serde::de::Error::unknown_variant(
-                            other,
-                            Self::VALUES,
-                        ),
-                    );
-                }
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for Priority {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "Priority";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => Priority::Low,
-                1usize => Priority::Medium,
-                2usize => Priority::High,
-                _ => unreachable!("OK because the index is below the number of values"),
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(Priority {
+    Low = "low",
+    Medium = "medium",
+    High = "high",
+} other {});

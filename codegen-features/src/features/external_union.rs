@@ -95,6 +95,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Outcome {
 /// Where a redirect points.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RedirectTarget {
     /// The new location.
     ///
@@ -103,66 +104,16 @@ pub struct RedirectTarget {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RedirectTarget`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RedirectTargetBuilder {
-    url: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RedirectTargetBuilder {
-    type Output = RedirectTarget;
-    const NAME: &'static str = "RedirectTarget";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "url" => ::diagwire_runtime::private::field_set(&mut self.url, "url", value),
-            _ => self.extra.accept(key, value),
+impl RedirectTarget {
+    /// Builds the value from its required fields (`url`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RedirectTarget, E> {
-        Ok(RedirectTarget {
-            url: ::diagwire_runtime::private::finish_required(self.url, "url")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RedirectTarget {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("url", &self.url)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RedirectTarget {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RedirectTarget {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RedirectTargetBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RedirectTarget, RedirectTargetDecoder, "RedirectTarget" {
+    url: String = "url" req,
+} flat {} extra { extra });

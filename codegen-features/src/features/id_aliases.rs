@@ -14,6 +14,7 @@ pub use ::diagwire_runtime::NodeIdHex;
 /// A link between two nodes, one id in each encoding.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PeerLink {
     /// The dialing node, as bytes.
     ///
@@ -32,78 +33,20 @@ pub struct PeerLink {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PeerLink`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PeerLinkBuilder {
-    from: Option<NodeId>,
-    to: Option<NodeIdHex>,
-    via: Option<Option<NodeIdHex>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PeerLinkBuilder {
-    type Output = PeerLink;
-    const NAME: &'static str = "PeerLink";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "from" => {
-                ::diagwire_runtime::private::field_set(&mut self.from, "from", value)
-            }
-            "to" => ::diagwire_runtime::private::field_set(&mut self.to, "to", value),
-            "via" => ::diagwire_runtime::private::field_set(&mut self.via, "via", value),
-            _ => self.extra.accept(key, value),
+impl PeerLink {
+    /// Builds the value from its required fields (`from`, `to`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(from: NodeId, to: NodeIdHex) -> Self {
+        Self {
+            from,
+            to,
+            via: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PeerLink, E> {
-        Ok(PeerLink {
-            from: ::diagwire_runtime::private::finish_required(self.from, "from")?,
-            to: ::diagwire_runtime::private::finish_required(self.to, "to")?,
-            via: self.via.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PeerLink {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("from", &self.from)?;
-        map.serialize_entry("to", &self.to)?;
-        if let Some(v) = &self.via {
-            map.serialize_entry("via", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PeerLink {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PeerLink {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<PeerLinkBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PeerLink, PeerLinkDecoder, "PeerLink" {
+    from: NodeId = "from" req,
+    to: NodeIdHex = "to" req,
+    via: Option<NodeIdHex> = "via" omit,
+} flat {} extra { extra });

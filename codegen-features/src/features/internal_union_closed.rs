@@ -14,125 +14,24 @@ pub enum Command {
     /// `op: stop`. Stop the worker.
     Stop(StopCommand),
 }
-impl Command {
-    /// The tag key.
-    pub const TAG: &'static str = "op";
-    /// The tag values this version of the contract knows.
-    pub const TAGS: &'static [&'static str] = &["start", "stop"];
-    /// The tag value of this variant as written on the wire.
-    pub fn tag(&self) -> &str {
-        match self {
-            Command::Start(_) => "start",
-            Command::Stop(_) => "stop",
-        }
+impl From<StartCommand> for Command {
+    fn from(v: StartCommand) -> Self {
+        Command::Start(v)
     }
 }
-#[doc(hidden)]
-pub enum CommandBuilder {
-    Pending(::diagwire_runtime::Pending),
-    Start(StartCommandBuilder),
-    Stop(StopCommandBuilder),
-}
-impl Default for CommandBuilder {
-    fn default() -> Self {
-        Self::Pending(::diagwire_runtime::Pending::default())
+impl From<StopCommand> for Command {
+    fn from(v: StopCommand) -> Self {
+        Command::Stop(v)
     }
 }
-impl ::diagwire_runtime::Builder for CommandBuilder {
-    type Output = Command;
-    const NAME: &'static str = "Command";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match self {
-            Self::Pending(pending) => {
-                if key != "op" {
-                    return pending.push(key, value);
-                }
-                let tag = ::diagwire_runtime::private::internal_tag(value)?;
-                let mut next = match &*tag {
-                    "start" => Self::Start(Default::default()),
-                    "stop" => Self::Stop(Default::default()),
-                    other => {
-                        return Err(
-                            ::diagwire_runtime::private::serde::de::Error::unknown_variant(
-                                other,
-                                Command::TAGS,
-                            ),
-                        );
-                    }
-                };
-                ::diagwire_runtime::private::pending_replay(
-                    ::core::mem::take(pending),
-                    &mut next,
-                )?;
-                *self = next;
-                Ok(())
-            }
-            _ if key == "op" => {
-                Err(::diagwire_runtime::private::serde::de::Error::duplicate_field("op"))
-            }
-            Self::Start(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Stop(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Command, E> {
-        Ok(
-            match self {
-                Self::Pending(_) => return Err(E::missing_field("op")),
-                Self::Start(b) => Command::Start(::diagwire_runtime::Builder::finish(b)?),
-                Self::Stop(b) => Command::Stop(::diagwire_runtime::Builder::finish(b)?),
-            },
-        )
-    }
-}
-impl ::diagwire_runtime::MapFields for Command {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match self {
-            Command::Start(v) => {
-                map.serialize_entry("op", "start")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Command::Stop(v) => {
-                map.serialize_entry("op", "stop")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-        }
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Command {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Command {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<CommandBuilder>::new())
-    }
-}
+::diagwire_runtime::internal_union!(Command, CommandDecoder, "Command", tag "op" {
+    Start(StartCommandDecoder) = "start",
+    Stop(StopCommandDecoder) = "stop",
+} other {});
 /// Start the worker.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct StartCommand {
     /// How long to wait before starting.
     ///
@@ -145,80 +44,20 @@ pub struct StartCommand {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`StartCommand`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct StartCommandBuilder {
-    delay_ms: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for StartCommandBuilder {
-    type Output = StartCommand;
-    const NAME: &'static str = "StartCommand";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "delay_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.delay_ms,
-                    "delay_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<StartCommand, E> {
-        Ok(StartCommand {
-            delay_ms: self.delay_ms.flatten(),
-            extra: self.extra,
-        })
+impl StartCommand {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for StartCommand {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.delay_ms {
-            map.serialize_entry("delay_ms", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for StartCommand {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for StartCommand {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<StartCommandBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(StartCommand, StartCommandDecoder, "StartCommand" {
+    delay_ms: Option<u64> = "delay_ms" omit,
+} flat {} extra { extra });
 /// Stop the worker.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct StopCommand {
     /// Kill instead of asking politely.
     ///
@@ -229,70 +68,13 @@ pub struct StopCommand {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`StopCommand`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct StopCommandBuilder {
-    force: Option<bool>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for StopCommandBuilder {
-    type Output = StopCommand;
-    const NAME: &'static str = "StopCommand";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "force" => {
-                ::diagwire_runtime::private::field_set(&mut self.force, "force", value)
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<StopCommand, E> {
-        Ok(StopCommand {
-            force: self.force.unwrap_or_default(),
-            extra: self.extra,
-        })
+impl StopCommand {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for StopCommand {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if !::diagwire_runtime::is_default(&self.force) {
-            map.serialize_entry("force", &self.force)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for StopCommand {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for StopCommand {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<StopCommandBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(StopCommand, StopCommandDecoder, "StopCommand" {
+    force: bool = "force" skip,
+} flat {} extra { extra });

@@ -8,6 +8,7 @@ use super::*;
 /// A journal entry: the envelope (`seq`) with the entry's own keys, including its `type` tag, beside it.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Entry {
     /// Journal sequence number.
     ///
@@ -18,70 +19,20 @@ pub struct Entry {
     /// The `EntryKind` union, whose keys sit at this object's level.
     pub entry: EntryKind,
 }
-/// Streaming deserializer of [`Entry`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct EntryBuilder {
-    seq: Option<u64>,
-    entry: EntryKindBuilder,
-}
-impl ::diagwire_runtime::Builder for EntryBuilder {
-    type Output = Entry;
-    const NAME: &'static str = "Entry";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "seq" => ::diagwire_runtime::private::field_set(&mut self.seq, "seq", value),
-            _ => ::diagwire_runtime::Builder::accept(&mut self.entry, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Entry, E> {
-        Ok(Entry {
-            seq: ::diagwire_runtime::private::finish_required(self.seq, "seq")?,
-            entry: ::diagwire_runtime::Builder::finish(self.entry)?,
-        })
+impl Entry {
+    /// Builds the value from its required fields (`seq`, the `EntryKind` union), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(seq: u64, entry: impl Into<EntryKind>) -> Self {
+        Self { seq, entry: entry.into() }
     }
 }
-impl ::diagwire_runtime::MapFields for Entry {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("seq", &self.seq)?;
-        ::diagwire_runtime::MapFields::serialize_fields(&self.entry, map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Entry {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Entry {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<EntryBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(Entry, EntryDecoder, "Entry" {
+    seq: u64 = "seq" req,
+} flat { entry: EntryKindDecoder } extra {});
 /// What the entry records, internally tagged by `type`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum EntryKind {
     /// `type: Opened`. A file was opened.
     Opened(FileOpened),
@@ -99,144 +50,24 @@ fn arbitrary_other_entrykind(
 ) -> ::arbitrary::Result<::diagwire_runtime::UnknownVariant> {
     ::diagwire_runtime::arb::unknown_variant(u, EntryKind::TAGS)
 }
-impl EntryKind {
-    /// The tag key.
-    pub const TAG: &'static str = "type";
-    /// The tag values this version of the contract knows.
-    pub const TAGS: &'static [&'static str] = &["Opened", "Closed"];
-    /// The tag value of this variant as written on the wire.
-    pub fn tag(&self) -> &str {
-        match self {
-            EntryKind::Opened(_) => "Opened",
-            EntryKind::Closed(_) => "Closed",
-            EntryKind::Other(v) => &v.tag,
-        }
+impl From<FileOpened> for EntryKind {
+    fn from(v: FileOpened) -> Self {
+        EntryKind::Opened(v)
     }
 }
-#[doc(hidden)]
-pub enum EntryKindBuilder {
-    Pending(::diagwire_runtime::Pending),
-    Opened(FileOpenedBuilder),
-    Closed(FileClosedBuilder),
-    Other(::diagwire_runtime::private::UnknownVariantBuilder),
-}
-impl Default for EntryKindBuilder {
-    fn default() -> Self {
-        Self::Pending(::diagwire_runtime::Pending::default())
+impl From<FileClosed> for EntryKind {
+    fn from(v: FileClosed) -> Self {
+        EntryKind::Closed(v)
     }
 }
-impl ::diagwire_runtime::Builder for EntryKindBuilder {
-    type Output = EntryKind;
-    const NAME: &'static str = "EntryKind";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match self {
-            Self::Pending(pending) => {
-                if key != "type" {
-                    return pending.push(key, value);
-                }
-                let tag = ::diagwire_runtime::private::internal_tag(value)?;
-                let mut next = match &*tag {
-                    "Opened" => Self::Opened(Default::default()),
-                    "Closed" => Self::Closed(Default::default()),
-                    other => {
-                        Self::Other(
-                            ::diagwire_runtime::private::UnknownVariantBuilder::new(
-                                other.to_owned(),
-                            ),
-                        )
-                    }
-                };
-                ::diagwire_runtime::private::pending_replay(
-                    ::core::mem::take(pending),
-                    &mut next,
-                )?;
-                *self = next;
-                Ok(())
-            }
-            _ if key == "type" => {
-                Err(
-                    ::diagwire_runtime::private::serde::de::Error::duplicate_field(
-                        "type",
-                    ),
-                )
-            }
-            Self::Opened(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Closed(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Other(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<EntryKind, E> {
-        Ok(
-            match self {
-                Self::Pending(_) => return Err(E::missing_field("type")),
-                Self::Opened(b) => {
-                    EntryKind::Opened(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Closed(b) => {
-                    EntryKind::Closed(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Other(b) => {
-                    EntryKind::Other(::diagwire_runtime::Builder::finish(b)?)
-                }
-            },
-        )
-    }
-}
-impl ::diagwire_runtime::MapFields for EntryKind {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match self {
-            EntryKind::Opened(v) => {
-                map.serialize_entry("type", "Opened")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            EntryKind::Closed(v) => {
-                map.serialize_entry("type", "Closed")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            EntryKind::Other(v) => {
-                map.serialize_entry("type", &v.tag)?;
-                v.fields.serialize_into(map)?;
-            }
-        }
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for EntryKind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for EntryKind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<EntryKindBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::internal_union!(EntryKind, EntryKindDecoder, "EntryKind", tag "type" {
+    Opened(FileOpenedDecoder) = "Opened",
+    Closed(FileClosedDecoder) = "Closed",
+} other { Other });
 /// A file was opened.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct FileOpened {
     /// The file path.
     ///
@@ -245,74 +76,23 @@ pub struct FileOpened {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`FileOpened`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct FileOpenedBuilder {
-    path: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for FileOpenedBuilder {
-    type Output = FileOpened;
-    const NAME: &'static str = "FileOpened";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "path" => {
-                ::diagwire_runtime::private::field_set(&mut self.path, "path", value)
-            }
-            _ => self.extra.accept(key, value),
+impl FileOpened {
+    /// Builds the value from its required fields (`path`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(path: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<FileOpened, E> {
-        Ok(FileOpened {
-            path: ::diagwire_runtime::private::finish_required(self.path, "path")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for FileOpened {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("path", &self.path)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for FileOpened {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for FileOpened {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<FileOpenedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(FileOpened, FileOpenedDecoder, "FileOpened" {
+    path: String = "path" req,
+} flat {} extra { extra });
 /// A file was closed.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct FileClosed {
     /// Bytes written while it was open.
     ///
@@ -323,68 +103,16 @@ pub struct FileClosed {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`FileClosed`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct FileClosedBuilder {
-    bytes: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for FileClosedBuilder {
-    type Output = FileClosed;
-    const NAME: &'static str = "FileClosed";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "bytes" => {
-                ::diagwire_runtime::private::field_set(&mut self.bytes, "bytes", value)
-            }
-            _ => self.extra.accept(key, value),
+impl FileClosed {
+    /// Builds the value from its required fields (`bytes`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(bytes: u64) -> Self {
+        Self {
+            bytes,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<FileClosed, E> {
-        Ok(FileClosed {
-            bytes: ::diagwire_runtime::private::finish_required(self.bytes, "bytes")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for FileClosed {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("bytes", &self.bytes)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for FileClosed {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for FileClosed {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<FileClosedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(FileClosed, FileClosedDecoder, "FileClosed" {
+    bytes: u64 = "bytes" req,
+} flat {} extra { extra });

@@ -8,6 +8,7 @@ use super::*;
 /// A message body, internally tagged by `t`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum Message {
     /// `t: ping`. A liveness ping.
     Ping(PingMessage),
@@ -25,134 +26,24 @@ fn arbitrary_other_message(
 ) -> ::arbitrary::Result<::diagwire_runtime::UnknownVariant> {
     ::diagwire_runtime::arb::unknown_variant(u, Message::TAGS)
 }
-impl Message {
-    /// The tag key.
-    pub const TAG: &'static str = "t";
-    /// The tag values this version of the contract knows.
-    pub const TAGS: &'static [&'static str] = &["ping", "lifecycle"];
-    /// The tag value of this variant as written on the wire.
-    pub fn tag(&self) -> &str {
-        match self {
-            Message::Ping(_) => "ping",
-            Message::Lifecycle(_) => "lifecycle",
-            Message::Other(v) => &v.tag,
-        }
+impl From<PingMessage> for Message {
+    fn from(v: PingMessage) -> Self {
+        Message::Ping(v)
     }
 }
-#[doc(hidden)]
-pub enum MessageBuilder {
-    Pending(::diagwire_runtime::Pending),
-    Ping(PingMessageBuilder),
-    Lifecycle(LifecycleMessageBuilder),
-    Other(::diagwire_runtime::private::UnknownVariantBuilder),
-}
-impl Default for MessageBuilder {
-    fn default() -> Self {
-        Self::Pending(::diagwire_runtime::Pending::default())
+impl From<LifecycleMessage> for Message {
+    fn from(v: LifecycleMessage) -> Self {
+        Message::Lifecycle(v)
     }
 }
-impl ::diagwire_runtime::Builder for MessageBuilder {
-    type Output = Message;
-    const NAME: &'static str = "Message";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match self {
-            Self::Pending(pending) => {
-                if key != "t" {
-                    return pending.push(key, value);
-                }
-                let tag = ::diagwire_runtime::private::internal_tag(value)?;
-                let mut next = match &*tag {
-                    "ping" => Self::Ping(Default::default()),
-                    "lifecycle" => Self::Lifecycle(Default::default()),
-                    other => {
-                        Self::Other(
-                            ::diagwire_runtime::private::UnknownVariantBuilder::new(
-                                other.to_owned(),
-                            ),
-                        )
-                    }
-                };
-                ::diagwire_runtime::private::pending_replay(
-                    ::core::mem::take(pending),
-                    &mut next,
-                )?;
-                *self = next;
-                Ok(())
-            }
-            _ if key == "t" => {
-                Err(::diagwire_runtime::private::serde::de::Error::duplicate_field("t"))
-            }
-            Self::Ping(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Lifecycle(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Other(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Message, E> {
-        Ok(
-            match self {
-                Self::Pending(_) => return Err(E::missing_field("t")),
-                Self::Ping(b) => Message::Ping(::diagwire_runtime::Builder::finish(b)?),
-                Self::Lifecycle(b) => {
-                    Message::Lifecycle(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Other(b) => Message::Other(::diagwire_runtime::Builder::finish(b)?),
-            },
-        )
-    }
-}
-impl ::diagwire_runtime::MapFields for Message {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match self {
-            Message::Ping(v) => {
-                map.serialize_entry("t", "ping")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Message::Lifecycle(v) => {
-                map.serialize_entry("t", "lifecycle")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Message::Other(v) => {
-                map.serialize_entry("t", &v.tag)?;
-                v.fields.serialize_into(map)?;
-            }
-        }
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Message {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Message {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<MessageBuilder>::new())
-    }
-}
+::diagwire_runtime::internal_union!(Message, MessageDecoder, "Message", tag "t" {
+    Ping(PingMessageDecoder) = "ping",
+    Lifecycle(LifecycleMessageDecoder) = "lifecycle",
+} other { Other });
 /// A liveness ping.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PingMessage {
     /// Ping sequence number.
     ///
@@ -163,72 +54,23 @@ pub struct PingMessage {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PingMessage`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PingMessageBuilder {
-    seq: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PingMessageBuilder {
-    type Output = PingMessage;
-    const NAME: &'static str = "PingMessage";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "seq" => ::diagwire_runtime::private::field_set(&mut self.seq, "seq", value),
-            _ => self.extra.accept(key, value),
+impl PingMessage {
+    /// Builds the value from its required fields (`seq`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(seq: u64) -> Self {
+        Self {
+            seq,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PingMessage, E> {
-        Ok(PingMessage {
-            seq: ::diagwire_runtime::private::finish_required(self.seq, "seq")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PingMessage {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("seq", &self.seq)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PingMessage {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PingMessage {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<PingMessageBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PingMessage, PingMessageDecoder, "PingMessage" {
+    seq: u64 = "seq" req,
+} flat {} extra { extra });
 /// A lifecycle marker, nested under `t: lifecycle` and itself internally tagged by `event`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum LifecycleMessage {
     /// `event: started`. The process started.
     Started(ProcessStarted),
@@ -249,144 +91,24 @@ fn arbitrary_other_lifecyclemessage(
 ) -> ::arbitrary::Result<::diagwire_runtime::UnknownVariant> {
     ::diagwire_runtime::arb::unknown_variant(u, LifecycleMessage::TAGS)
 }
-impl LifecycleMessage {
-    /// The tag key.
-    pub const TAG: &'static str = "event";
-    /// The tag values this version of the contract knows.
-    pub const TAGS: &'static [&'static str] = &["started", "stopped"];
-    /// The tag value of this variant as written on the wire.
-    pub fn tag(&self) -> &str {
-        match self {
-            LifecycleMessage::Started(_) => "started",
-            LifecycleMessage::Stopped(_) => "stopped",
-            LifecycleMessage::Other(v) => &v.tag,
-        }
+impl From<ProcessStarted> for LifecycleMessage {
+    fn from(v: ProcessStarted) -> Self {
+        LifecycleMessage::Started(v)
     }
 }
-#[doc(hidden)]
-pub enum LifecycleMessageBuilder {
-    Pending(::diagwire_runtime::Pending),
-    Started(ProcessStartedBuilder),
-    Stopped(ProcessStoppedBuilder),
-    Other(::diagwire_runtime::private::UnknownVariantBuilder),
-}
-impl Default for LifecycleMessageBuilder {
-    fn default() -> Self {
-        Self::Pending(::diagwire_runtime::Pending::default())
+impl From<ProcessStopped> for LifecycleMessage {
+    fn from(v: ProcessStopped) -> Self {
+        LifecycleMessage::Stopped(v)
     }
 }
-impl ::diagwire_runtime::Builder for LifecycleMessageBuilder {
-    type Output = LifecycleMessage;
-    const NAME: &'static str = "LifecycleMessage";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match self {
-            Self::Pending(pending) => {
-                if key != "event" {
-                    return pending.push(key, value);
-                }
-                let tag = ::diagwire_runtime::private::internal_tag(value)?;
-                let mut next = match &*tag {
-                    "started" => Self::Started(Default::default()),
-                    "stopped" => Self::Stopped(Default::default()),
-                    other => {
-                        Self::Other(
-                            ::diagwire_runtime::private::UnknownVariantBuilder::new(
-                                other.to_owned(),
-                            ),
-                        )
-                    }
-                };
-                ::diagwire_runtime::private::pending_replay(
-                    ::core::mem::take(pending),
-                    &mut next,
-                )?;
-                *self = next;
-                Ok(())
-            }
-            _ if key == "event" => {
-                Err(
-                    ::diagwire_runtime::private::serde::de::Error::duplicate_field(
-                        "event",
-                    ),
-                )
-            }
-            Self::Started(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Stopped(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Other(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<LifecycleMessage, E> {
-        Ok(
-            match self {
-                Self::Pending(_) => return Err(E::missing_field("event")),
-                Self::Started(b) => {
-                    LifecycleMessage::Started(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Stopped(b) => {
-                    LifecycleMessage::Stopped(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Other(b) => {
-                    LifecycleMessage::Other(::diagwire_runtime::Builder::finish(b)?)
-                }
-            },
-        )
-    }
-}
-impl ::diagwire_runtime::MapFields for LifecycleMessage {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match self {
-            LifecycleMessage::Started(v) => {
-                map.serialize_entry("event", "started")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            LifecycleMessage::Stopped(v) => {
-                map.serialize_entry("event", "stopped")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            LifecycleMessage::Other(v) => {
-                map.serialize_entry("event", &v.tag)?;
-                v.fields.serialize_into(map)?;
-            }
-        }
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LifecycleMessage {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LifecycleMessage {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<LifecycleMessageBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::internal_union!(LifecycleMessage, LifecycleMessageDecoder, "LifecycleMessage", tag "event" {
+    Started(ProcessStartedDecoder) = "started",
+    Stopped(ProcessStoppedDecoder) = "stopped",
+} other { Other });
 /// The process started.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ProcessStarted {
     /// The process id.
     ///
@@ -397,72 +119,23 @@ pub struct ProcessStarted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ProcessStarted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ProcessStartedBuilder {
-    pid: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ProcessStartedBuilder {
-    type Output = ProcessStarted;
-    const NAME: &'static str = "ProcessStarted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "pid" => ::diagwire_runtime::private::field_set(&mut self.pid, "pid", value),
-            _ => self.extra.accept(key, value),
+impl ProcessStarted {
+    /// Builds the value from its required fields (`pid`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(pid: u32) -> Self {
+        Self {
+            pid,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ProcessStarted, E> {
-        Ok(ProcessStarted {
-            pid: ::diagwire_runtime::private::finish_required(self.pid, "pid")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ProcessStarted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("pid", &self.pid)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProcessStarted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProcessStarted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ProcessStartedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ProcessStarted, ProcessStartedDecoder, "ProcessStarted" {
+    pid: u32 = "pid" req,
+} flat {} extra { extra });
 /// The process stopped.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ProcessStopped {
     /// The exit code.
     ///
@@ -475,72 +148,13 @@ pub struct ProcessStopped {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ProcessStopped`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ProcessStoppedBuilder {
-    exit_code: Option<Option<i32>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ProcessStoppedBuilder {
-    type Output = ProcessStopped;
-    const NAME: &'static str = "ProcessStopped";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "exit_code" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.exit_code,
-                    "exit_code",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ProcessStopped, E> {
-        Ok(ProcessStopped {
-            exit_code: self.exit_code.flatten(),
-            extra: self.extra,
-        })
+impl ProcessStopped {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for ProcessStopped {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("exit_code", &self.exit_code)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProcessStopped {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProcessStopped {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ProcessStoppedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ProcessStopped, ProcessStoppedDecoder, "ProcessStopped" {
+    exit_code: Option<i32> = "exit_code" null,
+} flat {} extra { extra });

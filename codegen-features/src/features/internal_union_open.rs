@@ -8,6 +8,7 @@ use super::*;
 /// A shape, internally tagged by `type`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum Shape {
     /// `type: circle`. A circle.
     Circle(Circle),
@@ -27,145 +28,30 @@ fn arbitrary_other_shape(
 ) -> ::arbitrary::Result<::diagwire_runtime::UnknownVariant> {
     ::diagwire_runtime::arb::unknown_variant(u, Shape::TAGS)
 }
-impl Shape {
-    /// The tag key.
-    pub const TAG: &'static str = "type";
-    /// The tag values this version of the contract knows.
-    pub const TAGS: &'static [&'static str] = &["circle", "square", "point"];
-    /// The tag value of this variant as written on the wire.
-    pub fn tag(&self) -> &str {
-        match self {
-            Shape::Circle(_) => "circle",
-            Shape::Square(_) => "square",
-            Shape::Point(_) => "point",
-            Shape::Other(v) => &v.tag,
-        }
+impl From<Circle> for Shape {
+    fn from(v: Circle) -> Self {
+        Shape::Circle(v)
     }
 }
-#[doc(hidden)]
-pub enum ShapeBuilder {
-    Pending(::diagwire_runtime::Pending),
-    Circle(CircleBuilder),
-    Square(SquareBuilder),
-    Point(PointBuilder),
-    Other(::diagwire_runtime::private::UnknownVariantBuilder),
-}
-impl Default for ShapeBuilder {
-    fn default() -> Self {
-        Self::Pending(::diagwire_runtime::Pending::default())
+impl From<Square> for Shape {
+    fn from(v: Square) -> Self {
+        Shape::Square(v)
     }
 }
-impl ::diagwire_runtime::Builder for ShapeBuilder {
-    type Output = Shape;
-    const NAME: &'static str = "Shape";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match self {
-            Self::Pending(pending) => {
-                if key != "type" {
-                    return pending.push(key, value);
-                }
-                let tag = ::diagwire_runtime::private::internal_tag(value)?;
-                let mut next = match &*tag {
-                    "circle" => Self::Circle(Default::default()),
-                    "square" => Self::Square(Default::default()),
-                    "point" => Self::Point(Default::default()),
-                    other => {
-                        Self::Other(
-                            ::diagwire_runtime::private::UnknownVariantBuilder::new(
-                                other.to_owned(),
-                            ),
-                        )
-                    }
-                };
-                ::diagwire_runtime::private::pending_replay(
-                    ::core::mem::take(pending),
-                    &mut next,
-                )?;
-                *self = next;
-                Ok(())
-            }
-            _ if key == "type" => {
-                Err(
-                    ::diagwire_runtime::private::serde::de::Error::duplicate_field(
-                        "type",
-                    ),
-                )
-            }
-            Self::Circle(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Square(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Point(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Other(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Shape, E> {
-        Ok(
-            match self {
-                Self::Pending(_) => return Err(E::missing_field("type")),
-                Self::Circle(b) => Shape::Circle(::diagwire_runtime::Builder::finish(b)?),
-                Self::Square(b) => Shape::Square(::diagwire_runtime::Builder::finish(b)?),
-                Self::Point(b) => Shape::Point(::diagwire_runtime::Builder::finish(b)?),
-                Self::Other(b) => Shape::Other(::diagwire_runtime::Builder::finish(b)?),
-            },
-        )
+impl From<Point> for Shape {
+    fn from(v: Point) -> Self {
+        Shape::Point(v)
     }
 }
-impl ::diagwire_runtime::MapFields for Shape {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match self {
-            Shape::Circle(v) => {
-                map.serialize_entry("type", "circle")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Shape::Square(v) => {
-                map.serialize_entry("type", "square")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Shape::Point(v) => {
-                map.serialize_entry("type", "point")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Shape::Other(v) => {
-                map.serialize_entry("type", &v.tag)?;
-                v.fields.serialize_into(map)?;
-            }
-        }
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Shape {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Shape {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<ShapeBuilder>::new())
-    }
-}
+::diagwire_runtime::internal_union!(Shape, ShapeDecoder, "Shape", tag "type" {
+    Circle(CircleDecoder) = "circle",
+    Square(SquareDecoder) = "square",
+    Point(PointDecoder) = "point",
+} other { Other });
 /// A circle.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Circle {
     /// The radius.
     ///
@@ -176,72 +62,23 @@ pub struct Circle {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Circle`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct CircleBuilder {
-    radius: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for CircleBuilder {
-    type Output = Circle;
-    const NAME: &'static str = "Circle";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "radius" => {
-                ::diagwire_runtime::private::field_set(&mut self.radius, "radius", value)
-            }
-            _ => self.extra.accept(key, value),
+impl Circle {
+    /// Builds the value from its required fields (`radius`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(radius: u32) -> Self {
+        Self {
+            radius,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Circle, E> {
-        Ok(Circle {
-            radius: ::diagwire_runtime::private::finish_required(self.radius, "radius")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Circle {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("radius", &self.radius)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Circle {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Circle {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<CircleBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(Circle, CircleDecoder, "Circle" {
+    radius: u32 = "radius" req,
+} flat {} extra { extra });
 /// A square.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Square {
     /// The side length.
     ///
@@ -252,126 +89,33 @@ pub struct Square {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Square`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SquareBuilder {
-    side: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SquareBuilder {
-    type Output = Square;
-    const NAME: &'static str = "Square";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "side" => {
-                ::diagwire_runtime::private::field_set(&mut self.side, "side", value)
-            }
-            _ => self.extra.accept(key, value),
+impl Square {
+    /// Builds the value from its required fields (`side`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(side: u32) -> Self {
+        Self {
+            side,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Square, E> {
-        Ok(Square {
-            side: ::diagwire_runtime::private::finish_required(self.side, "side")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Square {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("side", &self.side)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Square {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Square {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<SquareBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(Square, SquareDecoder, "Square" {
+    side: u32 = "side" req,
+} flat {} extra { extra });
 /// A point: a variant with no property besides its tag.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Point {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Point`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PointBuilder {
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PointBuilder {
-    type Output = Point;
-    const NAME: &'static str = "Point";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        self.extra.accept(key, value)
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Point, E> {
-        Ok(Point { extra: self.extra })
+impl Point {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for Point {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Point {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Point {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<PointBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(Point, PointDecoder, "Point" {
+} flat {} extra { extra });

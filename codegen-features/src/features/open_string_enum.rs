@@ -7,6 +7,7 @@
 use super::*;
 /// State of a link as some transport reports it; newer transports may add states.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum LinkState {
     /// `up`.
     Up,
@@ -17,67 +18,8 @@ pub enum LinkState {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl LinkState {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["up", "down", "half-open"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            LinkState::Up => "up",
-            LinkState::Down => "down",
-            LinkState::HalfOpen => "half-open",
-            LinkState::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for LinkState {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for LinkState {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LinkState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LinkState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "up" => LinkState::Up,
-                "down" => LinkState::Down,
-                "half-open" => LinkState::HalfOpen,
-                _ => LinkState::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for LinkState {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "LinkState";
-        Ok(
-            match u.choose_index(4usize)? {
-                0usize => LinkState::Up,
-                1usize => LinkState::Down,
-                2usize => LinkState::HalfOpen,
-                _ => {
-                    LinkState::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(LinkState {
+    Up = "up",
+    Down = "down",
+    HalfOpen = "half-open",
+} other { Other });

@@ -7,6 +7,7 @@
 use super::*;
 /// How a discriminated value was obtained: `iroh` = reported natively, `derived` = inferred.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ValueSource {
     /// `iroh`.
     Iroh,
@@ -15,70 +16,14 @@ pub enum ValueSource {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl ValueSource {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["iroh", "derived"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            ValueSource::Iroh => "iroh",
-            ValueSource::Derived => "derived",
-            ValueSource::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for ValueSource {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for ValueSource {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ValueSource {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ValueSource {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "iroh" => ValueSource::Iroh,
-                "derived" => ValueSource::Derived,
-                _ => ValueSource::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for ValueSource {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "ValueSource";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => ValueSource::Iroh,
-                1usize => ValueSource::Derived,
-                _ => {
-                    ValueSource::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(ValueSource {
+    Iroh = "iroh",
+    Derived = "derived",
+} other { Other });
 /// What the transport knows about the path to one peer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PathReport {
     /// The path type.
     ///
@@ -128,9 +73,14 @@ pub struct PathReport {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl PathReport {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
     /// How `conn_type` was obtained, or why it is absent.
     ///
-    /// `conn_type_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the enclosing iroh block's gap list: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
+    /// `conn_type_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
     pub fn conn_type_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -144,7 +94,7 @@ impl PathReport {
     }
     /// How `latency_ms` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `RemoteInfo.latency_ms`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.latency_ms`, an absent value means "could not ask" and a present one was derived.
     pub fn latency_ms_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -167,130 +117,11 @@ impl PathReport {
         )
     }
 }
-/// Streaming deserializer of [`PathReport`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PathReportBuilder {
-    conn_type: Option<Option<String>>,
-    conn_type_source: Option<Option<ValueSource>>,
-    latency_ms: Option<Option<u64>>,
-    relay_url: Option<Option<String>>,
-    relay_url_source: Option<Option<ValueSource>>,
-    api_gaps: Option<Vec<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PathReportBuilder {
-    type Output = PathReport;
-    const NAME: &'static str = "PathReport";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "conn_type" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.conn_type,
-                    "conn_type",
-                    value,
-                )
-            }
-            "conn_type_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.conn_type_source,
-                    "conn_type_source",
-                    value,
-                )
-            }
-            "latency_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.latency_ms,
-                    "latency_ms",
-                    value,
-                )
-            }
-            "relay_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.relay_url,
-                    "relay_url",
-                    value,
-                )
-            }
-            "relay_url_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.relay_url_source,
-                    "relay_url_source",
-                    value,
-                )
-            }
-            "api_gaps" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.api_gaps,
-                    "api_gaps",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PathReport, E> {
-        Ok(PathReport {
-            conn_type: self.conn_type.flatten(),
-            conn_type_source: self.conn_type_source.flatten(),
-            latency_ms: self.latency_ms.flatten(),
-            relay_url: self.relay_url.flatten(),
-            relay_url_source: self.relay_url_source.flatten(),
-            api_gaps: self.api_gaps.unwrap_or_default(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for PathReport {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.conn_type {
-            map.serialize_entry("conn_type", v)?;
-        }
-        if let Some(v) = &self.conn_type_source {
-            map.serialize_entry("conn_type_source", v)?;
-        }
-        if let Some(v) = &self.latency_ms {
-            map.serialize_entry("latency_ms", v)?;
-        }
-        map.serialize_entry("relay_url", &self.relay_url)?;
-        map.serialize_entry("relay_url_source", &self.relay_url_source)?;
-        if !::diagwire_runtime::is_default(&self.api_gaps) {
-            map.serialize_entry("api_gaps", &self.api_gaps)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PathReport {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PathReport {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<PathReportBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PathReport, PathReportDecoder, "PathReport" {
+    conn_type: Option<String> = "conn_type" omit,
+    conn_type_source: Option<ValueSource> = "conn_type_source" omit,
+    latency_ms: Option<u64> = "latency_ms" omit,
+    relay_url: Option<String> = "relay_url" null,
+    relay_url_source: Option<ValueSource> = "relay_url_source" null,
+    api_gaps: Vec<String> = "api_gaps" skip,
+} flat {} extra { extra });

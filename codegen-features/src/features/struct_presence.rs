@@ -8,6 +8,7 @@ use super::*;
 /// A struct whose properties cover the five presences of the profile.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PresenceProbe {
     /// A required string: the key must be present.
     ///
@@ -70,144 +71,32 @@ pub struct PresenceProbe {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PresenceProbe`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PresenceProbeBuilder {
-    name: Option<String>,
-    nickname: Option<Option<String>>,
-    port: Option<Option<u16>>,
-    retries: Option<u32>,
-    verbose: Option<bool>,
-    labels: Option<Vec<String>>,
-    dropped: Option<u64>,
-    muted: Option<bool>,
-    aliases: Option<Vec<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PresenceProbeBuilder {
-    type Output = PresenceProbe;
-    const NAME: &'static str = "PresenceProbe";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            "nickname" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.nickname,
-                    "nickname",
-                    value,
-                )
-            }
-            "port" => {
-                ::diagwire_runtime::private::field_set(&mut self.port, "port", value)
-            }
-            "retries" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.retries,
-                    "retries",
-                    value,
-                )
-            }
-            "verbose" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.verbose,
-                    "verbose",
-                    value,
-                )
-            }
-            "labels" => {
-                ::diagwire_runtime::private::field_set(&mut self.labels, "labels", value)
-            }
-            "dropped" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.dropped,
-                    "dropped",
-                    value,
-                )
-            }
-            "muted" => {
-                ::diagwire_runtime::private::field_set(&mut self.muted, "muted", value)
-            }
-            "aliases" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.aliases,
-                    "aliases",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl PresenceProbe {
+    /// Builds the value from its required fields (`name`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            nickname: None,
+            port: None,
+            retries: Default::default(),
+            verbose: Default::default(),
+            labels: Default::default(),
+            dropped: Default::default(),
+            muted: Default::default(),
+            aliases: Default::default(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PresenceProbe, E> {
-        Ok(PresenceProbe {
-            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
-            nickname: self.nickname.flatten(),
-            port: self.port.flatten(),
-            retries: self.retries.unwrap_or_default(),
-            verbose: self.verbose.unwrap_or_default(),
-            labels: self.labels.unwrap_or_default(),
-            dropped: self.dropped.unwrap_or_default(),
-            muted: self.muted.unwrap_or_default(),
-            aliases: self.aliases.unwrap_or_default(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PresenceProbe {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("name", &self.name)?;
-        map.serialize_entry("nickname", &self.nickname)?;
-        if let Some(v) = &self.port {
-            map.serialize_entry("port", v)?;
-        }
-        map.serialize_entry("retries", &self.retries)?;
-        map.serialize_entry("verbose", &self.verbose)?;
-        map.serialize_entry("labels", &self.labels)?;
-        if !::diagwire_runtime::is_default(&self.dropped) {
-            map.serialize_entry("dropped", &self.dropped)?;
-        }
-        if !::diagwire_runtime::is_default(&self.muted) {
-            map.serialize_entry("muted", &self.muted)?;
-        }
-        if !::diagwire_runtime::is_default(&self.aliases) {
-            map.serialize_entry("aliases", &self.aliases)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PresenceProbe {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PresenceProbe {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<PresenceProbeBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PresenceProbe, PresenceProbeDecoder, "PresenceProbe" {
+    name: String = "name" req,
+    nickname: Option<String> = "nickname" null,
+    port: Option<u16> = "port" omit,
+    retries: u32 = "retries" dflt,
+    verbose: bool = "verbose" dflt,
+    labels: Vec<String> = "labels" dflt,
+    dropped: u64 = "dropped" skip,
+    muted: bool = "muted" skip,
+    aliases: Vec<String> = "aliases" skip,
+} flat {} extra { extra });

@@ -8,6 +8,7 @@ use super::*;
 /// A histogram with its buckets and a few array shapes.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Histogram {
     /// The histogram's `[label, inclusive]` pair.
     ///
@@ -32,105 +33,37 @@ pub struct Histogram {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Histogram`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct HistogramBuilder {
-    range: Option<(String, bool)>,
-    buckets: Option<Vec<(String, u64)>>,
-    series: Option<Vec<u32>>,
-    grid: Option<Vec<Vec<String>>>,
-    peers: Option<Vec<BucketPeer>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for HistogramBuilder {
-    type Output = Histogram;
-    const NAME: &'static str = "Histogram";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "range" => {
-                ::diagwire_runtime::private::field_set(&mut self.range, "range", value)
-            }
-            "buckets" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.buckets,
-                    "buckets",
-                    value,
-                )
-            }
-            "series" => {
-                ::diagwire_runtime::private::field_set(&mut self.series, "series", value)
-            }
-            "grid" => {
-                ::diagwire_runtime::private::field_set(&mut self.grid, "grid", value)
-            }
-            "peers" => {
-                ::diagwire_runtime::private::field_set(&mut self.peers, "peers", value)
-            }
-            _ => self.extra.accept(key, value),
+impl Histogram {
+    /// Builds the value from its required fields (`range`, `buckets`, `series`, `grid`, `peers`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        range: (String, bool),
+        buckets: Vec<(String, u64)>,
+        series: Vec<u32>,
+        grid: Vec<Vec<String>>,
+        peers: Vec<BucketPeer>,
+    ) -> Self {
+        Self {
+            range,
+            buckets,
+            series,
+            grid,
+            peers,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Histogram, E> {
-        Ok(Histogram {
-            range: ::diagwire_runtime::private::finish_required(self.range, "range")?,
-            buckets: ::diagwire_runtime::private::finish_required(
-                self.buckets,
-                "buckets",
-            )?,
-            series: ::diagwire_runtime::private::finish_required(self.series, "series")?,
-            grid: ::diagwire_runtime::private::finish_required(self.grid, "grid")?,
-            peers: ::diagwire_runtime::private::finish_required(self.peers, "peers")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Histogram {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("range", &self.range)?;
-        map.serialize_entry("buckets", &self.buckets)?;
-        map.serialize_entry("series", &self.series)?;
-        map.serialize_entry("grid", &self.grid)?;
-        map.serialize_entry("peers", &self.peers)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Histogram {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Histogram {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<HistogramBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Histogram, HistogramDecoder, "Histogram" {
+    range: (String, bool) = "range" req,
+    buckets: Vec<(String, u64)> = "buckets" req,
+    series: Vec<u32> = "series" req,
+    grid: Vec<Vec<String>> = "grid" req,
+    peers: Vec<BucketPeer> = "peers" req,
+} flat {} extra { extra });
 /// A peer that contributed samples.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct BucketPeer {
     /// The peer name.
     ///
@@ -139,68 +72,16 @@ pub struct BucketPeer {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`BucketPeer`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct BucketPeerBuilder {
-    name: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for BucketPeerBuilder {
-    type Output = BucketPeer;
-    const NAME: &'static str = "BucketPeer";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            _ => self.extra.accept(key, value),
+impl BucketPeer {
+    /// Builds the value from its required fields (`name`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<BucketPeer, E> {
-        Ok(BucketPeer {
-            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for BucketPeer {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("name", &self.name)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for BucketPeer {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for BucketPeer {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<BucketPeerBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(BucketPeer, BucketPeerDecoder, "BucketPeer" {
+    name: String = "name" req,
+} flat {} extra { extra });

@@ -1,23 +1,26 @@
-//! Assembling a bundle from the collector's staging tree, choosing between the cached canonical bundle and a fresh one, and planning staging retention.
+//! Assembling a bundle from the collector's staging tree, choosing between the cached canonical
+//! bundle and a fresh one, and planning staging retention.
 //!
-//! Staging (legacy-wire §7.1) holds one file per POST: `{root}/{run_id}/{node_id}/{kind}-{seq:06}.json`,
-//! `kind` one of `boot`, `events`, `snapshot`, `finalize`, `vastai_instance`, `vastai_sample`,
-//! `vastai_logs`, `vastai_lifecycle`. [`assemble`] turns it into the bundle layout of legacy-wire §7.2
-//! whether or not a finalize record arrived, and derives `MANIFEST.json` from the files it read and
-//! nothing else, so the manifest, the bundle and the serve decision share one source of truth (seed 003
-//! §2.5): [`StagingState::from_manifest`] and [`CachedBundle::from_manifest`] feed [`serve_decision`]
-//! from the same manifests. [`retention_plan`] keeps staging for at least a window under a hard disk
-//! cap (seed 001 §7).
+//! Staging holds one file per post, `<root>/<run_id>/<node_id>/<kind>-NNNNNN.json` (see
+//! [`crate::layout`]). [`assemble`] turns it into a bundle whether or not a finalize record arrived,
+//! through the same [`Writer`] the simulator uses, so `MANIFEST.json` is derived from the files read
+//! and nothing else: the manifest, the bundle and the serve decision share one source of truth.
+//! [`serve_decision`] compares, node by node, what the cached bundle holds ([`CachedBundle`]) with
+//! what staging holds now ([`StagingState`]): from the two manifests (counts), or from the two file
+//! listings (counts and sizes). [`retention_plan`] keeps staging for at least a window under a hard
+//! disk cap.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::{BundleContents, Writer};
 use crate::NodeIdHex;
-use crate::bundle::{BundleContents, node_label};
-use crate::v1::{Manifest, ManifestNode, Record};
+use crate::layout::{self, FileKind, Role};
+use crate::problem::{Location, Problem, ProblemKind};
+use crate::v1::{BundleWriter, Manifest, ManifestNode, Record};
 
 /// A bundle assembled from staging, its manifest, and what was wrong with the staged files.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,52 +29,250 @@ pub struct Assembled {
     pub contents: BundleContents,
     /// The manifest written as `MANIFEST.json`.
     pub manifest: crate::v1::Manifest,
-    /// One line per problem, `<run_id>/<node_id>/<file>: <message>` (paths relative to the staging
-    /// root): files that do not parse as their kind (copied anyway), unknown or unreadable files and
-    /// symbolic links (not copied), labels that had to be made safe.
-    pub problems: Vec<String>,
+    /// Every problem, located at `<run_id>/<node_id>/<file>` (relative to the staging root): files
+    /// that do not parse as their kind (copied anyway), unknown or unreadable files and symbolic
+    /// links (not copied), labels that had to be made safe.
+    pub problems: Vec<Problem>,
 }
 
-/// What the serve path knows about the cached canonical bundle of a run (the one written at finalize).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CachedBundle {
-    /// Number of nodes its manifest lists.
-    pub node_count: usize,
-    /// Its manifest's `finalize_received`.
-    pub finalize_received: bool,
+/// How many files of one kind a node has, and their bytes together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Number of files.
+    pub files: u64,
+    /// Their sizes added up.
+    pub bytes: u64,
 }
 
-impl CachedBundle {
-    /// What the serve decision needs from the cached bundle's `MANIFEST.json`.
-    pub fn from_manifest(manifest: &Manifest) -> CachedBundle {
-        CachedBundle {
-            node_count: manifest.nodes.len(),
-            finalize_received: manifest.finalize_received,
+/// A node's files, per kind: what a bundle's listing shows of the node, and what staging holds
+/// (assembly copies staged files unchanged, so both sides count the same bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeFiles {
+    /// Boot files (`boot.json` and `boot/`).
+    pub boot: Tally,
+    /// Events files, one posted batch each.
+    pub events: Tally,
+    /// Snapshot files.
+    pub snapshots: Tally,
+    /// Finalize files (`finalize.json` and `finalize/`).
+    pub finalize: Tally,
+    /// vast.ai record files, all vast.ai kinds together.
+    pub vastai: Tally,
+}
+
+impl NodeFiles {
+    /// The counts a manifest entry gives for these files.
+    pub fn counts(&self) -> NodeCounts {
+        NodeCounts {
+            boot_recorded: self.boot.files > 0,
+            event_batches: self.events.files,
+            snapshots: self.snapshots.files,
+            finalize_recorded: self.finalize.files > 0,
+            vastai_records: self.vastai.files,
+        }
+    }
+
+    fn add(&mut self, kind: &FileKind, bytes: usize) {
+        let tally = match kind {
+            FileKind::Boot => &mut self.boot,
+            FileKind::Events => &mut self.events,
+            FileKind::Snapshot => &mut self.snapshots,
+            FileKind::Finalize => &mut self.finalize,
+            FileKind::Vastai(_) => &mut self.vastai,
+        };
+        tally.files += 1;
+        tally.bytes = tally.bytes.saturating_add(bytes as u64);
+    }
+}
+
+/// What a manifest entry says a node holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    /// `boot_recorded`.
+    pub boot_recorded: bool,
+    /// `event_batches`.
+    pub event_batches: u64,
+    /// `snapshots`.
+    pub snapshots: u64,
+    /// `finalize_recorded`.
+    pub finalize_recorded: bool,
+    /// `vastai_records`; an entry without the field counts as 0.
+    pub vastai_records: u64,
+}
+
+impl NodeCounts {
+    /// The counts of a manifest entry.
+    pub fn from_manifest_node(node: &ManifestNode) -> NodeCounts {
+        NodeCounts {
+            boot_recorded: node.boot_recorded,
+            event_batches: node.event_batches,
+            snapshots: node.snapshots,
+            finalize_recorded: node.finalize_recorded,
+            vastai_records: node.vastai_records.unwrap_or(0),
         }
     }
 }
 
+/// What the serve decision knows of one node, in the cached bundle or in staging.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeHoldings {
+    /// The id the node posted under (hex, or a synthetic id such as `vastai-external`).
+    pub node_id_hex: NodeIdHex,
+    /// The node's directory label.
+    pub label: String,
+    /// The counts of its manifest entry.
+    pub counts: NodeCounts,
+    /// Its files per kind with their sizes, when built from a file listing; `None` when built from
+    /// a manifest alone, which records no sizes.
+    pub files: Option<NodeFiles>,
+}
+
+impl NodeHoldings {
+    /// What a manifest entry says of its node: counts, no sizes.
+    pub fn from_manifest_node(node: &ManifestNode) -> NodeHoldings {
+        NodeHoldings {
+            node_id_hex: node.node_id_hex.clone(),
+            label: node.label.clone(),
+            counts: NodeCounts::from_manifest_node(node),
+            files: None,
+        }
+    }
+
+    /// Whether the cached bundle (`self`) still holds what staging (`staging`) holds for this node:
+    /// same id, label and counts, and, when both sides know their files, the same per-kind file
+    /// numbers and bytes.
+    fn still_matches(&self, staging: &NodeHoldings) -> bool {
+        self.node_id_hex == staging.node_id_hex
+            && self.label == staging.label
+            && self.counts == staging.counts
+            && match (&self.files, &staging.files) {
+                (Some(cached), Some(staged)) => cached == staged,
+                _ => true,
+            }
+    }
+}
+
+/// The files of each node a manifest lists, from a bundle's listing, in the manifest's order.
+/// `None` when a label is listed twice, or a file other than `MANIFEST.json` is outside the layout
+/// or outside every listed node's directory.
+fn node_files(manifest: &Manifest, contents: &BundleContents) -> Option<Vec<NodeFiles>> {
+    let mut index = BTreeMap::new();
+    for (i, node) in manifest.nodes.iter().enumerate() {
+        if index.insert(node.label.as_str(), i).is_some() {
+            return None;
+        }
+    }
+    let mut files = vec![NodeFiles::default(); manifest.nodes.len()];
+    for (path, bytes) in &contents.files {
+        let parsed = layout::parse_bundle_path(path);
+        if parsed.role == Role::Manifest {
+            continue;
+        }
+        let kind = parsed.role.file_kind()?;
+        let i = *index.get(parsed.node.as_deref()?)?;
+        files[i].add(kind, bytes.len());
+    }
+    Some(files)
+}
+
+/// What the serve path knows about the cached canonical bundle of a run (the one written at finalize).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedBundle {
+    /// Its manifest's `finalize_received`.
+    pub finalize_received: bool,
+    /// Every node its manifest lists, in the manifest's order.
+    pub nodes: Vec<NodeHoldings>,
+}
+
+impl CachedBundle {
+    /// What the cached bundle's `MANIFEST.json` says: node ids, labels and per-node counts, no
+    /// sizes (a manifest records none), so [`serve_decision`] cannot see a staged file that grew
+    /// in place. [`CachedBundle::from_contents`] can.
+    pub fn from_manifest(manifest: &Manifest) -> CachedBundle {
+        CachedBundle {
+            finalize_received: manifest.finalize_received,
+            nodes: manifest
+                .nodes
+                .iter()
+                .map(NodeHoldings::from_manifest_node)
+                .collect(),
+        }
+    }
+
+    /// What the cached bundle holds, from its files (as [`super::read::read_all`] returns them):
+    /// [`CachedBundle::from_manifest`] of its `MANIFEST.json`, plus every node's files per kind
+    /// with their sizes.
+    ///
+    /// `None` when the bundle is not one assembly could have written: no `MANIFEST.json` that
+    /// parses, a manifest of another run, a label listed twice, a file outside the layout or
+    /// outside every listed node's directory, or a node whose files do not give its manifest
+    /// counts. Treating such a cache as absent makes [`serve_decision`] resynthesize.
+    pub fn from_contents(contents: &BundleContents) -> Option<CachedBundle> {
+        let manifest: Manifest =
+            serde_json::from_slice(contents.files.get(layout::MANIFEST)?).ok()?;
+        if manifest.run_id != contents.run_id {
+            return None;
+        }
+        let files = node_files(&manifest, contents)?;
+        let mut cached = CachedBundle::from_manifest(&manifest);
+        for (node, files) in cached.nodes.iter_mut().zip(files) {
+            if node.counts != files.counts() {
+                return None;
+            }
+            node.files = Some(files);
+        }
+        Some(cached)
+    }
+
+    /// Number of nodes its manifest lists.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+}
+
 /// What the run's staging holds now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StagingState {
-    /// Number of node directories holding at least one record file.
-    pub node_count: usize,
+    /// Every node directory holding at least one record file.
+    pub nodes: Vec<NodeHoldings>,
     /// Whether some node's directory holds a finalize file.
     pub finalize_on_disk: bool,
     /// Whether some node posted a boot record. Informational: a run is served whenever it has any
-    /// staging (legacy-wire §7.4), which includes every run with a boot record (seed 001 §7).
+    /// staging, which includes every run with a boot record.
     pub has_boot: bool,
 }
 
 impl StagingState {
     /// The staging state as [`assemble`] saw it, from the manifest it derived from the files, so the
-    /// decision and the served manifest cannot disagree.
+    /// decision and the served manifest cannot disagree. Counts only, no sizes:
+    /// [`StagingState::from_assembled`] adds them.
     pub fn from_manifest(manifest: &Manifest) -> StagingState {
         StagingState {
-            node_count: manifest.nodes.len(),
+            nodes: manifest
+                .nodes
+                .iter()
+                .map(NodeHoldings::from_manifest_node)
+                .collect(),
             finalize_on_disk: manifest.finalize_received,
             has_boot: manifest.nodes.iter().any(|n| n.boot_recorded),
         }
+    }
+
+    /// [`StagingState::from_manifest`] of what [`assemble`] returned, plus every node's files per
+    /// kind with their sizes, from the assembled bundle's files (the staged files' bytes).
+    pub fn from_assembled(assembled: &Assembled) -> StagingState {
+        let mut state = StagingState::from_manifest(&assembled.manifest);
+        if let Some(files) = node_files(&assembled.manifest, &assembled.contents) {
+            for (node, files) in state.nodes.iter_mut().zip(files) {
+                node.files = Some(files);
+            }
+        }
+        state
+    }
+
+    /// Number of node directories holding at least one record file.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
     }
 }
 
@@ -86,18 +287,37 @@ pub enum ServeDecision {
     NotFound,
 }
 
-/// Decides between the cached canonical bundle and a bundle assembled from current staging.
+/// Decides between the cached canonical bundle and a bundle assembled from current staging, by
+/// comparing what the cached bundle holds per node with what staging holds now. The rules, in
+/// order:
 ///
-/// * No staging, or a run directory without a single record file: [`ServeDecision::NotFound`], even
-///   when a cached bundle exists (the run's staging was deleted, and staging is the source of truth).
-/// * Staging and no cached bundle (no finalize arrived, e.g. the orchestrator was killed):
-///   [`ServeDecision::Resynthesize`].
-/// * A cached bundle whose node count or finalize state differs from staging:
-///   [`ServeDecision::Resynthesize`]. More nodes means staging grew after finalize (run-id reuse,
-///   seed 003 §2.5); fewer means a node directory was deleted, and serving the cache would list a node
-///   that is no longer on disk; a finalize file deleted since, or arriving after, the cache makes the
-///   cached `finalize_received` wrong.
-/// * Otherwise [`ServeDecision::ServeCached`].
+/// 1. No staging: [`ServeDecision::NotFound`], even when a cached bundle exists (the run's staging
+///    was deleted, and staging is the source of truth).
+/// 2. Staging without a node (a run directory without a single record file):
+///    [`ServeDecision::NotFound`], likewise. A node holding only vast.ai records is a node.
+/// 3. Staging and no cached bundle (no finalize arrived, e.g. the orchestrator was killed):
+///    [`ServeDecision::Resynthesize`].
+/// 4. The cached `finalize_received` differs from `finalize_on_disk` (a finalize file deleted
+///    since the cache was written, or arriving after it): [`ServeDecision::Resynthesize`].
+/// 5. The node ids differ, compared as sorted lists (so an id listed twice is a difference):
+///    [`ServeDecision::Resynthesize`]. This covers more nodes (a run id reused across a failed
+///    first lease and a successful second one), fewer (a node directory deleted) and as many
+///    with one swapped for another.
+/// 6. A node's label differs: [`ServeDecision::Resynthesize`] (e.g. its latest boot record names
+///    another role or stage index).
+/// 7. A node's counts differ (`boot_recorded`, `event_batches`, `snapshots`, `finalize_recorded`,
+///    `vastai_records`): [`ServeDecision::Resynthesize`]. This covers staging that grew within
+///    the same nodes, such as the finalizer's last snapshot landing after the canonical bundle
+///    was written.
+/// 8. When both sides know the node's files ([`CachedBundle::from_contents`],
+///    [`StagingState::from_assembled`]), a node whose number of files or bytes of some kind
+///    differ: [`ServeDecision::Resynthesize`]. This covers a file that grew in place, and a second
+///    boot or finalize file (which the counts record only as present). When either side was built
+///    from a manifest alone there are no sizes to compare, and this rule does not apply.
+/// 9. Otherwise [`ServeDecision::ServeCached`].
+///
+/// A staged file rewritten with other bytes of the same size is not seen: the decision compares
+/// sizes, not contents.
 pub fn serve_decision(
     cached: Option<&CachedBundle>,
     staging: Option<&StagingState>,
@@ -105,19 +325,29 @@ pub fn serve_decision(
     let Some(staging) = staging else {
         return ServeDecision::NotFound;
     };
-    if staging.node_count == 0 {
+    if staging.nodes.is_empty() {
         return ServeDecision::NotFound;
     }
-    match cached {
-        None => ServeDecision::Resynthesize,
-        Some(c)
-            if c.node_count != staging.node_count
-                || c.finalize_received != staging.finalize_on_disk =>
-        {
-            ServeDecision::Resynthesize
-        }
-        Some(_) => ServeDecision::ServeCached,
+    let Some(cached) = cached else {
+        return ServeDecision::Resynthesize;
+    };
+    if cached.finalize_received != staging.finalize_on_disk {
+        return ServeDecision::Resynthesize;
     }
+    let (was, now) = (by_id(&cached.nodes), by_id(&staging.nodes));
+    let same = was.len() == now.len() && was.iter().zip(&now).all(|(c, s)| c.still_matches(s));
+    if same {
+        ServeDecision::ServeCached
+    } else {
+        ServeDecision::Resynthesize
+    }
+}
+
+/// The nodes sorted by id.
+fn by_id(nodes: &[NodeHoldings]) -> Vec<&NodeHoldings> {
+    let mut sorted: Vec<&NodeHoldings> = nodes.iter().collect();
+    sorted.sort_by(|a, b| a.node_id_hex.cmp(&b.node_id_hex));
+    sorted
 }
 
 /// One run's staging directory, as the retention sweep sees it.
@@ -158,8 +388,8 @@ impl Default for RetentionPolicy {
 ///
 /// Runs are taken oldest first: by `last_write_unix_ms`, ties broken by run id.
 /// 1. A run whose last write is at least `keep_unfinalized_ms` before `now_unix_ms` has had its window
-///    and is deleted, finalized or not. Unfinalized runs are thereby kept at least the window (seed
-///    001 §7); finalized runs get the same window rather than a shorter one, because a bundle is only
+///    and is deleted, finalized or not. Unfinalized runs are thereby kept at least the window;
+///    finalized runs get the same window rather than a shorter one, because a bundle is only
 ///    served while the run has staging (see [`serve_decision`]).
 /// 2. While the remaining runs together use more than `disk_cap_bytes`, the oldest remaining run is
 ///    deleted, whatever its state and age: the cap is hard. Being exactly at the cap is not over it.
@@ -188,91 +418,16 @@ pub fn retention_plan(
     delete
 }
 
-/// The kinds of staged file, in the order their files are laid out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    Boot,
-    Events,
-    Snapshot,
-    Finalize,
-    Vastai(&'static str),
-}
-
-const KINDS: [(&str, Kind); 8] = [
-    ("boot", Kind::Boot),
-    ("events", Kind::Events),
-    ("snapshot", Kind::Snapshot),
-    ("finalize", Kind::Finalize),
-    ("vastai_instance", Kind::Vastai("vastai_instance")),
-    ("vastai_sample", Kind::Vastai("vastai_sample")),
-    ("vastai_logs", Kind::Vastai("vastai_logs")),
-    ("vastai_lifecycle", Kind::Vastai("vastai_lifecycle")),
-];
-
-impl Kind {
-    /// The record kind a file of this kind parses as (an events file is one POST: an array).
-    fn record_kind(self) -> &'static str {
-        match self {
-            Kind::Boot => "boot",
-            Kind::Events => "event_batch",
-            Kind::Snapshot => "snapshot",
-            Kind::Finalize => "finalize",
-            Kind::Vastai(_) => "vastai",
-        }
-    }
-}
-
-/// `{kind}-{seq:06}.json` → (kind, seq). Only the exact form the collector writes is accepted, so two
-/// names never map to the same bundle path (`boot-1.json` beside `boot-000001.json` is unknown).
-fn parse_staged_name(name: &str) -> Option<(Kind, u64)> {
-    let (kind, digits) = name.strip_suffix(".json")?.rsplit_once('-')?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let seq: u64 = digits.parse().ok()?;
-    if format!("{seq:06}") != digits {
-        return None;
-    }
-    let kind = KINDS.iter().find(|(n, _)| *n == kind)?.1;
-    Some((kind, seq))
-}
-
-struct StagedFile {
-    kind: Kind,
-    seq: u64,
-    bytes: Vec<u8>,
-}
-
-struct StagedNode {
-    id: String,
-    /// Sorted by (kind, seq).
-    files: Vec<StagedFile>,
-}
-
-impl StagedNode {
-    fn of(&self, kind: Kind) -> impl Iterator<Item = &StagedFile> {
-        self.files.iter().filter(move |f| f.kind == kind)
-    }
-
-    fn of_any_vastai(&self) -> bool {
-        self.files.iter().any(|f| matches!(f.kind, Kind::Vastai(_)))
-    }
-
-    fn count(&self, kind: impl Fn(Kind) -> bool) -> u64 {
-        self.files.iter().filter(|f| kind(f.kind)).count() as u64
-    }
-}
-
 /// Builds the bundle of `run_id` from the staging tree under `staging_root`, finalized or not.
 ///
-/// Layout (legacy-wire §7.2), per node directory `<label>/`: the boot file with the highest seq as
+/// Layout ([`crate::layout`]), per node directory `<label>/`: the boot file with the highest seq as
 /// `boot.json` and, only when there are several, the others as `boot/boot-NNNNNN.json`; likewise
 /// `finalize.json` and `finalize/finalize-NNNNNN.json`; `events/events-NNNNNN.json`,
 /// `snapshots/snapshot-NNNNNN.json` and `vastai/vastai_<kind>-NNNNNN.json`, where `NNNNNN` is the
 /// staging seq. File bytes are copied unchanged.
 ///
 /// Labels: from the `role` and `stage_index` of the node's latest boot record via
-/// [`node_label`]; a node without a boot record that posted vast.ai records (a synthetic id such as
+/// [`layout::node_label`]; a node without a boot record that posted vast.ai records (a synthetic id such as
 /// `vastai-external`) is labelled with its id verbatim. Labels shared by several nodes get
 /// `-<first 8 characters of the id>` appended (then the full id, then a counter, should that still
 /// collide); characters outside `[A-Za-z0-9._-]` become `_`, `.` and `..` become `_`, and no label may
@@ -284,8 +439,8 @@ impl StagedNode {
 /// `vastai_records` is written for every node. `run_start_collector_ms` and `run_end_collector_ms` are
 /// the earliest and latest modification times of the record files, in ms since the epoch: staging
 /// keeps no receive times, and the collector writes each file when it receives the POST; `null` when
-/// there are no files. Nodes are sorted by label, then id; a node directory without a record file is
-/// reported and left out.
+/// there are no files. `contract_version` is this crate's and `writer` is `writer`. Nodes are sorted
+/// by label, then id; a node directory without a record file is reported and left out.
 ///
 /// A file that does not parse as its kind is copied and reported. Unknown files, symbolic links,
 /// subdirectories of node directories, names that are not UTF-8 and unreadable files are reported and
@@ -293,7 +448,11 @@ impl StagedNode {
 ///
 /// Errors: `InvalidInput` when `run_id` is not a single path component, `NotFound` when the run has no
 /// staging directory, and any other error reading the run directory itself.
-pub fn assemble(staging_root: &Path, run_id: &str) -> Result<Assembled, io::Error> {
+pub fn assemble(
+    staging_root: &Path,
+    run_id: &str,
+    writer: BundleWriter,
+) -> Result<Assembled, io::Error> {
     if run_id.is_empty() || run_id == "." || run_id == ".." || run_id.contains(['/', '\\', '\0']) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -302,14 +461,21 @@ pub fn assemble(staging_root: &Path, run_id: &str) -> Result<Assembled, io::Erro
     }
     let run_dir = staging_root.join(run_id);
     let mut problems = Vec::new();
-    let mut nodes = Vec::new();
+    let mut bundle = Writer::new(run_id, writer);
     let mut span: Option<(u64, u64)> = None;
+    let problem = |kind: ProblemKind, at: String, message: String| {
+        Problem::new(kind, Location::file(at), message)
+    };
 
     for entry in sorted_entries(&run_dir)? {
         let (name, path) = match entry {
             Ok(entry) => entry,
-            Err(message) => {
-                problems.push(format!("{run_id}/{message}"));
+            Err((raw, message)) => {
+                problems.push(problem(
+                    ProblemKind::Layout,
+                    format!("{run_id}/{raw}"),
+                    message,
+                ));
                 continue;
             }
         };
@@ -317,7 +483,11 @@ pub fn assemble(staging_root: &Path, run_id: &str) -> Result<Assembled, io::Erro
         let meta = match fs::symlink_metadata(&path) {
             Ok(meta) => meta,
             Err(e) => {
-                problems.push(format!("{at}: cannot read: {e}"));
+                problems.push(problem(
+                    ProblemKind::Read(crate::problem::ReadErrorKind::Io),
+                    at,
+                    format!("cannot read: {e}"),
+                ));
                 continue;
             }
         };
@@ -327,24 +497,30 @@ pub fn assemble(staging_root: &Path, run_id: &str) -> Result<Assembled, io::Erro
             } else {
                 "file"
             };
-            problems.push(format!(
-                "{at}: unknown {what} in the run directory (not a node directory), not copied"
+            problems.push(problem(
+                ProblemKind::Layout,
+                at,
+                format!("unknown {what} in the run directory (not a node directory), not copied"),
             ));
             continue;
         }
         let entries = match sorted_entries(&path) {
             Ok(entries) => entries,
             Err(e) => {
-                problems.push(format!("{at}: cannot read the node directory: {e}"));
+                problems.push(problem(
+                    ProblemKind::Read(crate::problem::ReadErrorKind::Io),
+                    at,
+                    format!("cannot read the node directory: {e}"),
+                ));
                 continue;
             }
         };
-        let mut files = Vec::new();
+        let mut copied = 0;
         for entry in entries {
             let (file, file_path) = match entry {
                 Ok(entry) => entry,
-                Err(message) => {
-                    problems.push(format!("{at}/{message}"));
+                Err((raw, message)) => {
+                    problems.push(problem(ProblemKind::Layout, format!("{at}/{raw}"), message));
                     continue;
                 }
             };
@@ -352,93 +528,83 @@ pub fn assemble(staging_root: &Path, run_id: &str) -> Result<Assembled, io::Erro
             let meta = match fs::symlink_metadata(&file_path) {
                 Ok(meta) => meta,
                 Err(e) => {
-                    problems.push(format!("{file_at}: cannot read: {e}"));
+                    problems.push(problem(
+                        ProblemKind::Read(crate::problem::ReadErrorKind::Io),
+                        file_at,
+                        format!("cannot read: {e}"),
+                    ));
                     continue;
                 }
             };
             if !meta.is_file() {
-                let what = if meta.is_dir() {
-                    "directory"
+                let (what, kind) = if meta.is_dir() {
+                    ("directory", ProblemKind::Layout)
                 } else if meta.file_type().is_symlink() {
-                    "symbolic link"
+                    (
+                        "symbolic link",
+                        ProblemKind::Read(crate::problem::ReadErrorKind::Link),
+                    )
                 } else {
-                    "special file"
+                    (
+                        "special file",
+                        ProblemKind::Read(crate::problem::ReadErrorKind::Io),
+                    )
                 };
-                problems.push(format!("{file_at}: unexpected {what}, not copied"));
+                problems.push(problem(
+                    kind,
+                    file_at,
+                    format!("unexpected {what}, not copied"),
+                ));
                 continue;
             }
-            let Some((kind, seq)) = parse_staged_name(&file) else {
-                problems.push(format!(
-                    "{file_at}: unknown file (expected <kind>-<seq:06>.json), not copied"
+            let Some((kind, seq)) = layout::parse_staged_name(&file) else {
+                problems.push(problem(
+                    ProblemKind::Layout,
+                    file_at,
+                    "unknown file (expected <kind>-<seq:06>.json), not copied".into(),
                 ));
                 continue;
             };
             let bytes = match fs::read(&file_path) {
                 Ok(bytes) => bytes,
                 Err(e) => {
-                    problems.push(format!("{file_at}: cannot read: {e}, not copied"));
+                    problems.push(problem(
+                        ProblemKind::Read(crate::problem::ReadErrorKind::Io),
+                        file_at,
+                        format!("cannot read: {e}, not copied"),
+                    ));
                     continue;
                 }
             };
             if let Some(ms) = meta.modified().ok().and_then(unix_ms) {
                 span = Some(span.map_or((ms, ms), |(lo, hi)| (lo.min(ms), hi.max(ms))));
             }
-            check_record(&file_at, kind, &bytes, &mut problems);
-            files.push(StagedFile { kind, seq, bytes });
+            check_record(&file_at, &kind, &bytes, &mut problems);
+            bundle.add_file(&name, kind, Some(seq), bytes);
+            copied += 1;
         }
-        if files.is_empty() {
-            problems.push(format!(
-                "{at}: node directory holds no record files, left out"
+        if copied == 0 {
+            problems.push(problem(
+                ProblemKind::Layout,
+                at,
+                "node directory holds no record files, left out".into(),
             ));
-            continue;
         }
-        files.sort_by_key(|f| (f.kind, f.seq));
-        nodes.push(StagedNode { id: name, files });
     }
-
-    let labels = labels(&nodes, run_id, &mut problems);
-    let mut contents = BundleContents::new(run_id);
-    let mut entries = Vec::with_capacity(nodes.len());
-    for (node, label) in nodes.into_iter().zip(labels) {
-        let boot = node.of(Kind::Boot).last().map(|f| boot_identity(&f.bytes));
-        let (role, stage_index) = boot.clone().unwrap_or_default();
-        let entry = ManifestNode {
-            node_id_hex: NodeIdHex(node.id.clone()),
-            label: label.clone(),
-            role,
-            stage_index,
-            boot_recorded: boot.is_some(),
-            event_batches: node.count(|k| k == Kind::Events),
-            snapshots: node.count(|k| k == Kind::Snapshot),
-            finalize_recorded: node.of(Kind::Finalize).next().is_some(),
-            vastai_records: Some(node.count(|k| matches!(k, Kind::Vastai(_)))),
-            extra: Default::default(),
-            ..Default::default()
-        };
-        place_files(&mut contents, &label, node.files);
-        entries.push(entry);
+    if let Some((lo, hi)) = span {
+        bundle.collector_span(lo, hi);
     }
-    entries.sort_by(|a, b| (&a.label, &a.node_id_hex.0).cmp(&(&b.label, &b.node_id_hex.0)));
-
-    let manifest = Manifest {
-        run_id: run_id.to_owned(),
-        run_start_collector_ms: span.map(|(lo, _)| lo),
-        run_end_collector_ms: span.map(|(_, hi)| hi),
-        finalize_received: entries.iter().any(|n| n.finalize_recorded),
-        nodes: entries,
-        extra: Default::default(),
-        ..Default::default()
-    };
-    contents.insert_json("MANIFEST.json", &manifest);
+    let done = bundle.finish();
+    problems.extend(done.problems);
     Ok(Assembled {
-        contents,
-        manifest,
+        contents: done.contents,
+        manifest: done.manifest,
         problems,
     })
 }
 
-/// A directory entry as (name, path), or a message for a name that is not UTF-8.
-type Entry = Result<(String, PathBuf), String>;
+/// A directory entry as (name, path), or for a name that is not UTF-8 its lossy form and a message.
+type Entry = Result<(String, PathBuf), (String, String)>;
 
 /// The entries of a directory, sorted by name (names that are not UTF-8 last).
 fn sorted_entries(dir: &Path) -> io::Result<Vec<Entry>> {
@@ -451,7 +617,12 @@ fn sorted_entries(dir: &Path) -> io::Result<Vec<Entry>> {
                 .file_name()
                 .into_string()
                 .map(|name| (name, path))
-                .map_err(|raw| format!("{}: name is not UTF-8, not copied", raw.to_string_lossy())),
+                .map_err(|raw| {
+                    (
+                        raw.to_string_lossy().into_owned(),
+                        "name is not UTF-8, not copied".to_owned(),
+                    )
+                }),
         );
     }
     out.sort_by(|a, b| match (a, b) {
@@ -468,140 +639,21 @@ fn unix_ms(t: SystemTime) -> Option<u64> {
 }
 
 /// Reports a file that does not parse as its kind.
-fn check_record(at: &str, kind: Kind, bytes: &[u8], problems: &mut Vec<String>) {
+fn check_record(at: &str, kind: &FileKind, bytes: &[u8], problems: &mut Vec<Problem>) {
     let record_kind = kind.record_kind();
     let Ok(text) = std::str::from_utf8(bytes) else {
-        problems.push(format!(
-            "{at}: not UTF-8, so not a {record_kind} record (copied anyway)"
+        problems.push(Problem::new(
+            ProblemKind::Encoding,
+            Location::file(at),
+            format!("not UTF-8, so not a {record_kind} record (copied anyway)"),
         ));
         return;
     };
-    if let Some(Err(e)) = Record::parse(record_kind, text) {
-        problems.push(format!(
-            "{at}: does not parse as a {record_kind} record: {e} (copied anyway)"
+    if let Err(e) = Record::parse(record_kind, text) {
+        problems.push(Problem::new(
+            ProblemKind::Parse,
+            Location::file(at),
+            format!("does not parse as a {record_kind} record: {e} (copied anyway)"),
         ));
-    }
-}
-
-/// `role` and `stage_index` of a boot file, read leniently from its JSON so a record that is wrong
-/// elsewhere still names its node.
-fn boot_identity(bytes: &[u8]) -> (Option<String>, Option<u32>) {
-    let Ok(serde_json::Value::Object(map)) = serde_json::from_slice::<serde_json::Value>(bytes)
-    else {
-        return (None, None);
-    };
-    let role = map.get("role").and_then(|v| v.as_str()).map(str::to_owned);
-    let stage_index = map
-        .get("stage_index")
-        .and_then(|v| v.as_u64())
-        .and_then(|i| u32::try_from(i).ok());
-    (role, stage_index)
-}
-
-/// Makes a string a safe single path component, as the collector sanitizes staging names.
-fn sanitize(s: &str) -> String {
-    let out: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    match out.as_str() {
-        "" | "." | ".." => "_".to_owned(),
-        _ => out,
-    }
-}
-
-/// One unique, safe label per node, in the nodes' order.
-fn labels(nodes: &[StagedNode], run_id: &str, problems: &mut Vec<String>) -> Vec<String> {
-    let bases: Vec<String> = nodes
-        .iter()
-        .map(|node| {
-            let boot = node.of(Kind::Boot).last();
-            let raw = match boot {
-                Some(f) => {
-                    let (role, stage_index) = boot_identity(&f.bytes);
-                    node_label(role.as_deref(), stage_index, &node.id)
-                }
-                None if node.of_any_vastai() => node.id.clone(),
-                None => node_label(None, None, &node.id),
-            };
-            let safe = sanitize(&raw);
-            if safe != raw {
-                problems.push(format!(
-                    "{run_id}/{}: label {raw:?} is not a safe directory name, written as {safe:?}",
-                    node.id
-                ));
-            }
-            safe
-        })
-        .collect();
-    let mut shared: BTreeMap<&str, usize> = BTreeMap::new();
-    for base in &bases {
-        *shared.entry(base).or_default() += 1;
-    }
-    let mut used: BTreeSet<String> = BTreeSet::from(["MANIFEST.json".to_owned()]);
-    let mut order: Vec<usize> = (0..nodes.len()).collect();
-    order.sort_by(|&a, &b| (&bases[a], &nodes[a].id).cmp(&(&bases[b], &nodes[b].id)));
-    let mut out = vec![String::new(); nodes.len()];
-    for i in order {
-        let base = &bases[i];
-        let id = sanitize(&nodes[i].id);
-        let short: String = id.chars().take(8).collect();
-        let mut candidates = Vec::new();
-        if shared[base.as_str()] == 1 {
-            candidates.push(base.clone());
-        }
-        candidates.push(format!("{base}-{short}"));
-        candidates.push(format!("{base}-{id}"));
-        let mut label = candidates.into_iter().find(|c| !used.contains(c));
-        let mut n = 2u64;
-        while label.is_none() {
-            let c = format!("{base}-{short}-{n}");
-            if !used.contains(&c) {
-                label = Some(c);
-            }
-            n += 1;
-        }
-        let label = label.unwrap_or_default();
-        used.insert(label.clone());
-        out[i] = label;
-    }
-    out
-}
-
-/// Puts a node's files at their bundle paths.
-fn place_files(contents: &mut BundleContents, label: &str, files: Vec<StagedFile>) {
-    let boots = files.iter().filter(|f| f.kind == Kind::Boot).count();
-    let finalizes = files.iter().filter(|f| f.kind == Kind::Finalize).count();
-    let (mut boot_seen, mut finalize_seen) = (0, 0);
-    for f in files {
-        let seq = f.seq;
-        let path = match f.kind {
-            Kind::Boot => {
-                boot_seen += 1;
-                if boot_seen == boots {
-                    format!("{label}/boot.json")
-                } else {
-                    format!("{label}/boot/boot-{seq:06}.json")
-                }
-            }
-            Kind::Finalize => {
-                finalize_seen += 1;
-                if finalize_seen == finalizes {
-                    format!("{label}/finalize.json")
-                } else {
-                    format!("{label}/finalize/finalize-{seq:06}.json")
-                }
-            }
-            Kind::Events => format!("{label}/events/events-{seq:06}.json"),
-            Kind::Snapshot => format!("{label}/snapshots/snapshot-{seq:06}.json"),
-            Kind::Vastai(kind) => format!("{label}/vastai/{kind}-{seq:06}.json"),
-        };
-        contents.files.insert(path, f.bytes);
     }
 }

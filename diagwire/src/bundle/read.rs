@@ -42,6 +42,8 @@ use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::BundleContents;
+use crate::layout::{BundlePath, Role, parse_bundle_path};
+use crate::problem::{Location, Problem, ProblemKind};
 
 /// Size and count caps that bound the work and memory spent on one bundle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,29 +68,7 @@ impl Default for Limits {
     }
 }
 
-/// What went wrong, for a [`ReadError`].
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReadErrorKind {
-    /// The bundle path does not exist.
-    NotFound,
-    /// The path is not a bundle: not a directory or archive, empty, or without a run directory.
-    NotABundle,
-    /// The gzip data is corrupt or truncated.
-    Gzip,
-    /// The tar data is corrupt or truncated, or an entry has an unsupported type.
-    Tar,
-    /// An entry name is absolute, contains `..` or a backslash, is not UTF-8, or is too long.
-    UnsafePath,
-    /// A symbolic or hard link, which is never followed.
-    Link,
-    /// A file over [`Limits::max_file_bytes`], or the bundle over [`Limits::max_total_bytes`].
-    TooLarge,
-    /// More entries than [`Limits::max_entries`].
-    TooManyEntries,
-    /// The file system failed, or a file is not a regular file.
-    Io,
-}
+pub use crate::problem::ReadErrorKind;
 
 /// A located problem found while reading a bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,15 +79,30 @@ pub struct ReadError {
     pub location: String,
     /// A sentence for a person.
     pub message: String,
+    /// The `/`-separated path inside the run directory of the file the error is about, when it
+    /// is one (a file that exists but could not be read).
+    pub path: Option<String>,
 }
 
 impl ReadError {
-    fn new(kind: ReadErrorKind, location: impl Into<String>, message: impl Into<String>) -> Self {
+    /// An error about `location` that is not a file of the run directory.
+    pub fn new(
+        kind: ReadErrorKind,
+        location: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         ReadError {
             kind,
             location: location.into(),
             message: message.into(),
+            path: None,
         }
+    }
+
+    /// The same error, about the file at `path` inside the run directory.
+    pub fn about(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
     }
 }
 
@@ -119,89 +114,14 @@ impl fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-/// The part a file plays in the bundle layout (legacy-wire §7.2).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
-pub enum FileRole {
-    /// `MANIFEST.json`.
-    Manifest,
-    /// `<label>/boot.json`, the latest boot record.
-    Boot,
-    /// `<label>/boot/boot-NNNNNN.json`, an earlier boot record.
-    EarlierBoot,
-    /// `<label>/events/events-NNNNNN.json`, a JSON array of event records.
-    Events,
-    /// `<label>/snapshots/snapshot-NNNNNN.json`.
-    Snapshot,
-    /// `<label>/finalize.json`, the latest finalize record.
-    Finalize,
-    /// `<label>/finalize/finalize-NNNNNN.json`, an earlier finalize record.
-    EarlierFinalize,
-    /// `<label>/vastai/vastai_<kind>-NNNNNN.json`, a vast.ai monitoring record.
-    Vastai,
-    /// Anything else.
-    Unknown,
-}
-
-impl FileRole {
-    /// The record kind (as in `diagwire::v1::Record::KINDS`) of the file's records; `None` for
-    /// [`FileRole::Unknown`]. An [`FileRole::Events`] file is a JSON array of `event` records.
-    pub fn record_kind(self) -> Option<&'static str> {
-        match self {
-            FileRole::Manifest => Some("manifest"),
-            FileRole::Boot | FileRole::EarlierBoot => Some("boot"),
-            FileRole::Events => Some("event"),
-            FileRole::Snapshot => Some("snapshot"),
-            FileRole::Finalize | FileRole::EarlierFinalize => Some("finalize"),
-            FileRole::Vastai => Some("vastai"),
-            FileRole::Unknown => None,
-        }
+impl From<ReadError> for Problem {
+    fn from(e: ReadError) -> Problem {
+        Problem::new(
+            ProblemKind::Read(e.kind),
+            Location::file(e.location),
+            e.message,
+        )
     }
-}
-
-/// The node label and role of a file from its `/`-separated path inside the run directory:
-/// `"MANIFEST.json"` is `(None, Manifest)`, `"stage-0/boot.json"` is `(Some("stage-0"), Boot)`.
-/// A file that is not part of the layout is [`FileRole::Unknown`], with the first path component as
-/// its node when it is inside a directory.
-pub fn file_role(rel_path: &str) -> (Option<String>, FileRole) {
-    if rel_path == "MANIFEST.json" {
-        return (None, FileRole::Manifest);
-    }
-    let Some((node, rest)) = rel_path.split_once('/') else {
-        return (None, FileRole::Unknown);
-    };
-    if node.is_empty() {
-        return (None, FileRole::Unknown);
-    }
-    let role = match rest.split_once('/') {
-        None if rest == "boot.json" => FileRole::Boot,
-        None if rest == "finalize.json" => FileRole::Finalize,
-        Some(("boot", f)) if numbered(f, "boot-") => FileRole::EarlierBoot,
-        Some(("finalize", f)) if numbered(f, "finalize-") => FileRole::EarlierFinalize,
-        Some(("events", f)) if numbered(f, "events-") => FileRole::Events,
-        Some(("snapshots", f)) if numbered(f, "snapshot-") => FileRole::Snapshot,
-        Some(("vastai", f)) if vastai_name(f) => FileRole::Vastai,
-        _ => FileRole::Unknown,
-    };
-    (Some(node.to_owned()), role)
-}
-
-/// `<prefix><digits>.json`.
-fn numbered(file: &str, prefix: &str) -> bool {
-    file.strip_prefix(prefix)
-        .and_then(|f| f.strip_suffix(".json"))
-        .is_some_and(is_digits)
-}
-
-/// `vastai_<kind>-<digits>.json`.
-fn vastai_name(file: &str) -> bool {
-    file.strip_prefix("vastai_")
-        .and_then(|f| f.strip_suffix(".json"))
-        .and_then(|f| f.rsplit_once('-'))
-        .is_some_and(|(kind, seq)| !kind.is_empty() && !kind.contains('/') && is_digits(seq))
-}
-
-fn is_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// One file of a bundle.
@@ -212,18 +132,21 @@ pub struct BundleFile {
     /// The node label (first path component) for files inside a node directory.
     pub node: Option<String>,
     /// The file's part in the layout.
-    pub role: FileRole,
+    pub role: Role,
+    /// Where the file really is, for messages: its path on disk, or `<archive>!<entry name>`.
+    pub location: String,
     /// The file's content.
     pub bytes: Vec<u8>,
 }
 
 impl BundleFile {
-    fn new(path: String, bytes: Vec<u8>) -> Self {
-        let (node, role) = file_role(&path);
+    fn new(path: String, location: String, bytes: Vec<u8>) -> Self {
+        let BundlePath { node, role } = parse_bundle_path(&path);
         BundleFile {
             path,
             node,
             role,
+            location,
             bytes,
         }
     }
@@ -239,6 +162,135 @@ pub struct BundleReader {
     /// Problems with the bundle as a whole, yielded after the files.
     tail: Vec<ReadError>,
     file_count: usize,
+    /// The sum of the sizes of the files to be yielded.
+    file_bytes: u64,
+}
+
+/// The files of a bundle one at a time, with how far reading has come: see
+/// [`BundleReader::stream`].
+pub struct Stream<'a> {
+    files: Files<'a>,
+    done: u64,
+    total: u64,
+}
+
+impl Stream<'_> {
+    /// (bytes of the files yielded so far, bytes of all the files to yield).
+    pub fn progress(&self) -> (u64, u64) {
+        (self.done.min(self.total), self.total)
+    }
+}
+
+impl Iterator for Stream<'_> {
+    type Item = Result<StreamFile, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.files.next()?;
+        Some(item.map(|file| {
+            let size = file.bytes.len() as u64;
+            self.done += size;
+            StreamFile {
+                path: file.path,
+                node: file.node,
+                role: file.role,
+                location: file.location,
+                size,
+                bytes: io::Cursor::new(file.bytes),
+            }
+        }))
+    }
+}
+
+/// One file of a [`Stream`]: what [`BundleFile`] says about it, and its content to read.
+#[derive(Debug)]
+pub struct StreamFile {
+    /// The `/`-separated path relative to the run directory.
+    pub path: String,
+    /// The node label for files inside a node directory.
+    pub node: Option<String>,
+    /// The file's part in the layout.
+    pub role: Role,
+    /// Where the file really is: its path on disk, or `<archive>!<entry name>`.
+    pub location: String,
+    /// Its size in bytes.
+    pub size: u64,
+    bytes: io::Cursor<Vec<u8>>,
+}
+
+impl Read for StreamFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.bytes.read(buf)
+    }
+}
+
+/// One record file opened for reading, after checking that it is a regular file (a fifo or a
+/// device is refused before it is opened, so that nothing blocks) of at most
+/// [`Limits::max_file_bytes`]. Reading past the cap fails with [`io::ErrorKind::FileTooLarge`].
+#[derive(Debug)]
+pub struct RecordFile {
+    file: io::Take<BufReader<File>>,
+    size: u64,
+    cap: u64,
+    read: u64,
+}
+
+impl RecordFile {
+    /// The file's size when it was opened.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+impl Read for RecordFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.cap {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!(
+                    "the file grew past the per-file limit of {} bytes while it was read",
+                    self.cap
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+/// Opens one record file; see [`RecordFile`].
+pub fn open_record_file(path: &Path, limits: Limits) -> Result<RecordFile, ReadError> {
+    let here = path.display().to_string();
+    let io_error = |e: io::Error| match e.kind() {
+        io::ErrorKind::NotFound => ReadError::new(ReadErrorKind::NotFound, &here, "not found"),
+        _ => ReadError::new(ReadErrorKind::Io, &here, e.to_string()),
+    };
+    let meta = fs::metadata(path).map_err(io_error)?;
+    if meta.is_dir() {
+        return Err(ReadError::new(
+            ReadErrorKind::Io,
+            &here,
+            "a directory, not a record file",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(ReadError::new(
+            ReadErrorKind::Io,
+            &here,
+            "not a regular file (a device, fifo or socket); not read",
+        ));
+    }
+    if meta.len() > limits.max_file_bytes {
+        return Err(too_large_file(here.clone(), meta.len(), limits));
+    }
+    let file = File::open(path).map_err(io_error)?;
+    let cap = limits.max_file_bytes;
+    Ok(RecordFile {
+        file: BufReader::with_capacity(64 << 10, file).take(cap.saturating_add(1)),
+        size: meta.len(),
+        cap,
+        read: 0,
+    })
 }
 
 #[derive(Debug)]
@@ -249,7 +301,11 @@ enum Layout {
 
 #[derive(Debug)]
 enum DirItem {
-    File { rel: String, full: PathBuf },
+    File {
+        rel: String,
+        full: PathBuf,
+        size: u64,
+    },
     Error(ReadError),
 }
 
@@ -307,6 +363,24 @@ impl BundleReader {
     /// The number of regular files [`BundleReader::files`] is going to yield (for a progress bar).
     pub fn file_count(&self) -> usize {
         self.file_count
+    }
+
+    /// The files of the run directory like [`BundleReader::files`], with the progress made:
+    /// each file is handed out as a reader, with its size and where it really is.
+    pub fn stream(&mut self) -> Stream<'_> {
+        let total = self.file_bytes;
+        Stream {
+            files: Files {
+                reader: self,
+                next: 0,
+                tail_next: 0,
+                dir_total: 0,
+                walker: None,
+                stopped: false,
+            },
+            done: 0,
+            total,
+        }
     }
 
     /// The files of the run directory, one at a time; an entry error is yielded in its place and
@@ -374,7 +448,7 @@ fn find_run_dir(files: &[&str]) -> Result<String, String> {
         }
     }
     // No manifest: node directories at the top, or inside a single top-level directory.
-    let is_node_file = |p: &str| file_role(p).1 != FileRole::Unknown;
+    let is_node_file = |p: &str| parse_bundle_path(p).role != Role::Unknown;
     if files.iter().any(|f| is_node_file(f)) {
         return Ok(String::new());
     }
@@ -503,11 +577,23 @@ fn open_dir(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
             let items = items
                 .into_iter()
                 .filter_map(|(rel, item)| match item {
-                    DirItem::File { full, .. } => {
+                    DirItem::File { full, size, .. } => {
                         let inside = strip_run_dir(&rel, &run)?.to_owned();
-                        Some((inside.clone(), DirItem::File { rel: inside, full }))
+                        let file = DirItem::File {
+                            rel: inside.clone(),
+                            full,
+                            size,
+                        };
+                        Some((inside, file))
                     }
-                    error => Some((rel, error)),
+                    DirItem::Error(mut e) => {
+                        e.path = e
+                            .path
+                            .as_deref()
+                            .and_then(|p| strip_run_dir(p, &run))
+                            .map(str::to_owned);
+                        Some((rel, DirItem::Error(e)))
+                    }
                 })
                 .collect();
             let dir = if run.is_empty() {
@@ -531,6 +617,13 @@ fn open_dir(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
         .iter()
         .filter(|i| matches!(i, DirItem::File { .. }))
         .count();
+    let file_bytes = items
+        .iter()
+        .map(|i| match i {
+            DirItem::File { size, .. } => *size,
+            DirItem::Error(_) => 0,
+        })
+        .sum();
     Ok(BundleReader {
         source: path.to_path_buf(),
         run_id,
@@ -538,6 +631,7 @@ fn open_dir(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
         layout: Layout::Dir(items),
         tail,
         file_count,
+        file_bytes,
     })
 }
 
@@ -607,16 +701,14 @@ fn walk(root: &Path, limits: Limits) -> (Vec<(String, DirItem)>, Vec<ReadError>)
                     at,
                     "the file name contains a backslash",
                 );
-                items.push((rel, DirItem::Error(e)));
+                items.push((rel.clone(), DirItem::Error(e.about(rel))));
                 continue;
             }
             let meta = match fs::symlink_metadata(&full) {
                 Ok(meta) => meta,
                 Err(e) => {
-                    items.push((
-                        rel,
-                        DirItem::Error(ReadError::new(ReadErrorKind::Io, at, e.to_string())),
-                    ));
+                    let e = ReadError::new(ReadErrorKind::Io, at, e.to_string()).about(&rel);
+                    items.push((rel, DirItem::Error(e)));
                     continue;
                 }
             };
@@ -626,30 +718,25 @@ fn walk(root: &Path, limits: Limits) -> (Vec<(String, DirItem)>, Vec<ReadError>)
                     .map(|t| format!(" to `{}`", t.display()))
                     .unwrap_or_default();
                 let message = format!("a symbolic link{target}; links are not followed");
-                items.push((
-                    rel,
-                    DirItem::Error(ReadError::new(ReadErrorKind::Link, at, message)),
-                ));
+                let e = ReadError::new(ReadErrorKind::Link, at, message).about(&rel);
+                items.push((rel, DirItem::Error(e)));
             } else if kind.is_dir() {
                 stack.push((full, format!("{rel}/")));
             } else if !kind.is_file() {
                 let message =
                     "not a regular file or directory (a device, fifo or socket); not read";
-                items.push((
-                    rel,
-                    DirItem::Error(ReadError::new(ReadErrorKind::Io, at, message)),
-                ));
+                let e = ReadError::new(ReadErrorKind::Io, at, message).about(&rel);
+                items.push((rel, DirItem::Error(e)));
             } else if link_count(&meta) > 1 {
                 let message = format!(
                     "a hard link (the file has {} names); links are not followed",
                     link_count(&meta)
                 );
-                items.push((
-                    rel,
-                    DirItem::Error(ReadError::new(ReadErrorKind::Link, at, message)),
-                ));
+                let e = ReadError::new(ReadErrorKind::Link, at, message).about(&rel);
+                items.push((rel, DirItem::Error(e)));
             } else {
-                items.push((rel.clone(), DirItem::File { rel, full }));
+                let size = meta.len();
+                items.push((rel.clone(), DirItem::File { rel, full, size }));
             }
         }
     }
@@ -1196,7 +1283,14 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
         }
         let shown = String::from_utf8_lossy(&entry.name).into_owned();
         let location = format!("{here}!{shown}");
-        let item = classify_entry(&entry, &location, limits);
+        let item = classify_entry(&entry, &location, limits).map(|item| match item {
+            // Remember which path a refused entry had, so that it still counts as present.
+            Indexed::Error(e) => match normalize_entry_name(&entry.name) {
+                Ok(name) if !name.is_empty() => Indexed::Error(e.about(name)),
+                _ => Indexed::Error(e),
+            },
+            other => other,
+        });
         if let Some(item) = item {
             indexed.push((entry.data_pos, item));
         }
@@ -1258,7 +1352,20 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
     let mut items = Vec::new();
     for (i, (data_pos, item)) in indexed.into_iter().enumerate() {
         let what = match item {
-            Indexed::Error(e) | Indexed::TooLarge { error: e, .. } => ArchiveAction::Error(e),
+            Indexed::Error(e) => {
+                let inside = e.path.as_deref().and_then(|p| strip_run_dir(p, &run_dir));
+                ArchiveAction::Error(ReadError {
+                    path: inside.map(str::to_owned),
+                    ..e
+                })
+            }
+            Indexed::TooLarge { error, name } => {
+                let inside = strip_run_dir(&name, &run_dir).map(str::to_owned);
+                ArchiveAction::Error(ReadError {
+                    path: inside,
+                    ..error
+                })
+            }
             Indexed::File {
                 name,
                 size,
@@ -1268,11 +1375,14 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
                     continue;
                 };
                 if last_copy.get(&name) != Some(&i) {
-                    ArchiveAction::Error(ReadError::new(
-                        ReadErrorKind::Tar,
-                        location,
-                        "a duplicate entry; a later entry with the same path replaces it",
-                    ))
+                    ArchiveAction::Error(
+                        ReadError::new(
+                            ReadErrorKind::Tar,
+                            location,
+                            "a duplicate entry; a later entry with the same path replaces it",
+                        )
+                        .about(rel),
+                    )
                 } else {
                     ArchiveAction::File {
                         rel: rel.to_owned(),
@@ -1288,6 +1398,13 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
         .iter()
         .filter(|i| matches!(i.what, ArchiveAction::File { .. }))
         .count();
+    let file_bytes = items
+        .iter()
+        .map(|i| match &i.what {
+            ArchiveAction::File { size, .. } => *size,
+            ArchiveAction::Error(_) => 0,
+        })
+        .sum();
     let run_id = match run_dir.rsplit_once('/') {
         _ if run_dir.is_empty() => archive_stem(path),
         Some((_, name)) => name.to_owned(),
@@ -1300,6 +1417,7 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
         layout: Layout::Archive { gzip, items },
         tail,
         file_count,
+        file_bytes,
     })
 }
 
@@ -1437,7 +1555,7 @@ impl Files<'_> {
         self.next += 1;
         Some(match item {
             DirItem::Error(e) => Err(e.clone()),
-            DirItem::File { rel, full } => {
+            DirItem::File { rel, full, .. } => {
                 let limits = self.reader.limits;
                 let room = limits.max_total_bytes.saturating_sub(self.dir_total);
                 match read_dir_file(full, limits, room) {
@@ -1448,9 +1566,10 @@ impl Files<'_> {
                     }
                     Ok(bytes) => {
                         self.dir_total += bytes.len() as u64;
-                        Ok(BundleFile::new(rel.clone(), bytes))
+                        let location = full.display().to_string();
+                        Ok(BundleFile::new(rel.clone(), location, bytes))
                     }
-                    Err(e) => Err(e),
+                    Err(e) => Err(e.about(rel.clone())),
                 }
             }
         })
@@ -1473,12 +1592,12 @@ impl Files<'_> {
         };
         let result = self.read_archive_file(gzip, item.data_pos, size);
         Some(match result {
-            Ok(bytes) => Ok(BundleFile::new(rel.clone(), bytes)),
+            Ok(bytes) => Ok(BundleFile::new(rel.clone(), location.clone(), bytes)),
             Err((kind, message)) => {
                 // The archive changed or broke since the first pass: stop here.
                 self.next = items.len();
                 self.walker = None;
-                Err(ReadError::new(kind, location.clone(), message))
+                Err(ReadError::new(kind, location.clone(), message).about(rel.clone()))
             }
         })
     }

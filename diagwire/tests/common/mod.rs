@@ -32,7 +32,9 @@ pub fn bundle(run_id: &str, nodes: &[Node], newest: bool) -> BundleContents {
     let mut b = BundleContents::new(run_id);
     let mut listed = Vec::new();
     for n in nodes {
-        let boot = fixture(n.boot);
+        let mut boot = fixture(n.boot);
+        // A node's boot record names the run it belongs to.
+        boot["run_id"] = json!(run_id);
         b.insert_json(format!("{}/boot.json", n.label), &boot);
         for (i, batch) in n.events.iter().enumerate() {
             let records: Vec<Value> = batch.iter().map(|f| fixture(f)).collect();

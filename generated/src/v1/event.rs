@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `event`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct EventRecord {
     /// The emitting node's public key, as an array of 32 byte values.
     ///
@@ -30,104 +31,28 @@ pub struct EventRecord {
     /// The `Event` union, whose keys sit at this object's level.
     pub event: Event,
 }
-/// Streaming deserializer of [`EventRecord`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct EventRecordBuilder {
-    node_id: Option<NodeId>,
-    monotonic_seq: Option<u64>,
-    wall_ms: Option<u64>,
-    event: EventBuilder,
-}
-impl ::diagwire_runtime::Builder for EventRecordBuilder {
-    type Output = EventRecord;
-    const NAME: &'static str = "EventRecord";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id,
-                    "node_id",
-                    value,
-                )
-            }
-            "monotonic_seq" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.monotonic_seq,
-                    "monotonic_seq",
-                    value,
-                )
-            }
-            "wall_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.wall_ms,
-                    "wall_ms",
-                    value,
-                )
-            }
-            _ => ::diagwire_runtime::Builder::accept(&mut self.event, key, value),
+impl EventRecord {
+    /// Builds the value from its required fields (`node_id`, `monotonic_seq`, `wall_ms`, the `Event` union), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        node_id: NodeId,
+        monotonic_seq: u64,
+        wall_ms: u64,
+        event: impl Into<Event>,
+    ) -> Self {
+        Self {
+            node_id,
+            monotonic_seq,
+            wall_ms,
+            event: event.into(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<EventRecord, E> {
-        Ok(EventRecord {
-            node_id: ::diagwire_runtime::private::finish_required(
-                self.node_id,
-                "node_id",
-            )?,
-            monotonic_seq: ::diagwire_runtime::private::finish_required(
-                self.monotonic_seq,
-                "monotonic_seq",
-            )?,
-            wall_ms: ::diagwire_runtime::private::finish_required(
-                self.wall_ms,
-                "wall_ms",
-            )?,
-            event: ::diagwire_runtime::Builder::finish(self.event)?,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for EventRecord {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id", &self.node_id)?;
-        map.serialize_entry("monotonic_seq", &self.monotonic_seq)?;
-        map.serialize_entry("wall_ms", &self.wall_ms)?;
-        ::diagwire_runtime::MapFields::serialize_fields(&self.event, map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for EventRecord {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for EventRecord {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<EventRecordBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(EventRecord, EventRecordDecoder, "EventRecord" {
+    node_id: NodeId = "node_id" req,
+    monotonic_seq: u64 = "monotonic_seq" req,
+    wall_ms: u64 = "wall_ms" req,
+} flat { event: EventDecoder } extra {});
 /// A batch of event records: the body of one `POST /diag/events` and the content of one `events/events-NNNNNN.json` file in a bundle. Batches hold up to 512 records and are flushed about once a second; an empty array is valid.
 ///
 /// Record kind `event_batch`.
@@ -135,6 +60,7 @@ pub type EventBatch = Vec<EventRecord>;
 /// A typed diagnostics event, tagged by the `type` key that sits beside its fields (swactor `Event`). Unknown event types from newer writers are kept as they are; a known type with a malformed body is an error.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum Event {
     /// `type: SwimTransition`. SWIM changed its opinion of a peer. Each one also triggers a snapshot with a `Transition` trigger.
     SwimTransition(SwimTransition),
@@ -260,867 +186,348 @@ fn arbitrary_other_event(
 ) -> ::arbitrary::Result<::diagwire_runtime::UnknownVariant> {
     ::diagwire_runtime::arb::unknown_variant(u, Event::TAGS)
 }
-impl Event {
-    /// The tag key.
-    pub const TAG: &'static str = "type";
-    /// The tag values this version of the contract knows.
-    pub const TAGS: &'static [&'static str] = &[
-        "SwimTransition",
-        "DialStarted",
-        "DialOutcome",
-        "IrohConnTypeChanged",
-        "RelayChanged",
-        "RelaySessionStateChanged",
-        "RelaySessionOpened",
-        "RelaySessionClosed",
-        "GossipReceived",
-        "SubprocessSpawned",
-        "SubprocessExited",
-        "SwimMetadataSent",
-        "SwimMetadataReceived",
-        "ConnectionCacheHit",
-        "ConnectionCacheMiss",
-        "ConnectionCacheInvalidated",
-        "NodeMapUpdate",
-        "MessageSent",
-        "MessageReceived",
-        "ProbeSent",
-        "ProbeReceived",
-        "SwimProbeSent",
-        "SwimProbeAcked",
-        "SwimProbeTimedOut",
-        "InferenceResponseSent",
-        "Error",
-        "Custom",
-        "InferenceResponseReceived",
-        "HandshakeStarted",
-        "HandshakeOutcome",
-        "WirePacket",
-        "node_started",
-        "node_available",
-        "node_faulted",
-        "pool_ready",
-        "run_planned",
-        "stage_provision_started",
-        "weights_download_started",
-        "weights_downloaded",
-        "weights_loaded",
-        "edge_provision_started",
-        "edge_ready",
-        "stage_ready",
-        "readiness_barrier_passed",
-        "prompt_injected",
-        "object_loaded",
-        "execute_step_started",
-        "object_produced",
-        "step_completed",
-        "token_received",
-        "run_completed",
-        "run_faulted",
-        "stop_run_sent",
-        "stage_stopped",
-        "run_torn_down",
-        "fault_detected",
-    ];
-    /// The tag value of this variant as written on the wire.
-    pub fn tag(&self) -> &str {
-        match self {
-            Event::SwimTransition(_) => "SwimTransition",
-            Event::DialStarted(_) => "DialStarted",
-            Event::DialOutcome(_) => "DialOutcome",
-            Event::IrohConnTypeChanged(_) => "IrohConnTypeChanged",
-            Event::RelayChanged(_) => "RelayChanged",
-            Event::RelaySessionStateChanged(_) => "RelaySessionStateChanged",
-            Event::RelaySessionOpened(_) => "RelaySessionOpened",
-            Event::RelaySessionClosed(_) => "RelaySessionClosed",
-            Event::GossipReceived(_) => "GossipReceived",
-            Event::SubprocessSpawned(_) => "SubprocessSpawned",
-            Event::SubprocessExited(_) => "SubprocessExited",
-            Event::SwimMetadataSent(_) => "SwimMetadataSent",
-            Event::SwimMetadataReceived(_) => "SwimMetadataReceived",
-            Event::ConnectionCacheHit(_) => "ConnectionCacheHit",
-            Event::ConnectionCacheMiss(_) => "ConnectionCacheMiss",
-            Event::ConnectionCacheInvalidated(_) => "ConnectionCacheInvalidated",
-            Event::NodeMapUpdate(_) => "NodeMapUpdate",
-            Event::MessageSent(_) => "MessageSent",
-            Event::MessageReceived(_) => "MessageReceived",
-            Event::ProbeSent(_) => "ProbeSent",
-            Event::ProbeReceived(_) => "ProbeReceived",
-            Event::SwimProbeSent(_) => "SwimProbeSent",
-            Event::SwimProbeAcked(_) => "SwimProbeAcked",
-            Event::SwimProbeTimedOut(_) => "SwimProbeTimedOut",
-            Event::InferenceResponseSent(_) => "InferenceResponseSent",
-            Event::Error(_) => "Error",
-            Event::Custom(_) => "Custom",
-            Event::InferenceResponseReceived(_) => "InferenceResponseReceived",
-            Event::HandshakeStarted(_) => "HandshakeStarted",
-            Event::HandshakeOutcome(_) => "HandshakeOutcome",
-            Event::WirePacket(_) => "WirePacket",
-            Event::NodeStarted(_) => "node_started",
-            Event::NodeAvailable(_) => "node_available",
-            Event::NodeFaulted(_) => "node_faulted",
-            Event::PoolReady(_) => "pool_ready",
-            Event::RunPlanned(_) => "run_planned",
-            Event::StageProvisionStarted(_) => "stage_provision_started",
-            Event::WeightsDownloadStarted(_) => "weights_download_started",
-            Event::WeightsDownloaded(_) => "weights_downloaded",
-            Event::WeightsLoaded(_) => "weights_loaded",
-            Event::EdgeProvisionStarted(_) => "edge_provision_started",
-            Event::EdgeReady(_) => "edge_ready",
-            Event::StageReady(_) => "stage_ready",
-            Event::ReadinessBarrierPassed(_) => "readiness_barrier_passed",
-            Event::PromptInjected(_) => "prompt_injected",
-            Event::ObjectLoaded(_) => "object_loaded",
-            Event::ExecuteStepStarted(_) => "execute_step_started",
-            Event::ObjectProduced(_) => "object_produced",
-            Event::StepCompleted(_) => "step_completed",
-            Event::TokenReceived(_) => "token_received",
-            Event::RunCompleted(_) => "run_completed",
-            Event::RunFaulted(_) => "run_faulted",
-            Event::StopRunSent(_) => "stop_run_sent",
-            Event::StageStopped(_) => "stage_stopped",
-            Event::RunTornDown(_) => "run_torn_down",
-            Event::FaultDetected(_) => "fault_detected",
-            Event::Other(v) => &v.tag,
-        }
+impl From<SwimTransition> for Event {
+    fn from(v: SwimTransition) -> Self {
+        Event::SwimTransition(v)
     }
 }
-#[doc(hidden)]
-pub enum EventBuilder {
-    Pending(::diagwire_runtime::Pending),
-    SwimTransition(SwimTransitionBuilder),
-    DialStarted(DialStartedBuilder),
-    DialOutcome(DialOutcomeBuilder),
-    IrohConnTypeChanged(IrohConnTypeChangedBuilder),
-    RelayChanged(RelayChangedBuilder),
-    RelaySessionStateChanged(RelaySessionStateChangedBuilder),
-    RelaySessionOpened(RelaySessionOpenedBuilder),
-    RelaySessionClosed(RelaySessionClosedBuilder),
-    GossipReceived(GossipReceivedBuilder),
-    SubprocessSpawned(SubprocessSpawnedBuilder),
-    SubprocessExited(SubprocessExitedBuilder),
-    SwimMetadataSent(SwimMetadataSentBuilder),
-    SwimMetadataReceived(SwimMetadataReceivedBuilder),
-    ConnectionCacheHit(ConnectionCacheHitBuilder),
-    ConnectionCacheMiss(ConnectionCacheMissBuilder),
-    ConnectionCacheInvalidated(ConnectionCacheInvalidatedBuilder),
-    NodeMapUpdate(NodeMapUpdateBuilder),
-    MessageSent(MessageSentBuilder),
-    MessageReceived(MessageReceivedBuilder),
-    ProbeSent(ProbeSentBuilder),
-    ProbeReceived(ProbeReceivedBuilder),
-    SwimProbeSent(SwimProbeSentBuilder),
-    SwimProbeAcked(SwimProbeAckedBuilder),
-    SwimProbeTimedOut(SwimProbeTimedOutBuilder),
-    InferenceResponseSent(InferenceResponseSentBuilder),
-    Error(ErrorEventBuilder),
-    Custom(CustomEventBuilder),
-    InferenceResponseReceived(InferenceResponseReceivedBuilder),
-    HandshakeStarted(HandshakeStartedBuilder),
-    HandshakeOutcome(HandshakeOutcomeBuilder),
-    WirePacket(WirePacketBuilder),
-    NodeStarted(NodeStartedBuilder),
-    NodeAvailable(NodeAvailableBuilder),
-    NodeFaulted(NodeFaultedBuilder),
-    PoolReady(PoolReadyBuilder),
-    RunPlanned(RunPlannedBuilder),
-    StageProvisionStarted(StageProvisionStartedBuilder),
-    WeightsDownloadStarted(WeightsDownloadStartedBuilder),
-    WeightsDownloaded(WeightsDownloadedBuilder),
-    WeightsLoaded(WeightsLoadedBuilder),
-    EdgeProvisionStarted(EdgeProvisionStartedBuilder),
-    EdgeReady(EdgeReadyBuilder),
-    StageReady(StageReadyBuilder),
-    ReadinessBarrierPassed(ReadinessBarrierPassedBuilder),
-    PromptInjected(PromptInjectedBuilder),
-    ObjectLoaded(ObjectLoadedBuilder),
-    ExecuteStepStarted(ExecuteStepStartedBuilder),
-    ObjectProduced(ObjectProducedBuilder),
-    StepCompleted(StepCompletedBuilder),
-    TokenReceived(TokenReceivedBuilder),
-    RunCompleted(RunCompletedBuilder),
-    RunFaulted(RunFaultedBuilder),
-    StopRunSent(StopRunSentBuilder),
-    StageStopped(StageStoppedBuilder),
-    RunTornDown(RunTornDownBuilder),
-    FaultDetected(FaultDetectedBuilder),
-    Other(::diagwire_runtime::private::UnknownVariantBuilder),
-}
-impl Default for EventBuilder {
-    fn default() -> Self {
-        Self::Pending(::diagwire_runtime::Pending::default())
+impl From<DialStarted> for Event {
+    fn from(v: DialStarted) -> Self {
+        Event::DialStarted(v)
     }
 }
-impl ::diagwire_runtime::Builder for EventBuilder {
-    type Output = Event;
-    const NAME: &'static str = "Event";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match self {
-            Self::Pending(pending) => {
-                if key != "type" {
-                    return pending.push(key, value);
-                }
-                let tag = ::diagwire_runtime::private::internal_tag(value)?;
-                let mut next = match &*tag {
-                    "SwimTransition" => Self::SwimTransition(Default::default()),
-                    "DialStarted" => Self::DialStarted(Default::default()),
-                    "DialOutcome" => Self::DialOutcome(Default::default()),
-                    "IrohConnTypeChanged" => {
-                        Self::IrohConnTypeChanged(Default::default())
-                    }
-                    "RelayChanged" => Self::RelayChanged(Default::default()),
-                    "RelaySessionStateChanged" => {
-                        Self::RelaySessionStateChanged(Default::default())
-                    }
-                    "RelaySessionOpened" => Self::RelaySessionOpened(Default::default()),
-                    "RelaySessionClosed" => Self::RelaySessionClosed(Default::default()),
-                    "GossipReceived" => Self::GossipReceived(Default::default()),
-                    "SubprocessSpawned" => Self::SubprocessSpawned(Default::default()),
-                    "SubprocessExited" => Self::SubprocessExited(Default::default()),
-                    "SwimMetadataSent" => Self::SwimMetadataSent(Default::default()),
-                    "SwimMetadataReceived" => {
-                        Self::SwimMetadataReceived(Default::default())
-                    }
-                    "ConnectionCacheHit" => Self::ConnectionCacheHit(Default::default()),
-                    "ConnectionCacheMiss" => {
-                        Self::ConnectionCacheMiss(Default::default())
-                    }
-                    "ConnectionCacheInvalidated" => {
-                        Self::ConnectionCacheInvalidated(Default::default())
-                    }
-                    "NodeMapUpdate" => Self::NodeMapUpdate(Default::default()),
-                    "MessageSent" => Self::MessageSent(Default::default()),
-                    "MessageReceived" => Self::MessageReceived(Default::default()),
-                    "ProbeSent" => Self::ProbeSent(Default::default()),
-                    "ProbeReceived" => Self::ProbeReceived(Default::default()),
-                    "SwimProbeSent" => Self::SwimProbeSent(Default::default()),
-                    "SwimProbeAcked" => Self::SwimProbeAcked(Default::default()),
-                    "SwimProbeTimedOut" => Self::SwimProbeTimedOut(Default::default()),
-                    "InferenceResponseSent" => {
-                        Self::InferenceResponseSent(Default::default())
-                    }
-                    "Error" => Self::Error(Default::default()),
-                    "Custom" => Self::Custom(Default::default()),
-                    "InferenceResponseReceived" => {
-                        Self::InferenceResponseReceived(Default::default())
-                    }
-                    "HandshakeStarted" => Self::HandshakeStarted(Default::default()),
-                    "HandshakeOutcome" => Self::HandshakeOutcome(Default::default()),
-                    "WirePacket" => Self::WirePacket(Default::default()),
-                    "node_started" => Self::NodeStarted(Default::default()),
-                    "node_available" => Self::NodeAvailable(Default::default()),
-                    "node_faulted" => Self::NodeFaulted(Default::default()),
-                    "pool_ready" => Self::PoolReady(Default::default()),
-                    "run_planned" => Self::RunPlanned(Default::default()),
-                    "stage_provision_started" => {
-                        Self::StageProvisionStarted(Default::default())
-                    }
-                    "weights_download_started" => {
-                        Self::WeightsDownloadStarted(Default::default())
-                    }
-                    "weights_downloaded" => Self::WeightsDownloaded(Default::default()),
-                    "weights_loaded" => Self::WeightsLoaded(Default::default()),
-                    "edge_provision_started" => {
-                        Self::EdgeProvisionStarted(Default::default())
-                    }
-                    "edge_ready" => Self::EdgeReady(Default::default()),
-                    "stage_ready" => Self::StageReady(Default::default()),
-                    "readiness_barrier_passed" => {
-                        Self::ReadinessBarrierPassed(Default::default())
-                    }
-                    "prompt_injected" => Self::PromptInjected(Default::default()),
-                    "object_loaded" => Self::ObjectLoaded(Default::default()),
-                    "execute_step_started" => {
-                        Self::ExecuteStepStarted(Default::default())
-                    }
-                    "object_produced" => Self::ObjectProduced(Default::default()),
-                    "step_completed" => Self::StepCompleted(Default::default()),
-                    "token_received" => Self::TokenReceived(Default::default()),
-                    "run_completed" => Self::RunCompleted(Default::default()),
-                    "run_faulted" => Self::RunFaulted(Default::default()),
-                    "stop_run_sent" => Self::StopRunSent(Default::default()),
-                    "stage_stopped" => Self::StageStopped(Default::default()),
-                    "run_torn_down" => Self::RunTornDown(Default::default()),
-                    "fault_detected" => Self::FaultDetected(Default::default()),
-                    other => {
-                        Self::Other(
-                            ::diagwire_runtime::private::UnknownVariantBuilder::new(
-                                other.to_owned(),
-                            ),
-                        )
-                    }
-                };
-                ::diagwire_runtime::private::pending_replay(
-                    ::core::mem::take(pending),
-                    &mut next,
-                )?;
-                *self = next;
-                Ok(())
-            }
-            _ if key == "type" => {
-                Err(
-                    ::diagwire_runtime::private::serde::de::Error::duplicate_field(
-                        "type",
-                    ),
-                )
-            }
-            Self::SwimTransition(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::DialStarted(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::DialOutcome(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::IrohConnTypeChanged(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::RelayChanged(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::RelaySessionStateChanged(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::RelaySessionOpened(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::RelaySessionClosed(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::GossipReceived(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::SubprocessSpawned(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::SubprocessExited(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::SwimMetadataSent(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::SwimMetadataReceived(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::ConnectionCacheHit(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::ConnectionCacheMiss(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::ConnectionCacheInvalidated(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::NodeMapUpdate(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::MessageSent(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::MessageReceived(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::ProbeSent(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::ProbeReceived(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::SwimProbeSent(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::SwimProbeAcked(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::SwimProbeTimedOut(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::InferenceResponseSent(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::Error(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Custom(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::InferenceResponseReceived(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::HandshakeStarted(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::HandshakeOutcome(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::WirePacket(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::NodeStarted(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::NodeAvailable(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::NodeFaulted(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::PoolReady(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::RunPlanned(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::StageProvisionStarted(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::WeightsDownloadStarted(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::WeightsDownloaded(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::WeightsLoaded(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::EdgeProvisionStarted(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::EdgeReady(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::StageReady(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::ReadinessBarrierPassed(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::PromptInjected(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::ObjectLoaded(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::ExecuteStepStarted(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::ObjectProduced(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::StepCompleted(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::TokenReceived(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::RunCompleted(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::RunFaulted(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::StopRunSent(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::StageStopped(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::RunTornDown(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::FaultDetected(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Other(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Event, E> {
-        Ok(
-            match self {
-                Self::Pending(_) => return Err(E::missing_field("type")),
-                Self::SwimTransition(b) => {
-                    Event::SwimTransition(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::DialStarted(b) => {
-                    Event::DialStarted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::DialOutcome(b) => {
-                    Event::DialOutcome(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::IrohConnTypeChanged(b) => {
-                    Event::IrohConnTypeChanged(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RelayChanged(b) => {
-                    Event::RelayChanged(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RelaySessionStateChanged(b) => {
-                    Event::RelaySessionStateChanged(
-                        ::diagwire_runtime::Builder::finish(b)?,
-                    )
-                }
-                Self::RelaySessionOpened(b) => {
-                    Event::RelaySessionOpened(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RelaySessionClosed(b) => {
-                    Event::RelaySessionClosed(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::GossipReceived(b) => {
-                    Event::GossipReceived(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SubprocessSpawned(b) => {
-                    Event::SubprocessSpawned(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SubprocessExited(b) => {
-                    Event::SubprocessExited(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimMetadataSent(b) => {
-                    Event::SwimMetadataSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimMetadataReceived(b) => {
-                    Event::SwimMetadataReceived(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ConnectionCacheHit(b) => {
-                    Event::ConnectionCacheHit(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ConnectionCacheMiss(b) => {
-                    Event::ConnectionCacheMiss(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ConnectionCacheInvalidated(b) => {
-                    Event::ConnectionCacheInvalidated(
-                        ::diagwire_runtime::Builder::finish(b)?,
-                    )
-                }
-                Self::NodeMapUpdate(b) => {
-                    Event::NodeMapUpdate(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::MessageSent(b) => {
-                    Event::MessageSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::MessageReceived(b) => {
-                    Event::MessageReceived(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ProbeSent(b) => {
-                    Event::ProbeSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ProbeReceived(b) => {
-                    Event::ProbeReceived(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimProbeSent(b) => {
-                    Event::SwimProbeSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimProbeAcked(b) => {
-                    Event::SwimProbeAcked(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimProbeTimedOut(b) => {
-                    Event::SwimProbeTimedOut(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::InferenceResponseSent(b) => {
-                    Event::InferenceResponseSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Error(b) => Event::Error(::diagwire_runtime::Builder::finish(b)?),
-                Self::Custom(b) => Event::Custom(::diagwire_runtime::Builder::finish(b)?),
-                Self::InferenceResponseReceived(b) => {
-                    Event::InferenceResponseReceived(
-                        ::diagwire_runtime::Builder::finish(b)?,
-                    )
-                }
-                Self::HandshakeStarted(b) => {
-                    Event::HandshakeStarted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::HandshakeOutcome(b) => {
-                    Event::HandshakeOutcome(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::WirePacket(b) => {
-                    Event::WirePacket(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::NodeStarted(b) => {
-                    Event::NodeStarted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::NodeAvailable(b) => {
-                    Event::NodeAvailable(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::NodeFaulted(b) => {
-                    Event::NodeFaulted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::PoolReady(b) => {
-                    Event::PoolReady(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RunPlanned(b) => {
-                    Event::RunPlanned(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::StageProvisionStarted(b) => {
-                    Event::StageProvisionStarted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::WeightsDownloadStarted(b) => {
-                    Event::WeightsDownloadStarted(
-                        ::diagwire_runtime::Builder::finish(b)?,
-                    )
-                }
-                Self::WeightsDownloaded(b) => {
-                    Event::WeightsDownloaded(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::WeightsLoaded(b) => {
-                    Event::WeightsLoaded(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::EdgeProvisionStarted(b) => {
-                    Event::EdgeProvisionStarted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::EdgeReady(b) => {
-                    Event::EdgeReady(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::StageReady(b) => {
-                    Event::StageReady(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ReadinessBarrierPassed(b) => {
-                    Event::ReadinessBarrierPassed(
-                        ::diagwire_runtime::Builder::finish(b)?,
-                    )
-                }
-                Self::PromptInjected(b) => {
-                    Event::PromptInjected(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ObjectLoaded(b) => {
-                    Event::ObjectLoaded(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ExecuteStepStarted(b) => {
-                    Event::ExecuteStepStarted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ObjectProduced(b) => {
-                    Event::ObjectProduced(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::StepCompleted(b) => {
-                    Event::StepCompleted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::TokenReceived(b) => {
-                    Event::TokenReceived(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RunCompleted(b) => {
-                    Event::RunCompleted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RunFaulted(b) => {
-                    Event::RunFaulted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::StopRunSent(b) => {
-                    Event::StopRunSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::StageStopped(b) => {
-                    Event::StageStopped(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RunTornDown(b) => {
-                    Event::RunTornDown(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::FaultDetected(b) => {
-                    Event::FaultDetected(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Other(b) => Event::Other(::diagwire_runtime::Builder::finish(b)?),
-            },
-        )
+impl From<DialOutcome> for Event {
+    fn from(v: DialOutcome) -> Self {
+        Event::DialOutcome(v)
     }
 }
-impl ::diagwire_runtime::MapFields for Event {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match self {
-            Event::SwimTransition(v) => {
-                map.serialize_entry("type", "SwimTransition")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::DialStarted(v) => {
-                map.serialize_entry("type", "DialStarted")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::DialOutcome(v) => {
-                map.serialize_entry("type", "DialOutcome")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::IrohConnTypeChanged(v) => {
-                map.serialize_entry("type", "IrohConnTypeChanged")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RelayChanged(v) => {
-                map.serialize_entry("type", "RelayChanged")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RelaySessionStateChanged(v) => {
-                map.serialize_entry("type", "RelaySessionStateChanged")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RelaySessionOpened(v) => {
-                map.serialize_entry("type", "RelaySessionOpened")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RelaySessionClosed(v) => {
-                map.serialize_entry("type", "RelaySessionClosed")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::GossipReceived(v) => {
-                map.serialize_entry("type", "GossipReceived")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SubprocessSpawned(v) => {
-                map.serialize_entry("type", "SubprocessSpawned")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SubprocessExited(v) => {
-                map.serialize_entry("type", "SubprocessExited")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimMetadataSent(v) => {
-                map.serialize_entry("type", "SwimMetadataSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimMetadataReceived(v) => {
-                map.serialize_entry("type", "SwimMetadataReceived")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ConnectionCacheHit(v) => {
-                map.serialize_entry("type", "ConnectionCacheHit")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ConnectionCacheMiss(v) => {
-                map.serialize_entry("type", "ConnectionCacheMiss")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ConnectionCacheInvalidated(v) => {
-                map.serialize_entry("type", "ConnectionCacheInvalidated")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::NodeMapUpdate(v) => {
-                map.serialize_entry("type", "NodeMapUpdate")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::MessageSent(v) => {
-                map.serialize_entry("type", "MessageSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::MessageReceived(v) => {
-                map.serialize_entry("type", "MessageReceived")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ProbeSent(v) => {
-                map.serialize_entry("type", "ProbeSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ProbeReceived(v) => {
-                map.serialize_entry("type", "ProbeReceived")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimProbeSent(v) => {
-                map.serialize_entry("type", "SwimProbeSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimProbeAcked(v) => {
-                map.serialize_entry("type", "SwimProbeAcked")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimProbeTimedOut(v) => {
-                map.serialize_entry("type", "SwimProbeTimedOut")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::InferenceResponseSent(v) => {
-                map.serialize_entry("type", "InferenceResponseSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::Error(v) => {
-                map.serialize_entry("type", "Error")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::Custom(v) => {
-                map.serialize_entry("type", "Custom")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::InferenceResponseReceived(v) => {
-                map.serialize_entry("type", "InferenceResponseReceived")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::HandshakeStarted(v) => {
-                map.serialize_entry("type", "HandshakeStarted")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::HandshakeOutcome(v) => {
-                map.serialize_entry("type", "HandshakeOutcome")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::WirePacket(v) => {
-                map.serialize_entry("type", "WirePacket")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::NodeStarted(v) => {
-                map.serialize_entry("type", "node_started")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::NodeAvailable(v) => {
-                map.serialize_entry("type", "node_available")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::NodeFaulted(v) => {
-                map.serialize_entry("type", "node_faulted")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::PoolReady(v) => {
-                map.serialize_entry("type", "pool_ready")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RunPlanned(v) => {
-                map.serialize_entry("type", "run_planned")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::StageProvisionStarted(v) => {
-                map.serialize_entry("type", "stage_provision_started")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::WeightsDownloadStarted(v) => {
-                map.serialize_entry("type", "weights_download_started")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::WeightsDownloaded(v) => {
-                map.serialize_entry("type", "weights_downloaded")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::WeightsLoaded(v) => {
-                map.serialize_entry("type", "weights_loaded")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::EdgeProvisionStarted(v) => {
-                map.serialize_entry("type", "edge_provision_started")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::EdgeReady(v) => {
-                map.serialize_entry("type", "edge_ready")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::StageReady(v) => {
-                map.serialize_entry("type", "stage_ready")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ReadinessBarrierPassed(v) => {
-                map.serialize_entry("type", "readiness_barrier_passed")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::PromptInjected(v) => {
-                map.serialize_entry("type", "prompt_injected")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ObjectLoaded(v) => {
-                map.serialize_entry("type", "object_loaded")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ExecuteStepStarted(v) => {
-                map.serialize_entry("type", "execute_step_started")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ObjectProduced(v) => {
-                map.serialize_entry("type", "object_produced")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::StepCompleted(v) => {
-                map.serialize_entry("type", "step_completed")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::TokenReceived(v) => {
-                map.serialize_entry("type", "token_received")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RunCompleted(v) => {
-                map.serialize_entry("type", "run_completed")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RunFaulted(v) => {
-                map.serialize_entry("type", "run_faulted")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::StopRunSent(v) => {
-                map.serialize_entry("type", "stop_run_sent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::StageStopped(v) => {
-                map.serialize_entry("type", "stage_stopped")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RunTornDown(v) => {
-                map.serialize_entry("type", "run_torn_down")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::FaultDetected(v) => {
-                map.serialize_entry("type", "fault_detected")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::Other(v) => {
-                map.serialize_entry("type", &v.tag)?;
-                v.fields.serialize_into(map)?;
-            }
-        }
-        Ok(())
+impl From<IrohConnTypeChanged> for Event {
+    fn from(v: IrohConnTypeChanged) -> Self {
+        Event::IrohConnTypeChanged(v)
     }
 }
-impl ::diagwire_runtime::private::serde::Serialize for Event {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
+impl From<RelayChanged> for Event {
+    fn from(v: RelayChanged) -> Self {
+        Event::RelayChanged(v)
     }
 }
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Event {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<EventBuilder>::new())
+impl From<RelaySessionStateChanged> for Event {
+    fn from(v: RelaySessionStateChanged) -> Self {
+        Event::RelaySessionStateChanged(v)
     }
 }
+impl From<RelaySessionOpened> for Event {
+    fn from(v: RelaySessionOpened) -> Self {
+        Event::RelaySessionOpened(v)
+    }
+}
+impl From<RelaySessionClosed> for Event {
+    fn from(v: RelaySessionClosed) -> Self {
+        Event::RelaySessionClosed(v)
+    }
+}
+impl From<GossipReceived> for Event {
+    fn from(v: GossipReceived) -> Self {
+        Event::GossipReceived(v)
+    }
+}
+impl From<SubprocessSpawned> for Event {
+    fn from(v: SubprocessSpawned) -> Self {
+        Event::SubprocessSpawned(v)
+    }
+}
+impl From<SubprocessExited> for Event {
+    fn from(v: SubprocessExited) -> Self {
+        Event::SubprocessExited(v)
+    }
+}
+impl From<SwimMetadataSent> for Event {
+    fn from(v: SwimMetadataSent) -> Self {
+        Event::SwimMetadataSent(v)
+    }
+}
+impl From<SwimMetadataReceived> for Event {
+    fn from(v: SwimMetadataReceived) -> Self {
+        Event::SwimMetadataReceived(v)
+    }
+}
+impl From<ConnectionCacheHit> for Event {
+    fn from(v: ConnectionCacheHit) -> Self {
+        Event::ConnectionCacheHit(v)
+    }
+}
+impl From<ConnectionCacheMiss> for Event {
+    fn from(v: ConnectionCacheMiss) -> Self {
+        Event::ConnectionCacheMiss(v)
+    }
+}
+impl From<ConnectionCacheInvalidated> for Event {
+    fn from(v: ConnectionCacheInvalidated) -> Self {
+        Event::ConnectionCacheInvalidated(v)
+    }
+}
+impl From<NodeMapUpdate> for Event {
+    fn from(v: NodeMapUpdate) -> Self {
+        Event::NodeMapUpdate(v)
+    }
+}
+impl From<MessageSent> for Event {
+    fn from(v: MessageSent) -> Self {
+        Event::MessageSent(v)
+    }
+}
+impl From<MessageReceived> for Event {
+    fn from(v: MessageReceived) -> Self {
+        Event::MessageReceived(v)
+    }
+}
+impl From<ProbeSent> for Event {
+    fn from(v: ProbeSent) -> Self {
+        Event::ProbeSent(v)
+    }
+}
+impl From<ProbeReceived> for Event {
+    fn from(v: ProbeReceived) -> Self {
+        Event::ProbeReceived(v)
+    }
+}
+impl From<SwimProbeSent> for Event {
+    fn from(v: SwimProbeSent) -> Self {
+        Event::SwimProbeSent(v)
+    }
+}
+impl From<SwimProbeAcked> for Event {
+    fn from(v: SwimProbeAcked) -> Self {
+        Event::SwimProbeAcked(v)
+    }
+}
+impl From<SwimProbeTimedOut> for Event {
+    fn from(v: SwimProbeTimedOut) -> Self {
+        Event::SwimProbeTimedOut(v)
+    }
+}
+impl From<InferenceResponseSent> for Event {
+    fn from(v: InferenceResponseSent) -> Self {
+        Event::InferenceResponseSent(v)
+    }
+}
+impl From<ErrorEvent> for Event {
+    fn from(v: ErrorEvent) -> Self {
+        Event::Error(v)
+    }
+}
+impl From<CustomEvent> for Event {
+    fn from(v: CustomEvent) -> Self {
+        Event::Custom(v)
+    }
+}
+impl From<InferenceResponseReceived> for Event {
+    fn from(v: InferenceResponseReceived) -> Self {
+        Event::InferenceResponseReceived(v)
+    }
+}
+impl From<HandshakeStarted> for Event {
+    fn from(v: HandshakeStarted) -> Self {
+        Event::HandshakeStarted(v)
+    }
+}
+impl From<HandshakeOutcome> for Event {
+    fn from(v: HandshakeOutcome) -> Self {
+        Event::HandshakeOutcome(v)
+    }
+}
+impl From<WirePacket> for Event {
+    fn from(v: WirePacket) -> Self {
+        Event::WirePacket(v)
+    }
+}
+impl From<NodeStarted> for Event {
+    fn from(v: NodeStarted) -> Self {
+        Event::NodeStarted(v)
+    }
+}
+impl From<NodeAvailable> for Event {
+    fn from(v: NodeAvailable) -> Self {
+        Event::NodeAvailable(v)
+    }
+}
+impl From<NodeFaulted> for Event {
+    fn from(v: NodeFaulted) -> Self {
+        Event::NodeFaulted(v)
+    }
+}
+impl From<PoolReady> for Event {
+    fn from(v: PoolReady) -> Self {
+        Event::PoolReady(v)
+    }
+}
+impl From<RunPlanned> for Event {
+    fn from(v: RunPlanned) -> Self {
+        Event::RunPlanned(v)
+    }
+}
+impl From<StageProvisionStarted> for Event {
+    fn from(v: StageProvisionStarted) -> Self {
+        Event::StageProvisionStarted(v)
+    }
+}
+impl From<WeightsDownloadStarted> for Event {
+    fn from(v: WeightsDownloadStarted) -> Self {
+        Event::WeightsDownloadStarted(v)
+    }
+}
+impl From<WeightsDownloaded> for Event {
+    fn from(v: WeightsDownloaded) -> Self {
+        Event::WeightsDownloaded(v)
+    }
+}
+impl From<WeightsLoaded> for Event {
+    fn from(v: WeightsLoaded) -> Self {
+        Event::WeightsLoaded(v)
+    }
+}
+impl From<EdgeProvisionStarted> for Event {
+    fn from(v: EdgeProvisionStarted) -> Self {
+        Event::EdgeProvisionStarted(v)
+    }
+}
+impl From<EdgeReady> for Event {
+    fn from(v: EdgeReady) -> Self {
+        Event::EdgeReady(v)
+    }
+}
+impl From<StageReady> for Event {
+    fn from(v: StageReady) -> Self {
+        Event::StageReady(v)
+    }
+}
+impl From<ReadinessBarrierPassed> for Event {
+    fn from(v: ReadinessBarrierPassed) -> Self {
+        Event::ReadinessBarrierPassed(v)
+    }
+}
+impl From<PromptInjected> for Event {
+    fn from(v: PromptInjected) -> Self {
+        Event::PromptInjected(v)
+    }
+}
+impl From<ObjectLoaded> for Event {
+    fn from(v: ObjectLoaded) -> Self {
+        Event::ObjectLoaded(v)
+    }
+}
+impl From<ExecuteStepStarted> for Event {
+    fn from(v: ExecuteStepStarted) -> Self {
+        Event::ExecuteStepStarted(v)
+    }
+}
+impl From<ObjectProduced> for Event {
+    fn from(v: ObjectProduced) -> Self {
+        Event::ObjectProduced(v)
+    }
+}
+impl From<StepCompleted> for Event {
+    fn from(v: StepCompleted) -> Self {
+        Event::StepCompleted(v)
+    }
+}
+impl From<TokenReceived> for Event {
+    fn from(v: TokenReceived) -> Self {
+        Event::TokenReceived(v)
+    }
+}
+impl From<RunCompleted> for Event {
+    fn from(v: RunCompleted) -> Self {
+        Event::RunCompleted(v)
+    }
+}
+impl From<RunFaulted> for Event {
+    fn from(v: RunFaulted) -> Self {
+        Event::RunFaulted(v)
+    }
+}
+impl From<StopRunSent> for Event {
+    fn from(v: StopRunSent) -> Self {
+        Event::StopRunSent(v)
+    }
+}
+impl From<StageStopped> for Event {
+    fn from(v: StageStopped) -> Self {
+        Event::StageStopped(v)
+    }
+}
+impl From<RunTornDown> for Event {
+    fn from(v: RunTornDown) -> Self {
+        Event::RunTornDown(v)
+    }
+}
+impl From<FaultDetected> for Event {
+    fn from(v: FaultDetected) -> Self {
+        Event::FaultDetected(v)
+    }
+}
+::diagwire_runtime::internal_union!(Event, EventDecoder, "Event", tag "type" {
+    SwimTransition(SwimTransitionDecoder) = "SwimTransition",
+    DialStarted(DialStartedDecoder) = "DialStarted",
+    DialOutcome(DialOutcomeDecoder) = "DialOutcome",
+    IrohConnTypeChanged(IrohConnTypeChangedDecoder) = "IrohConnTypeChanged",
+    RelayChanged(RelayChangedDecoder) = "RelayChanged",
+    RelaySessionStateChanged(RelaySessionStateChangedDecoder) = "RelaySessionStateChanged",
+    RelaySessionOpened(RelaySessionOpenedDecoder) = "RelaySessionOpened",
+    RelaySessionClosed(RelaySessionClosedDecoder) = "RelaySessionClosed",
+    GossipReceived(GossipReceivedDecoder) = "GossipReceived",
+    SubprocessSpawned(SubprocessSpawnedDecoder) = "SubprocessSpawned",
+    SubprocessExited(SubprocessExitedDecoder) = "SubprocessExited",
+    SwimMetadataSent(SwimMetadataSentDecoder) = "SwimMetadataSent",
+    SwimMetadataReceived(SwimMetadataReceivedDecoder) = "SwimMetadataReceived",
+    ConnectionCacheHit(ConnectionCacheHitDecoder) = "ConnectionCacheHit",
+    ConnectionCacheMiss(ConnectionCacheMissDecoder) = "ConnectionCacheMiss",
+    ConnectionCacheInvalidated(ConnectionCacheInvalidatedDecoder) = "ConnectionCacheInvalidated",
+    NodeMapUpdate(NodeMapUpdateDecoder) = "NodeMapUpdate",
+    MessageSent(MessageSentDecoder) = "MessageSent",
+    MessageReceived(MessageReceivedDecoder) = "MessageReceived",
+    ProbeSent(ProbeSentDecoder) = "ProbeSent",
+    ProbeReceived(ProbeReceivedDecoder) = "ProbeReceived",
+    SwimProbeSent(SwimProbeSentDecoder) = "SwimProbeSent",
+    SwimProbeAcked(SwimProbeAckedDecoder) = "SwimProbeAcked",
+    SwimProbeTimedOut(SwimProbeTimedOutDecoder) = "SwimProbeTimedOut",
+    InferenceResponseSent(InferenceResponseSentDecoder) = "InferenceResponseSent",
+    Error(ErrorEventDecoder) = "Error",
+    Custom(CustomEventDecoder) = "Custom",
+    InferenceResponseReceived(InferenceResponseReceivedDecoder) = "InferenceResponseReceived",
+    HandshakeStarted(HandshakeStartedDecoder) = "HandshakeStarted",
+    HandshakeOutcome(HandshakeOutcomeDecoder) = "HandshakeOutcome",
+    WirePacket(WirePacketDecoder) = "WirePacket",
+    NodeStarted(NodeStartedDecoder) = "node_started",
+    NodeAvailable(NodeAvailableDecoder) = "node_available",
+    NodeFaulted(NodeFaultedDecoder) = "node_faulted",
+    PoolReady(PoolReadyDecoder) = "pool_ready",
+    RunPlanned(RunPlannedDecoder) = "run_planned",
+    StageProvisionStarted(StageProvisionStartedDecoder) = "stage_provision_started",
+    WeightsDownloadStarted(WeightsDownloadStartedDecoder) = "weights_download_started",
+    WeightsDownloaded(WeightsDownloadedDecoder) = "weights_downloaded",
+    WeightsLoaded(WeightsLoadedDecoder) = "weights_loaded",
+    EdgeProvisionStarted(EdgeProvisionStartedDecoder) = "edge_provision_started",
+    EdgeReady(EdgeReadyDecoder) = "edge_ready",
+    StageReady(StageReadyDecoder) = "stage_ready",
+    ReadinessBarrierPassed(ReadinessBarrierPassedDecoder) = "readiness_barrier_passed",
+    PromptInjected(PromptInjectedDecoder) = "prompt_injected",
+    ObjectLoaded(ObjectLoadedDecoder) = "object_loaded",
+    ExecuteStepStarted(ExecuteStepStartedDecoder) = "execute_step_started",
+    ObjectProduced(ObjectProducedDecoder) = "object_produced",
+    StepCompleted(StepCompletedDecoder) = "step_completed",
+    TokenReceived(TokenReceivedDecoder) = "token_received",
+    RunCompleted(RunCompletedDecoder) = "run_completed",
+    RunFaulted(RunFaultedDecoder) = "run_faulted",
+    StopRunSent(StopRunSentDecoder) = "stop_run_sent",
+    StageStopped(StageStoppedDecoder) = "stage_stopped",
+    RunTornDown(RunTornDownDecoder) = "run_torn_down",
+    FaultDetected(FaultDetectedDecoder) = "fault_detected",
+} other { Other });
 /// SWIM changed its opinion of a peer. Each one also triggers a snapshot with a `Transition` trigger.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimTransition {
     /// The peer whose SWIM state changed.
     ///
@@ -1141,90 +548,34 @@ pub struct SwimTransition {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimTransition`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimTransitionBuilder {
-    peer: Option<NodeId>,
-    from: Option<PeerState>,
-    to: Option<PeerState>,
-    reason: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimTransitionBuilder {
-    type Output = SwimTransition;
-    const NAME: &'static str = "SwimTransition";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "from" => {
-                ::diagwire_runtime::private::field_set(&mut self.from, "from", value)
-            }
-            "to" => ::diagwire_runtime::private::field_set(&mut self.to, "to", value),
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            _ => self.extra.accept(key, value),
+impl SwimTransition {
+    /// Builds the value from its required fields (`peer`, `from`, `to`, `reason`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        peer: NodeId,
+        from: PeerState,
+        to: PeerState,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            peer,
+            from,
+            to,
+            reason: reason.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimTransition, E> {
-        Ok(SwimTransition {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            from: ::diagwire_runtime::private::finish_required(self.from, "from")?,
-            to: ::diagwire_runtime::private::finish_required(self.to, "to")?,
-            reason: ::diagwire_runtime::private::finish_required(self.reason, "reason")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimTransition {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("from", &self.from)?;
-        map.serialize_entry("to", &self.to)?;
-        map.serialize_entry("reason", &self.reason)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimTransition {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimTransition {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimTransitionBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimTransition, SwimTransitionDecoder, "SwimTransition" {
+    peer: NodeId = "peer" req,
+    from: PeerState = "from" req,
+    to: PeerState = "to" req,
+    reason: String = "reason" req,
+} flat {} extra { extra });
 /// The transport started a dial attempt to a peer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct DialStarted {
     /// The peer being dialled.
     ///
@@ -1245,100 +596,27 @@ pub struct DialStarted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`DialStarted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct DialStartedBuilder {
-    peer: Option<NodeId>,
-    attempt: Option<u32>,
-    timeout_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for DialStartedBuilder {
-    type Output = DialStarted;
-    const NAME: &'static str = "DialStarted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "attempt" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.attempt,
-                    "attempt",
-                    value,
-                )
-            }
-            "timeout_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.timeout_ms,
-                    "timeout_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl DialStarted {
+    /// Builds the value from its required fields (`peer`, `attempt`, `timeout_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, attempt: u32, timeout_ms: u64) -> Self {
+        Self {
+            peer,
+            attempt,
+            timeout_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<DialStarted, E> {
-        Ok(DialStarted {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            attempt: ::diagwire_runtime::private::finish_required(
-                self.attempt,
-                "attempt",
-            )?,
-            timeout_ms: ::diagwire_runtime::private::finish_required(
-                self.timeout_ms,
-                "timeout_ms",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for DialStarted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("attempt", &self.attempt)?;
-        map.serialize_entry("timeout_ms", &self.timeout_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for DialStarted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DialStarted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<DialStartedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(DialStarted, DialStartedDecoder, "DialStarted" {
+    peer: NodeId = "peer" req,
+    attempt: u32 = "attempt" req,
+    timeout_ms: u64 = "timeout_ms" req,
+} flat {} extra { extra });
 /// A dial attempt to a peer finished, with its result and how long it took.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct DialOutcome {
     /// The peer that was dialled.
     ///
@@ -1363,113 +641,34 @@ pub struct DialOutcome {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`DialOutcome`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct DialOutcomeBuilder {
-    peer: Option<NodeId>,
-    attempt: Option<u32>,
-    outcome: Option<DialResult>,
-    duration_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for DialOutcomeBuilder {
-    type Output = DialOutcome;
-    const NAME: &'static str = "DialOutcome";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "attempt" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.attempt,
-                    "attempt",
-                    value,
-                )
-            }
-            "outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.outcome,
-                    "outcome",
-                    value,
-                )
-            }
-            "duration_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.duration_ms,
-                    "duration_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl DialOutcome {
+    /// Builds the value from its required fields (`peer`, `attempt`, `outcome`, `duration_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        peer: NodeId,
+        attempt: u32,
+        outcome: DialResult,
+        duration_ms: u64,
+    ) -> Self {
+        Self {
+            peer,
+            attempt,
+            outcome,
+            duration_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<DialOutcome, E> {
-        Ok(DialOutcome {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            attempt: ::diagwire_runtime::private::finish_required(
-                self.attempt,
-                "attempt",
-            )?,
-            outcome: ::diagwire_runtime::private::finish_required(
-                self.outcome,
-                "outcome",
-            )?,
-            duration_ms: ::diagwire_runtime::private::finish_required(
-                self.duration_ms,
-                "duration_ms",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for DialOutcome {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("attempt", &self.attempt)?;
-        map.serialize_entry("outcome", &self.outcome)?;
-        map.serialize_entry("duration_ms", &self.duration_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for DialOutcome {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DialOutcome {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<DialOutcomeBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(DialOutcome, DialOutcomeDecoder, "DialOutcome" {
+    peer: NodeId = "peer" req,
+    attempt: u32 = "attempt" req,
+    outcome: DialResult = "outcome" req,
+    duration_ms: u64 = "duration_ms" req,
+} flat {} extra { extra });
 /// iroh's path to a peer changed type, for example from relayed to direct. Only emitted once an earlier observation of that peer exists; a peer iroh stopped reporting shows as `None`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct IrohConnTypeChanged {
     /// The peer whose path changed.
     ///
@@ -1486,82 +685,27 @@ pub struct IrohConnTypeChanged {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`IrohConnTypeChanged`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct IrohConnTypeChangedBuilder {
-    peer: Option<NodeId>,
-    old: Option<ConnType>,
-    new: Option<ConnType>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for IrohConnTypeChangedBuilder {
-    type Output = IrohConnTypeChanged;
-    const NAME: &'static str = "IrohConnTypeChanged";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "old" => ::diagwire_runtime::private::field_set(&mut self.old, "old", value),
-            "new" => ::diagwire_runtime::private::field_set(&mut self.new, "new", value),
-            _ => self.extra.accept(key, value),
+impl IrohConnTypeChanged {
+    /// Builds the value from its required fields (`peer`, `old`, `new`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, old: ConnType, new: ConnType) -> Self {
+        Self {
+            peer,
+            old,
+            new,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<IrohConnTypeChanged, E> {
-        Ok(IrohConnTypeChanged {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            old: ::diagwire_runtime::private::finish_required(self.old, "old")?,
-            new: ::diagwire_runtime::private::finish_required(self.new, "new")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for IrohConnTypeChanged {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("old", &self.old)?;
-        map.serialize_entry("new", &self.new)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for IrohConnTypeChanged {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for IrohConnTypeChanged {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<IrohConnTypeChangedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(IrohConnTypeChanged, IrohConnTypeChangedDecoder, "IrohConnTypeChanged" {
+    peer: NodeId = "peer" req,
+    old: ConnType = "old" req,
+    new: ConnType = "new" req,
+} flat {} extra { extra });
 /// The node's home relay changed, including gaining a first home relay or losing it.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelayChanged {
     /// The previous home relay URL.
     ///
@@ -1578,88 +722,21 @@ pub struct RelayChanged {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RelayChanged`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelayChangedBuilder {
-    old_url: Option<Option<String>>,
-    new_url: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelayChangedBuilder {
-    type Output = RelayChanged;
-    const NAME: &'static str = "RelayChanged";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "old_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.old_url,
-                    "old_url",
-                    value,
-                )
-            }
-            "new_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.new_url,
-                    "new_url",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelayChanged, E> {
-        Ok(RelayChanged {
-            old_url: self.old_url.flatten(),
-            new_url: self.new_url.flatten(),
-            extra: self.extra,
-        })
+impl RelayChanged {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for RelayChanged {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("old_url", &self.old_url)?;
-        map.serialize_entry("new_url", &self.new_url)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelayChanged {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelayChanged {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RelayChangedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelayChanged, RelayChangedDecoder, "RelayChanged" {
+    old_url: Option<String> = "old_url" null,
+    new_url: Option<String> = "new_url" null,
+} flat {} extra { extra });
 /// The status of the node's tunnel to its home relay moved between two different values. The authoritative record of relay flaps.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelaySessionStateChanged {
     /// The relay URL the tunnel belongs to.
     ///
@@ -1684,113 +761,29 @@ pub struct RelaySessionStateChanged {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RelaySessionStateChanged`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelaySessionStateChangedBuilder {
-    relay_url: Option<Option<String>>,
-    from_status: Option<RelaySessionStatus>,
-    to_status: Option<RelaySessionStatus>,
-    reason: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelaySessionStateChangedBuilder {
-    type Output = RelaySessionStateChanged;
-    const NAME: &'static str = "RelaySessionStateChanged";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "relay_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.relay_url,
-                    "relay_url",
-                    value,
-                )
-            }
-            "from_status" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.from_status,
-                    "from_status",
-                    value,
-                )
-            }
-            "to_status" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.to_status,
-                    "to_status",
-                    value,
-                )
-            }
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            _ => self.extra.accept(key, value),
+impl RelaySessionStateChanged {
+    /// Builds the value from its required fields (`from_status`, `to_status`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(from_status: RelaySessionStatus, to_status: RelaySessionStatus) -> Self {
+        Self {
+            relay_url: None,
+            from_status,
+            to_status,
+            reason: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelaySessionStateChanged, E> {
-        Ok(RelaySessionStateChanged {
-            relay_url: self.relay_url.flatten(),
-            from_status: ::diagwire_runtime::private::finish_required(
-                self.from_status,
-                "from_status",
-            )?,
-            to_status: ::diagwire_runtime::private::finish_required(
-                self.to_status,
-                "to_status",
-            )?,
-            reason: self.reason.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RelaySessionStateChanged {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("relay_url", &self.relay_url)?;
-        map.serialize_entry("from_status", &self.from_status)?;
-        map.serialize_entry("to_status", &self.to_status)?;
-        map.serialize_entry("reason", &self.reason)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelaySessionStateChanged {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for RelaySessionStateChanged {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    RelaySessionStateChangedBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelaySessionStateChanged, RelaySessionStateChangedDecoder, "RelaySessionStateChanged" {
+    relay_url: Option<String> = "relay_url" null,
+    from_status: RelaySessionStatus = "from_status" req,
+    to_status: RelaySessionStatus = "to_status" req,
+    reason: Option<String> = "reason" null,
+} flat {} extra { extra });
 /// Written by a relay server: a remote node opened a session with this relay.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelaySessionOpened {
     /// The remote node's public key as the relay saw it, in hex, to match against node-side peer blocks.
     ///
@@ -1805,87 +798,25 @@ pub struct RelaySessionOpened {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RelaySessionOpened`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelaySessionOpenedBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelaySessionOpenedBuilder {
-    type Output = RelaySessionOpened;
-    const NAME: &'static str = "RelaySessionOpened";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "at_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.at_ms, "at_ms", value)
-            }
-            _ => self.extra.accept(key, value),
+impl RelaySessionOpened {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `at_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer_node_id_hex: NodeIdHex, at_ms: u64) -> Self {
+        Self {
+            peer_node_id_hex,
+            at_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelaySessionOpened, E> {
-        Ok(RelaySessionOpened {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            at_ms: ::diagwire_runtime::private::finish_required(self.at_ms, "at_ms")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RelaySessionOpened {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry("at_ms", &self.at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelaySessionOpened {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelaySessionOpened {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RelaySessionOpenedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelaySessionOpened, RelaySessionOpenedDecoder, "RelaySessionOpened" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    at_ms: u64 = "at_ms" req,
+} flat {} extra { extra });
 /// Written by a relay server: a session with a remote node ended, with who closed it, why, and the per-session totals.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelaySessionClosed {
     /// The remote node's public key as the relay saw it, in hex.
     ///
@@ -1932,172 +863,47 @@ pub struct RelaySessionClosed {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RelaySessionClosed`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelaySessionClosedBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    opened_at_ms: Option<u64>,
-    closed_at_ms: Option<u64>,
-    duration_ms: Option<u64>,
-    close_initiator: Option<RelayCloseInitiator>,
-    close_reason: Option<String>,
-    bytes_rx: Option<u64>,
-    bytes_tx: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelaySessionClosedBuilder {
-    type Output = RelaySessionClosed;
-    const NAME: &'static str = "RelaySessionClosed";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "opened_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.opened_at_ms,
-                    "opened_at_ms",
-                    value,
-                )
-            }
-            "closed_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.closed_at_ms,
-                    "closed_at_ms",
-                    value,
-                )
-            }
-            "duration_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.duration_ms,
-                    "duration_ms",
-                    value,
-                )
-            }
-            "close_initiator" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.close_initiator,
-                    "close_initiator",
-                    value,
-                )
-            }
-            "close_reason" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.close_reason,
-                    "close_reason",
-                    value,
-                )
-            }
-            "bytes_rx" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.bytes_rx,
-                    "bytes_rx",
-                    value,
-                )
-            }
-            "bytes_tx" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.bytes_tx,
-                    "bytes_tx",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl RelaySessionClosed {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `opened_at_ms`, `closed_at_ms`, `duration_ms`, `close_initiator`, `close_reason`, `bytes_rx`, `bytes_tx`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        peer_node_id_hex: NodeIdHex,
+        opened_at_ms: u64,
+        closed_at_ms: u64,
+        duration_ms: u64,
+        close_initiator: RelayCloseInitiator,
+        close_reason: impl Into<String>,
+        bytes_rx: u64,
+        bytes_tx: u64,
+    ) -> Self {
+        Self {
+            peer_node_id_hex,
+            opened_at_ms,
+            closed_at_ms,
+            duration_ms,
+            close_initiator,
+            close_reason: close_reason.into(),
+            bytes_rx,
+            bytes_tx,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelaySessionClosed, E> {
-        Ok(RelaySessionClosed {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            opened_at_ms: ::diagwire_runtime::private::finish_required(
-                self.opened_at_ms,
-                "opened_at_ms",
-            )?,
-            closed_at_ms: ::diagwire_runtime::private::finish_required(
-                self.closed_at_ms,
-                "closed_at_ms",
-            )?,
-            duration_ms: ::diagwire_runtime::private::finish_required(
-                self.duration_ms,
-                "duration_ms",
-            )?,
-            close_initiator: ::diagwire_runtime::private::finish_required(
-                self.close_initiator,
-                "close_initiator",
-            )?,
-            close_reason: ::diagwire_runtime::private::finish_required(
-                self.close_reason,
-                "close_reason",
-            )?,
-            bytes_rx: ::diagwire_runtime::private::finish_required(
-                self.bytes_rx,
-                "bytes_rx",
-            )?,
-            bytes_tx: ::diagwire_runtime::private::finish_required(
-                self.bytes_tx,
-                "bytes_tx",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RelaySessionClosed {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry("opened_at_ms", &self.opened_at_ms)?;
-        map.serialize_entry("closed_at_ms", &self.closed_at_ms)?;
-        map.serialize_entry("duration_ms", &self.duration_ms)?;
-        map.serialize_entry("close_initiator", &self.close_initiator)?;
-        map.serialize_entry("close_reason", &self.close_reason)?;
-        map.serialize_entry("bytes_rx", &self.bytes_rx)?;
-        map.serialize_entry("bytes_tx", &self.bytes_tx)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelaySessionClosed {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelaySessionClosed {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RelaySessionClosedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelaySessionClosed, RelaySessionClosedDecoder, "RelaySessionClosed" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    opened_at_ms: u64 = "opened_at_ms" req,
+    closed_at_ms: u64 = "closed_at_ms" req,
+    duration_ms: u64 = "duration_ms" req,
+    close_initiator: RelayCloseInitiator = "close_initiator" req,
+    close_reason: String = "close_reason" req,
+    bytes_rx: u64 = "bytes_rx" req,
+    bytes_tx: u64 = "bytes_tx" req,
+} flat {} extra { extra });
 /// A payload arrived through the gossip layer (SWIM piggyback or similar). Preferred over `MessageReceived` for tracing how information spread.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct GossipReceived {
     /// The peer the payload came from.
     ///
@@ -2122,120 +928,34 @@ pub struct GossipReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`GossipReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct GossipReceivedBuilder {
-    source_peer: Option<NodeId>,
-    payload_kind: Option<GossipPayloadKind>,
-    payload_bytes: Option<u32>,
-    item_count: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for GossipReceivedBuilder {
-    type Output = GossipReceived;
-    const NAME: &'static str = "GossipReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "source_peer" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.source_peer,
-                    "source_peer",
-                    value,
-                )
-            }
-            "payload_kind" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_kind,
-                    "payload_kind",
-                    value,
-                )
-            }
-            "payload_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_bytes,
-                    "payload_bytes",
-                    value,
-                )
-            }
-            "item_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.item_count,
-                    "item_count",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl GossipReceived {
+    /// Builds the value from its required fields (`source_peer`, `payload_kind`, `payload_bytes`, `item_count`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        source_peer: NodeId,
+        payload_kind: GossipPayloadKind,
+        payload_bytes: u32,
+        item_count: u32,
+    ) -> Self {
+        Self {
+            source_peer,
+            payload_kind,
+            payload_bytes,
+            item_count,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<GossipReceived, E> {
-        Ok(GossipReceived {
-            source_peer: ::diagwire_runtime::private::finish_required(
-                self.source_peer,
-                "source_peer",
-            )?,
-            payload_kind: ::diagwire_runtime::private::finish_required(
-                self.payload_kind,
-                "payload_kind",
-            )?,
-            payload_bytes: ::diagwire_runtime::private::finish_required(
-                self.payload_bytes,
-                "payload_bytes",
-            )?,
-            item_count: ::diagwire_runtime::private::finish_required(
-                self.item_count,
-                "item_count",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for GossipReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("source_peer", &self.source_peer)?;
-        map.serialize_entry("payload_kind", &self.payload_kind)?;
-        map.serialize_entry("payload_bytes", &self.payload_bytes)?;
-        map.serialize_entry("item_count", &self.item_count)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for GossipReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for GossipReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<GossipReceivedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(GossipReceived, GossipReceivedDecoder, "GossipReceived" {
+    source_peer: NodeId = "source_peer" req,
+    payload_kind: GossipPayloadKind = "payload_kind" req,
+    payload_bytes: u32 = "payload_bytes" req,
+    item_count: u32 = "item_count" req,
+} flat {} extra { extra });
 /// A child process owned by this node was started. Replaces the legacy `worker_starting` custom event.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SubprocessSpawned {
     /// Caller-chosen label of the subprocess, for example the worker's role.
     ///
@@ -2254,91 +974,27 @@ pub struct SubprocessSpawned {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SubprocessSpawned`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SubprocessSpawnedBuilder {
-    label: Option<String>,
-    pid: Option<u32>,
-    command: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SubprocessSpawnedBuilder {
-    type Output = SubprocessSpawned;
-    const NAME: &'static str = "SubprocessSpawned";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "label" => {
-                ::diagwire_runtime::private::field_set(&mut self.label, "label", value)
-            }
-            "pid" => ::diagwire_runtime::private::field_set(&mut self.pid, "pid", value),
-            "command" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.command,
-                    "command",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SubprocessSpawned {
+    /// Builds the value from its required fields (`label`, `pid`, `command`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(label: impl Into<String>, pid: u32, command: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+            pid,
+            command: command.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SubprocessSpawned, E> {
-        Ok(SubprocessSpawned {
-            label: ::diagwire_runtime::private::finish_required(self.label, "label")?,
-            pid: ::diagwire_runtime::private::finish_required(self.pid, "pid")?,
-            command: ::diagwire_runtime::private::finish_required(
-                self.command,
-                "command",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SubprocessSpawned {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("label", &self.label)?;
-        map.serialize_entry("pid", &self.pid)?;
-        map.serialize_entry("command", &self.command)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SubprocessSpawned {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SubprocessSpawned {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SubprocessSpawnedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SubprocessSpawned, SubprocessSpawnedDecoder, "SubprocessSpawned" {
+    label: String = "label" req,
+    pid: u32 = "pid" req,
+    command: String = "command" req,
+} flat {} extra { extra });
 /// A child process owned by this node ended. Replaces the legacy `worker_exited` custom event. For a pid the introspector never registered, the label is `unknown-pid-<pid>`, the command is empty and the uptime is `null`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SubprocessExited {
     /// Caller-chosen label of the subprocess, or `unknown-pid-<pid>` when the pid was never registered.
     ///
@@ -2381,121 +1037,33 @@ pub struct SubprocessExited {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SubprocessExited`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SubprocessExitedBuilder {
-    label: Option<String>,
-    pid: Option<u32>,
-    command: Option<String>,
-    exit_code: Option<Option<i32>>,
-    exit_signal: Option<Option<i32>>,
-    uptime_ms: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SubprocessExitedBuilder {
-    type Output = SubprocessExited;
-    const NAME: &'static str = "SubprocessExited";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "label" => {
-                ::diagwire_runtime::private::field_set(&mut self.label, "label", value)
-            }
-            "pid" => ::diagwire_runtime::private::field_set(&mut self.pid, "pid", value),
-            "command" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.command,
-                    "command",
-                    value,
-                )
-            }
-            "exit_code" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.exit_code,
-                    "exit_code",
-                    value,
-                )
-            }
-            "exit_signal" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.exit_signal,
-                    "exit_signal",
-                    value,
-                )
-            }
-            "uptime_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.uptime_ms,
-                    "uptime_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SubprocessExited {
+    /// Builds the value from its required fields (`label`, `pid`, `command`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(label: impl Into<String>, pid: u32, command: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+            pid,
+            command: command.into(),
+            exit_code: None,
+            exit_signal: None,
+            uptime_ms: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SubprocessExited, E> {
-        Ok(SubprocessExited {
-            label: ::diagwire_runtime::private::finish_required(self.label, "label")?,
-            pid: ::diagwire_runtime::private::finish_required(self.pid, "pid")?,
-            command: ::diagwire_runtime::private::finish_required(
-                self.command,
-                "command",
-            )?,
-            exit_code: self.exit_code.flatten(),
-            exit_signal: self.exit_signal.flatten(),
-            uptime_ms: self.uptime_ms.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SubprocessExited {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("label", &self.label)?;
-        map.serialize_entry("pid", &self.pid)?;
-        map.serialize_entry("command", &self.command)?;
-        map.serialize_entry("exit_code", &self.exit_code)?;
-        map.serialize_entry("exit_signal", &self.exit_signal)?;
-        map.serialize_entry("uptime_ms", &self.uptime_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SubprocessExited {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SubprocessExited {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SubprocessExitedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SubprocessExited, SubprocessExitedDecoder, "SubprocessExited" {
+    label: String = "label" req,
+    pid: u32 = "pid" req,
+    command: String = "command" req,
+    exit_code: Option<i32> = "exit_code" null,
+    exit_signal: Option<i32> = "exit_signal" null,
+    uptime_ms: Option<u64> = "uptime_ms" null,
+} flat {} extra { extra });
 /// This node published a new version of its SWIM metadata.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimMetadataSent {
     /// The metadata version number published.
     ///
@@ -2518,106 +1086,27 @@ pub struct SwimMetadataSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimMetadataSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimMetadataSentBuilder {
-    version: Option<u64>,
-    payload_hash: Option<u64>,
-    parent_trace_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimMetadataSentBuilder {
-    type Output = SwimMetadataSent;
-    const NAME: &'static str = "SwimMetadataSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.version,
-                    "version",
-                    value,
-                )
-            }
-            "payload_hash" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_hash,
-                    "payload_hash",
-                    value,
-                )
-            }
-            "parent_trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.parent_trace_id,
-                    "parent_trace_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimMetadataSent {
+    /// Builds the value from its required fields (`version`, `payload_hash`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(version: u64, payload_hash: u64) -> Self {
+        Self {
+            version,
+            payload_hash,
+            parent_trace_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimMetadataSent, E> {
-        Ok(SwimMetadataSent {
-            version: ::diagwire_runtime::private::finish_required(
-                self.version,
-                "version",
-            )?,
-            payload_hash: ::diagwire_runtime::private::finish_required(
-                self.payload_hash,
-                "payload_hash",
-            )?,
-            parent_trace_id: self.parent_trace_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimMetadataSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("version", &self.version)?;
-        map.serialize_entry("payload_hash", &self.payload_hash)?;
-        if let Some(v) = &self.parent_trace_id {
-            map.serialize_entry("parent_trace_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimMetadataSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimMetadataSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimMetadataSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimMetadataSent, SwimMetadataSentDecoder, "SwimMetadataSent" {
+    version: u64 = "version" req,
+    payload_hash: u64 = "payload_hash" req,
+    parent_trace_id: Option<String> = "parent_trace_id" omit,
+} flat {} extra { extra });
 /// This node received a version of a peer's SWIM metadata.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimMetadataReceived {
     /// The peer whose metadata arrived.
     ///
@@ -2638,100 +1127,27 @@ pub struct SwimMetadataReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimMetadataReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimMetadataReceivedBuilder {
-    peer: Option<NodeId>,
-    version: Option<u64>,
-    payload_hash: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimMetadataReceivedBuilder {
-    type Output = SwimMetadataReceived;
-    const NAME: &'static str = "SwimMetadataReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.version,
-                    "version",
-                    value,
-                )
-            }
-            "payload_hash" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_hash,
-                    "payload_hash",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimMetadataReceived {
+    /// Builds the value from its required fields (`peer`, `version`, `payload_hash`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, version: u64, payload_hash: u64) -> Self {
+        Self {
+            peer,
+            version,
+            payload_hash,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimMetadataReceived, E> {
-        Ok(SwimMetadataReceived {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            version: ::diagwire_runtime::private::finish_required(
-                self.version,
-                "version",
-            )?,
-            payload_hash: ::diagwire_runtime::private::finish_required(
-                self.payload_hash,
-                "payload_hash",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimMetadataReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("version", &self.version)?;
-        map.serialize_entry("payload_hash", &self.payload_hash)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimMetadataReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimMetadataReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimMetadataReceivedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimMetadataReceived, SwimMetadataReceivedDecoder, "SwimMetadataReceived" {
+    peer: NodeId = "peer" req,
+    version: u64 = "version" req,
+    payload_hash: u64 = "payload_hash" req,
+} flat {} extra { extra });
 /// A send to a peer reused a cached iroh connection.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ConnectionCacheHit {
     /// The peer the connection leads to.
     ///
@@ -2746,87 +1162,25 @@ pub struct ConnectionCacheHit {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ConnectionCacheHit`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ConnectionCacheHitBuilder {
-    peer: Option<NodeId>,
-    generation: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ConnectionCacheHitBuilder {
-    type Output = ConnectionCacheHit;
-    const NAME: &'static str = "ConnectionCacheHit";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.generation,
-                    "generation",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ConnectionCacheHit {
+    /// Builds the value from its required fields (`peer`, `generation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, generation: u64) -> Self {
+        Self {
+            peer,
+            generation,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ConnectionCacheHit, E> {
-        Ok(ConnectionCacheHit {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            generation: ::diagwire_runtime::private::finish_required(
-                self.generation,
-                "generation",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ConnectionCacheHit {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("generation", &self.generation)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ConnectionCacheHit {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ConnectionCacheHit {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ConnectionCacheHitBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ConnectionCacheHit, ConnectionCacheHitDecoder, "ConnectionCacheHit" {
+    peer: NodeId = "peer" req,
+    generation: u64 = "generation" req,
+} flat {} extra { extra });
 /// A send to a peer found no cached connection, so a new dial is needed. Carries no other fields.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ConnectionCacheMiss {
     /// The peer with no cached connection.
     ///
@@ -2835,74 +1189,23 @@ pub struct ConnectionCacheMiss {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ConnectionCacheMiss`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ConnectionCacheMissBuilder {
-    peer: Option<NodeId>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ConnectionCacheMissBuilder {
-    type Output = ConnectionCacheMiss;
-    const NAME: &'static str = "ConnectionCacheMiss";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ConnectionCacheMiss {
+    /// Builds the value from its required fields (`peer`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId) -> Self {
+        Self {
+            peer,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ConnectionCacheMiss, E> {
-        Ok(ConnectionCacheMiss {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ConnectionCacheMiss {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ConnectionCacheMiss {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ConnectionCacheMiss {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ConnectionCacheMissBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ConnectionCacheMiss, ConnectionCacheMissDecoder, "ConnectionCacheMiss" {
+    peer: NodeId = "peer" req,
+} flat {} extra { extra });
 /// A cached connection to a peer was dropped.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ConnectionCacheInvalidated {
     /// The peer whose cached connection was dropped.
     ///
@@ -2921,96 +1224,27 @@ pub struct ConnectionCacheInvalidated {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ConnectionCacheInvalidated`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ConnectionCacheInvalidatedBuilder {
-    peer: Option<NodeId>,
-    generation: Option<u64>,
-    reason: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ConnectionCacheInvalidatedBuilder {
-    type Output = ConnectionCacheInvalidated;
-    const NAME: &'static str = "ConnectionCacheInvalidated";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.generation,
-                    "generation",
-                    value,
-                )
-            }
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ConnectionCacheInvalidated {
+    /// Builds the value from its required fields (`peer`, `generation`, `reason`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, generation: u64, reason: impl Into<String>) -> Self {
+        Self {
+            peer,
+            generation,
+            reason: reason.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ConnectionCacheInvalidated, E> {
-        Ok(ConnectionCacheInvalidated {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            generation: ::diagwire_runtime::private::finish_required(
-                self.generation,
-                "generation",
-            )?,
-            reason: ::diagwire_runtime::private::finish_required(self.reason, "reason")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ConnectionCacheInvalidated {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("generation", &self.generation)?;
-        map.serialize_entry("reason", &self.reason)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ConnectionCacheInvalidated {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for ConnectionCacheInvalidated {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    ConnectionCacheInvalidatedBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ConnectionCacheInvalidated, ConnectionCacheInvalidatedDecoder, "ConnectionCacheInvalidated" {
+    peer: NodeId = "peer" req,
+    generation: u64 = "generation" req,
+    reason: String = "reason" req,
+} flat {} extra { extra });
 /// The transport was offered new addressing information for a peer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct NodeMapUpdate {
     /// The peer the addressing information is about.
     ///
@@ -3033,112 +1267,29 @@ pub struct NodeMapUpdate {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`NodeMapUpdate`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct NodeMapUpdateBuilder {
-    peer: Option<NodeId>,
-    from_source: Option<String>,
-    accepted: Option<bool>,
-    parent_trace_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for NodeMapUpdateBuilder {
-    type Output = NodeMapUpdate;
-    const NAME: &'static str = "NodeMapUpdate";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "from_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.from_source,
-                    "from_source",
-                    value,
-                )
-            }
-            "accepted" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.accepted,
-                    "accepted",
-                    value,
-                )
-            }
-            "parent_trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.parent_trace_id,
-                    "parent_trace_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl NodeMapUpdate {
+    /// Builds the value from its required fields (`peer`, `from_source`, `accepted`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, from_source: impl Into<String>, accepted: bool) -> Self {
+        Self {
+            peer,
+            from_source: from_source.into(),
+            accepted,
+            parent_trace_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<NodeMapUpdate, E> {
-        Ok(NodeMapUpdate {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            from_source: ::diagwire_runtime::private::finish_required(
-                self.from_source,
-                "from_source",
-            )?,
-            accepted: ::diagwire_runtime::private::finish_required(
-                self.accepted,
-                "accepted",
-            )?,
-            parent_trace_id: self.parent_trace_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for NodeMapUpdate {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("from_source", &self.from_source)?;
-        map.serialize_entry("accepted", &self.accepted)?;
-        if let Some(v) = &self.parent_trace_id {
-            map.serialize_entry("parent_trace_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for NodeMapUpdate {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NodeMapUpdate {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<NodeMapUpdateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(NodeMapUpdate, NodeMapUpdateDecoder, "NodeMapUpdate" {
+    peer: NodeId = "peer" req,
+    from_source: String = "from_source" req,
+    accepted: bool = "accepted" req,
+    parent_trace_id: Option<String> = "parent_trace_id" omit,
+} flat {} extra { extra });
 /// The node sent a protocol message to a peer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct MessageSent {
     /// The peer the message went to.
     ///
@@ -3169,110 +1320,31 @@ pub struct MessageSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`MessageSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct MessageSentBuilder {
-    peer: Option<NodeId>,
-    kind: Option<String>,
-    size: Option<u32>,
-    trace_id: Option<Option<String>>,
-    parent_trace_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for MessageSentBuilder {
-    type Output = MessageSent;
-    const NAME: &'static str = "MessageSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "size" => {
-                ::diagwire_runtime::private::field_set(&mut self.size, "size", value)
-            }
-            "trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.trace_id,
-                    "trace_id",
-                    value,
-                )
-            }
-            "parent_trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.parent_trace_id,
-                    "parent_trace_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl MessageSent {
+    /// Builds the value from its required fields (`peer`, `kind`, `size`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, kind: impl Into<String>, size: u32) -> Self {
+        Self {
+            peer,
+            kind: kind.into(),
+            size,
+            trace_id: None,
+            parent_trace_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<MessageSent, E> {
-        Ok(MessageSent {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            size: ::diagwire_runtime::private::finish_required(self.size, "size")?,
-            trace_id: self.trace_id.flatten(),
-            parent_trace_id: self.parent_trace_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for MessageSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("size", &self.size)?;
-        if let Some(v) = &self.trace_id {
-            map.serialize_entry("trace_id", v)?;
-        }
-        if let Some(v) = &self.parent_trace_id {
-            map.serialize_entry("parent_trace_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for MessageSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for MessageSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<MessageSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(MessageSent, MessageSentDecoder, "MessageSent" {
+    peer: NodeId = "peer" req,
+    kind: String = "kind" req,
+    size: u32 = "size" req,
+    trace_id: Option<String> = "trace_id" omit,
+    parent_trace_id: Option<String> = "parent_trace_id" omit,
+} flat {} extra { extra });
 /// The node received a protocol message from a peer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct MessageReceived {
     /// The peer the message came from.
     ///
@@ -3303,110 +1375,31 @@ pub struct MessageReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`MessageReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct MessageReceivedBuilder {
-    peer: Option<NodeId>,
-    kind: Option<String>,
-    size: Option<u32>,
-    trace_id: Option<Option<String>>,
-    parent_trace_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for MessageReceivedBuilder {
-    type Output = MessageReceived;
-    const NAME: &'static str = "MessageReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "size" => {
-                ::diagwire_runtime::private::field_set(&mut self.size, "size", value)
-            }
-            "trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.trace_id,
-                    "trace_id",
-                    value,
-                )
-            }
-            "parent_trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.parent_trace_id,
-                    "parent_trace_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl MessageReceived {
+    /// Builds the value from its required fields (`peer`, `kind`, `size`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, kind: impl Into<String>, size: u32) -> Self {
+        Self {
+            peer,
+            kind: kind.into(),
+            size,
+            trace_id: None,
+            parent_trace_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<MessageReceived, E> {
-        Ok(MessageReceived {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            size: ::diagwire_runtime::private::finish_required(self.size, "size")?,
-            trace_id: self.trace_id.flatten(),
-            parent_trace_id: self.parent_trace_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for MessageReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("size", &self.size)?;
-        if let Some(v) = &self.trace_id {
-            map.serialize_entry("trace_id", v)?;
-        }
-        if let Some(v) = &self.parent_trace_id {
-            map.serialize_entry("parent_trace_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for MessageReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for MessageReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<MessageReceivedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(MessageReceived, MessageReceivedDecoder, "MessageReceived" {
+    peer: NodeId = "peer" req,
+    kind: String = "kind" req,
+    size: u32 = "size" req,
+    trace_id: Option<String> = "trace_id" omit,
+    parent_trace_id: Option<String> = "parent_trace_id" omit,
+} flat {} extra { extra });
 /// The probe scheduler sent an outbound reachability probe (not a SWIM probe).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ProbeSent {
     /// The probe target: its label followed by the resolved address in parentheses, or just the label when the address could not be resolved.
     ///
@@ -3419,80 +1412,25 @@ pub struct ProbeSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ProbeSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ProbeSentBuilder {
-    target: Option<String>,
-    kind: Option<ProbeKind>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ProbeSentBuilder {
-    type Output = ProbeSent;
-    const NAME: &'static str = "ProbeSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ProbeSent {
+    /// Builds the value from its required fields (`target`, `kind`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(target: impl Into<String>, kind: ProbeKind) -> Self {
+        Self {
+            target: target.into(),
+            kind,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ProbeSent, E> {
-        Ok(ProbeSent {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ProbeSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("kind", &self.kind)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProbeSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProbeSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ProbeSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ProbeSent, ProbeSentDecoder, "ProbeSent" {
+    target: String = "target" req,
+    kind: ProbeKind = "kind" req,
+} flat {} extra { extra });
 /// An outbound reachability probe finished, successfully or not.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ProbeReceived {
     /// The probe target, in the same form as in `ProbeSent`.
     ///
@@ -3517,99 +1455,33 @@ pub struct ProbeReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ProbeReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ProbeReceivedBuilder {
-    target: Option<String>,
-    kind: Option<ProbeKind>,
-    rtt_ms: Option<Option<u64>>,
-    outcome: Option<ProbeOutcome>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ProbeReceivedBuilder {
-    type Output = ProbeReceived;
-    const NAME: &'static str = "ProbeReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "rtt_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.rtt_ms, "rtt_ms", value)
-            }
-            "outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.outcome,
-                    "outcome",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ProbeReceived {
+    /// Builds the value from its required fields (`target`, `kind`, `outcome`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        target: impl Into<String>,
+        kind: ProbeKind,
+        outcome: ProbeOutcome,
+    ) -> Self {
+        Self {
+            target: target.into(),
+            kind,
+            rtt_ms: None,
+            outcome,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ProbeReceived, E> {
-        Ok(ProbeReceived {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            rtt_ms: self.rtt_ms.flatten(),
-            outcome: ::diagwire_runtime::private::finish_required(
-                self.outcome,
-                "outcome",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ProbeReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("rtt_ms", &self.rtt_ms)?;
-        map.serialize_entry("outcome", &self.outcome)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProbeReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProbeReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ProbeReceivedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ProbeReceived, ProbeReceivedDecoder, "ProbeReceived" {
+    target: String = "target" req,
+    kind: ProbeKind = "kind" req,
+    rtt_ms: Option<u64> = "rtt_ms" null,
+    outcome: ProbeOutcome = "outcome" req,
+} flat {} extra { extra });
 /// SWIM started probing a peer. Join with `SwimProbeAcked` or `SwimProbeTimedOut` on (target, sequence) to get per-probe round-trip times.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimProbeSent {
     /// The peer being probed.
     ///
@@ -3634,105 +1506,29 @@ pub struct SwimProbeSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimProbeSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimProbeSentBuilder {
-    target: Option<NodeId>,
-    sequence: Option<u64>,
-    kind: Option<SwimProbeKind>,
-    trace_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimProbeSentBuilder {
-    type Output = SwimProbeSent;
-    const NAME: &'static str = "SwimProbeSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.trace_id,
-                    "trace_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimProbeSent {
+    /// Builds the value from its required fields (`target`, `sequence`, `kind`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(target: NodeId, sequence: u64, kind: SwimProbeKind) -> Self {
+        Self {
+            target,
+            sequence,
+            kind,
+            trace_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimProbeSent, E> {
-        Ok(SwimProbeSent {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            trace_id: self.trace_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimProbeSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        map.serialize_entry("kind", &self.kind)?;
-        if let Some(v) = &self.trace_id {
-            map.serialize_entry("trace_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimProbeSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimProbeSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimProbeSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimProbeSent, SwimProbeSentDecoder, "SwimProbeSent" {
+    target: NodeId = "target" req,
+    sequence: u64 = "sequence" req,
+    kind: SwimProbeKind = "kind" req,
+    trace_id: Option<String> = "trace_id" omit,
+} flat {} extra { extra });
 /// An acknowledgement matched an in-flight SWIM probe. 1.0.0 writers do not carry the round-trip time: take the difference of `wall_ms` with the matching `SwimProbeSent`. Newer writers may add the observer, both timestamps, the RTT, the outcome and the budget.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimProbeAcked {
     /// The peer that was probed.
     ///
@@ -3810,6 +1606,24 @@ pub struct SwimProbeAcked {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl SwimProbeAcked {
+    /// Builds the value from its required fields (`target`, `sequence`, `kind`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(target: NodeId, sequence: u64, kind: SwimProbeKind) -> Self {
+        Self {
+            target,
+            sequence,
+            kind,
+            observer: None,
+            sent_at_ms: None,
+            received_at_ms: None,
+            rtt_ms: None,
+            rtt_source: None,
+            outcome: None,
+            timeout_budget_ms: None,
+            trace_id: None,
+            extra: Default::default(),
+        }
+    }
     /// How `rtt_ms` was obtained, or why it is absent.
     ///
     /// `rtt_source` says whether a present value was reported (`iroh`) or derived.
@@ -3821,185 +1635,23 @@ impl SwimProbeAcked {
         )
     }
 }
-/// Streaming deserializer of [`SwimProbeAcked`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimProbeAckedBuilder {
-    target: Option<NodeId>,
-    sequence: Option<u64>,
-    kind: Option<SwimProbeKind>,
-    observer: Option<Option<NodeId>>,
-    sent_at_ms: Option<Option<u64>>,
-    received_at_ms: Option<Option<u64>>,
-    rtt_ms: Option<Option<u64>>,
-    rtt_source: Option<Option<ValueSource>>,
-    outcome: Option<Option<SwimProbeOutcome>>,
-    timeout_budget_ms: Option<Option<u64>>,
-    trace_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimProbeAckedBuilder {
-    type Output = SwimProbeAcked;
-    const NAME: &'static str = "SwimProbeAcked";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "observer" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.observer,
-                    "observer",
-                    value,
-                )
-            }
-            "sent_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sent_at_ms,
-                    "sent_at_ms",
-                    value,
-                )
-            }
-            "received_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.received_at_ms,
-                    "received_at_ms",
-                    value,
-                )
-            }
-            "rtt_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.rtt_ms, "rtt_ms", value)
-            }
-            "rtt_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rtt_source,
-                    "rtt_source",
-                    value,
-                )
-            }
-            "outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.outcome,
-                    "outcome",
-                    value,
-                )
-            }
-            "timeout_budget_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.timeout_budget_ms,
-                    "timeout_budget_ms",
-                    value,
-                )
-            }
-            "trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.trace_id,
-                    "trace_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimProbeAcked, E> {
-        Ok(SwimProbeAcked {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            observer: self.observer.flatten(),
-            sent_at_ms: self.sent_at_ms.flatten(),
-            received_at_ms: self.received_at_ms.flatten(),
-            rtt_ms: self.rtt_ms.flatten(),
-            rtt_source: self.rtt_source.flatten(),
-            outcome: self.outcome.flatten(),
-            timeout_budget_ms: self.timeout_budget_ms.flatten(),
-            trace_id: self.trace_id.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for SwimProbeAcked {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        map.serialize_entry("kind", &self.kind)?;
-        if let Some(v) = &self.observer {
-            map.serialize_entry("observer", v)?;
-        }
-        if let Some(v) = &self.sent_at_ms {
-            map.serialize_entry("sent_at_ms", v)?;
-        }
-        if let Some(v) = &self.received_at_ms {
-            map.serialize_entry("received_at_ms", v)?;
-        }
-        if let Some(v) = &self.rtt_ms {
-            map.serialize_entry("rtt_ms", v)?;
-        }
-        if let Some(v) = &self.rtt_source {
-            map.serialize_entry("rtt_source", v)?;
-        }
-        if let Some(v) = &self.outcome {
-            map.serialize_entry("outcome", v)?;
-        }
-        if let Some(v) = &self.timeout_budget_ms {
-            map.serialize_entry("timeout_budget_ms", v)?;
-        }
-        if let Some(v) = &self.trace_id {
-            map.serialize_entry("trace_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimProbeAcked {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimProbeAcked {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimProbeAckedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimProbeAcked, SwimProbeAckedDecoder, "SwimProbeAcked" {
+    target: NodeId = "target" req,
+    sequence: u64 = "sequence" req,
+    kind: SwimProbeKind = "kind" req,
+    observer: Option<NodeId> = "observer" omit,
+    sent_at_ms: Option<u64> = "sent_at_ms" omit,
+    received_at_ms: Option<u64> = "received_at_ms" omit,
+    rtt_ms: Option<u64> = "rtt_ms" omit,
+    rtt_source: Option<ValueSource> = "rtt_source" omit,
+    outcome: Option<SwimProbeOutcome> = "outcome" omit,
+    timeout_budget_ms: Option<u64> = "timeout_budget_ms" omit,
+    trace_id: Option<String> = "trace_id" omit,
+} flat {} extra { extra });
 /// A SWIM probe's time budget ran out without an acknowledgement. After a direct timeout the indirect phase follows; after an indirect timeout the target becomes Suspect.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimProbeTimedOut {
     /// The peer that was probed.
     ///
@@ -4075,6 +1727,29 @@ pub struct SwimProbeTimedOut {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl SwimProbeTimedOut {
+    /// Builds the value from its required fields (`target`, `sequence`, `kind`, `budget_ticks`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        target: NodeId,
+        sequence: u64,
+        kind: SwimProbeKind,
+        budget_ticks: u64,
+    ) -> Self {
+        Self {
+            target,
+            sequence,
+            kind,
+            budget_ticks,
+            observer: None,
+            sent_at_ms: None,
+            rtt_ms: None,
+            rtt_source: None,
+            outcome: None,
+            timeout_budget_ms: None,
+            trace_id: None,
+            extra: Default::default(),
+        }
+    }
     /// How `rtt_ms` was obtained, or why it is absent.
     ///
     /// `rtt_source` says whether a present value was reported (`iroh`) or derived.
@@ -4086,186 +1761,23 @@ impl SwimProbeTimedOut {
         )
     }
 }
-/// Streaming deserializer of [`SwimProbeTimedOut`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimProbeTimedOutBuilder {
-    target: Option<NodeId>,
-    sequence: Option<u64>,
-    kind: Option<SwimProbeKind>,
-    budget_ticks: Option<u64>,
-    observer: Option<Option<NodeId>>,
-    sent_at_ms: Option<Option<u64>>,
-    rtt_ms: Option<Option<u64>>,
-    rtt_source: Option<Option<ValueSource>>,
-    outcome: Option<Option<SwimProbeOutcome>>,
-    timeout_budget_ms: Option<Option<u64>>,
-    trace_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimProbeTimedOutBuilder {
-    type Output = SwimProbeTimedOut;
-    const NAME: &'static str = "SwimProbeTimedOut";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "budget_ticks" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.budget_ticks,
-                    "budget_ticks",
-                    value,
-                )
-            }
-            "observer" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.observer,
-                    "observer",
-                    value,
-                )
-            }
-            "sent_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sent_at_ms,
-                    "sent_at_ms",
-                    value,
-                )
-            }
-            "rtt_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.rtt_ms, "rtt_ms", value)
-            }
-            "rtt_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rtt_source,
-                    "rtt_source",
-                    value,
-                )
-            }
-            "outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.outcome,
-                    "outcome",
-                    value,
-                )
-            }
-            "timeout_budget_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.timeout_budget_ms,
-                    "timeout_budget_ms",
-                    value,
-                )
-            }
-            "trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.trace_id,
-                    "trace_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimProbeTimedOut, E> {
-        Ok(SwimProbeTimedOut {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            budget_ticks: ::diagwire_runtime::private::finish_required(
-                self.budget_ticks,
-                "budget_ticks",
-            )?,
-            observer: self.observer.flatten(),
-            sent_at_ms: self.sent_at_ms.flatten(),
-            rtt_ms: self.rtt_ms.flatten(),
-            rtt_source: self.rtt_source.flatten(),
-            outcome: self.outcome.flatten(),
-            timeout_budget_ms: self.timeout_budget_ms.flatten(),
-            trace_id: self.trace_id.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for SwimProbeTimedOut {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("budget_ticks", &self.budget_ticks)?;
-        if let Some(v) = &self.observer {
-            map.serialize_entry("observer", v)?;
-        }
-        if let Some(v) = &self.sent_at_ms {
-            map.serialize_entry("sent_at_ms", v)?;
-        }
-        if let Some(v) = &self.rtt_ms {
-            map.serialize_entry("rtt_ms", v)?;
-        }
-        if let Some(v) = &self.rtt_source {
-            map.serialize_entry("rtt_source", v)?;
-        }
-        if let Some(v) = &self.outcome {
-            map.serialize_entry("outcome", v)?;
-        }
-        if let Some(v) = &self.timeout_budget_ms {
-            map.serialize_entry("timeout_budget_ms", v)?;
-        }
-        if let Some(v) = &self.trace_id {
-            map.serialize_entry("trace_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimProbeTimedOut {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimProbeTimedOut {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimProbeTimedOutBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimProbeTimedOut, SwimProbeTimedOutDecoder, "SwimProbeTimedOut" {
+    target: NodeId = "target" req,
+    sequence: u64 = "sequence" req,
+    kind: SwimProbeKind = "kind" req,
+    budget_ticks: u64 = "budget_ticks" req,
+    observer: Option<NodeId> = "observer" omit,
+    sent_at_ms: Option<u64> = "sent_at_ms" omit,
+    rtt_ms: Option<u64> = "rtt_ms" omit,
+    rtt_source: Option<ValueSource> = "rtt_source" omit,
+    outcome: Option<SwimProbeOutcome> = "outcome" omit,
+    timeout_budget_ms: Option<u64> = "timeout_budget_ms" omit,
+    trace_id: Option<String> = "trace_id" omit,
+} flat {} extra { extra });
 /// The last pipeline stage tried to send an inference response upstream to the orchestrator, with the transport's result.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct InferenceResponseSent {
     /// The node the response was sent to, normally the orchestrator.
     ///
@@ -4300,145 +1812,38 @@ pub struct InferenceResponseSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`InferenceResponseSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct InferenceResponseSentBuilder {
-    target_peer: Option<NodeId>,
-    request_id: Option<String>,
-    byte_size: Option<u64>,
-    send_outcome: Option<InferenceSendOutcome>,
-    trace_id: Option<Option<String>>,
-    parent_trace_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for InferenceResponseSentBuilder {
-    type Output = InferenceResponseSent;
-    const NAME: &'static str = "InferenceResponseSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target_peer" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.target_peer,
-                    "target_peer",
-                    value,
-                )
-            }
-            "request_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.request_id,
-                    "request_id",
-                    value,
-                )
-            }
-            "byte_size" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.byte_size,
-                    "byte_size",
-                    value,
-                )
-            }
-            "send_outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.send_outcome,
-                    "send_outcome",
-                    value,
-                )
-            }
-            "trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.trace_id,
-                    "trace_id",
-                    value,
-                )
-            }
-            "parent_trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.parent_trace_id,
-                    "parent_trace_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl InferenceResponseSent {
+    /// Builds the value from its required fields (`target_peer`, `request_id`, `byte_size`, `send_outcome`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        target_peer: NodeId,
+        request_id: impl Into<String>,
+        byte_size: u64,
+        send_outcome: InferenceSendOutcome,
+    ) -> Self {
+        Self {
+            target_peer,
+            request_id: request_id.into(),
+            byte_size,
+            send_outcome,
+            trace_id: None,
+            parent_trace_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<InferenceResponseSent, E> {
-        Ok(InferenceResponseSent {
-            target_peer: ::diagwire_runtime::private::finish_required(
-                self.target_peer,
-                "target_peer",
-            )?,
-            request_id: ::diagwire_runtime::private::finish_required(
-                self.request_id,
-                "request_id",
-            )?,
-            byte_size: ::diagwire_runtime::private::finish_required(
-                self.byte_size,
-                "byte_size",
-            )?,
-            send_outcome: ::diagwire_runtime::private::finish_required(
-                self.send_outcome,
-                "send_outcome",
-            )?,
-            trace_id: self.trace_id.flatten(),
-            parent_trace_id: self.parent_trace_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for InferenceResponseSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target_peer", &self.target_peer)?;
-        map.serialize_entry("request_id", &self.request_id)?;
-        map.serialize_entry("byte_size", &self.byte_size)?;
-        map.serialize_entry("send_outcome", &self.send_outcome)?;
-        if let Some(v) = &self.trace_id {
-            map.serialize_entry("trace_id", v)?;
-        }
-        if let Some(v) = &self.parent_trace_id {
-            map.serialize_entry("parent_trace_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for InferenceResponseSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for InferenceResponseSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<InferenceResponseSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(InferenceResponseSent, InferenceResponseSentDecoder, "InferenceResponseSent" {
+    target_peer: NodeId = "target_peer" req,
+    request_id: String = "request_id" req,
+    byte_size: u64 = "byte_size" req,
+    send_outcome: InferenceSendOutcome = "send_outcome" req,
+    trace_id: Option<String> = "trace_id" omit,
+    parent_trace_id: Option<String> = "parent_trace_id" omit,
+} flat {} extra { extra });
 /// The orchestrator received an inference response from the last pipeline stage: the receive counterpart of `InferenceResponseSent`, joined to it on `request_id`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct InferenceResponseReceived {
     /// The node the response came from, normally the last stage.
     ///
@@ -4469,134 +1874,35 @@ pub struct InferenceResponseReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`InferenceResponseReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct InferenceResponseReceivedBuilder {
-    source_peer: Option<NodeId>,
-    request_id: Option<String>,
-    byte_size: Option<u64>,
-    trace_id: Option<Option<String>>,
-    parent_trace_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for InferenceResponseReceivedBuilder {
-    type Output = InferenceResponseReceived;
-    const NAME: &'static str = "InferenceResponseReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "source_peer" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.source_peer,
-                    "source_peer",
-                    value,
-                )
-            }
-            "request_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.request_id,
-                    "request_id",
-                    value,
-                )
-            }
-            "byte_size" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.byte_size,
-                    "byte_size",
-                    value,
-                )
-            }
-            "trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.trace_id,
-                    "trace_id",
-                    value,
-                )
-            }
-            "parent_trace_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.parent_trace_id,
-                    "parent_trace_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl InferenceResponseReceived {
+    /// Builds the value from its required fields (`source_peer`, `request_id`, `byte_size`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        source_peer: NodeId,
+        request_id: impl Into<String>,
+        byte_size: u64,
+    ) -> Self {
+        Self {
+            source_peer,
+            request_id: request_id.into(),
+            byte_size,
+            trace_id: None,
+            parent_trace_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<InferenceResponseReceived, E> {
-        Ok(InferenceResponseReceived {
-            source_peer: ::diagwire_runtime::private::finish_required(
-                self.source_peer,
-                "source_peer",
-            )?,
-            request_id: ::diagwire_runtime::private::finish_required(
-                self.request_id,
-                "request_id",
-            )?,
-            byte_size: ::diagwire_runtime::private::finish_required(
-                self.byte_size,
-                "byte_size",
-            )?,
-            trace_id: self.trace_id.flatten(),
-            parent_trace_id: self.parent_trace_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for InferenceResponseReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("source_peer", &self.source_peer)?;
-        map.serialize_entry("request_id", &self.request_id)?;
-        map.serialize_entry("byte_size", &self.byte_size)?;
-        if let Some(v) = &self.trace_id {
-            map.serialize_entry("trace_id", v)?;
-        }
-        if let Some(v) = &self.parent_trace_id {
-            map.serialize_entry("parent_trace_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for InferenceResponseReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for InferenceResponseReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    InferenceResponseReceivedBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(InferenceResponseReceived, InferenceResponseReceivedDecoder, "InferenceResponseReceived" {
+    source_peer: NodeId = "source_peer" req,
+    request_id: String = "request_id" req,
+    byte_size: u64 = "byte_size" req,
+    trace_id: Option<String> = "trace_id" omit,
+    parent_trace_id: Option<String> = "parent_trace_id" omit,
+} flat {} extra { extra });
 /// The transport started a cryptographic handshake with a peer (hole-punched path or QUIC TLS). Paired with the `HandshakeOutcome` that follows.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct HandshakeStarted {
     /// The peer the handshake is with.
     ///
@@ -4632,9 +1938,27 @@ pub struct HandshakeStarted {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl HandshakeStarted {
+    /// Builds the value from its required fields (`peer`, `role`, `local_addr`, `remote_addr`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        peer: NodeId,
+        role: HandshakeRole,
+        local_addr: impl Into<String>,
+        remote_addr: impl Into<String>,
+    ) -> Self {
+        Self {
+            peer,
+            role,
+            local_addr: local_addr.into(),
+            remote_addr: remote_addr.into(),
+            via_relay: None,
+            cipher_suite_offered: None,
+            extra: Default::default(),
+        }
+    }
     /// How `cipher_suite_offered` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `Handshake.cipher_suite_offered`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `Handshake.cipher_suite_offered`, an absent value means "could not ask" and a present one was derived.
     pub fn cipher_suite_offered_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -4649,130 +1973,18 @@ impl HandshakeStarted {
         )
     }
 }
-/// Streaming deserializer of [`HandshakeStarted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct HandshakeStartedBuilder {
-    peer: Option<NodeId>,
-    role: Option<HandshakeRole>,
-    local_addr: Option<String>,
-    remote_addr: Option<String>,
-    via_relay: Option<Option<String>>,
-    cipher_suite_offered: Option<Option<Vec<String>>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for HandshakeStartedBuilder {
-    type Output = HandshakeStarted;
-    const NAME: &'static str = "HandshakeStarted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "role" => {
-                ::diagwire_runtime::private::field_set(&mut self.role, "role", value)
-            }
-            "local_addr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.local_addr,
-                    "local_addr",
-                    value,
-                )
-            }
-            "remote_addr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.remote_addr,
-                    "remote_addr",
-                    value,
-                )
-            }
-            "via_relay" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.via_relay,
-                    "via_relay",
-                    value,
-                )
-            }
-            "cipher_suite_offered" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.cipher_suite_offered,
-                    "cipher_suite_offered",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<HandshakeStarted, E> {
-        Ok(HandshakeStarted {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            role: ::diagwire_runtime::private::finish_required(self.role, "role")?,
-            local_addr: ::diagwire_runtime::private::finish_required(
-                self.local_addr,
-                "local_addr",
-            )?,
-            remote_addr: ::diagwire_runtime::private::finish_required(
-                self.remote_addr,
-                "remote_addr",
-            )?,
-            via_relay: self.via_relay.flatten(),
-            cipher_suite_offered: self.cipher_suite_offered.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for HandshakeStarted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("role", &self.role)?;
-        map.serialize_entry("local_addr", &self.local_addr)?;
-        map.serialize_entry("remote_addr", &self.remote_addr)?;
-        if let Some(v) = &self.via_relay {
-            map.serialize_entry("via_relay", v)?;
-        }
-        if let Some(v) = &self.cipher_suite_offered {
-            map.serialize_entry("cipher_suite_offered", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for HandshakeStarted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HandshakeStarted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<HandshakeStartedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(HandshakeStarted, HandshakeStartedDecoder, "HandshakeStarted" {
+    peer: NodeId = "peer" req,
+    role: HandshakeRole = "role" req,
+    local_addr: String = "local_addr" req,
+    remote_addr: String = "remote_addr" req,
+    via_relay: Option<String> = "via_relay" omit,
+    cipher_suite_offered: Option<Vec<String>> = "cipher_suite_offered" omit,
+} flat {} extra { extra });
 /// A cryptographic handshake with a peer finished, with its result and duration.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct HandshakeOutcome {
     /// The peer the handshake was with.
     ///
@@ -4806,9 +2018,21 @@ pub struct HandshakeOutcome {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl HandshakeOutcome {
+    /// Builds the value from its required fields (`peer`, `outcome`, `duration_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, outcome: HandshakeResult, duration_ms: u64) -> Self {
+        Self {
+            peer,
+            outcome,
+            error: None,
+            duration_ms,
+            cipher_suite_selected: None,
+            extra: Default::default(),
+        }
+    }
     /// How `cipher_suite_selected` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `Handshake.cipher_suite_selected`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `Handshake.cipher_suite_selected`, an absent value means "could not ask" and a present one was derived.
     pub fn cipher_suite_selected_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -4823,120 +2047,17 @@ impl HandshakeOutcome {
         )
     }
 }
-/// Streaming deserializer of [`HandshakeOutcome`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct HandshakeOutcomeBuilder {
-    peer: Option<NodeId>,
-    outcome: Option<HandshakeResult>,
-    error: Option<Option<String>>,
-    duration_ms: Option<u64>,
-    cipher_suite_selected: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for HandshakeOutcomeBuilder {
-    type Output = HandshakeOutcome;
-    const NAME: &'static str = "HandshakeOutcome";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.outcome,
-                    "outcome",
-                    value,
-                )
-            }
-            "error" => {
-                ::diagwire_runtime::private::field_set(&mut self.error, "error", value)
-            }
-            "duration_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.duration_ms,
-                    "duration_ms",
-                    value,
-                )
-            }
-            "cipher_suite_selected" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.cipher_suite_selected,
-                    "cipher_suite_selected",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<HandshakeOutcome, E> {
-        Ok(HandshakeOutcome {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            outcome: ::diagwire_runtime::private::finish_required(
-                self.outcome,
-                "outcome",
-            )?,
-            error: self.error.flatten(),
-            duration_ms: ::diagwire_runtime::private::finish_required(
-                self.duration_ms,
-                "duration_ms",
-            )?,
-            cipher_suite_selected: self.cipher_suite_selected.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for HandshakeOutcome {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("outcome", &self.outcome)?;
-        if let Some(v) = &self.error {
-            map.serialize_entry("error", v)?;
-        }
-        map.serialize_entry("duration_ms", &self.duration_ms)?;
-        if let Some(v) = &self.cipher_suite_selected {
-            map.serialize_entry("cipher_suite_selected", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for HandshakeOutcome {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HandshakeOutcome {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<HandshakeOutcomeBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(HandshakeOutcome, HandshakeOutcomeDecoder, "HandshakeOutcome" {
+    peer: NodeId = "peer" req,
+    outcome: HandshakeResult = "outcome" req,
+    error: Option<String> = "error" omit,
+    duration_ms: u64 = "duration_ms" req,
+    cipher_suite_selected: Option<String> = "cipher_suite_selected" omit,
+} flat {} extra { extra });
 /// One packet this node sent or received, below the message level, so that fragmentation, acknowledgement timing and retransmits are visible. The payload itself is not stored; its hash lets a simulated run be matched against a production run of the same workload.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct WirePacket {
     /// Whether the node sent or received the packet.
     ///
@@ -4969,119 +2090,40 @@ pub struct WirePacket {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`WirePacket`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct WirePacketBuilder {
-    direction: Option<PacketDirection>,
-    l3: Option<WirePacketL3>,
-    l4: Option<WirePacketL4>,
-    payload_hash: Option<u64>,
-    payload_len: Option<u32>,
-    via: Option<WirePacketVia>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for WirePacketBuilder {
-    type Output = WirePacket;
-    const NAME: &'static str = "WirePacket";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "direction" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.direction,
-                    "direction",
-                    value,
-                )
-            }
-            "l3" => ::diagwire_runtime::private::field_set(&mut self.l3, "l3", value),
-            "l4" => ::diagwire_runtime::private::field_set(&mut self.l4, "l4", value),
-            "payload_hash" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_hash,
-                    "payload_hash",
-                    value,
-                )
-            }
-            "payload_len" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_len,
-                    "payload_len",
-                    value,
-                )
-            }
-            "via" => ::diagwire_runtime::private::field_set(&mut self.via, "via", value),
-            _ => self.extra.accept(key, value),
+impl WirePacket {
+    /// Builds the value from its required fields (`direction`, `l3`, `l4`, `payload_hash`, `payload_len`, `via`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        direction: PacketDirection,
+        l3: WirePacketL3,
+        l4: WirePacketL4,
+        payload_hash: u64,
+        payload_len: u32,
+        via: WirePacketVia,
+    ) -> Self {
+        Self {
+            direction,
+            l3,
+            l4,
+            payload_hash,
+            payload_len,
+            via,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<WirePacket, E> {
-        Ok(WirePacket {
-            direction: ::diagwire_runtime::private::finish_required(
-                self.direction,
-                "direction",
-            )?,
-            l3: ::diagwire_runtime::private::finish_required(self.l3, "l3")?,
-            l4: ::diagwire_runtime::private::finish_required(self.l4, "l4")?,
-            payload_hash: ::diagwire_runtime::private::finish_required(
-                self.payload_hash,
-                "payload_hash",
-            )?,
-            payload_len: ::diagwire_runtime::private::finish_required(
-                self.payload_len,
-                "payload_len",
-            )?,
-            via: ::diagwire_runtime::private::finish_required(self.via, "via")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for WirePacket {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("direction", &self.direction)?;
-        map.serialize_entry("l3", &self.l3)?;
-        map.serialize_entry("l4", &self.l4)?;
-        map.serialize_entry("payload_hash", &self.payload_hash)?;
-        map.serialize_entry("payload_len", &self.payload_len)?;
-        map.serialize_entry("via", &self.via)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WirePacket {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WirePacket {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<WirePacketBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(WirePacket, WirePacketDecoder, "WirePacket" {
+    direction: PacketDirection = "direction" req,
+    l3: WirePacketL3 = "l3" req,
+    l4: WirePacketL4 = "l4" req,
+    payload_hash: u64 = "payload_hash" req,
+    payload_len: u32 = "payload_len" req,
+    via: WirePacketVia = "via" req,
+} flat {} extra { extra });
 /// A node's process started booting. Boot then ends in `node_available` or `node_faulted`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct NodeStarted {
     /// The node the event is about, as 64 lowercase hex characters. It has its own key because the record's `node_id` is the emitting node in the envelope; the two differ when one node reports on another, for example the orchestrator on a stage's node.
     ///
@@ -5096,89 +2138,25 @@ pub struct NodeStarted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`NodeStarted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct NodeStartedBuilder {
-    node_id_hex: Option<NodeIdHex>,
-    run_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for NodeStartedBuilder {
-    type Output = NodeStarted;
-    const NAME: &'static str = "NodeStarted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            _ => self.extra.accept(key, value),
+impl NodeStarted {
+    /// Builds the value from its required fields (`node_id_hex`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(node_id_hex: NodeIdHex) -> Self {
+        Self {
+            node_id_hex,
+            run_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<NodeStarted, E> {
-        Ok(NodeStarted {
-            node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.node_id_hex,
-                "node_id_hex",
-            )?,
-            run_id: self.run_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for NodeStarted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id_hex", &self.node_id_hex)?;
-        if let Some(v) = &self.run_id {
-            map.serialize_entry("run_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for NodeStarted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NodeStarted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<NodeStartedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(NodeStarted, NodeStartedDecoder, "NodeStarted" {
+    node_id_hex: NodeIdHex = "node_id_hex" req,
+    run_id: Option<String> = "run_id" omit,
+} flat {} extra { extra });
 /// A node finished booting and can accept run provisioning: its runtime, worker, transport and membership are up. Says nothing about weights or edges.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct NodeAvailable {
     /// The node the event is about, as 64 lowercase hex characters. It has its own key because the record's `node_id` is the emitting node in the envelope; the two differ when one node reports on another, for example the orchestrator on a stage's node.
     ///
@@ -5193,89 +2171,25 @@ pub struct NodeAvailable {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`NodeAvailable`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct NodeAvailableBuilder {
-    node_id_hex: Option<NodeIdHex>,
-    run_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for NodeAvailableBuilder {
-    type Output = NodeAvailable;
-    const NAME: &'static str = "NodeAvailable";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            _ => self.extra.accept(key, value),
+impl NodeAvailable {
+    /// Builds the value from its required fields (`node_id_hex`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(node_id_hex: NodeIdHex) -> Self {
+        Self {
+            node_id_hex,
+            run_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<NodeAvailable, E> {
-        Ok(NodeAvailable {
-            node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.node_id_hex,
-                "node_id_hex",
-            )?,
-            run_id: self.run_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for NodeAvailable {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id_hex", &self.node_id_hex)?;
-        if let Some(v) = &self.run_id {
-            map.serialize_entry("run_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for NodeAvailable {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NodeAvailable {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<NodeAvailableBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(NodeAvailable, NodeAvailableDecoder, "NodeAvailable" {
+    node_id_hex: NodeIdHex = "node_id_hex" req,
+    run_id: Option<String> = "run_id" omit,
+} flat {} extra { extra });
 /// A node failed while booting, or became unusable later. A fault event: it names the stable reason and the detecting component.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct NodeFaulted {
     /// The node the event is about, as 64 lowercase hex characters. It has its own key because the record's `node_id` is the emitting node in the envelope; the two differ when one node reports on another, for example the orchestrator on a stage's node.
     ///
@@ -5304,116 +2218,35 @@ pub struct NodeFaulted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`NodeFaulted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct NodeFaultedBuilder {
-    node_id_hex: Option<NodeIdHex>,
-    reason: Option<FaultReason>,
-    component: Option<FaultComponent>,
-    run_id: Option<Option<String>>,
-    detail: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for NodeFaultedBuilder {
-    type Output = NodeFaulted;
-    const NAME: &'static str = "NodeFaulted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            "component" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.component,
-                    "component",
-                    value,
-                )
-            }
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "detail" => {
-                ::diagwire_runtime::private::field_set(&mut self.detail, "detail", value)
-            }
-            _ => self.extra.accept(key, value),
+impl NodeFaulted {
+    /// Builds the value from its required fields (`node_id_hex`, `reason`, `component`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        node_id_hex: NodeIdHex,
+        reason: FaultReason,
+        component: FaultComponent,
+    ) -> Self {
+        Self {
+            node_id_hex,
+            reason,
+            component,
+            run_id: None,
+            detail: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<NodeFaulted, E> {
-        Ok(NodeFaulted {
-            node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.node_id_hex,
-                "node_id_hex",
-            )?,
-            reason: ::diagwire_runtime::private::finish_required(self.reason, "reason")?,
-            component: ::diagwire_runtime::private::finish_required(
-                self.component,
-                "component",
-            )?,
-            run_id: self.run_id.flatten(),
-            detail: self.detail.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for NodeFaulted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id_hex", &self.node_id_hex)?;
-        map.serialize_entry("reason", &self.reason)?;
-        map.serialize_entry("component", &self.component)?;
-        if let Some(v) = &self.run_id {
-            map.serialize_entry("run_id", v)?;
-        }
-        if let Some(v) = &self.detail {
-            map.serialize_entry("detail", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for NodeFaulted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NodeFaulted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<NodeFaultedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(NodeFaulted, NodeFaultedDecoder, "NodeFaulted" {
+    node_id_hex: NodeIdHex = "node_id_hex" req,
+    reason: FaultReason = "reason" req,
+    component: FaultComponent = "component" req,
+    run_id: Option<String> = "run_id" omit,
+    detail: Option<String> = "detail" omit,
+} flat {} extra { extra });
 /// The orchestrator saw the intended node pool ready: every candidate node available, alive in the SWIM view and stable for the convergence window. Planning may start.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PoolReady {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -5426,87 +2259,25 @@ pub struct PoolReady {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PoolReady`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PoolReadyBuilder {
-    run_id: Option<String>,
-    node_ids_hex: Option<Vec<NodeIdHex>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PoolReadyBuilder {
-    type Output = PoolReady;
-    const NAME: &'static str = "PoolReady";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "node_ids_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_ids_hex,
-                    "node_ids_hex",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl PoolReady {
+    /// Builds the value from its required fields (`run_id`, `node_ids_hex`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>, node_ids_hex: Vec<NodeIdHex>) -> Self {
+        Self {
+            run_id: run_id.into(),
+            node_ids_hex,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PoolReady, E> {
-        Ok(PoolReady {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            node_ids_hex: ::diagwire_runtime::private::finish_required(
-                self.node_ids_hex,
-                "node_ids_hex",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PoolReady {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("node_ids_hex", &self.node_ids_hex)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PoolReady {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PoolReady {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<PoolReadyBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PoolReady, PoolReadyDecoder, "PoolReady" {
+    run_id: String = "run_id" req,
+    node_ids_hex: Vec<NodeIdHex> = "node_ids_hex" req,
+} flat {} extra { extra });
 /// The orchestrator built the run's plan: stage count and order, stage-to-node assignment and edge ids.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RunPlanned {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -5521,87 +2292,25 @@ pub struct RunPlanned {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RunPlanned`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RunPlannedBuilder {
-    run_id: Option<String>,
-    stage_count: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RunPlannedBuilder {
-    type Output = RunPlanned;
-    const NAME: &'static str = "RunPlanned";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_count,
-                    "stage_count",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl RunPlanned {
+    /// Builds the value from its required fields (`run_id`, `stage_count`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>, stage_count: u32) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_count,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RunPlanned, E> {
-        Ok(RunPlanned {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_count: ::diagwire_runtime::private::finish_required(
-                self.stage_count,
-                "stage_count",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RunPlanned {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_count", &self.stage_count)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RunPlanned {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RunPlanned {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RunPlannedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RunPlanned, RunPlannedDecoder, "RunPlanned" {
+    run_id: String = "run_id" req,
+    stage_count: u32 = "stage_count" req,
+} flat {} extra { extra });
 /// The orchestrator started provisioning one stage on the node assigned to it.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct StageProvisionStarted {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -5620,101 +2329,31 @@ pub struct StageProvisionStarted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`StageProvisionStarted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct StageProvisionStartedBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    node_id_hex: Option<NodeIdHex>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for StageProvisionStartedBuilder {
-    type Output = StageProvisionStarted;
-    const NAME: &'static str = "StageProvisionStarted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl StageProvisionStarted {
+    /// Builds the value from its required fields (`run_id`, `stage_index`, `node_id_hex`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        stage_index: u32,
+        node_id_hex: NodeIdHex,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            node_id_hex,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<StageProvisionStarted, E> {
-        Ok(StageProvisionStarted {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.node_id_hex,
-                "node_id_hex",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for StageProvisionStarted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("node_id_hex", &self.node_id_hex)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for StageProvisionStarted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for StageProvisionStarted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<StageProvisionStartedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(StageProvisionStarted, StageProvisionStartedDecoder, "StageProvisionStarted" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+    node_id_hex: NodeIdHex = "node_id_hex" req,
+} flat {} extra { extra });
 /// A stage started fetching the model weights for its layer range. Only written when a download happens, not for weights already cached on the node.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct WeightsDownloadStarted {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -5729,90 +2368,25 @@ pub struct WeightsDownloadStarted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`WeightsDownloadStarted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct WeightsDownloadStartedBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for WeightsDownloadStartedBuilder {
-    type Output = WeightsDownloadStarted;
-    const NAME: &'static str = "WeightsDownloadStarted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl WeightsDownloadStarted {
+    /// Builds the value from its required fields (`run_id`, `stage_index`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>, stage_index: u32) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<WeightsDownloadStarted, E> {
-        Ok(WeightsDownloadStarted {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for WeightsDownloadStarted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WeightsDownloadStarted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for WeightsDownloadStarted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    WeightsDownloadStartedBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(WeightsDownloadStarted, WeightsDownloadStartedDecoder, "WeightsDownloadStarted" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+} flat {} extra { extra });
 /// A stage's weight download finished and the weights are on the node.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct WeightsDownloaded {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -5827,87 +2401,25 @@ pub struct WeightsDownloaded {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`WeightsDownloaded`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct WeightsDownloadedBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for WeightsDownloadedBuilder {
-    type Output = WeightsDownloaded;
-    const NAME: &'static str = "WeightsDownloaded";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl WeightsDownloaded {
+    /// Builds the value from its required fields (`run_id`, `stage_index`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>, stage_index: u32) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<WeightsDownloaded, E> {
-        Ok(WeightsDownloaded {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for WeightsDownloaded {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WeightsDownloaded {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WeightsDownloaded {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<WeightsDownloadedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(WeightsDownloaded, WeightsDownloadedDecoder, "WeightsDownloaded" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+} flat {} extra { extra });
 /// A stage's GPU worker loaded and bound the stage's layer range, so the weights are usable for execution. Tied to the worker generation that holds them.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct WeightsLoaded {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -5928,100 +2440,31 @@ pub struct WeightsLoaded {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`WeightsLoaded`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct WeightsLoadedBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    worker_generation: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for WeightsLoadedBuilder {
-    type Output = WeightsLoaded;
-    const NAME: &'static str = "WeightsLoaded";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "worker_generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.worker_generation,
-                    "worker_generation",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl WeightsLoaded {
+    /// Builds the value from its required fields (`run_id`, `stage_index`, `worker_generation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        stage_index: u32,
+        worker_generation: u64,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            worker_generation,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<WeightsLoaded, E> {
-        Ok(WeightsLoaded {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            worker_generation: ::diagwire_runtime::private::finish_required(
-                self.worker_generation,
-                "worker_generation",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for WeightsLoaded {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("worker_generation", &self.worker_generation)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WeightsLoaded {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WeightsLoaded {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<WeightsLoadedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(WeightsLoaded, WeightsLoadedDecoder, "WeightsLoaded" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+    worker_generation: u64 = "worker_generation" req,
+} flat {} extra { extra });
 /// This node started setting up its end of a data edge.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct EdgeProvisionStarted {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -6044,99 +2487,27 @@ pub struct EdgeProvisionStarted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`EdgeProvisionStarted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct EdgeProvisionStartedBuilder {
-    run_id: Option<String>,
-    edge_id: Option<u64>,
-    stage_index: Option<Option<u32>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for EdgeProvisionStartedBuilder {
-    type Output = EdgeProvisionStarted;
-    const NAME: &'static str = "EdgeProvisionStarted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "edge_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.edge_id,
-                    "edge_id",
-                    value,
-                )
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl EdgeProvisionStarted {
+    /// Builds the value from its required fields (`run_id`, `edge_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>, edge_id: u64) -> Self {
+        Self {
+            run_id: run_id.into(),
+            edge_id,
+            stage_index: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<EdgeProvisionStarted, E> {
-        Ok(EdgeProvisionStarted {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            edge_id: ::diagwire_runtime::private::finish_required(
-                self.edge_id,
-                "edge_id",
-            )?,
-            stage_index: self.stage_index.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for EdgeProvisionStarted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("edge_id", &self.edge_id)?;
-        if let Some(v) = &self.stage_index {
-            map.serialize_entry("stage_index", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for EdgeProvisionStarted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for EdgeProvisionStarted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<EdgeProvisionStartedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(EdgeProvisionStarted, EdgeProvisionStartedDecoder, "EdgeProvisionStarted" {
+    run_id: String = "run_id" req,
+    edge_id: u64 = "edge_id" req,
+    stage_index: Option<u32> = "stage_index" omit,
+} flat {} extra { extra });
 /// This node's end of a data edge is ready: its ring is leased and installed and its transport stream is set up.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct EdgeReady {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -6165,112 +2536,29 @@ pub struct EdgeReady {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`EdgeReady`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct EdgeReadyBuilder {
-    run_id: Option<String>,
-    edge_id: Option<u64>,
-    ring_id: Option<u64>,
-    stage_index: Option<Option<u32>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for EdgeReadyBuilder {
-    type Output = EdgeReady;
-    const NAME: &'static str = "EdgeReady";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "edge_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.edge_id,
-                    "edge_id",
-                    value,
-                )
-            }
-            "ring_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.ring_id,
-                    "ring_id",
-                    value,
-                )
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl EdgeReady {
+    /// Builds the value from its required fields (`run_id`, `edge_id`, `ring_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>, edge_id: u64, ring_id: u64) -> Self {
+        Self {
+            run_id: run_id.into(),
+            edge_id,
+            ring_id,
+            stage_index: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<EdgeReady, E> {
-        Ok(EdgeReady {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            edge_id: ::diagwire_runtime::private::finish_required(
-                self.edge_id,
-                "edge_id",
-            )?,
-            ring_id: ::diagwire_runtime::private::finish_required(
-                self.ring_id,
-                "ring_id",
-            )?,
-            stage_index: self.stage_index.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for EdgeReady {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("edge_id", &self.edge_id)?;
-        map.serialize_entry("ring_id", &self.ring_id)?;
-        if let Some(v) = &self.stage_index {
-            map.serialize_entry("stage_index", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for EdgeReady {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for EdgeReady {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<EdgeReadyBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(EdgeReady, EdgeReadyDecoder, "EdgeReady" {
+    run_id: String = "run_id" req,
+    edge_id: u64 = "edge_id" req,
+    ring_id: u64 = "ring_id" req,
+    stage_index: Option<u32> = "stage_index" omit,
+} flat {} extra { extra });
 /// A stage reported ready: its worker is up, its weights are loaded and its inbound and outbound edges are ready. Never written before that local readiness.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct StageReady {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -6285,87 +2573,25 @@ pub struct StageReady {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`StageReady`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct StageReadyBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for StageReadyBuilder {
-    type Output = StageReady;
-    const NAME: &'static str = "StageReady";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl StageReady {
+    /// Builds the value from its required fields (`run_id`, `stage_index`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>, stage_index: u32) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<StageReady, E> {
-        Ok(StageReady {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for StageReady {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for StageReady {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for StageReady {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<StageReadyBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(StageReady, StageReadyDecoder, "StageReady" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+} flat {} extra { extra });
 /// The orchestrator saw every stage ready and passed the run's global readiness barrier. No prompt is injected before this event.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ReadinessBarrierPassed {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -6374,77 +2600,23 @@ pub struct ReadinessBarrierPassed {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ReadinessBarrierPassed`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ReadinessBarrierPassedBuilder {
-    run_id: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ReadinessBarrierPassedBuilder {
-    type Output = ReadinessBarrierPassed;
-    const NAME: &'static str = "ReadinessBarrierPassed";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ReadinessBarrierPassed {
+    /// Builds the value from its required fields (`run_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>) -> Self {
+        Self {
+            run_id: run_id.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ReadinessBarrierPassed, E> {
-        Ok(ReadinessBarrierPassed {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ReadinessBarrierPassed {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ReadinessBarrierPassed {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for ReadinessBarrierPassed {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    ReadinessBarrierPassedBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ReadinessBarrierPassed, ReadinessBarrierPassedDecoder, "ReadinessBarrierPassed" {
+    run_id: String = "run_id" req,
+} flat {} extra { extra });
 /// The orchestrator wrote an input object into the pipeline: the prompt for step 0 or the input of the next step. Never written before `readiness_barrier_passed`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PromptInjected {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -6471,113 +2643,34 @@ pub struct PromptInjected {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PromptInjected`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PromptInjectedBuilder {
-    run_id: Option<String>,
-    edge_id: Option<u64>,
-    object_id: Option<u64>,
-    sequence: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PromptInjectedBuilder {
-    type Output = PromptInjected;
-    const NAME: &'static str = "PromptInjected";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "edge_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.edge_id,
-                    "edge_id",
-                    value,
-                )
-            }
-            "object_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.object_id,
-                    "object_id",
-                    value,
-                )
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl PromptInjected {
+    /// Builds the value from its required fields (`run_id`, `edge_id`, `object_id`, `sequence`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        edge_id: u64,
+        object_id: u64,
+        sequence: u64,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            edge_id,
+            object_id,
+            sequence,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PromptInjected, E> {
-        Ok(PromptInjected {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            edge_id: ::diagwire_runtime::private::finish_required(
-                self.edge_id,
-                "edge_id",
-            )?,
-            object_id: ::diagwire_runtime::private::finish_required(
-                self.object_id,
-                "object_id",
-            )?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PromptInjected {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("edge_id", &self.edge_id)?;
-        map.serialize_entry("object_id", &self.object_id)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PromptInjected {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PromptInjected {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<PromptInjectedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PromptInjected, PromptInjectedDecoder, "PromptInjected" {
+    run_id: String = "run_id" req,
+    edge_id: u64 = "edge_id" req,
+    object_id: u64 = "object_id" req,
+    sequence: u64 = "sequence" req,
+} flat {} extra { extra });
 /// A complete input object arrived on a stage and is on the device. Data readiness only: compute has not started.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ObjectLoaded {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -6622,152 +2715,43 @@ pub struct ObjectLoaded {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ObjectLoaded`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ObjectLoadedBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    edge_id: Option<u64>,
-    ring_id: Option<u64>,
-    object_id: Option<u64>,
-    sequence: Option<u64>,
-    worker_generation: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ObjectLoadedBuilder {
-    type Output = ObjectLoaded;
-    const NAME: &'static str = "ObjectLoaded";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "edge_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.edge_id,
-                    "edge_id",
-                    value,
-                )
-            }
-            "ring_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.ring_id,
-                    "ring_id",
-                    value,
-                )
-            }
-            "object_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.object_id,
-                    "object_id",
-                    value,
-                )
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            "worker_generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.worker_generation,
-                    "worker_generation",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ObjectLoaded {
+    /// Builds the value from its required fields (`run_id`, `stage_index`, `edge_id`, `ring_id`, `object_id`, `sequence`, `worker_generation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        stage_index: u32,
+        edge_id: u64,
+        ring_id: u64,
+        object_id: u64,
+        sequence: u64,
+        worker_generation: u64,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            edge_id,
+            ring_id,
+            object_id,
+            sequence,
+            worker_generation,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ObjectLoaded, E> {
-        Ok(ObjectLoaded {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            edge_id: ::diagwire_runtime::private::finish_required(
-                self.edge_id,
-                "edge_id",
-            )?,
-            ring_id: ::diagwire_runtime::private::finish_required(
-                self.ring_id,
-                "ring_id",
-            )?,
-            object_id: ::diagwire_runtime::private::finish_required(
-                self.object_id,
-                "object_id",
-            )?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            worker_generation: ::diagwire_runtime::private::finish_required(
-                self.worker_generation,
-                "worker_generation",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ObjectLoaded {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("edge_id", &self.edge_id)?;
-        map.serialize_entry("ring_id", &self.ring_id)?;
-        map.serialize_entry("object_id", &self.object_id)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        map.serialize_entry("worker_generation", &self.worker_generation)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ObjectLoaded {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ObjectLoaded {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ObjectLoadedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ObjectLoaded, ObjectLoadedDecoder, "ObjectLoaded" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+    edge_id: u64 = "edge_id" req,
+    ring_id: u64 = "ring_id" req,
+    object_id: u64 = "object_id" req,
+    sequence: u64 = "sequence" req,
+    worker_generation: u64 = "worker_generation" req,
+} flat {} extra { extra });
 /// A stage controller issued a compute step to its worker.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ExecuteStepStarted {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -6802,125 +2786,36 @@ pub struct ExecuteStepStarted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ExecuteStepStarted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ExecuteStepStartedBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    step_id: Option<u64>,
-    worker_generation: Option<u64>,
-    sequence: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ExecuteStepStartedBuilder {
-    type Output = ExecuteStepStarted;
-    const NAME: &'static str = "ExecuteStepStarted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "step_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.step_id,
-                    "step_id",
-                    value,
-                )
-            }
-            "worker_generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.worker_generation,
-                    "worker_generation",
-                    value,
-                )
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ExecuteStepStarted {
+    /// Builds the value from its required fields (`run_id`, `stage_index`, `step_id`, `worker_generation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        stage_index: u32,
+        step_id: u64,
+        worker_generation: u64,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            step_id,
+            worker_generation,
+            sequence: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ExecuteStepStarted, E> {
-        Ok(ExecuteStepStarted {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            step_id: ::diagwire_runtime::private::finish_required(
-                self.step_id,
-                "step_id",
-            )?,
-            worker_generation: ::diagwire_runtime::private::finish_required(
-                self.worker_generation,
-                "worker_generation",
-            )?,
-            sequence: self.sequence.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ExecuteStepStarted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("step_id", &self.step_id)?;
-        map.serialize_entry("worker_generation", &self.worker_generation)?;
-        if let Some(v) = &self.sequence {
-            map.serialize_entry("sequence", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ExecuteStepStarted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ExecuteStepStarted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ExecuteStepStartedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ExecuteStepStarted, ExecuteStepStartedDecoder, "ExecuteStepStarted" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+    step_id: u64 = "step_id" req,
+    worker_generation: u64 = "worker_generation" req,
+    sequence: Option<u64> = "sequence" omit,
+} flat {} extra { extra });
 /// A stage's worker committed a complete output object to the outbound edge's ring.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ObjectProduced {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -6965,152 +2860,43 @@ pub struct ObjectProduced {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ObjectProduced`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ObjectProducedBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    edge_id: Option<u64>,
-    ring_id: Option<u64>,
-    object_id: Option<u64>,
-    sequence: Option<u64>,
-    worker_generation: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ObjectProducedBuilder {
-    type Output = ObjectProduced;
-    const NAME: &'static str = "ObjectProduced";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "edge_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.edge_id,
-                    "edge_id",
-                    value,
-                )
-            }
-            "ring_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.ring_id,
-                    "ring_id",
-                    value,
-                )
-            }
-            "object_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.object_id,
-                    "object_id",
-                    value,
-                )
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            "worker_generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.worker_generation,
-                    "worker_generation",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ObjectProduced {
+    /// Builds the value from its required fields (`run_id`, `stage_index`, `edge_id`, `ring_id`, `object_id`, `sequence`, `worker_generation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        stage_index: u32,
+        edge_id: u64,
+        ring_id: u64,
+        object_id: u64,
+        sequence: u64,
+        worker_generation: u64,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            edge_id,
+            ring_id,
+            object_id,
+            sequence,
+            worker_generation,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ObjectProduced, E> {
-        Ok(ObjectProduced {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            edge_id: ::diagwire_runtime::private::finish_required(
-                self.edge_id,
-                "edge_id",
-            )?,
-            ring_id: ::diagwire_runtime::private::finish_required(
-                self.ring_id,
-                "ring_id",
-            )?,
-            object_id: ::diagwire_runtime::private::finish_required(
-                self.object_id,
-                "object_id",
-            )?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            worker_generation: ::diagwire_runtime::private::finish_required(
-                self.worker_generation,
-                "worker_generation",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ObjectProduced {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("edge_id", &self.edge_id)?;
-        map.serialize_entry("ring_id", &self.ring_id)?;
-        map.serialize_entry("object_id", &self.object_id)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        map.serialize_entry("worker_generation", &self.worker_generation)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ObjectProduced {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ObjectProduced {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ObjectProducedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ObjectProduced, ObjectProducedDecoder, "ObjectProduced" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+    edge_id: u64 = "edge_id" req,
+    ring_id: u64 = "ring_id" req,
+    object_id: u64 = "object_id" req,
+    sequence: u64 = "sequence" req,
+    worker_generation: u64 = "worker_generation" req,
+} flat {} extra { extra });
 /// A compute step finished successfully, with all its outputs produced.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct StepCompleted {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -7145,125 +2931,36 @@ pub struct StepCompleted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`StepCompleted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct StepCompletedBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    step_id: Option<u64>,
-    worker_generation: Option<u64>,
-    sequence: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for StepCompletedBuilder {
-    type Output = StepCompleted;
-    const NAME: &'static str = "StepCompleted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "step_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.step_id,
-                    "step_id",
-                    value,
-                )
-            }
-            "worker_generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.worker_generation,
-                    "worker_generation",
-                    value,
-                )
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl StepCompleted {
+    /// Builds the value from its required fields (`run_id`, `stage_index`, `step_id`, `worker_generation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        stage_index: u32,
+        step_id: u64,
+        worker_generation: u64,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            step_id,
+            worker_generation,
+            sequence: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<StepCompleted, E> {
-        Ok(StepCompleted {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            step_id: ::diagwire_runtime::private::finish_required(
-                self.step_id,
-                "step_id",
-            )?,
-            worker_generation: ::diagwire_runtime::private::finish_required(
-                self.worker_generation,
-                "worker_generation",
-            )?,
-            sequence: self.sequence.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for StepCompleted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("step_id", &self.step_id)?;
-        map.serialize_entry("worker_generation", &self.worker_generation)?;
-        if let Some(v) = &self.sequence {
-            map.serialize_entry("sequence", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for StepCompleted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for StepCompleted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<StepCompletedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(StepCompleted, StepCompletedDecoder, "StepCompleted" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+    step_id: u64 = "step_id" req,
+    worker_generation: u64 = "worker_generation" req,
+    sequence: Option<u64> = "sequence" omit,
+} flat {} extra { extra });
 /// The orchestrator consumed an output object (the generated token data) returned by the last stage.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct TokenReceived {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -7290,113 +2987,34 @@ pub struct TokenReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`TokenReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct TokenReceivedBuilder {
-    run_id: Option<String>,
-    edge_id: Option<u64>,
-    object_id: Option<u64>,
-    sequence: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for TokenReceivedBuilder {
-    type Output = TokenReceived;
-    const NAME: &'static str = "TokenReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "edge_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.edge_id,
-                    "edge_id",
-                    value,
-                )
-            }
-            "object_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.object_id,
-                    "object_id",
-                    value,
-                )
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl TokenReceived {
+    /// Builds the value from its required fields (`run_id`, `edge_id`, `object_id`, `sequence`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        edge_id: u64,
+        object_id: u64,
+        sequence: u64,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            edge_id,
+            object_id,
+            sequence,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<TokenReceived, E> {
-        Ok(TokenReceived {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            edge_id: ::diagwire_runtime::private::finish_required(
-                self.edge_id,
-                "edge_id",
-            )?,
-            object_id: ::diagwire_runtime::private::finish_required(
-                self.object_id,
-                "object_id",
-            )?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for TokenReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("edge_id", &self.edge_id)?;
-        map.serialize_entry("object_id", &self.object_id)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for TokenReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for TokenReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<TokenReceivedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(TokenReceived, TokenReceivedDecoder, "TokenReceived" {
+    run_id: String = "run_id" req,
+    edge_id: u64 = "edge_id" req,
+    object_id: u64 = "object_id" req,
+    sequence: u64 = "sequence" req,
+} flat {} extra { extra });
 /// The run finished successfully. A run has exactly one terminal event: this or `run_faulted`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RunCompleted {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -7405,74 +3023,23 @@ pub struct RunCompleted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RunCompleted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RunCompletedBuilder {
-    run_id: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RunCompletedBuilder {
-    type Output = RunCompleted;
-    const NAME: &'static str = "RunCompleted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            _ => self.extra.accept(key, value),
+impl RunCompleted {
+    /// Builds the value from its required fields (`run_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>) -> Self {
+        Self {
+            run_id: run_id.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RunCompleted, E> {
-        Ok(RunCompleted {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RunCompleted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RunCompleted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RunCompleted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RunCompletedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RunCompleted, RunCompletedDecoder, "RunCompleted" {
+    run_id: String = "run_id" req,
+} flat {} extra { extra });
 /// The run ended in a fault: the orchestrator recorded the first run-level fault, stopped injecting work and began teardown. A run has exactly one terminal event: this or `run_completed`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RunFaulted {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -7509,125 +3076,37 @@ pub struct RunFaulted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RunFaulted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RunFaultedBuilder {
-    run_id: Option<String>,
-    reason: Option<FaultReason>,
-    component: Option<FaultComponent>,
-    stage_index: Option<Option<u32>>,
-    node_id_hex: Option<Option<NodeIdHex>>,
-    detail: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RunFaultedBuilder {
-    type Output = RunFaulted;
-    const NAME: &'static str = "RunFaulted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            "component" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.component,
-                    "component",
-                    value,
-                )
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            "detail" => {
-                ::diagwire_runtime::private::field_set(&mut self.detail, "detail", value)
-            }
-            _ => self.extra.accept(key, value),
+impl RunFaulted {
+    /// Builds the value from its required fields (`run_id`, `reason`, `component`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        reason: FaultReason,
+        component: FaultComponent,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            reason,
+            component,
+            stage_index: None,
+            node_id_hex: None,
+            detail: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RunFaulted, E> {
-        Ok(RunFaulted {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            reason: ::diagwire_runtime::private::finish_required(self.reason, "reason")?,
-            component: ::diagwire_runtime::private::finish_required(
-                self.component,
-                "component",
-            )?,
-            stage_index: self.stage_index.flatten(),
-            node_id_hex: self.node_id_hex.flatten(),
-            detail: self.detail.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RunFaulted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("reason", &self.reason)?;
-        map.serialize_entry("component", &self.component)?;
-        if let Some(v) = &self.stage_index {
-            map.serialize_entry("stage_index", v)?;
-        }
-        if let Some(v) = &self.node_id_hex {
-            map.serialize_entry("node_id_hex", v)?;
-        }
-        if let Some(v) = &self.detail {
-            map.serialize_entry("detail", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RunFaulted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RunFaulted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RunFaultedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RunFaulted, RunFaultedDecoder, "RunFaulted" {
+    run_id: String = "run_id" req,
+    reason: FaultReason = "reason" req,
+    component: FaultComponent = "component" req,
+    stage_index: Option<u32> = "stage_index" omit,
+    node_id_hex: Option<NodeIdHex> = "node_id_hex" omit,
+    detail: Option<String> = "detail" omit,
+} flat {} extra { extra });
 /// During teardown the orchestrator sent the stop request to one provisioned stage on its node.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct StopRunSent {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -7646,100 +3125,31 @@ pub struct StopRunSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`StopRunSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct StopRunSentBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    node_id_hex: Option<NodeIdHex>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for StopRunSentBuilder {
-    type Output = StopRunSent;
-    const NAME: &'static str = "StopRunSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl StopRunSent {
+    /// Builds the value from its required fields (`run_id`, `stage_index`, `node_id_hex`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        stage_index: u32,
+        node_id_hex: NodeIdHex,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            node_id_hex,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<StopRunSent, E> {
-        Ok(StopRunSent {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.node_id_hex,
-                "node_id_hex",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for StopRunSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("node_id_hex", &self.node_id_hex)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for StopRunSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for StopRunSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<StopRunSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(StopRunSent, StopRunSentDecoder, "StopRunSent" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+    node_id_hex: NodeIdHex = "node_id_hex" req,
+} flat {} extra { extra });
 /// A stage stopped its edges and released its run state.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct StageStopped {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -7754,87 +3164,25 @@ pub struct StageStopped {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`StageStopped`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct StageStoppedBuilder {
-    run_id: Option<String>,
-    stage_index: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for StageStoppedBuilder {
-    type Output = StageStopped;
-    const NAME: &'static str = "StageStopped";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl StageStopped {
+    /// Builds the value from its required fields (`run_id`, `stage_index`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>, stage_index: u32) -> Self {
+        Self {
+            run_id: run_id.into(),
+            stage_index,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<StageStopped, E> {
-        Ok(StageStopped {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for StageStopped {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for StageStopped {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for StageStopped {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<StageStoppedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(StageStopped, StageStoppedDecoder, "StageStopped" {
+    run_id: String = "run_id" req,
+    stage_index: u32 = "stage_index" req,
+} flat {} extra { extra });
 /// Teardown of the run finished (every stage stopped, or the teardown timed out). Never written before teardown completes.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RunTornDown {
     /// The run the event belongs to: the opaque run id the orchestrator assigned, the same string as the boot record's `run_id`.
     ///
@@ -7843,74 +3191,23 @@ pub struct RunTornDown {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RunTornDown`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RunTornDownBuilder {
-    run_id: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RunTornDownBuilder {
-    type Output = RunTornDown;
-    const NAME: &'static str = "RunTornDown";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            _ => self.extra.accept(key, value),
+impl RunTornDown {
+    /// Builds the value from its required fields (`run_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>) -> Self {
+        Self {
+            run_id: run_id.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RunTornDown, E> {
-        Ok(RunTornDown {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RunTornDown {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RunTornDown {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RunTornDown {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RunTornDownBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RunTornDown, RunTornDownDecoder, "RunTornDown" {
+    run_id: String = "run_id" req,
+} flat {} extra { extra });
 /// A component detected a fault that the node and run fault events do not cover, at any scope: a stage, edge, ring, object, compute step or worker. The scope fields present say what the fault concerns.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct FaultDetected {
     /// Why the fault happened, from the stable reason set; tests and tools key on this value, never on log text.
     ///
@@ -7997,199 +3294,45 @@ pub struct FaultDetected {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`FaultDetected`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct FaultDetectedBuilder {
-    reason: Option<FaultReason>,
-    component: Option<FaultComponent>,
-    run_id: Option<Option<String>>,
-    node_id_hex: Option<Option<NodeIdHex>>,
-    stage_index: Option<Option<u32>>,
-    edge_id: Option<Option<u64>>,
-    ring_id: Option<Option<u64>>,
-    object_id: Option<Option<u64>>,
-    sequence: Option<Option<u64>>,
-    step_id: Option<Option<u64>>,
-    worker_generation: Option<Option<u64>>,
-    detail: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for FaultDetectedBuilder {
-    type Output = FaultDetected;
-    const NAME: &'static str = "FaultDetected";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            "component" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.component,
-                    "component",
-                    value,
-                )
-            }
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "edge_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.edge_id,
-                    "edge_id",
-                    value,
-                )
-            }
-            "ring_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.ring_id,
-                    "ring_id",
-                    value,
-                )
-            }
-            "object_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.object_id,
-                    "object_id",
-                    value,
-                )
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            "step_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.step_id,
-                    "step_id",
-                    value,
-                )
-            }
-            "worker_generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.worker_generation,
-                    "worker_generation",
-                    value,
-                )
-            }
-            "detail" => {
-                ::diagwire_runtime::private::field_set(&mut self.detail, "detail", value)
-            }
-            _ => self.extra.accept(key, value),
+impl FaultDetected {
+    /// Builds the value from its required fields (`reason`, `component`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(reason: FaultReason, component: FaultComponent) -> Self {
+        Self {
+            reason,
+            component,
+            run_id: None,
+            node_id_hex: None,
+            stage_index: None,
+            edge_id: None,
+            ring_id: None,
+            object_id: None,
+            sequence: None,
+            step_id: None,
+            worker_generation: None,
+            detail: None,
+            extra: Default::default(),
         }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<FaultDetected, E> {
-        Ok(FaultDetected {
-            reason: ::diagwire_runtime::private::finish_required(self.reason, "reason")?,
-            component: ::diagwire_runtime::private::finish_required(
-                self.component,
-                "component",
-            )?,
-            run_id: self.run_id.flatten(),
-            node_id_hex: self.node_id_hex.flatten(),
-            stage_index: self.stage_index.flatten(),
-            edge_id: self.edge_id.flatten(),
-            ring_id: self.ring_id.flatten(),
-            object_id: self.object_id.flatten(),
-            sequence: self.sequence.flatten(),
-            step_id: self.step_id.flatten(),
-            worker_generation: self.worker_generation.flatten(),
-            detail: self.detail.flatten(),
-            extra: self.extra,
-        })
     }
 }
-impl ::diagwire_runtime::MapFields for FaultDetected {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("reason", &self.reason)?;
-        map.serialize_entry("component", &self.component)?;
-        if let Some(v) = &self.run_id {
-            map.serialize_entry("run_id", v)?;
-        }
-        if let Some(v) = &self.node_id_hex {
-            map.serialize_entry("node_id_hex", v)?;
-        }
-        if let Some(v) = &self.stage_index {
-            map.serialize_entry("stage_index", v)?;
-        }
-        if let Some(v) = &self.edge_id {
-            map.serialize_entry("edge_id", v)?;
-        }
-        if let Some(v) = &self.ring_id {
-            map.serialize_entry("ring_id", v)?;
-        }
-        if let Some(v) = &self.object_id {
-            map.serialize_entry("object_id", v)?;
-        }
-        if let Some(v) = &self.sequence {
-            map.serialize_entry("sequence", v)?;
-        }
-        if let Some(v) = &self.step_id {
-            map.serialize_entry("step_id", v)?;
-        }
-        if let Some(v) = &self.worker_generation {
-            map.serialize_entry("worker_generation", v)?;
-        }
-        if let Some(v) = &self.detail {
-            map.serialize_entry("detail", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for FaultDetected {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for FaultDetected {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<FaultDetectedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(FaultDetected, FaultDetectedDecoder, "FaultDetected" {
+    reason: FaultReason = "reason" req,
+    component: FaultComponent = "component" req,
+    run_id: Option<String> = "run_id" omit,
+    node_id_hex: Option<NodeIdHex> = "node_id_hex" omit,
+    stage_index: Option<u32> = "stage_index" omit,
+    edge_id: Option<u64> = "edge_id" omit,
+    ring_id: Option<u64> = "ring_id" omit,
+    object_id: Option<u64> = "object_id" omit,
+    sequence: Option<u64> = "sequence" omit,
+    step_id: Option<u64> = "step_id" omit,
+    worker_generation: Option<u64> = "worker_generation" omit,
+    detail: Option<String> = "detail" omit,
+} flat {} extra { extra });
 /// IP-layer fields of a traced packet.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct WirePacketL3 {
     /// Source IP address.
     ///
@@ -8221,9 +3364,20 @@ pub struct WirePacketL3 {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl WirePacketL3 {
+    /// Builds the value from its required fields (`src_ip`, `dst_ip`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(src_ip: impl Into<String>, dst_ip: impl Into<String>) -> Self {
+        Self {
+            src_ip: src_ip.into(),
+            dst_ip: dst_ip.into(),
+            ttl: None,
+            ecn: None,
+            extra: Default::default(),
+        }
+    }
     /// How `ttl` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `WirePacket.ttl`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `WirePacket.ttl`, an absent value means "could not ask" and a present one was derived.
     pub fn ttl_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -8237,7 +3391,7 @@ impl WirePacketL3 {
     }
     /// How `ecn` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `WirePacket.ecn`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `WirePacket.ecn`, an absent value means "could not ask" and a present one was derived.
     pub fn ecn_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -8250,92 +3404,16 @@ impl WirePacketL3 {
         )
     }
 }
-/// Streaming deserializer of [`WirePacketL3`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct WirePacketL3Builder {
-    src_ip: Option<String>,
-    dst_ip: Option<String>,
-    ttl: Option<Option<u8>>,
-    ecn: Option<Option<EcnCodepoint>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for WirePacketL3Builder {
-    type Output = WirePacketL3;
-    const NAME: &'static str = "WirePacketL3";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "src_ip" => {
-                ::diagwire_runtime::private::field_set(&mut self.src_ip, "src_ip", value)
-            }
-            "dst_ip" => {
-                ::diagwire_runtime::private::field_set(&mut self.dst_ip, "dst_ip", value)
-            }
-            "ttl" => ::diagwire_runtime::private::field_set(&mut self.ttl, "ttl", value),
-            "ecn" => ::diagwire_runtime::private::field_set(&mut self.ecn, "ecn", value),
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<WirePacketL3, E> {
-        Ok(WirePacketL3 {
-            src_ip: ::diagwire_runtime::private::finish_required(self.src_ip, "src_ip")?,
-            dst_ip: ::diagwire_runtime::private::finish_required(self.dst_ip, "dst_ip")?,
-            ttl: self.ttl.flatten(),
-            ecn: self.ecn.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for WirePacketL3 {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("src_ip", &self.src_ip)?;
-        map.serialize_entry("dst_ip", &self.dst_ip)?;
-        if let Some(v) = &self.ttl {
-            map.serialize_entry("ttl", v)?;
-        }
-        if let Some(v) = &self.ecn {
-            map.serialize_entry("ecn", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WirePacketL3 {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WirePacketL3 {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<WirePacketL3Builder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(WirePacketL3, WirePacketL3Decoder, "WirePacketL3" {
+    src_ip: String = "src_ip" req,
+    dst_ip: String = "dst_ip" req,
+    ttl: Option<u8> = "ttl" omit,
+    ecn: Option<EcnCodepoint> = "ecn" omit,
+} flat {} extra { extra });
 /// Transport-layer fields of a traced packet.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct WirePacketL4 {
     /// The transport protocol.
     ///
@@ -8362,104 +3440,29 @@ pub struct WirePacketL4 {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`WirePacketL4`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct WirePacketL4Builder {
-    kind: Option<WirePacketL4Kind>,
-    src_port: Option<u16>,
-    dst_port: Option<u16>,
-    len: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for WirePacketL4Builder {
-    type Output = WirePacketL4;
-    const NAME: &'static str = "WirePacketL4";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "src_port" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.src_port,
-                    "src_port",
-                    value,
-                )
-            }
-            "dst_port" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.dst_port,
-                    "dst_port",
-                    value,
-                )
-            }
-            "len" => ::diagwire_runtime::private::field_set(&mut self.len, "len", value),
-            _ => self.extra.accept(key, value),
+impl WirePacketL4 {
+    /// Builds the value from its required fields (`kind`, `src_port`, `dst_port`, `len`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(kind: WirePacketL4Kind, src_port: u16, dst_port: u16, len: u32) -> Self {
+        Self {
+            kind,
+            src_port,
+            dst_port,
+            len,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<WirePacketL4, E> {
-        Ok(WirePacketL4 {
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            src_port: ::diagwire_runtime::private::finish_required(
-                self.src_port,
-                "src_port",
-            )?,
-            dst_port: ::diagwire_runtime::private::finish_required(
-                self.dst_port,
-                "dst_port",
-            )?,
-            len: ::diagwire_runtime::private::finish_required(self.len, "len")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for WirePacketL4 {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("src_port", &self.src_port)?;
-        map.serialize_entry("dst_port", &self.dst_port)?;
-        map.serialize_entry("len", &self.len)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WirePacketL4 {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WirePacketL4 {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<WirePacketL4Builder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(WirePacketL4, WirePacketL4Decoder, "WirePacketL4" {
+    kind: WirePacketL4Kind = "kind" req,
+    src_port: u16 = "src_port" req,
+    dst_port: u16 = "dst_port" req,
+    len: u32 = "len" req,
+} flat {} extra { extra });
 /// Which path a traced packet took on this node.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct WirePacketVia {
     /// Name of the local network interface, for example `eth0`.
     ///
@@ -8474,93 +3477,25 @@ pub struct WirePacketVia {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`WirePacketVia`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct WirePacketViaBuilder {
-    local_iface: Option<String>,
-    peer_relay_url: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for WirePacketViaBuilder {
-    type Output = WirePacketVia;
-    const NAME: &'static str = "WirePacketVia";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "local_iface" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.local_iface,
-                    "local_iface",
-                    value,
-                )
-            }
-            "peer_relay_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_relay_url,
-                    "peer_relay_url",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl WirePacketVia {
+    /// Builds the value from its required fields (`local_iface`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(local_iface: impl Into<String>) -> Self {
+        Self {
+            local_iface: local_iface.into(),
+            peer_relay_url: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<WirePacketVia, E> {
-        Ok(WirePacketVia {
-            local_iface: ::diagwire_runtime::private::finish_required(
-                self.local_iface,
-                "local_iface",
-            )?,
-            peer_relay_url: self.peer_relay_url.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for WirePacketVia {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("local_iface", &self.local_iface)?;
-        if let Some(v) = &self.peer_relay_url {
-            map.serialize_entry("peer_relay_url", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WirePacketVia {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WirePacketVia {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<WirePacketViaBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(WirePacketVia, WirePacketViaDecoder, "WirePacketVia" {
+    local_iface: String = "local_iface" req,
+    peer_relay_url: Option<String> = "peer_relay_url" omit,
+} flat {} extra { extra });
 /// A component hit an error or an observation gap, for example a one-time notice that a host counter is unreadable. Readers pair such notices with `null` values in snapshots.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ErrorEvent {
     /// The component that reports the error, for example `host_introspect`.
     ///
@@ -8579,174 +3514,49 @@ pub struct ErrorEvent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ErrorEvent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ErrorEventBuilder {
-    component: Option<String>,
-    message: Option<String>,
-    peer: Option<Option<NodeId>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ErrorEventBuilder {
-    type Output = ErrorEvent;
-    const NAME: &'static str = "ErrorEvent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "component" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.component,
-                    "component",
-                    value,
-                )
-            }
-            "message" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.message,
-                    "message",
-                    value,
-                )
-            }
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ErrorEvent {
+    /// Builds the value from its required fields (`component`, `message`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(component: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            component: component.into(),
+            message: message.into(),
+            peer: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ErrorEvent, E> {
-        Ok(ErrorEvent {
-            component: ::diagwire_runtime::private::finish_required(
-                self.component,
-                "component",
-            )?,
-            message: ::diagwire_runtime::private::finish_required(
-                self.message,
-                "message",
-            )?,
-            peer: self.peer.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ErrorEvent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("component", &self.component)?;
-        map.serialize_entry("message", &self.message)?;
-        map.serialize_entry("peer", &self.peer)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ErrorEvent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ErrorEvent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ErrorEventBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ErrorEvent, ErrorEventDecoder, "ErrorEvent" {
+    component: String = "component" req,
+    message: String = "message" req,
+    peer: Option<NodeId> = "peer" null,
+} flat {} extra { extra });
 /// An event the core enum does not model, written by a downstream crate or a subsystem: a `kind` name and a free-form `fields` value. A few kinds are well known and have typed fields.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct CustomEvent {
     /// The `CustomPayload` union, whose keys sit at this object's level.
     pub payload: CustomPayload,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`CustomEvent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct CustomEventBuilder {
-    payload: CustomPayloadBuilder,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for CustomEventBuilder {
-    type Output = CustomEvent;
-    const NAME: &'static str = "CustomEvent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            _ if ::diagwire_runtime::Builder::claims(&self.payload, key) => {
-                ::diagwire_runtime::Builder::accept(&mut self.payload, key, value)
-            }
-            _ => self.extra.accept(key, value),
+impl CustomEvent {
+    /// Builds the value from its required fields (the `CustomPayload` union), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(payload: impl Into<CustomPayload>) -> Self {
+        Self {
+            payload: payload.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<CustomEvent, E> {
-        Ok(CustomEvent {
-            payload: ::diagwire_runtime::Builder::finish(self.payload)?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for CustomEvent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        ::diagwire_runtime::MapFields::serialize_fields(&self.payload, map)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for CustomEvent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for CustomEvent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<CustomEventBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(CustomEvent, CustomEventDecoder, "CustomEvent" {
+} flat { payload: CustomPayloadDecoder } extra { extra });
 /// The `kind` and `fields` keys of a `Custom` event. `fields` has a typed shape for the well-known kinds; any other kind keeps its fields as raw JSON. Keys inside `fields` are written in alphabetical order.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum CustomPayload {
     /// `kind: clock_sample`. The collector's clock echo for one successful POST.
     ClockSample(ClockSampleFields),
@@ -8827,11 +3637,11 @@ impl CustomPayload {
 }
 #[doc(hidden)]
 #[derive(Default)]
-pub struct CustomPayloadBuilder {
+pub struct CustomPayloadDecoder {
     tag: Option<String>,
     content: Option<Box<::diagwire_runtime::private::serde_json::value::RawValue>>,
 }
-impl ::diagwire_runtime::Builder for CustomPayloadBuilder {
+impl ::diagwire_runtime::Decoder for CustomPayloadDecoder {
     type Output = CustomPayload;
     const NAME: &'static str = "CustomPayload";
     fn claims(&self, key: &str) -> bool {
@@ -9071,30 +3881,11 @@ impl ::diagwire_runtime::MapFields for CustomPayload {
         Ok(())
     }
 }
-impl ::diagwire_runtime::private::serde::Serialize for CustomPayload {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for CustomPayload {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<CustomPayloadBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::__map_serde!(CustomPayload, CustomPayloadDecoder);
 /// One clock-alignment sample, recorded by the node's HTTP sink after a successful POST. The enclosing record's `wall_ms` is the node's clock when the reply arrived; there is no separate receive-time field.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ClockSampleFields {
     /// The node's clock when it sent the request, echoed back by the collector.
     ///
@@ -9117,107 +3908,31 @@ pub struct ClockSampleFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ClockSampleFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ClockSampleFieldsBuilder {
-    node_send_ms_echoed: Option<u64>,
-    collector_recv_ms: Option<u64>,
-    collector_send_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ClockSampleFieldsBuilder {
-    type Output = ClockSampleFields;
-    const NAME: &'static str = "ClockSampleFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_send_ms_echoed" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_send_ms_echoed,
-                    "node_send_ms_echoed",
-                    value,
-                )
-            }
-            "collector_recv_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.collector_recv_ms,
-                    "collector_recv_ms",
-                    value,
-                )
-            }
-            "collector_send_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.collector_send_ms,
-                    "collector_send_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ClockSampleFields {
+    /// Builds the value from its required fields (`node_send_ms_echoed`, `collector_recv_ms`, `collector_send_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        node_send_ms_echoed: u64,
+        collector_recv_ms: u64,
+        collector_send_ms: u64,
+    ) -> Self {
+        Self {
+            node_send_ms_echoed,
+            collector_recv_ms,
+            collector_send_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ClockSampleFields, E> {
-        Ok(ClockSampleFields {
-            node_send_ms_echoed: ::diagwire_runtime::private::finish_required(
-                self.node_send_ms_echoed,
-                "node_send_ms_echoed",
-            )?,
-            collector_recv_ms: ::diagwire_runtime::private::finish_required(
-                self.collector_recv_ms,
-                "collector_recv_ms",
-            )?,
-            collector_send_ms: ::diagwire_runtime::private::finish_required(
-                self.collector_send_ms,
-                "collector_send_ms",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ClockSampleFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_send_ms_echoed", &self.node_send_ms_echoed)?;
-        map.serialize_entry("collector_recv_ms", &self.collector_recv_ms)?;
-        map.serialize_entry("collector_send_ms", &self.collector_send_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ClockSampleFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ClockSampleFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ClockSampleFieldsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ClockSampleFields, ClockSampleFieldsDecoder, "ClockSampleFields" {
+    node_send_ms_echoed: u64 = "node_send_ms_echoed" req,
+    collector_recv_ms: u64 = "collector_recv_ms" req,
+    collector_send_ms: u64 = "collector_send_ms" req,
+} flat {} extra { extra });
 /// The event-stream copy of the iroh `api_gaps` list, written once when the iroh introspector starts: values the linked iroh cannot report, which readers must treat as "could not ask", never as zero.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct IrohApiMissingFields {
     /// Version of the iroh library linked into the binary. Early generations wrote a fixed literal such as `0.96`.
     ///
@@ -9234,93 +3949,31 @@ pub struct IrohApiMissingFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`IrohApiMissingFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct IrohApiMissingFieldsBuilder {
-    iroh_version: Option<String>,
-    fields: Option<Vec<String>>,
-    note: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for IrohApiMissingFieldsBuilder {
-    type Output = IrohApiMissingFields;
-    const NAME: &'static str = "IrohApiMissingFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "iroh_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.iroh_version,
-                    "iroh_version",
-                    value,
-                )
-            }
-            "fields" => {
-                ::diagwire_runtime::private::field_set(&mut self.fields, "fields", value)
-            }
-            "note" => {
-                ::diagwire_runtime::private::field_set(&mut self.note, "note", value)
-            }
-            _ => self.extra.accept(key, value),
+impl IrohApiMissingFields {
+    /// Builds the value from its required fields (`iroh_version`, `fields`, `note`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        iroh_version: impl Into<String>,
+        fields: Vec<String>,
+        note: impl Into<String>,
+    ) -> Self {
+        Self {
+            iroh_version: iroh_version.into(),
+            fields,
+            note: note.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<IrohApiMissingFields, E> {
-        Ok(IrohApiMissingFields {
-            iroh_version: ::diagwire_runtime::private::finish_required(
-                self.iroh_version,
-                "iroh_version",
-            )?,
-            fields: ::diagwire_runtime::private::finish_required(self.fields, "fields")?,
-            note: ::diagwire_runtime::private::finish_required(self.note, "note")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for IrohApiMissingFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("iroh_version", &self.iroh_version)?;
-        map.serialize_entry("fields", &self.fields)?;
-        map.serialize_entry("note", &self.note)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for IrohApiMissingFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for IrohApiMissingFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<IrohApiMissingFieldsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(IrohApiMissingFields, IrohApiMissingFieldsDecoder, "IrohApiMissingFields" {
+    iroh_version: String = "iroh_version" req,
+    fields: Vec<String> = "fields" req,
+    note: String = "note" req,
+} flat {} extra { extra });
 /// A name registration published by the pipeline example crate, linking an actor address to a well-known name.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RegisterNameFields {
     /// The registered name.
     ///
@@ -9351,125 +4004,36 @@ pub struct RegisterNameFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RegisterNameFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RegisterNameFieldsBuilder {
-    name: Option<String>,
-    actor_addr_hex: Option<String>,
-    our_node_id_hex: Option<NodeIdHex>,
-    wall_ms: Option<u64>,
-    stage_index: Option<Option<u32>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RegisterNameFieldsBuilder {
-    type Output = RegisterNameFields;
-    const NAME: &'static str = "RegisterNameFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            "actor_addr_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.actor_addr_hex,
-                    "actor_addr_hex",
-                    value,
-                )
-            }
-            "our_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.our_node_id_hex,
-                    "our_node_id_hex",
-                    value,
-                )
-            }
-            "wall_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.wall_ms,
-                    "wall_ms",
-                    value,
-                )
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl RegisterNameFields {
+    /// Builds the value from its required fields (`name`, `actor_addr_hex`, `our_node_id_hex`, `wall_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        name: impl Into<String>,
+        actor_addr_hex: impl Into<String>,
+        our_node_id_hex: NodeIdHex,
+        wall_ms: u64,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            actor_addr_hex: actor_addr_hex.into(),
+            our_node_id_hex,
+            wall_ms,
+            stage_index: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RegisterNameFields, E> {
-        Ok(RegisterNameFields {
-            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
-            actor_addr_hex: ::diagwire_runtime::private::finish_required(
-                self.actor_addr_hex,
-                "actor_addr_hex",
-            )?,
-            our_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.our_node_id_hex,
-                "our_node_id_hex",
-            )?,
-            wall_ms: ::diagwire_runtime::private::finish_required(
-                self.wall_ms,
-                "wall_ms",
-            )?,
-            stage_index: self.stage_index.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RegisterNameFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("name", &self.name)?;
-        map.serialize_entry("actor_addr_hex", &self.actor_addr_hex)?;
-        map.serialize_entry("our_node_id_hex", &self.our_node_id_hex)?;
-        map.serialize_entry("wall_ms", &self.wall_ms)?;
-        if let Some(v) = &self.stage_index {
-            map.serialize_entry("stage_index", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RegisterNameFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RegisterNameFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RegisterNameFieldsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RegisterNameFields, RegisterNameFieldsDecoder, "RegisterNameFields" {
+    name: String = "name" req,
+    actor_addr_hex: String = "actor_addr_hex" req,
+    our_node_id_hex: NodeIdHex = "our_node_id_hex" req,
+    wall_ms: u64 = "wall_ms" req,
+    stage_index: Option<u32> = "stage_index" omit,
+} flat {} extra { extra });
 /// One generated token, written by the pipeline-parallel example when the last stage decodes it.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PpTokenEmittedFields {
     /// Time the decode step for this token took.
     ///
@@ -9500,120 +4064,34 @@ pub struct PpTokenEmittedFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PpTokenEmittedFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PpTokenEmittedFieldsBuilder {
-    decode_ms: Option<f64>,
-    position: Option<u32>,
-    request_id: Option<String>,
-    token_id: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PpTokenEmittedFieldsBuilder {
-    type Output = PpTokenEmittedFields;
-    const NAME: &'static str = "PpTokenEmittedFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "decode_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.decode_ms,
-                    "decode_ms",
-                    value,
-                )
-            }
-            "position" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.position,
-                    "position",
-                    value,
-                )
-            }
-            "request_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.request_id,
-                    "request_id",
-                    value,
-                )
-            }
-            "token_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.token_id,
-                    "token_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl PpTokenEmittedFields {
+    /// Builds the value from its required fields (`decode_ms`, `position`, `request_id`, `token_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        decode_ms: f64,
+        position: u32,
+        request_id: impl Into<String>,
+        token_id: u32,
+    ) -> Self {
+        Self {
+            decode_ms,
+            position,
+            request_id: request_id.into(),
+            token_id,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PpTokenEmittedFields, E> {
-        Ok(PpTokenEmittedFields {
-            decode_ms: ::diagwire_runtime::private::finish_required(
-                self.decode_ms,
-                "decode_ms",
-            )?,
-            position: ::diagwire_runtime::private::finish_required(
-                self.position,
-                "position",
-            )?,
-            request_id: ::diagwire_runtime::private::finish_required(
-                self.request_id,
-                "request_id",
-            )?,
-            token_id: ::diagwire_runtime::private::finish_required(
-                self.token_id,
-                "token_id",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PpTokenEmittedFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("decode_ms", &self.decode_ms)?;
-        map.serialize_entry("position", &self.position)?;
-        map.serialize_entry("request_id", &self.request_id)?;
-        map.serialize_entry("token_id", &self.token_id)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PpTokenEmittedFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PpTokenEmittedFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<PpTokenEmittedFieldsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PpTokenEmittedFields, PpTokenEmittedFieldsDecoder, "PpTokenEmittedFields" {
+    decode_ms: f64 = "decode_ms" req,
+    position: u32 = "position" req,
+    request_id: String = "request_id" req,
+    token_id: u32 = "token_id" req,
+} flat {} extra { extra });
 /// One activation transfer as its sending stage saw it.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PpActivationSentFields {
     /// Size of the activation sent.
     ///
@@ -9644,129 +4122,37 @@ pub struct PpActivationSentFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PpActivationSentFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PpActivationSentFieldsBuilder {
-    bytes: Option<u64>,
-    from_stage: Option<u32>,
-    is_prefill: Option<bool>,
-    request_id: Option<String>,
-    to_stage: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PpActivationSentFieldsBuilder {
-    type Output = PpActivationSentFields;
-    const NAME: &'static str = "PpActivationSentFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "bytes" => {
-                ::diagwire_runtime::private::field_set(&mut self.bytes, "bytes", value)
-            }
-            "from_stage" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.from_stage,
-                    "from_stage",
-                    value,
-                )
-            }
-            "is_prefill" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.is_prefill,
-                    "is_prefill",
-                    value,
-                )
-            }
-            "request_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.request_id,
-                    "request_id",
-                    value,
-                )
-            }
-            "to_stage" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.to_stage,
-                    "to_stage",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl PpActivationSentFields {
+    /// Builds the value from its required fields (`bytes`, `from_stage`, `is_prefill`, `request_id`, `to_stage`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        bytes: u64,
+        from_stage: u32,
+        is_prefill: bool,
+        request_id: impl Into<String>,
+        to_stage: u32,
+    ) -> Self {
+        Self {
+            bytes,
+            from_stage,
+            is_prefill,
+            request_id: request_id.into(),
+            to_stage,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PpActivationSentFields, E> {
-        Ok(PpActivationSentFields {
-            bytes: ::diagwire_runtime::private::finish_required(self.bytes, "bytes")?,
-            from_stage: ::diagwire_runtime::private::finish_required(
-                self.from_stage,
-                "from_stage",
-            )?,
-            is_prefill: ::diagwire_runtime::private::finish_required(
-                self.is_prefill,
-                "is_prefill",
-            )?,
-            request_id: ::diagwire_runtime::private::finish_required(
-                self.request_id,
-                "request_id",
-            )?,
-            to_stage: ::diagwire_runtime::private::finish_required(
-                self.to_stage,
-                "to_stage",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PpActivationSentFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("bytes", &self.bytes)?;
-        map.serialize_entry("from_stage", &self.from_stage)?;
-        map.serialize_entry("is_prefill", &self.is_prefill)?;
-        map.serialize_entry("request_id", &self.request_id)?;
-        map.serialize_entry("to_stage", &self.to_stage)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PpActivationSentFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for PpActivationSentFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    PpActivationSentFieldsBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PpActivationSentFields, PpActivationSentFieldsDecoder, "PpActivationSentFields" {
+    bytes: u64 = "bytes" req,
+    from_stage: u32 = "from_stage" req,
+    is_prefill: bool = "is_prefill" req,
+    request_id: String = "request_id" req,
+    to_stage: u32 = "to_stage" req,
+} flat {} extra { extra });
 /// One activation transfer as its receiving stage saw it; the mirror of `pp.activation_sent`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PpActivationReceivedFields {
     /// Size of the activation received.
     ///
@@ -9797,129 +4183,37 @@ pub struct PpActivationReceivedFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PpActivationReceivedFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PpActivationReceivedFieldsBuilder {
-    bytes: Option<u64>,
-    from_stage: Option<u32>,
-    is_prefill: Option<bool>,
-    request_id: Option<String>,
-    to_stage: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PpActivationReceivedFieldsBuilder {
-    type Output = PpActivationReceivedFields;
-    const NAME: &'static str = "PpActivationReceivedFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "bytes" => {
-                ::diagwire_runtime::private::field_set(&mut self.bytes, "bytes", value)
-            }
-            "from_stage" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.from_stage,
-                    "from_stage",
-                    value,
-                )
-            }
-            "is_prefill" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.is_prefill,
-                    "is_prefill",
-                    value,
-                )
-            }
-            "request_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.request_id,
-                    "request_id",
-                    value,
-                )
-            }
-            "to_stage" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.to_stage,
-                    "to_stage",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl PpActivationReceivedFields {
+    /// Builds the value from its required fields (`bytes`, `from_stage`, `is_prefill`, `request_id`, `to_stage`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        bytes: u64,
+        from_stage: u32,
+        is_prefill: bool,
+        request_id: impl Into<String>,
+        to_stage: u32,
+    ) -> Self {
+        Self {
+            bytes,
+            from_stage,
+            is_prefill,
+            request_id: request_id.into(),
+            to_stage,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PpActivationReceivedFields, E> {
-        Ok(PpActivationReceivedFields {
-            bytes: ::diagwire_runtime::private::finish_required(self.bytes, "bytes")?,
-            from_stage: ::diagwire_runtime::private::finish_required(
-                self.from_stage,
-                "from_stage",
-            )?,
-            is_prefill: ::diagwire_runtime::private::finish_required(
-                self.is_prefill,
-                "is_prefill",
-            )?,
-            request_id: ::diagwire_runtime::private::finish_required(
-                self.request_id,
-                "request_id",
-            )?,
-            to_stage: ::diagwire_runtime::private::finish_required(
-                self.to_stage,
-                "to_stage",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PpActivationReceivedFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("bytes", &self.bytes)?;
-        map.serialize_entry("from_stage", &self.from_stage)?;
-        map.serialize_entry("is_prefill", &self.is_prefill)?;
-        map.serialize_entry("request_id", &self.request_id)?;
-        map.serialize_entry("to_stage", &self.to_stage)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PpActivationReceivedFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for PpActivationReceivedFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    PpActivationReceivedFieldsBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PpActivationReceivedFields, PpActivationReceivedFieldsDecoder, "PpActivationReceivedFields" {
+    bytes: u64 = "bytes" req,
+    from_stage: u32 = "from_stage" req,
+    is_prefill: bool = "is_prefill" req,
+    request_id: String = "request_id" req,
+    to_stage: u32 = "to_stage" req,
+} flat {} extra { extra });
 /// One operation handed to a stage's worker.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PpWorkerDispatchFields {
     /// The worker operation, for example `prefill` or `decode`.
     ///
@@ -9938,101 +4232,31 @@ pub struct PpWorkerDispatchFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PpWorkerDispatchFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PpWorkerDispatchFieldsBuilder {
-    op: Option<String>,
-    queue_depth_at_dispatch: Option<u32>,
-    request_id: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PpWorkerDispatchFieldsBuilder {
-    type Output = PpWorkerDispatchFields;
-    const NAME: &'static str = "PpWorkerDispatchFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "op" => ::diagwire_runtime::private::field_set(&mut self.op, "op", value),
-            "queue_depth_at_dispatch" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.queue_depth_at_dispatch,
-                    "queue_depth_at_dispatch",
-                    value,
-                )
-            }
-            "request_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.request_id,
-                    "request_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl PpWorkerDispatchFields {
+    /// Builds the value from its required fields (`op`, `queue_depth_at_dispatch`, `request_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        op: impl Into<String>,
+        queue_depth_at_dispatch: u32,
+        request_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            op: op.into(),
+            queue_depth_at_dispatch,
+            request_id: request_id.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PpWorkerDispatchFields, E> {
-        Ok(PpWorkerDispatchFields {
-            op: ::diagwire_runtime::private::finish_required(self.op, "op")?,
-            queue_depth_at_dispatch: ::diagwire_runtime::private::finish_required(
-                self.queue_depth_at_dispatch,
-                "queue_depth_at_dispatch",
-            )?,
-            request_id: ::diagwire_runtime::private::finish_required(
-                self.request_id,
-                "request_id",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PpWorkerDispatchFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("op", &self.op)?;
-        map.serialize_entry("queue_depth_at_dispatch", &self.queue_depth_at_dispatch)?;
-        map.serialize_entry("request_id", &self.request_id)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PpWorkerDispatchFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for PpWorkerDispatchFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    PpWorkerDispatchFieldsBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PpWorkerDispatchFields, PpWorkerDispatchFieldsDecoder, "PpWorkerDispatchFields" {
+    op: String = "op" req,
+    queue_depth_at_dispatch: u32 = "queue_depth_at_dispatch" req,
+    request_id: String = "request_id" req,
+} flat {} extra { extra });
 /// One operation a stage's worker finished.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PpWorkerCompleteFields {
     /// Time the worker spent on the operation.
     ///
@@ -10055,98 +4279,27 @@ pub struct PpWorkerCompleteFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PpWorkerCompleteFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PpWorkerCompleteFieldsBuilder {
-    duration_ms: Option<f64>,
-    op: Option<String>,
-    request_id: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PpWorkerCompleteFieldsBuilder {
-    type Output = PpWorkerCompleteFields;
-    const NAME: &'static str = "PpWorkerCompleteFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "duration_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.duration_ms,
-                    "duration_ms",
-                    value,
-                )
-            }
-            "op" => ::diagwire_runtime::private::field_set(&mut self.op, "op", value),
-            "request_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.request_id,
-                    "request_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl PpWorkerCompleteFields {
+    /// Builds the value from its required fields (`duration_ms`, `op`, `request_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        duration_ms: f64,
+        op: impl Into<String>,
+        request_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            duration_ms,
+            op: op.into(),
+            request_id: request_id.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PpWorkerCompleteFields, E> {
-        Ok(PpWorkerCompleteFields {
-            duration_ms: ::diagwire_runtime::private::finish_required(
-                self.duration_ms,
-                "duration_ms",
-            )?,
-            op: ::diagwire_runtime::private::finish_required(self.op, "op")?,
-            request_id: ::diagwire_runtime::private::finish_required(
-                self.request_id,
-                "request_id",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PpWorkerCompleteFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("duration_ms", &self.duration_ms)?;
-        map.serialize_entry("op", &self.op)?;
-        map.serialize_entry("request_id", &self.request_id)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PpWorkerCompleteFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for PpWorkerCompleteFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    PpWorkerCompleteFieldsBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PpWorkerCompleteFields, PpWorkerCompleteFieldsDecoder, "PpWorkerCompleteFields" {
+    duration_ms: f64 = "duration_ms" req,
+    op: String = "op" req,
+    request_id: String = "request_id" req,
+} flat {} extra { extra });
 /// Result of one dial attempt (swactor `DialOutcome`): a bare string for the fixed outcomes, or `{"Error": "<text>"}` for any other error.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
@@ -10238,6 +4391,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DialResult {
 }
 /// Which side ended a relay session: the `relay` itself, the `remote` node, or an `idle_timeout`. Added in 1.1.0: `peer` (the remote node closed it; the seed's name for what 1.0.0 writers call `remote`), `transport` (the underlying connection failed) and `unknown` (the relay could not tell).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum RelayCloseInitiator {
     /// `relay`.
     Relay,
@@ -10254,154 +4408,29 @@ pub enum RelayCloseInitiator {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl RelayCloseInitiator {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "relay",
-        "remote",
-        "idle_timeout",
-        "peer",
-        "transport",
-        "unknown",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            RelayCloseInitiator::Relay => "relay",
-            RelayCloseInitiator::Remote => "remote",
-            RelayCloseInitiator::IdleTimeout => "idle_timeout",
-            RelayCloseInitiator::Peer => "peer",
-            RelayCloseInitiator::Transport => "transport",
-            RelayCloseInitiator::Unknown => "unknown",
-            RelayCloseInitiator::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for RelayCloseInitiator {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for RelayCloseInitiator {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelayCloseInitiator {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelayCloseInitiator {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "relay" => RelayCloseInitiator::Relay,
-                "remote" => RelayCloseInitiator::Remote,
-                "idle_timeout" => RelayCloseInitiator::IdleTimeout,
-                "peer" => RelayCloseInitiator::Peer,
-                "transport" => RelayCloseInitiator::Transport,
-                "unknown" => RelayCloseInitiator::Unknown,
-                _ => RelayCloseInitiator::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for RelayCloseInitiator {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "RelayCloseInitiator";
-        Ok(
-            match u.choose_index(7usize)? {
-                0usize => RelayCloseInitiator::Relay,
-                1usize => RelayCloseInitiator::Remote,
-                2usize => RelayCloseInitiator::IdleTimeout,
-                3usize => RelayCloseInitiator::Peer,
-                4usize => RelayCloseInitiator::Transport,
-                5usize => RelayCloseInitiator::Unknown,
-                _ => {
-                    RelayCloseInitiator::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(RelayCloseInitiator {
+    Relay = "relay",
+    Remote = "remote",
+    IdleTimeout = "idle_timeout",
+    Peer = "peer",
+    Transport = "transport",
+    Unknown = "unknown",
+} other { Other });
 /// Kind of a gossip payload. Today only `swim_piggyback` (SWIM membership updates) is written; other layers may add their own kinds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum GossipPayloadKind {
     /// `swim_piggyback`.
     SwimPiggyback,
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl GossipPayloadKind {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["swim_piggyback"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            GossipPayloadKind::SwimPiggyback => "swim_piggyback",
-            GossipPayloadKind::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for GossipPayloadKind {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for GossipPayloadKind {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for GossipPayloadKind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for GossipPayloadKind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "swim_piggyback" => GossipPayloadKind::SwimPiggyback,
-                _ => GossipPayloadKind::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for GossipPayloadKind {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "GossipPayloadKind";
-        Ok(
-            match u.choose_index(2usize)? {
-                0usize => GossipPayloadKind::SwimPiggyback,
-                _ => {
-                    GossipPayloadKind::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(GossipPayloadKind {
+    SwimPiggyback = "swim_piggyback",
+} other { Other });
 /// Phase of a SWIM probe: `direct` (a ping sent straight to the target) or `indirect` (ping requests sent through other members after the direct phase timed out).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum SwimProbeKind {
     /// `direct`.
     Direct,
@@ -10410,69 +4439,13 @@ pub enum SwimProbeKind {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl SwimProbeKind {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["direct", "indirect"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            SwimProbeKind::Direct => "direct",
-            SwimProbeKind::Indirect => "indirect",
-            SwimProbeKind::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for SwimProbeKind {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for SwimProbeKind {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimProbeKind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimProbeKind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "direct" => SwimProbeKind::Direct,
-                "indirect" => SwimProbeKind::Indirect,
-                _ => SwimProbeKind::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for SwimProbeKind {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "SwimProbeKind";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => SwimProbeKind::Direct,
-                1usize => SwimProbeKind::Indirect,
-                _ => {
-                    SwimProbeKind::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(SwimProbeKind {
+    Direct = "direct",
+    Indirect = "indirect",
+} other { Other });
 /// Transport result of sending an inference response: `success`, or one of the failure kinds `timeout`, `connection_closed`, `refused`, `unresolved` (no address for the target), `queued_unacked` (queued but never acknowledged).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum InferenceSendOutcome {
     /// `success`.
     Success,
@@ -10489,88 +4462,17 @@ pub enum InferenceSendOutcome {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl InferenceSendOutcome {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "success",
-        "timeout",
-        "connection_closed",
-        "refused",
-        "unresolved",
-        "queued_unacked",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            InferenceSendOutcome::Success => "success",
-            InferenceSendOutcome::Timeout => "timeout",
-            InferenceSendOutcome::ConnectionClosed => "connection_closed",
-            InferenceSendOutcome::Refused => "refused",
-            InferenceSendOutcome::Unresolved => "unresolved",
-            InferenceSendOutcome::QueuedUnacked => "queued_unacked",
-            InferenceSendOutcome::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for InferenceSendOutcome {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for InferenceSendOutcome {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for InferenceSendOutcome {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for InferenceSendOutcome {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "success" => InferenceSendOutcome::Success,
-                "timeout" => InferenceSendOutcome::Timeout,
-                "connection_closed" => InferenceSendOutcome::ConnectionClosed,
-                "refused" => InferenceSendOutcome::Refused,
-                "unresolved" => InferenceSendOutcome::Unresolved,
-                "queued_unacked" => InferenceSendOutcome::QueuedUnacked,
-                _ => InferenceSendOutcome::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for InferenceSendOutcome {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "InferenceSendOutcome";
-        Ok(
-            match u.choose_index(7usize)? {
-                0usize => InferenceSendOutcome::Success,
-                1usize => InferenceSendOutcome::Timeout,
-                2usize => InferenceSendOutcome::ConnectionClosed,
-                3usize => InferenceSendOutcome::Refused,
-                4usize => InferenceSendOutcome::Unresolved,
-                5usize => InferenceSendOutcome::QueuedUnacked,
-                _ => {
-                    InferenceSendOutcome::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(InferenceSendOutcome {
+    Success = "success",
+    Timeout = "timeout",
+    ConnectionClosed = "connection_closed",
+    Refused = "refused",
+    Unresolved = "unresolved",
+    QueuedUnacked = "queued_unacked",
+} other { Other });
 /// Stable reason of a fault event. `timeout`: a phase or operation ran past its time budget; `unreachable`: a peer or service could not be reached; `membership_lost`: a required node left the membership or was declared dead; `provisioning_rejected`: a node refused the run provisioning; `resource_unavailable`: a local resource (arena, ring space, GPU, disk) could not be obtained; `weights_unavailable`: the weights could not be downloaded, loaded or bound; `edge_failed`: a data edge could not be set up or its stream, pump or ring failed; `protocol_error`: a malformed or unexpected message, header or object; `sequence_violation`: an object or step arrived out of inference-step order; `process_exited`: the worker or another child process crashed or exited unexpectedly; `out_of_memory`: device or host memory ran out; `step_failed`: a compute step failed; `cancelled`: stopped on purpose, for example by an operator; `unknown`: the detecting component could not classify the fault.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum FaultReason {
     /// `timeout`.
     Timeout,
@@ -10603,120 +4505,25 @@ pub enum FaultReason {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl FaultReason {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "timeout",
-        "unreachable",
-        "membership_lost",
-        "provisioning_rejected",
-        "resource_unavailable",
-        "weights_unavailable",
-        "edge_failed",
-        "protocol_error",
-        "sequence_violation",
-        "process_exited",
-        "out_of_memory",
-        "step_failed",
-        "cancelled",
-        "unknown",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            FaultReason::Timeout => "timeout",
-            FaultReason::Unreachable => "unreachable",
-            FaultReason::MembershipLost => "membership_lost",
-            FaultReason::ProvisioningRejected => "provisioning_rejected",
-            FaultReason::ResourceUnavailable => "resource_unavailable",
-            FaultReason::WeightsUnavailable => "weights_unavailable",
-            FaultReason::EdgeFailed => "edge_failed",
-            FaultReason::ProtocolError => "protocol_error",
-            FaultReason::SequenceViolation => "sequence_violation",
-            FaultReason::ProcessExited => "process_exited",
-            FaultReason::OutOfMemory => "out_of_memory",
-            FaultReason::StepFailed => "step_failed",
-            FaultReason::Cancelled => "cancelled",
-            FaultReason::Unknown => "unknown",
-            FaultReason::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for FaultReason {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for FaultReason {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for FaultReason {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for FaultReason {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "timeout" => FaultReason::Timeout,
-                "unreachable" => FaultReason::Unreachable,
-                "membership_lost" => FaultReason::MembershipLost,
-                "provisioning_rejected" => FaultReason::ProvisioningRejected,
-                "resource_unavailable" => FaultReason::ResourceUnavailable,
-                "weights_unavailable" => FaultReason::WeightsUnavailable,
-                "edge_failed" => FaultReason::EdgeFailed,
-                "protocol_error" => FaultReason::ProtocolError,
-                "sequence_violation" => FaultReason::SequenceViolation,
-                "process_exited" => FaultReason::ProcessExited,
-                "out_of_memory" => FaultReason::OutOfMemory,
-                "step_failed" => FaultReason::StepFailed,
-                "cancelled" => FaultReason::Cancelled,
-                "unknown" => FaultReason::Unknown,
-                _ => FaultReason::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for FaultReason {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "FaultReason";
-        Ok(
-            match u.choose_index(15usize)? {
-                0usize => FaultReason::Timeout,
-                1usize => FaultReason::Unreachable,
-                2usize => FaultReason::MembershipLost,
-                3usize => FaultReason::ProvisioningRejected,
-                4usize => FaultReason::ResourceUnavailable,
-                5usize => FaultReason::WeightsUnavailable,
-                6usize => FaultReason::EdgeFailed,
-                7usize => FaultReason::ProtocolError,
-                8usize => FaultReason::SequenceViolation,
-                9usize => FaultReason::ProcessExited,
-                10usize => FaultReason::OutOfMemory,
-                11usize => FaultReason::StepFailed,
-                12usize => FaultReason::Cancelled,
-                13usize => FaultReason::Unknown,
-                _ => {
-                    FaultReason::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(FaultReason {
+    Timeout = "timeout",
+    Unreachable = "unreachable",
+    MembershipLost = "membership_lost",
+    ProvisioningRejected = "provisioning_rejected",
+    ResourceUnavailable = "resource_unavailable",
+    WeightsUnavailable = "weights_unavailable",
+    EdgeFailed = "edge_failed",
+    ProtocolError = "protocol_error",
+    SequenceViolation = "sequence_violation",
+    ProcessExited = "process_exited",
+    OutOfMemory = "out_of_memory",
+    StepFailed = "step_failed",
+    Cancelled = "cancelled",
+    Unknown = "unknown",
+} other { Other });
 /// The component that detected a fault: `node_boot` (node start-up), `membership` (SWIM), `orchestrator` (run authority), `stage_controller`, `weight_lifecycle` (weight download and load), `edge_establisher` (edge set-up), `arena_manager` (shared-memory rings), `transport` (the iroh driver and its stream pumps), `gpu_worker_ctl` (worker supervision), `gpu_worker` (the worker process itself), `token_endpoint` (the orchestrator's prompt and token ends).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum FaultComponent {
     /// `node_boot`.
     NodeBoot,
@@ -10743,108 +4550,22 @@ pub enum FaultComponent {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl FaultComponent {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "node_boot",
-        "membership",
-        "orchestrator",
-        "stage_controller",
-        "weight_lifecycle",
-        "edge_establisher",
-        "arena_manager",
-        "transport",
-        "gpu_worker_ctl",
-        "gpu_worker",
-        "token_endpoint",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            FaultComponent::NodeBoot => "node_boot",
-            FaultComponent::Membership => "membership",
-            FaultComponent::Orchestrator => "orchestrator",
-            FaultComponent::StageController => "stage_controller",
-            FaultComponent::WeightLifecycle => "weight_lifecycle",
-            FaultComponent::EdgeEstablisher => "edge_establisher",
-            FaultComponent::ArenaManager => "arena_manager",
-            FaultComponent::Transport => "transport",
-            FaultComponent::GpuWorkerCtl => "gpu_worker_ctl",
-            FaultComponent::GpuWorker => "gpu_worker",
-            FaultComponent::TokenEndpoint => "token_endpoint",
-            FaultComponent::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for FaultComponent {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for FaultComponent {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for FaultComponent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for FaultComponent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "node_boot" => FaultComponent::NodeBoot,
-                "membership" => FaultComponent::Membership,
-                "orchestrator" => FaultComponent::Orchestrator,
-                "stage_controller" => FaultComponent::StageController,
-                "weight_lifecycle" => FaultComponent::WeightLifecycle,
-                "edge_establisher" => FaultComponent::EdgeEstablisher,
-                "arena_manager" => FaultComponent::ArenaManager,
-                "transport" => FaultComponent::Transport,
-                "gpu_worker_ctl" => FaultComponent::GpuWorkerCtl,
-                "gpu_worker" => FaultComponent::GpuWorker,
-                "token_endpoint" => FaultComponent::TokenEndpoint,
-                _ => FaultComponent::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for FaultComponent {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "FaultComponent";
-        Ok(
-            match u.choose_index(12usize)? {
-                0usize => FaultComponent::NodeBoot,
-                1usize => FaultComponent::Membership,
-                2usize => FaultComponent::Orchestrator,
-                3usize => FaultComponent::StageController,
-                4usize => FaultComponent::WeightLifecycle,
-                5usize => FaultComponent::EdgeEstablisher,
-                6usize => FaultComponent::ArenaManager,
-                7usize => FaultComponent::Transport,
-                8usize => FaultComponent::GpuWorkerCtl,
-                9usize => FaultComponent::GpuWorker,
-                10usize => FaultComponent::TokenEndpoint,
-                _ => {
-                    FaultComponent::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(FaultComponent {
+    NodeBoot = "node_boot",
+    Membership = "membership",
+    Orchestrator = "orchestrator",
+    StageController = "stage_controller",
+    WeightLifecycle = "weight_lifecycle",
+    EdgeEstablisher = "edge_establisher",
+    ArenaManager = "arena_manager",
+    Transport = "transport",
+    GpuWorkerCtl = "gpu_worker_ctl",
+    GpuWorker = "gpu_worker",
+    TokenEndpoint = "token_endpoint",
+} other { Other });
 /// How one SWIM probe ended: `success` (acknowledged within its budget), `timeout` (no acknowledgement within the budget), `connection_closed` (the connection to the target closed while the probe was in flight), `send_failed` (the probe could not be sent), `refused` (the target refused the connection), `unresolved` (no address for the target).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum SwimProbeOutcome {
     /// `success`.
     Success,
@@ -10861,88 +4582,17 @@ pub enum SwimProbeOutcome {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl SwimProbeOutcome {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "success",
-        "timeout",
-        "connection_closed",
-        "send_failed",
-        "refused",
-        "unresolved",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            SwimProbeOutcome::Success => "success",
-            SwimProbeOutcome::Timeout => "timeout",
-            SwimProbeOutcome::ConnectionClosed => "connection_closed",
-            SwimProbeOutcome::SendFailed => "send_failed",
-            SwimProbeOutcome::Refused => "refused",
-            SwimProbeOutcome::Unresolved => "unresolved",
-            SwimProbeOutcome::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for SwimProbeOutcome {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for SwimProbeOutcome {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimProbeOutcome {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimProbeOutcome {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "success" => SwimProbeOutcome::Success,
-                "timeout" => SwimProbeOutcome::Timeout,
-                "connection_closed" => SwimProbeOutcome::ConnectionClosed,
-                "send_failed" => SwimProbeOutcome::SendFailed,
-                "refused" => SwimProbeOutcome::Refused,
-                "unresolved" => SwimProbeOutcome::Unresolved,
-                _ => SwimProbeOutcome::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for SwimProbeOutcome {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "SwimProbeOutcome";
-        Ok(
-            match u.choose_index(7usize)? {
-                0usize => SwimProbeOutcome::Success,
-                1usize => SwimProbeOutcome::Timeout,
-                2usize => SwimProbeOutcome::ConnectionClosed,
-                3usize => SwimProbeOutcome::SendFailed,
-                4usize => SwimProbeOutcome::Refused,
-                5usize => SwimProbeOutcome::Unresolved,
-                _ => {
-                    SwimProbeOutcome::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(SwimProbeOutcome {
+    Success = "success",
+    Timeout = "timeout",
+    ConnectionClosed = "connection_closed",
+    SendFailed = "send_failed",
+    Refused = "refused",
+    Unresolved = "unresolved",
+} other { Other });
 /// This node's side of a handshake: `client` (it opened the connection) or `server` (it accepted it).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum HandshakeRole {
     /// `client`.
     Client,
@@ -10951,69 +4601,13 @@ pub enum HandshakeRole {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl HandshakeRole {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["client", "server"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            HandshakeRole::Client => "client",
-            HandshakeRole::Server => "server",
-            HandshakeRole::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for HandshakeRole {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for HandshakeRole {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for HandshakeRole {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HandshakeRole {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "client" => HandshakeRole::Client,
-                "server" => HandshakeRole::Server,
-                _ => HandshakeRole::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for HandshakeRole {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "HandshakeRole";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => HandshakeRole::Client,
-                1usize => HandshakeRole::Server,
-                _ => {
-                    HandshakeRole::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(HandshakeRole {
+    Client = "client",
+    Server = "server",
+} other { Other });
 /// Result of a handshake: `success`, `timeout`, `rejected` (the other side refused it) or `error` (any other failure, with the text in `error`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum HandshakeResult {
     /// `success`.
     Success,
@@ -11026,80 +4620,15 @@ pub enum HandshakeResult {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl HandshakeResult {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "success",
-        "timeout",
-        "rejected",
-        "error",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            HandshakeResult::Success => "success",
-            HandshakeResult::Timeout => "timeout",
-            HandshakeResult::Rejected => "rejected",
-            HandshakeResult::Error => "error",
-            HandshakeResult::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for HandshakeResult {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for HandshakeResult {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for HandshakeResult {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HandshakeResult {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "success" => HandshakeResult::Success,
-                "timeout" => HandshakeResult::Timeout,
-                "rejected" => HandshakeResult::Rejected,
-                "error" => HandshakeResult::Error,
-                _ => HandshakeResult::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for HandshakeResult {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "HandshakeResult";
-        Ok(
-            match u.choose_index(5usize)? {
-                0usize => HandshakeResult::Success,
-                1usize => HandshakeResult::Timeout,
-                2usize => HandshakeResult::Rejected,
-                3usize => HandshakeResult::Error,
-                _ => {
-                    HandshakeResult::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(HandshakeResult {
+    Success = "success",
+    Timeout = "timeout",
+    Rejected = "rejected",
+    Error = "error",
+} other { Other });
 /// Direction of a traced packet: `tx` (sent by this node) or `rx` (received).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum PacketDirection {
     /// `tx`.
     Tx,
@@ -11108,135 +4637,25 @@ pub enum PacketDirection {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl PacketDirection {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["tx", "rx"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            PacketDirection::Tx => "tx",
-            PacketDirection::Rx => "rx",
-            PacketDirection::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for PacketDirection {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for PacketDirection {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PacketDirection {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PacketDirection {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "tx" => PacketDirection::Tx,
-                "rx" => PacketDirection::Rx,
-                _ => PacketDirection::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for PacketDirection {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "PacketDirection";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => PacketDirection::Tx,
-                1usize => PacketDirection::Rx,
-                _ => {
-                    PacketDirection::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(PacketDirection {
+    Tx = "tx",
+    Rx = "rx",
+} other { Other });
 /// Transport protocol of a traced packet; today only `udp`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum WirePacketL4Kind {
     /// `udp`.
     Udp,
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl WirePacketL4Kind {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["udp"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            WirePacketL4Kind::Udp => "udp",
-            WirePacketL4Kind::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for WirePacketL4Kind {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for WirePacketL4Kind {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WirePacketL4Kind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WirePacketL4Kind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "udp" => WirePacketL4Kind::Udp,
-                _ => WirePacketL4Kind::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for WirePacketL4Kind {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "WirePacketL4Kind";
-        Ok(
-            match u.choose_index(2usize)? {
-                0usize => WirePacketL4Kind::Udp,
-                _ => {
-                    WirePacketL4Kind::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(WirePacketL4Kind {
+    Udp = "udp",
+} other { Other });
 /// ECN marking of a packet: `not_ect` (not ECN-capable), `ect0` or `ect1` (ECN-capable transport), `ce` (congestion experienced).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum EcnCodepoint {
     /// `not_ect`.
     NotEct,
@@ -11249,70 +4668,9 @@ pub enum EcnCodepoint {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl EcnCodepoint {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["not_ect", "ect0", "ect1", "ce"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            EcnCodepoint::NotEct => "not_ect",
-            EcnCodepoint::Ect0 => "ect0",
-            EcnCodepoint::Ect1 => "ect1",
-            EcnCodepoint::Ce => "ce",
-            EcnCodepoint::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for EcnCodepoint {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for EcnCodepoint {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for EcnCodepoint {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for EcnCodepoint {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "not_ect" => EcnCodepoint::NotEct,
-                "ect0" => EcnCodepoint::Ect0,
-                "ect1" => EcnCodepoint::Ect1,
-                "ce" => EcnCodepoint::Ce,
-                _ => EcnCodepoint::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for EcnCodepoint {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "EcnCodepoint";
-        Ok(
-            match u.choose_index(5usize)? {
-                0usize => EcnCodepoint::NotEct,
-                1usize => EcnCodepoint::Ect0,
-                2usize => EcnCodepoint::Ect1,
-                3usize => EcnCodepoint::Ce,
-                _ => {
-                    EcnCodepoint::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(EcnCodepoint {
+    NotEct = "not_ect",
+    Ect0 = "ect0",
+    Ect1 = "ect1",
+    Ce = "ce",
+} other { Other });

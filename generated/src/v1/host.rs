@@ -8,6 +8,7 @@ use super::*;
 /// Host context as last refreshed by the host introspector (swactor `Tier3HostState`). The network and DNS halves are refreshed independently about every 30 seconds; this block only reports the cached results.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct HostState {
     /// Result of the most recent scrape of the host's network state.
     ///
@@ -32,96 +33,22 @@ pub struct HostState {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`HostState`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct HostStateBuilder {
-    network: Option<Option<HostNetwork>>,
-    dns: Option<Vec<DnsResolution>>,
-    scraped_at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for HostStateBuilder {
-    type Output = HostState;
-    const NAME: &'static str = "HostState";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "network" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.network,
-                    "network",
-                    value,
-                )
-            }
-            "dns" => ::diagwire_runtime::private::field_set(&mut self.dns, "dns", value),
-            "scraped_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scraped_at_ms,
-                    "scraped_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<HostState, E> {
-        Ok(HostState {
-            network: self.network.flatten(),
-            dns: self.dns.unwrap_or_default(),
-            scraped_at_ms: self.scraped_at_ms.unwrap_or_default(),
-            extra: self.extra,
-        })
+impl HostState {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for HostState {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.network {
-            map.serialize_entry("network", v)?;
-        }
-        if !::diagwire_runtime::is_default(&self.dns) {
-            map.serialize_entry("dns", &self.dns)?;
-        }
-        map.serialize_entry("scraped_at_ms", &self.scraped_at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for HostState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HostState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<HostStateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(HostState, HostStateDecoder, "HostState" {
+    network: Option<HostNetwork> = "network" omit,
+    dns: Vec<DnsResolution> = "dns" skip,
+    scraped_at_ms: u64 = "scraped_at_ms" dflt,
+} flat {} extra { extra });
 /// One scrape of the host's network state from `/proc`, `/sys/class/net`, `getifaddrs` and `/etc/resolv.conf` (swactor `Tier3HostNetwork`). Linux only.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct HostNetwork {
     /// Every network interface the kernel lists, sorted by name.
     ///
@@ -178,165 +105,27 @@ pub struct HostNetwork {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`HostNetwork`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct HostNetworkBuilder {
-    interfaces: Option<Vec<NetInterface>>,
-    default_routes: Option<Vec<Route>>,
-    udp_sockets: Option<Vec<UdpSocket>>,
-    conntrack_count: Option<Option<u64>>,
-    ipv6_enabled: Option<Option<bool>>,
-    resolv_conf_nameservers: Option<Vec<String>>,
-    udp_kernel_stats: Option<Option<UdpKernelStats>>,
-    refreshed_at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for HostNetworkBuilder {
-    type Output = HostNetwork;
-    const NAME: &'static str = "HostNetwork";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "interfaces" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.interfaces,
-                    "interfaces",
-                    value,
-                )
-            }
-            "default_routes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.default_routes,
-                    "default_routes",
-                    value,
-                )
-            }
-            "udp_sockets" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.udp_sockets,
-                    "udp_sockets",
-                    value,
-                )
-            }
-            "conntrack_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.conntrack_count,
-                    "conntrack_count",
-                    value,
-                )
-            }
-            "ipv6_enabled" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.ipv6_enabled,
-                    "ipv6_enabled",
-                    value,
-                )
-            }
-            "resolv_conf_nameservers" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.resolv_conf_nameservers,
-                    "resolv_conf_nameservers",
-                    value,
-                )
-            }
-            "udp_kernel_stats" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.udp_kernel_stats,
-                    "udp_kernel_stats",
-                    value,
-                )
-            }
-            "refreshed_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.refreshed_at_ms,
-                    "refreshed_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<HostNetwork, E> {
-        Ok(HostNetwork {
-            interfaces: self.interfaces.unwrap_or_default(),
-            default_routes: self.default_routes.unwrap_or_default(),
-            udp_sockets: self.udp_sockets.unwrap_or_default(),
-            conntrack_count: self.conntrack_count.flatten(),
-            ipv6_enabled: self.ipv6_enabled.flatten(),
-            resolv_conf_nameservers: self.resolv_conf_nameservers.unwrap_or_default(),
-            udp_kernel_stats: self.udp_kernel_stats.flatten(),
-            refreshed_at_ms: self.refreshed_at_ms.unwrap_or_default(),
-            extra: self.extra,
-        })
+impl HostNetwork {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for HostNetwork {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if !::diagwire_runtime::is_default(&self.interfaces) {
-            map.serialize_entry("interfaces", &self.interfaces)?;
-        }
-        if !::diagwire_runtime::is_default(&self.default_routes) {
-            map.serialize_entry("default_routes", &self.default_routes)?;
-        }
-        if !::diagwire_runtime::is_default(&self.udp_sockets) {
-            map.serialize_entry("udp_sockets", &self.udp_sockets)?;
-        }
-        if let Some(v) = &self.conntrack_count {
-            map.serialize_entry("conntrack_count", v)?;
-        }
-        if let Some(v) = &self.ipv6_enabled {
-            map.serialize_entry("ipv6_enabled", v)?;
-        }
-        if !::diagwire_runtime::is_default(&self.resolv_conf_nameservers) {
-            map.serialize_entry(
-                "resolv_conf_nameservers",
-                &self.resolv_conf_nameservers,
-            )?;
-        }
-        if let Some(v) = &self.udp_kernel_stats {
-            map.serialize_entry("udp_kernel_stats", v)?;
-        }
-        map.serialize_entry("refreshed_at_ms", &self.refreshed_at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for HostNetwork {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HostNetwork {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<HostNetworkBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(HostNetwork, HostNetworkDecoder, "HostNetwork" {
+    interfaces: Vec<NetInterface> = "interfaces" skip,
+    default_routes: Vec<Route> = "default_routes" skip,
+    udp_sockets: Vec<UdpSocket> = "udp_sockets" skip,
+    conntrack_count: Option<u64> = "conntrack_count" omit,
+    ipv6_enabled: Option<bool> = "ipv6_enabled" omit,
+    resolv_conf_nameservers: Vec<String> = "resolv_conf_nameservers" skip,
+    udp_kernel_stats: Option<UdpKernelStats> = "udp_kernel_stats" omit,
+    refreshed_at_ms: u64 = "refreshed_at_ms" dflt,
+} flat {} extra { extra });
 /// One network interface and its state (swactor `Tier3Interface`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct NetInterface {
     /// Kernel interface name, such as `eth0` or `lo`.
     ///
@@ -369,108 +158,31 @@ pub struct NetInterface {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`NetInterface`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct NetInterfaceBuilder {
-    name: Option<String>,
-    addresses: Option<Vec<String>>,
-    mtu: Option<Option<u32>>,
-    up: Option<bool>,
-    counters: Option<Option<InterfaceCounters>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for NetInterfaceBuilder {
-    type Output = NetInterface;
-    const NAME: &'static str = "NetInterface";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            "addresses" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.addresses,
-                    "addresses",
-                    value,
-                )
-            }
-            "mtu" => ::diagwire_runtime::private::field_set(&mut self.mtu, "mtu", value),
-            "up" => ::diagwire_runtime::private::field_set(&mut self.up, "up", value),
-            "counters" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.counters,
-                    "counters",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl NetInterface {
+    /// Builds the value from its required fields (`name`, `up`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(name: impl Into<String>, up: bool) -> Self {
+        Self {
+            name: name.into(),
+            addresses: Default::default(),
+            mtu: None,
+            up,
+            counters: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<NetInterface, E> {
-        Ok(NetInterface {
-            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
-            addresses: self.addresses.unwrap_or_default(),
-            mtu: self.mtu.flatten(),
-            up: ::diagwire_runtime::private::finish_required(self.up, "up")?,
-            counters: self.counters.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for NetInterface {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("name", &self.name)?;
-        if !::diagwire_runtime::is_default(&self.addresses) {
-            map.serialize_entry("addresses", &self.addresses)?;
-        }
-        if let Some(v) = &self.mtu {
-            map.serialize_entry("mtu", v)?;
-        }
-        map.serialize_entry("up", &self.up)?;
-        if let Some(v) = &self.counters {
-            map.serialize_entry("counters", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for NetInterface {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NetInterface {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<NetInterfaceBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(NetInterface, NetInterfaceDecoder, "NetInterface" {
+    name: String = "name" req,
+    addresses: Vec<String> = "addresses" skip,
+    mtu: Option<u32> = "mtu" omit,
+    up: bool = "up" req,
+    counters: Option<InterfaceCounters> = "counters" omit,
+} flat {} extra { extra });
 /// Cumulative kernel counters of one interface since boot (swactor `Tier3InterfaceCounters`). Readers compare consecutive snapshots to find drops and errors.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct InterfaceCounters {
     /// Bytes received.
     ///
@@ -523,172 +235,47 @@ pub struct InterfaceCounters {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`InterfaceCounters`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct InterfaceCountersBuilder {
-    rx_bytes: Option<u64>,
-    rx_packets: Option<u64>,
-    rx_errors: Option<u64>,
-    rx_dropped: Option<u64>,
-    tx_bytes: Option<u64>,
-    tx_packets: Option<u64>,
-    tx_errors: Option<u64>,
-    tx_dropped: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for InterfaceCountersBuilder {
-    type Output = InterfaceCounters;
-    const NAME: &'static str = "InterfaceCounters";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "rx_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rx_bytes,
-                    "rx_bytes",
-                    value,
-                )
-            }
-            "rx_packets" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rx_packets,
-                    "rx_packets",
-                    value,
-                )
-            }
-            "rx_errors" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rx_errors,
-                    "rx_errors",
-                    value,
-                )
-            }
-            "rx_dropped" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rx_dropped,
-                    "rx_dropped",
-                    value,
-                )
-            }
-            "tx_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.tx_bytes,
-                    "tx_bytes",
-                    value,
-                )
-            }
-            "tx_packets" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.tx_packets,
-                    "tx_packets",
-                    value,
-                )
-            }
-            "tx_errors" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.tx_errors,
-                    "tx_errors",
-                    value,
-                )
-            }
-            "tx_dropped" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.tx_dropped,
-                    "tx_dropped",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl InterfaceCounters {
+    /// Builds the value from its required fields (`rx_bytes`, `rx_packets`, `rx_errors`, `rx_dropped`, `tx_bytes`, `tx_packets`, `tx_errors`, `tx_dropped`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        rx_bytes: u64,
+        rx_packets: u64,
+        rx_errors: u64,
+        rx_dropped: u64,
+        tx_bytes: u64,
+        tx_packets: u64,
+        tx_errors: u64,
+        tx_dropped: u64,
+    ) -> Self {
+        Self {
+            rx_bytes,
+            rx_packets,
+            rx_errors,
+            rx_dropped,
+            tx_bytes,
+            tx_packets,
+            tx_errors,
+            tx_dropped,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<InterfaceCounters, E> {
-        Ok(InterfaceCounters {
-            rx_bytes: ::diagwire_runtime::private::finish_required(
-                self.rx_bytes,
-                "rx_bytes",
-            )?,
-            rx_packets: ::diagwire_runtime::private::finish_required(
-                self.rx_packets,
-                "rx_packets",
-            )?,
-            rx_errors: ::diagwire_runtime::private::finish_required(
-                self.rx_errors,
-                "rx_errors",
-            )?,
-            rx_dropped: ::diagwire_runtime::private::finish_required(
-                self.rx_dropped,
-                "rx_dropped",
-            )?,
-            tx_bytes: ::diagwire_runtime::private::finish_required(
-                self.tx_bytes,
-                "tx_bytes",
-            )?,
-            tx_packets: ::diagwire_runtime::private::finish_required(
-                self.tx_packets,
-                "tx_packets",
-            )?,
-            tx_errors: ::diagwire_runtime::private::finish_required(
-                self.tx_errors,
-                "tx_errors",
-            )?,
-            tx_dropped: ::diagwire_runtime::private::finish_required(
-                self.tx_dropped,
-                "tx_dropped",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for InterfaceCounters {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("rx_bytes", &self.rx_bytes)?;
-        map.serialize_entry("rx_packets", &self.rx_packets)?;
-        map.serialize_entry("rx_errors", &self.rx_errors)?;
-        map.serialize_entry("rx_dropped", &self.rx_dropped)?;
-        map.serialize_entry("tx_bytes", &self.tx_bytes)?;
-        map.serialize_entry("tx_packets", &self.tx_packets)?;
-        map.serialize_entry("tx_errors", &self.tx_errors)?;
-        map.serialize_entry("tx_dropped", &self.tx_dropped)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for InterfaceCounters {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for InterfaceCounters {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<InterfaceCountersBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(InterfaceCounters, InterfaceCountersDecoder, "InterfaceCounters" {
+    rx_bytes: u64 = "rx_bytes" req,
+    rx_packets: u64 = "rx_packets" req,
+    rx_errors: u64 = "rx_errors" req,
+    rx_dropped: u64 = "rx_dropped" req,
+    tx_bytes: u64 = "tx_bytes" req,
+    tx_packets: u64 = "tx_packets" req,
+    tx_errors: u64 = "tx_errors" req,
+    tx_dropped: u64 = "tx_dropped" req,
+} flat {} extra { extra });
 /// One kernel routing-table entry (swactor `Tier3Route`).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Route {
     /// Address family of the route.
     ///
@@ -711,109 +298,32 @@ pub struct Route {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Route`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RouteBuilder {
-    family: Option<RouteFamily>,
-    destination: Option<String>,
-    gateway: Option<Option<String>>,
-    interface: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RouteBuilder {
-    type Output = Route;
-    const NAME: &'static str = "Route";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "family" => {
-                ::diagwire_runtime::private::field_set(&mut self.family, "family", value)
-            }
-            "destination" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.destination,
-                    "destination",
-                    value,
-                )
-            }
-            "gateway" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.gateway,
-                    "gateway",
-                    value,
-                )
-            }
-            "interface" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.interface,
-                    "interface",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl Route {
+    /// Builds the value from its required fields (`family`, `destination`, `interface`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        family: RouteFamily,
+        destination: impl Into<String>,
+        interface: impl Into<String>,
+    ) -> Self {
+        Self {
+            family,
+            destination: destination.into(),
+            gateway: None,
+            interface: interface.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Route, E> {
-        Ok(Route {
-            family: ::diagwire_runtime::private::finish_required(self.family, "family")?,
-            destination: ::diagwire_runtime::private::finish_required(
-                self.destination,
-                "destination",
-            )?,
-            gateway: self.gateway.flatten(),
-            interface: ::diagwire_runtime::private::finish_required(
-                self.interface,
-                "interface",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Route {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("family", &self.family)?;
-        map.serialize_entry("destination", &self.destination)?;
-        if let Some(v) = &self.gateway {
-            map.serialize_entry("gateway", v)?;
-        }
-        map.serialize_entry("interface", &self.interface)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Route {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Route {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<RouteBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(Route, RouteDecoder, "Route" {
+    family: RouteFamily = "family" req,
+    destination: String = "destination" req,
+    gateway: Option<String> = "gateway" omit,
+    interface: String = "interface" req,
+} flat {} extra { extra });
 /// Address family of a route: `v4` (from `/proc/net/route`) or `v6` (from `/proc/net/ipv6_route`). A plain string in swactor, so other values are kept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum RouteFamily {
     /// `v4`.
     V4,
@@ -822,70 +332,14 @@ pub enum RouteFamily {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl RouteFamily {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["v4", "v6"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            RouteFamily::V4 => "v4",
-            RouteFamily::V6 => "v6",
-            RouteFamily::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for RouteFamily {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for RouteFamily {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RouteFamily {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RouteFamily {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "v4" => RouteFamily::V4,
-                "v6" => RouteFamily::V6,
-                _ => RouteFamily::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for RouteFamily {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "RouteFamily";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => RouteFamily::V4,
-                1usize => RouteFamily::V6,
-                _ => {
-                    RouteFamily::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(RouteFamily {
+    V4 = "v4",
+    V6 = "v6",
+} other { Other });
 /// One row of the kernel UDP socket table (swactor `Tier3UdpSocket`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct UdpSocket {
     /// Local address as `ip:port` or `[ipv6]:port`; the kernel's raw hex field unchanged when it could not be decoded.
     ///
@@ -908,106 +362,34 @@ pub struct UdpSocket {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`UdpSocket`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct UdpSocketBuilder {
-    local_addr: Option<String>,
-    remote_addr: Option<String>,
-    state: Option<String>,
-    inode: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for UdpSocketBuilder {
-    type Output = UdpSocket;
-    const NAME: &'static str = "UdpSocket";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "local_addr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.local_addr,
-                    "local_addr",
-                    value,
-                )
-            }
-            "remote_addr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.remote_addr,
-                    "remote_addr",
-                    value,
-                )
-            }
-            "state" => {
-                ::diagwire_runtime::private::field_set(&mut self.state, "state", value)
-            }
-            "inode" => {
-                ::diagwire_runtime::private::field_set(&mut self.inode, "inode", value)
-            }
-            _ => self.extra.accept(key, value),
+impl UdpSocket {
+    /// Builds the value from its required fields (`local_addr`, `remote_addr`, `state`, `inode`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        local_addr: impl Into<String>,
+        remote_addr: impl Into<String>,
+        state: impl Into<String>,
+        inode: u64,
+    ) -> Self {
+        Self {
+            local_addr: local_addr.into(),
+            remote_addr: remote_addr.into(),
+            state: state.into(),
+            inode,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<UdpSocket, E> {
-        Ok(UdpSocket {
-            local_addr: ::diagwire_runtime::private::finish_required(
-                self.local_addr,
-                "local_addr",
-            )?,
-            remote_addr: ::diagwire_runtime::private::finish_required(
-                self.remote_addr,
-                "remote_addr",
-            )?,
-            state: ::diagwire_runtime::private::finish_required(self.state, "state")?,
-            inode: ::diagwire_runtime::private::finish_required(self.inode, "inode")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for UdpSocket {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("local_addr", &self.local_addr)?;
-        map.serialize_entry("remote_addr", &self.remote_addr)?;
-        map.serialize_entry("state", &self.state)?;
-        map.serialize_entry("inode", &self.inode)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for UdpSocket {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for UdpSocket {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<UdpSocketBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(UdpSocket, UdpSocketDecoder, "UdpSocket" {
+    local_addr: String = "local_addr" req,
+    remote_addr: String = "remote_addr" req,
+    state: String = "state" req,
+    inode: u64 = "inode" req,
+} flat {} extra { extra });
 /// Host-wide cumulative UDP counters from `/proc/net/snmp` (swactor `Tier3UdpKernelStats`). Each counter the kernel's row did not carry is left out, so a missing counter is distinct from a zero one.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct UdpKernelStats {
     /// UDP datagrams delivered to sockets.
     ///
@@ -1060,140 +442,25 @@ pub struct UdpKernelStats {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`UdpKernelStats`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct UdpKernelStatsBuilder {
-    in_datagrams: Option<Option<u64>>,
-    no_ports: Option<Option<u64>>,
-    in_errors: Option<Option<u64>>,
-    out_datagrams: Option<Option<u64>>,
-    rcvbuf_errors: Option<Option<u64>>,
-    sndbuf_errors: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for UdpKernelStatsBuilder {
-    type Output = UdpKernelStats;
-    const NAME: &'static str = "UdpKernelStats";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "in_datagrams" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.in_datagrams,
-                    "in_datagrams",
-                    value,
-                )
-            }
-            "no_ports" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.no_ports,
-                    "no_ports",
-                    value,
-                )
-            }
-            "in_errors" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.in_errors,
-                    "in_errors",
-                    value,
-                )
-            }
-            "out_datagrams" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.out_datagrams,
-                    "out_datagrams",
-                    value,
-                )
-            }
-            "rcvbuf_errors" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rcvbuf_errors,
-                    "rcvbuf_errors",
-                    value,
-                )
-            }
-            "sndbuf_errors" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sndbuf_errors,
-                    "sndbuf_errors",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<UdpKernelStats, E> {
-        Ok(UdpKernelStats {
-            in_datagrams: self.in_datagrams.flatten(),
-            no_ports: self.no_ports.flatten(),
-            in_errors: self.in_errors.flatten(),
-            out_datagrams: self.out_datagrams.flatten(),
-            rcvbuf_errors: self.rcvbuf_errors.flatten(),
-            sndbuf_errors: self.sndbuf_errors.flatten(),
-            extra: self.extra,
-        })
+impl UdpKernelStats {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for UdpKernelStats {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.in_datagrams {
-            map.serialize_entry("in_datagrams", v)?;
-        }
-        if let Some(v) = &self.no_ports {
-            map.serialize_entry("no_ports", v)?;
-        }
-        if let Some(v) = &self.in_errors {
-            map.serialize_entry("in_errors", v)?;
-        }
-        if let Some(v) = &self.out_datagrams {
-            map.serialize_entry("out_datagrams", v)?;
-        }
-        if let Some(v) = &self.rcvbuf_errors {
-            map.serialize_entry("rcvbuf_errors", v)?;
-        }
-        if let Some(v) = &self.sndbuf_errors {
-            map.serialize_entry("sndbuf_errors", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for UdpKernelStats {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for UdpKernelStats {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<UdpKernelStatsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(UdpKernelStats, UdpKernelStatsDecoder, "UdpKernelStats" {
+    in_datagrams: Option<u64> = "in_datagrams" omit,
+    no_ports: Option<u64> = "no_ports" omit,
+    in_errors: Option<u64> = "in_errors" omit,
+    out_datagrams: Option<u64> = "out_datagrams" omit,
+    rcvbuf_errors: Option<u64> = "rcvbuf_errors" omit,
+    sndbuf_errors: Option<u64> = "sndbuf_errors" omit,
+} flat {} extra { extra });
 /// The latest resolution of one registered hostname through the system resolver (swactor `Tier3DnsResolution`). A hostname registered but not yet resolved appears with no records, no error and `resolved_at_ms` 0.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct DnsResolution {
     /// The name exactly as registered, which may be a full relay URL such as `https://relay.example.net./`; only its host part is resolved.
     ///
@@ -1240,144 +507,28 @@ pub struct DnsResolution {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`DnsResolution`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct DnsResolutionBuilder {
-    hostname: Option<String>,
-    a_records: Option<Vec<String>>,
-    aaaa_records: Option<Vec<String>>,
-    ttl_seconds: Option<Option<u32>>,
-    resolver_used: Option<Option<String>>,
-    resolved_at_ms: Option<u64>,
-    error: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for DnsResolutionBuilder {
-    type Output = DnsResolution;
-    const NAME: &'static str = "DnsResolution";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "hostname" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.hostname,
-                    "hostname",
-                    value,
-                )
-            }
-            "a_records" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.a_records,
-                    "a_records",
-                    value,
-                )
-            }
-            "aaaa_records" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.aaaa_records,
-                    "aaaa_records",
-                    value,
-                )
-            }
-            "ttl_seconds" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.ttl_seconds,
-                    "ttl_seconds",
-                    value,
-                )
-            }
-            "resolver_used" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.resolver_used,
-                    "resolver_used",
-                    value,
-                )
-            }
-            "resolved_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.resolved_at_ms,
-                    "resolved_at_ms",
-                    value,
-                )
-            }
-            "error" => {
-                ::diagwire_runtime::private::field_set(&mut self.error, "error", value)
-            }
-            _ => self.extra.accept(key, value),
+impl DnsResolution {
+    /// Builds the value from its required fields (`hostname`, `resolved_at_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(hostname: impl Into<String>, resolved_at_ms: u64) -> Self {
+        Self {
+            hostname: hostname.into(),
+            a_records: Default::default(),
+            aaaa_records: Default::default(),
+            ttl_seconds: None,
+            resolver_used: None,
+            resolved_at_ms,
+            error: None,
+            extra: Default::default(),
         }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<DnsResolution, E> {
-        Ok(DnsResolution {
-            hostname: ::diagwire_runtime::private::finish_required(
-                self.hostname,
-                "hostname",
-            )?,
-            a_records: self.a_records.unwrap_or_default(),
-            aaaa_records: self.aaaa_records.unwrap_or_default(),
-            ttl_seconds: self.ttl_seconds.flatten(),
-            resolver_used: self.resolver_used.flatten(),
-            resolved_at_ms: ::diagwire_runtime::private::finish_required(
-                self.resolved_at_ms,
-                "resolved_at_ms",
-            )?,
-            error: self.error.flatten(),
-            extra: self.extra,
-        })
     }
 }
-impl ::diagwire_runtime::MapFields for DnsResolution {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("hostname", &self.hostname)?;
-        if !::diagwire_runtime::is_default(&self.a_records) {
-            map.serialize_entry("a_records", &self.a_records)?;
-        }
-        if !::diagwire_runtime::is_default(&self.aaaa_records) {
-            map.serialize_entry("aaaa_records", &self.aaaa_records)?;
-        }
-        if let Some(v) = &self.ttl_seconds {
-            map.serialize_entry("ttl_seconds", v)?;
-        }
-        if let Some(v) = &self.resolver_used {
-            map.serialize_entry("resolver_used", v)?;
-        }
-        map.serialize_entry("resolved_at_ms", &self.resolved_at_ms)?;
-        if let Some(v) = &self.error {
-            map.serialize_entry("error", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for DnsResolution {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DnsResolution {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<DnsResolutionBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(DnsResolution, DnsResolutionDecoder, "DnsResolution" {
+    hostname: String = "hostname" req,
+    a_records: Vec<String> = "a_records" skip,
+    aaaa_records: Vec<String> = "aaaa_records" skip,
+    ttl_seconds: Option<u32> = "ttl_seconds" omit,
+    resolver_used: Option<String> = "resolver_used" omit,
+    resolved_at_ms: u64 = "resolved_at_ms" req,
+    error: Option<String> = "error" omit,
+} flat {} extra { extra });

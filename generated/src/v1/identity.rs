@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `boot`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Identity {
     /// Full hex of the node's public key; never truncated.
     ///
@@ -153,6 +154,43 @@ pub struct Identity {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl Identity {
+    /// Builds the value from its required fields (`node_id_hex`, `node_id_short`, `role`, `run_id`, `process_start_unix_ms`, `boot_sequence`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        node_id_hex: NodeIdHex,
+        node_id_short: impl Into<String>,
+        role: impl Into<String>,
+        run_id: impl Into<String>,
+        process_start_unix_ms: u64,
+        boot_sequence: u32,
+    ) -> Self {
+        Self {
+            node_id_hex,
+            node_id_short: node_id_short.into(),
+            role: role.into(),
+            stage_index: None,
+            stage_count: None,
+            run_id: run_id.into(),
+            vastai_contract_id: None,
+            host_ip_public: None,
+            host_country: None,
+            datacenter_id: None,
+            hostname: None,
+            container_id: None,
+            process_start_unix_ms,
+            boot_sequence,
+            binary_version: None,
+            git_sha: None,
+            iroh_version: None,
+            home_relay_url_at_boot: None,
+            host_provider: None,
+            host_provider_source: None,
+            provider_contract_id: None,
+            provider_contract_id_source: None,
+            provider_offer_id: None,
+            extra: Default::default(),
+        }
+    }
     /// How `host_provider` was obtained, or why it is absent.
     ///
     /// `host_provider_source` says whether a present value was reported (`iroh`) or derived.
@@ -178,311 +216,34 @@ impl Identity {
         )
     }
 }
-/// Streaming deserializer of [`Identity`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct IdentityBuilder {
-    node_id_hex: Option<NodeIdHex>,
-    node_id_short: Option<String>,
-    role: Option<String>,
-    stage_index: Option<Option<u32>>,
-    stage_count: Option<Option<u32>>,
-    run_id: Option<String>,
-    vastai_contract_id: Option<Option<String>>,
-    host_ip_public: Option<Option<String>>,
-    host_country: Option<Option<String>>,
-    datacenter_id: Option<Option<String>>,
-    hostname: Option<Option<String>>,
-    container_id: Option<Option<String>>,
-    process_start_unix_ms: Option<u64>,
-    boot_sequence: Option<u32>,
-    binary_version: Option<Option<String>>,
-    git_sha: Option<Option<String>>,
-    iroh_version: Option<Option<String>>,
-    home_relay_url_at_boot: Option<Option<String>>,
-    host_provider: Option<Option<HostProvider>>,
-    host_provider_source: Option<Option<ValueSource>>,
-    provider_contract_id: Option<Option<String>>,
-    provider_contract_id_source: Option<Option<ValueSource>>,
-    provider_offer_id: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for IdentityBuilder {
-    type Output = Identity;
-    const NAME: &'static str = "Identity";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            "node_id_short" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_short,
-                    "node_id_short",
-                    value,
-                )
-            }
-            "role" => {
-                ::diagwire_runtime::private::field_set(&mut self.role, "role", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "stage_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_count,
-                    "stage_count",
-                    value,
-                )
-            }
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "vastai_contract_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.vastai_contract_id,
-                    "vastai_contract_id",
-                    value,
-                )
-            }
-            "host_ip_public" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.host_ip_public,
-                    "host_ip_public",
-                    value,
-                )
-            }
-            "host_country" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.host_country,
-                    "host_country",
-                    value,
-                )
-            }
-            "datacenter_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.datacenter_id,
-                    "datacenter_id",
-                    value,
-                )
-            }
-            "hostname" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.hostname,
-                    "hostname",
-                    value,
-                )
-            }
-            "container_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.container_id,
-                    "container_id",
-                    value,
-                )
-            }
-            "process_start_unix_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.process_start_unix_ms,
-                    "process_start_unix_ms",
-                    value,
-                )
-            }
-            "boot_sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.boot_sequence,
-                    "boot_sequence",
-                    value,
-                )
-            }
-            "binary_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.binary_version,
-                    "binary_version",
-                    value,
-                )
-            }
-            "git_sha" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.git_sha,
-                    "git_sha",
-                    value,
-                )
-            }
-            "iroh_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.iroh_version,
-                    "iroh_version",
-                    value,
-                )
-            }
-            "home_relay_url_at_boot" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.home_relay_url_at_boot,
-                    "home_relay_url_at_boot",
-                    value,
-                )
-            }
-            "host_provider" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.host_provider,
-                    "host_provider",
-                    value,
-                )
-            }
-            "host_provider_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.host_provider_source,
-                    "host_provider_source",
-                    value,
-                )
-            }
-            "provider_contract_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.provider_contract_id,
-                    "provider_contract_id",
-                    value,
-                )
-            }
-            "provider_contract_id_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.provider_contract_id_source,
-                    "provider_contract_id_source",
-                    value,
-                )
-            }
-            "provider_offer_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.provider_offer_id,
-                    "provider_offer_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Identity, E> {
-        Ok(Identity {
-            node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.node_id_hex,
-                "node_id_hex",
-            )?,
-            node_id_short: ::diagwire_runtime::private::finish_required(
-                self.node_id_short,
-                "node_id_short",
-            )?,
-            role: ::diagwire_runtime::private::finish_required(self.role, "role")?,
-            stage_index: self.stage_index.flatten(),
-            stage_count: self.stage_count.flatten(),
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            vastai_contract_id: self.vastai_contract_id.flatten(),
-            host_ip_public: self.host_ip_public.flatten(),
-            host_country: self.host_country.flatten(),
-            datacenter_id: self.datacenter_id.flatten(),
-            hostname: self.hostname.flatten(),
-            container_id: self.container_id.flatten(),
-            process_start_unix_ms: ::diagwire_runtime::private::finish_required(
-                self.process_start_unix_ms,
-                "process_start_unix_ms",
-            )?,
-            boot_sequence: ::diagwire_runtime::private::finish_required(
-                self.boot_sequence,
-                "boot_sequence",
-            )?,
-            binary_version: self.binary_version.flatten(),
-            git_sha: self.git_sha.flatten(),
-            iroh_version: self.iroh_version.flatten(),
-            home_relay_url_at_boot: self.home_relay_url_at_boot.flatten(),
-            host_provider: self.host_provider.flatten(),
-            host_provider_source: self.host_provider_source.flatten(),
-            provider_contract_id: self.provider_contract_id.flatten(),
-            provider_contract_id_source: self.provider_contract_id_source.flatten(),
-            provider_offer_id: self.provider_offer_id.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for Identity {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id_hex", &self.node_id_hex)?;
-        map.serialize_entry("node_id_short", &self.node_id_short)?;
-        map.serialize_entry("role", &self.role)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("stage_count", &self.stage_count)?;
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("vastai_contract_id", &self.vastai_contract_id)?;
-        map.serialize_entry("host_ip_public", &self.host_ip_public)?;
-        map.serialize_entry("host_country", &self.host_country)?;
-        map.serialize_entry("datacenter_id", &self.datacenter_id)?;
-        map.serialize_entry("hostname", &self.hostname)?;
-        map.serialize_entry("container_id", &self.container_id)?;
-        map.serialize_entry("process_start_unix_ms", &self.process_start_unix_ms)?;
-        map.serialize_entry("boot_sequence", &self.boot_sequence)?;
-        map.serialize_entry("binary_version", &self.binary_version)?;
-        map.serialize_entry("git_sha", &self.git_sha)?;
-        map.serialize_entry("iroh_version", &self.iroh_version)?;
-        map.serialize_entry("home_relay_url_at_boot", &self.home_relay_url_at_boot)?;
-        if let Some(v) = &self.host_provider {
-            map.serialize_entry("host_provider", v)?;
-        }
-        if let Some(v) = &self.host_provider_source {
-            map.serialize_entry("host_provider_source", v)?;
-        }
-        if let Some(v) = &self.provider_contract_id {
-            map.serialize_entry("provider_contract_id", v)?;
-        }
-        if let Some(v) = &self.provider_contract_id_source {
-            map.serialize_entry("provider_contract_id_source", v)?;
-        }
-        if let Some(v) = &self.provider_offer_id {
-            map.serialize_entry("provider_offer_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Identity {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Identity {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<IdentityBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Identity, IdentityDecoder, "Identity" {
+    node_id_hex: NodeIdHex = "node_id_hex" req,
+    node_id_short: String = "node_id_short" req,
+    role: String = "role" req,
+    stage_index: Option<u32> = "stage_index" null,
+    stage_count: Option<u32> = "stage_count" null,
+    run_id: String = "run_id" req,
+    vastai_contract_id: Option<String> = "vastai_contract_id" null,
+    host_ip_public: Option<String> = "host_ip_public" null,
+    host_country: Option<String> = "host_country" null,
+    datacenter_id: Option<String> = "datacenter_id" null,
+    hostname: Option<String> = "hostname" null,
+    container_id: Option<String> = "container_id" null,
+    process_start_unix_ms: u64 = "process_start_unix_ms" req,
+    boot_sequence: u32 = "boot_sequence" req,
+    binary_version: Option<String> = "binary_version" null,
+    git_sha: Option<String> = "git_sha" null,
+    iroh_version: Option<String> = "iroh_version" null,
+    home_relay_url_at_boot: Option<String> = "home_relay_url_at_boot" null,
+    host_provider: Option<HostProvider> = "host_provider" omit,
+    host_provider_source: Option<ValueSource> = "host_provider_source" omit,
+    provider_contract_id: Option<String> = "provider_contract_id" omit,
+    provider_contract_id_source: Option<ValueSource> = "provider_contract_id_source" omit,
+    provider_offer_id: Option<String> = "provider_offer_id" omit,
+} flat {} extra { extra });
 /// A hosting provider a node can run on: `vastai` (a vast.ai rental) or `local` (a developer laptop or self-managed machine with no cloud provider). Open: a node on another provider writes that provider's name in lowercase (for example `runpod`), and readers keep it as it is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum HostProvider {
     /// `vastai`.
     Vastai,
@@ -491,64 +252,7 @@ pub enum HostProvider {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl HostProvider {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["vastai", "local"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            HostProvider::Vastai => "vastai",
-            HostProvider::Local => "local",
-            HostProvider::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for HostProvider {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for HostProvider {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for HostProvider {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HostProvider {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "vastai" => HostProvider::Vastai,
-                "local" => HostProvider::Local,
-                _ => HostProvider::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for HostProvider {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "HostProvider";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => HostProvider::Vastai,
-                1usize => HostProvider::Local,
-                _ => {
-                    HostProvider::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(HostProvider {
+    Vastai = "vastai",
+    Local = "local",
+} other { Other });

@@ -8,6 +8,7 @@ use super::*;
 /// Tier-2 scrape of the iroh transport (swactor `Tier2IrohState`): home relay, per-peer paths, connection cache, raw iroh metrics and the relay tunnel. Values iroh does not expose are left out and named in `api_gaps`, so a reader never mistakes "could not ask" for zero. From contract 1.1.0 it may also carry per-flow congestion state, NAT bindings, per-link estimates and, in simulated runs, the applied link parameters.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct IrohState {
     /// The node's home relay URL at capture time.
     ///
@@ -86,198 +87,31 @@ pub struct IrohState {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`IrohState`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct IrohStateBuilder {
-    home_relay_url: Option<Option<String>>,
-    peers: Option<Vec<IrohPeer>>,
-    metrics: Option<Vec<MetricSample>>,
-    connection_cache: Option<Vec<ConnectionCache>>,
-    api_gaps: Option<Vec<ApiGap>>,
-    iroh_version: Option<Option<String>>,
-    relay_session: Option<Option<RelaySession>>,
-    scraped_at_ms: Option<u64>,
-    flows: Option<Vec<FlowState>>,
-    nat_bindings: Option<Vec<NatBinding>>,
-    links: Option<Vec<LinkEstimate>>,
-    links_applied: Option<Vec<LinkApplied>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for IrohStateBuilder {
-    type Output = IrohState;
-    const NAME: &'static str = "IrohState";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "home_relay_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.home_relay_url,
-                    "home_relay_url",
-                    value,
-                )
-            }
-            "peers" => {
-                ::diagwire_runtime::private::field_set(&mut self.peers, "peers", value)
-            }
-            "metrics" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.metrics,
-                    "metrics",
-                    value,
-                )
-            }
-            "connection_cache" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.connection_cache,
-                    "connection_cache",
-                    value,
-                )
-            }
-            "api_gaps" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.api_gaps,
-                    "api_gaps",
-                    value,
-                )
-            }
-            "iroh_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.iroh_version,
-                    "iroh_version",
-                    value,
-                )
-            }
-            "relay_session" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.relay_session,
-                    "relay_session",
-                    value,
-                )
-            }
-            "scraped_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scraped_at_ms,
-                    "scraped_at_ms",
-                    value,
-                )
-            }
-            "flows" => {
-                ::diagwire_runtime::private::field_set(&mut self.flows, "flows", value)
-            }
-            "nat_bindings" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.nat_bindings,
-                    "nat_bindings",
-                    value,
-                )
-            }
-            "links" => {
-                ::diagwire_runtime::private::field_set(&mut self.links, "links", value)
-            }
-            "links_applied" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.links_applied,
-                    "links_applied",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<IrohState, E> {
-        Ok(IrohState {
-            home_relay_url: self.home_relay_url.flatten(),
-            peers: self.peers.unwrap_or_default(),
-            metrics: self.metrics.unwrap_or_default(),
-            connection_cache: self.connection_cache.unwrap_or_default(),
-            api_gaps: self.api_gaps.unwrap_or_default(),
-            iroh_version: self.iroh_version.flatten(),
-            relay_session: self.relay_session.flatten(),
-            scraped_at_ms: self.scraped_at_ms.unwrap_or_default(),
-            flows: self.flows.unwrap_or_default(),
-            nat_bindings: self.nat_bindings.unwrap_or_default(),
-            links: self.links.unwrap_or_default(),
-            links_applied: self.links_applied.unwrap_or_default(),
-            extra: self.extra,
-        })
+impl IrohState {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for IrohState {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.home_relay_url {
-            map.serialize_entry("home_relay_url", v)?;
-        }
-        if !::diagwire_runtime::is_default(&self.peers) {
-            map.serialize_entry("peers", &self.peers)?;
-        }
-        if !::diagwire_runtime::is_default(&self.metrics) {
-            map.serialize_entry("metrics", &self.metrics)?;
-        }
-        if !::diagwire_runtime::is_default(&self.connection_cache) {
-            map.serialize_entry("connection_cache", &self.connection_cache)?;
-        }
-        if !::diagwire_runtime::is_default(&self.api_gaps) {
-            map.serialize_entry("api_gaps", &self.api_gaps)?;
-        }
-        if let Some(v) = &self.iroh_version {
-            map.serialize_entry("iroh_version", v)?;
-        }
-        if let Some(v) = &self.relay_session {
-            map.serialize_entry("relay_session", v)?;
-        }
-        map.serialize_entry("scraped_at_ms", &self.scraped_at_ms)?;
-        if !::diagwire_runtime::is_default(&self.flows) {
-            map.serialize_entry("flows", &self.flows)?;
-        }
-        if !::diagwire_runtime::is_default(&self.nat_bindings) {
-            map.serialize_entry("nat_bindings", &self.nat_bindings)?;
-        }
-        if !::diagwire_runtime::is_default(&self.links) {
-            map.serialize_entry("links", &self.links)?;
-        }
-        if !::diagwire_runtime::is_default(&self.links_applied) {
-            map.serialize_entry("links_applied", &self.links_applied)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for IrohState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for IrohState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<IrohStateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(IrohState, IrohStateDecoder, "IrohState" {
+    home_relay_url: Option<String> = "home_relay_url" omit,
+    peers: Vec<IrohPeer> = "peers" skip,
+    metrics: Vec<MetricSample> = "metrics" skip,
+    connection_cache: Vec<ConnectionCache> = "connection_cache" skip,
+    api_gaps: Vec<ApiGap> = "api_gaps" skip,
+    iroh_version: Option<String> = "iroh_version" omit,
+    relay_session: Option<RelaySession> = "relay_session" omit,
+    scraped_at_ms: u64 = "scraped_at_ms" dflt,
+    flows: Vec<FlowState> = "flows" skip,
+    nat_bindings: Vec<NatBinding> = "nat_bindings" skip,
+    links: Vec<LinkEstimate> = "links" skip,
+    links_applied: Vec<LinkApplied> = "links_applied" skip,
+} flat {} extra { extra });
 /// iroh's view of one remote peer (swactor `Tier2Peer`). A peer iroh has never heard of has only its id; one iroh knows but has no active path to has `conn_type` `None`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct IrohPeer {
     /// The remote peer.
     ///
@@ -351,9 +185,25 @@ pub struct IrohPeer {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl IrohPeer {
+    /// Builds the value from its required fields (`peer_node_id_hex`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer_node_id_hex: NodeIdHex) -> Self {
+        Self {
+            peer_node_id_hex,
+            conn_type: None,
+            conn_type_source: None,
+            latency_ms: None,
+            last_used_ms: None,
+            last_received_ms: None,
+            direct_addresses: Default::default(),
+            relay_urls: Default::default(),
+            addr_sources: None,
+            extra: Default::default(),
+        }
+    }
     /// How `conn_type` was obtained, or why it is absent.
     ///
-    /// `conn_type_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the enclosing iroh block's gap list: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
+    /// `conn_type_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
     pub fn conn_type_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -367,7 +217,7 @@ impl IrohPeer {
     }
     /// How `latency_ms` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `RemoteInfo.latency_ms`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.latency_ms`, an absent value means "could not ask" and a present one was derived.
     pub fn latency_ms_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -381,7 +231,7 @@ impl IrohPeer {
     }
     /// How `last_used_ms` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `RemoteInfo.last_used_ms`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.last_used_ms`, an absent value means "could not ask" and a present one was derived.
     pub fn last_used_ms_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -395,7 +245,7 @@ impl IrohPeer {
     }
     /// How `last_received_ms` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `RemoteInfo.last_received_ms`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.last_received_ms`, an absent value means "could not ask" and a present one was derived.
     pub fn last_received_ms_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -411,7 +261,7 @@ impl IrohPeer {
     }
     /// How `addr_sources` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `TransportAddrInfo.source`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `TransportAddrInfo.source`, an absent value means "could not ask" and a present one was derived.
     pub fn addr_sources_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -424,177 +274,21 @@ impl IrohPeer {
         )
     }
 }
-/// Streaming deserializer of [`IrohPeer`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct IrohPeerBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    conn_type: Option<Option<ConnType>>,
-    conn_type_source: Option<Option<ValueSource>>,
-    latency_ms: Option<Option<u64>>,
-    last_used_ms: Option<Option<u64>>,
-    last_received_ms: Option<Option<u64>>,
-    direct_addresses: Option<Vec<TransportAddr>>,
-    relay_urls: Option<Vec<TransportAddr>>,
-    addr_sources: Option<Option<Vec<String>>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for IrohPeerBuilder {
-    type Output = IrohPeer;
-    const NAME: &'static str = "IrohPeer";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "conn_type" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.conn_type,
-                    "conn_type",
-                    value,
-                )
-            }
-            "conn_type_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.conn_type_source,
-                    "conn_type_source",
-                    value,
-                )
-            }
-            "latency_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.latency_ms,
-                    "latency_ms",
-                    value,
-                )
-            }
-            "last_used_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_used_ms,
-                    "last_used_ms",
-                    value,
-                )
-            }
-            "last_received_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_received_ms,
-                    "last_received_ms",
-                    value,
-                )
-            }
-            "direct_addresses" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.direct_addresses,
-                    "direct_addresses",
-                    value,
-                )
-            }
-            "relay_urls" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.relay_urls,
-                    "relay_urls",
-                    value,
-                )
-            }
-            "addr_sources" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.addr_sources,
-                    "addr_sources",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<IrohPeer, E> {
-        Ok(IrohPeer {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            conn_type: self.conn_type.flatten(),
-            conn_type_source: self.conn_type_source.flatten(),
-            latency_ms: self.latency_ms.flatten(),
-            last_used_ms: self.last_used_ms.flatten(),
-            last_received_ms: self.last_received_ms.flatten(),
-            direct_addresses: self.direct_addresses.unwrap_or_default(),
-            relay_urls: self.relay_urls.unwrap_or_default(),
-            addr_sources: self.addr_sources.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for IrohPeer {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        if let Some(v) = &self.conn_type {
-            map.serialize_entry("conn_type", v)?;
-        }
-        if let Some(v) = &self.conn_type_source {
-            map.serialize_entry("conn_type_source", v)?;
-        }
-        if let Some(v) = &self.latency_ms {
-            map.serialize_entry("latency_ms", v)?;
-        }
-        if let Some(v) = &self.last_used_ms {
-            map.serialize_entry("last_used_ms", v)?;
-        }
-        if let Some(v) = &self.last_received_ms {
-            map.serialize_entry("last_received_ms", v)?;
-        }
-        if !::diagwire_runtime::is_default(&self.direct_addresses) {
-            map.serialize_entry("direct_addresses", &self.direct_addresses)?;
-        }
-        if !::diagwire_runtime::is_default(&self.relay_urls) {
-            map.serialize_entry("relay_urls", &self.relay_urls)?;
-        }
-        if let Some(v) = &self.addr_sources {
-            map.serialize_entry("addr_sources", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for IrohPeer {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for IrohPeer {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<IrohPeerBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(IrohPeer, IrohPeerDecoder, "IrohPeer" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    conn_type: Option<ConnType> = "conn_type" omit,
+    conn_type_source: Option<ValueSource> = "conn_type_source" omit,
+    latency_ms: Option<u64> = "latency_ms" omit,
+    last_used_ms: Option<u64> = "last_used_ms" omit,
+    last_received_ms: Option<u64> = "last_received_ms" omit,
+    direct_addresses: Vec<TransportAddr> = "direct_addresses" skip,
+    relay_urls: Vec<TransportAddr> = "relay_urls" skip,
+    addr_sources: Option<Vec<String>> = "addr_sources" omit,
+} flat {} extra { extra });
 /// One transport address of a peer with iroh's view of whether it is in use (swactor `TransportAddrWire`).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct TransportAddr {
     /// `ip:port` for a direct address, or the relay URL for a relay address.
     ///
@@ -607,79 +301,24 @@ pub struct TransportAddr {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`TransportAddr`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct TransportAddrBuilder {
-    addr: Option<String>,
-    usage: Option<AddrUsage>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for TransportAddrBuilder {
-    type Output = TransportAddr;
-    const NAME: &'static str = "TransportAddr";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "addr" => {
-                ::diagwire_runtime::private::field_set(&mut self.addr, "addr", value)
-            }
-            "usage" => {
-                ::diagwire_runtime::private::field_set(&mut self.usage, "usage", value)
-            }
-            _ => self.extra.accept(key, value),
+impl TransportAddr {
+    /// Builds the value from its required fields (`addr`, `usage`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(addr: impl Into<String>, usage: AddrUsage) -> Self {
+        Self {
+            addr: addr.into(),
+            usage,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<TransportAddr, E> {
-        Ok(TransportAddr {
-            addr: ::diagwire_runtime::private::finish_required(self.addr, "addr")?,
-            usage: ::diagwire_runtime::private::finish_required(self.usage, "usage")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for TransportAddr {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("addr", &self.addr)?;
-        map.serialize_entry("usage", &self.usage)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for TransportAddr {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for TransportAddr {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<TransportAddrBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(TransportAddr, TransportAddrDecoder, "TransportAddr" {
+    addr: String = "addr" req,
+    usage: AddrUsage = "usage" req,
+} flat {} extra { extra });
 /// iroh's usage flag of a transport address, lowercased: `active` (in use) or `inactive` (known but idle).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum AddrUsage {
     /// `active`.
     Active,
@@ -688,70 +327,14 @@ pub enum AddrUsage {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl AddrUsage {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["active", "inactive"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            AddrUsage::Active => "active",
-            AddrUsage::Inactive => "inactive",
-            AddrUsage::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for AddrUsage {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for AddrUsage {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for AddrUsage {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for AddrUsage {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "active" => AddrUsage::Active,
-                "inactive" => AddrUsage::Inactive,
-                _ => AddrUsage::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for AddrUsage {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "AddrUsage";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => AddrUsage::Active,
-                1usize => AddrUsage::Inactive,
-                _ => {
-                    AddrUsage::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(AddrUsage {
+    Active = "active",
+    Inactive = "inactive",
+} other { Other });
 /// One iroh-metrics item captured into the snapshot, in iroh's own units.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct MetricSample {
     /// The iroh-metrics group the item belongs to (for example `magicsock`).
     ///
@@ -768,83 +351,27 @@ pub struct MetricSample {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`MetricSample`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct MetricSampleBuilder {
-    group: Option<String>,
-    name: Option<String>,
-    value: Option<MetricValue>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for MetricSampleBuilder {
-    type Output = MetricSample;
-    const NAME: &'static str = "MetricSample";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "group" => {
-                ::diagwire_runtime::private::field_set(&mut self.group, "group", value)
-            }
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            "value" => {
-                ::diagwire_runtime::private::field_set(&mut self.value, "value", value)
-            }
-            _ => self.extra.accept(key, value),
+impl MetricSample {
+    /// Builds the value from its required fields (`group`, `name`, `value`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        group: impl Into<String>,
+        name: impl Into<String>,
+        value: MetricValue,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            name: name.into(),
+            value,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<MetricSample, E> {
-        Ok(MetricSample {
-            group: ::diagwire_runtime::private::finish_required(self.group, "group")?,
-            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
-            value: ::diagwire_runtime::private::finish_required(self.value, "value")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for MetricSample {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("group", &self.group)?;
-        map.serialize_entry("name", &self.name)?;
-        map.serialize_entry("value", &self.value)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for MetricSample {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for MetricSample {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<MetricSampleBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(MetricSample, MetricSampleDecoder, "MetricSample" {
+    group: String = "group" req,
+    name: String = "name" req,
+    value: MetricValue = "value" req,
+} flat {} extra { extra });
 /// Value of one iroh metric, tagged by kind: a `Counter` (unsigned, only grows), a `Gauge` (signed, goes up and down) or a `Histogram` (observation count and sum). Closed: swactor skips iroh metric kinds it does not know instead of writing them.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
@@ -874,11 +401,11 @@ impl MetricValue {
 }
 #[doc(hidden)]
 #[derive(Default)]
-pub struct MetricValueBuilder {
+pub struct MetricValueDecoder {
     tag: Option<String>,
     content: Option<Box<::diagwire_runtime::private::serde_json::value::RawValue>>,
 }
-impl ::diagwire_runtime::Builder for MetricValueBuilder {
+impl ::diagwire_runtime::Decoder for MetricValueDecoder {
     type Output = MetricValue;
     const NAME: &'static str = "MetricValue";
     fn claims(&self, key: &str) -> bool {
@@ -974,30 +501,11 @@ impl ::diagwire_runtime::MapFields for MetricValue {
         Ok(())
     }
 }
-impl ::diagwire_runtime::private::serde::Serialize for MetricValue {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for MetricValue {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<MetricValueBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::__map_serde!(MetricValue, MetricValueDecoder);
 /// Summary of an iroh histogram metric: how many observations and their total.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Histogram {
     /// Number of observations recorded.
     ///
@@ -1018,78 +526,25 @@ pub struct Histogram {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Histogram`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct HistogramBuilder {
-    count: Option<u64>,
-    sum: Option<f64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for HistogramBuilder {
-    type Output = Histogram;
-    const NAME: &'static str = "Histogram";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "count" => {
-                ::diagwire_runtime::private::field_set(&mut self.count, "count", value)
-            }
-            "sum" => ::diagwire_runtime::private::field_set(&mut self.sum, "sum", value),
-            _ => self.extra.accept(key, value),
+impl Histogram {
+    /// Builds the value from its required fields (`count`, `sum`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(count: u64, sum: f64) -> Self {
+        Self {
+            count,
+            sum,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Histogram, E> {
-        Ok(Histogram {
-            count: ::diagwire_runtime::private::finish_required(self.count, "count")?,
-            sum: ::diagwire_runtime::private::finish_required(self.sum, "sum")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Histogram {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("count", &self.count)?;
-        map.serialize_entry("sum", &self.sum)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Histogram {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Histogram {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<HistogramBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Histogram, HistogramDecoder, "Histogram" {
+    count: u64 = "count" req,
+    sum: f64 = "sum" req,
+} flat {} extra { extra });
 /// Lifecycle summary of the node's cached connection to one peer (swactor `Tier2ConnectionCache`), so readers need not fold the `ConnectionCache*` events themselves.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ConnectionCache {
     /// The remote peer.
     ///
@@ -1140,156 +595,35 @@ pub struct ConnectionCache {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ConnectionCache`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ConnectionCacheBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    generation: Option<u64>,
-    created_at_ms: Option<Option<u64>>,
-    last_successful_send_at_ms: Option<Option<u64>>,
-    last_failure_at_ms: Option<Option<u64>>,
-    last_failure_reason: Option<Option<String>>,
-    observed_conn_type_at_last_use: Option<Option<ConnType>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ConnectionCacheBuilder {
-    type Output = ConnectionCache;
-    const NAME: &'static str = "ConnectionCache";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.generation,
-                    "generation",
-                    value,
-                )
-            }
-            "created_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.created_at_ms,
-                    "created_at_ms",
-                    value,
-                )
-            }
-            "last_successful_send_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_successful_send_at_ms,
-                    "last_successful_send_at_ms",
-                    value,
-                )
-            }
-            "last_failure_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_failure_at_ms,
-                    "last_failure_at_ms",
-                    value,
-                )
-            }
-            "last_failure_reason" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_failure_reason,
-                    "last_failure_reason",
-                    value,
-                )
-            }
-            "observed_conn_type_at_last_use" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.observed_conn_type_at_last_use,
-                    "observed_conn_type_at_last_use",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ConnectionCache {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `generation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer_node_id_hex: NodeIdHex, generation: u64) -> Self {
+        Self {
+            peer_node_id_hex,
+            generation,
+            created_at_ms: None,
+            last_successful_send_at_ms: None,
+            last_failure_at_ms: None,
+            last_failure_reason: None,
+            observed_conn_type_at_last_use: None,
+            extra: Default::default(),
         }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ConnectionCache, E> {
-        Ok(ConnectionCache {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            generation: ::diagwire_runtime::private::finish_required(
-                self.generation,
-                "generation",
-            )?,
-            created_at_ms: self.created_at_ms.flatten(),
-            last_successful_send_at_ms: self.last_successful_send_at_ms.flatten(),
-            last_failure_at_ms: self.last_failure_at_ms.flatten(),
-            last_failure_reason: self.last_failure_reason.flatten(),
-            observed_conn_type_at_last_use: self
-                .observed_conn_type_at_last_use
-                .flatten(),
-            extra: self.extra,
-        })
     }
 }
-impl ::diagwire_runtime::MapFields for ConnectionCache {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry("generation", &self.generation)?;
-        if let Some(v) = &self.created_at_ms {
-            map.serialize_entry("created_at_ms", v)?;
-        }
-        if let Some(v) = &self.last_successful_send_at_ms {
-            map.serialize_entry("last_successful_send_at_ms", v)?;
-        }
-        if let Some(v) = &self.last_failure_at_ms {
-            map.serialize_entry("last_failure_at_ms", v)?;
-        }
-        if let Some(v) = &self.last_failure_reason {
-            map.serialize_entry("last_failure_reason", v)?;
-        }
-        if let Some(v) = &self.observed_conn_type_at_last_use {
-            map.serialize_entry("observed_conn_type_at_last_use", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ConnectionCache {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ConnectionCache {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ConnectionCacheBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ConnectionCache, ConnectionCacheDecoder, "ConnectionCache" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    generation: u64 = "generation" req,
+    created_at_ms: Option<u64> = "created_at_ms" omit,
+    last_successful_send_at_ms: Option<u64> = "last_successful_send_at_ms" omit,
+    last_failure_at_ms: Option<u64> = "last_failure_at_ms" omit,
+    last_failure_reason: Option<String> = "last_failure_reason" omit,
+    observed_conn_type_at_last_use: Option<ConnType> = "observed_conn_type_at_last_use" omit,
+} flat {} extra { extra });
 /// State of the node's tunnel to its home relay (swactor `Tier2RelaySession`), kept apart from peer connections so "the tunnel died" can be told from "a peer connection died". Before the first watcher tick it reads `unknown` with source `derived`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelaySession {
     /// The relay URL the node currently uses.
     ///
@@ -1367,9 +701,25 @@ pub struct RelaySession {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl RelaySession {
+    /// Builds the value from its required fields (`status`, `status_source`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(status: RelaySessionStatus, status_source: ValueSource) -> Self {
+        Self {
+            relay_url: None,
+            status,
+            status_source,
+            status_changed_at_ms: None,
+            status_entered_at_ms: None,
+            last_send_at_ms: None,
+            last_recv_at_ms: None,
+            tx_bytes_total: None,
+            rx_bytes_total: None,
+            extra: Default::default(),
+        }
+    }
     /// How `status` was obtained, or why it is absent.
     ///
-    /// `status_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the enclosing iroh block's gap list: when it names `RelayTunnel.status`, an absent value means "could not ask" and a present one was derived.
+    /// `status_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `RelayTunnel.status`, an absent value means "could not ask" and a present one was derived.
     pub fn status_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -1383,7 +733,7 @@ impl RelaySession {
     }
     /// How `last_send_at_ms` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `RelayTunnel.last_send_at_ms`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `RelayTunnel.last_send_at_ms`, an absent value means "could not ask" and a present one was derived.
     pub fn last_send_at_ms_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -1399,7 +749,7 @@ impl RelaySession {
     }
     /// How `last_recv_at_ms` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `RelayTunnel.last_recv_at_ms`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `RelayTunnel.last_recv_at_ms`, an absent value means "could not ask" and a present one was derived.
     pub fn last_recv_at_ms_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -1415,7 +765,7 @@ impl RelaySession {
     }
     /// How `tx_bytes_total` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `RelayTunnel.tx_bytes_total`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `RelayTunnel.tx_bytes_total`, an absent value means "could not ask" and a present one was derived.
     pub fn tx_bytes_total_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -1431,7 +781,7 @@ impl RelaySession {
     }
     /// How `rx_bytes_total` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `RelayTunnel.rx_bytes_total`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `RelayTunnel.rx_bytes_total`, an absent value means "could not ask" and a present one was derived.
     pub fn rx_bytes_total_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -1446,170 +796,20 @@ impl RelaySession {
         )
     }
 }
-/// Streaming deserializer of [`RelaySession`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelaySessionBuilder {
-    relay_url: Option<Option<String>>,
-    status: Option<RelaySessionStatus>,
-    status_source: Option<ValueSource>,
-    status_changed_at_ms: Option<Option<u64>>,
-    status_entered_at_ms: Option<Option<u64>>,
-    last_send_at_ms: Option<Option<u64>>,
-    last_recv_at_ms: Option<Option<u64>>,
-    tx_bytes_total: Option<Option<u64>>,
-    rx_bytes_total: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelaySessionBuilder {
-    type Output = RelaySession;
-    const NAME: &'static str = "RelaySession";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "relay_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.relay_url,
-                    "relay_url",
-                    value,
-                )
-            }
-            "status" => {
-                ::diagwire_runtime::private::field_set(&mut self.status, "status", value)
-            }
-            "status_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.status_source,
-                    "status_source",
-                    value,
-                )
-            }
-            "status_changed_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.status_changed_at_ms,
-                    "status_changed_at_ms",
-                    value,
-                )
-            }
-            "status_entered_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.status_entered_at_ms,
-                    "status_entered_at_ms",
-                    value,
-                )
-            }
-            "last_send_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_send_at_ms,
-                    "last_send_at_ms",
-                    value,
-                )
-            }
-            "last_recv_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_recv_at_ms,
-                    "last_recv_at_ms",
-                    value,
-                )
-            }
-            "tx_bytes_total" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.tx_bytes_total,
-                    "tx_bytes_total",
-                    value,
-                )
-            }
-            "rx_bytes_total" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rx_bytes_total,
-                    "rx_bytes_total",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelaySession, E> {
-        Ok(RelaySession {
-            relay_url: self.relay_url.flatten(),
-            status: ::diagwire_runtime::private::finish_required(self.status, "status")?,
-            status_source: ::diagwire_runtime::private::finish_required(
-                self.status_source,
-                "status_source",
-            )?,
-            status_changed_at_ms: self.status_changed_at_ms.flatten(),
-            status_entered_at_ms: self.status_entered_at_ms.flatten(),
-            last_send_at_ms: self.last_send_at_ms.flatten(),
-            last_recv_at_ms: self.last_recv_at_ms.flatten(),
-            tx_bytes_total: self.tx_bytes_total.flatten(),
-            rx_bytes_total: self.rx_bytes_total.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for RelaySession {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.relay_url {
-            map.serialize_entry("relay_url", v)?;
-        }
-        map.serialize_entry("status", &self.status)?;
-        map.serialize_entry("status_source", &self.status_source)?;
-        if let Some(v) = &self.status_changed_at_ms {
-            map.serialize_entry("status_changed_at_ms", v)?;
-        }
-        if let Some(v) = &self.status_entered_at_ms {
-            map.serialize_entry("status_entered_at_ms", v)?;
-        }
-        if let Some(v) = &self.last_send_at_ms {
-            map.serialize_entry("last_send_at_ms", v)?;
-        }
-        if let Some(v) = &self.last_recv_at_ms {
-            map.serialize_entry("last_recv_at_ms", v)?;
-        }
-        if let Some(v) = &self.tx_bytes_total {
-            map.serialize_entry("tx_bytes_total", v)?;
-        }
-        if let Some(v) = &self.rx_bytes_total {
-            map.serialize_entry("rx_bytes_total", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelaySession {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelaySession {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RelaySessionBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelaySession, RelaySessionDecoder, "RelaySession" {
+    relay_url: Option<String> = "relay_url" omit,
+    status: RelaySessionStatus = "status" req,
+    status_source: ValueSource = "status_source" req,
+    status_changed_at_ms: Option<u64> = "status_changed_at_ms" omit,
+    status_entered_at_ms: Option<u64> = "status_entered_at_ms" omit,
+    last_send_at_ms: Option<u64> = "last_send_at_ms" omit,
+    last_recv_at_ms: Option<u64> = "last_recv_at_ms" omit,
+    tx_bytes_total: Option<u64> = "tx_bytes_total" omit,
+    rx_bytes_total: Option<u64> = "rx_bytes_total" omit,
+} flat {} extra { extra });
 /// Canonical name of a value the linked iroh version cannot provide. The five `RemoteInfo.*`/`TransportAddrInfo.source` names concern per-peer fields, the five `RelayTunnel.*` names the relay session; each names the field whose absence must be read as "could not ask". From contract 1.1.0, `IrohState.flows`, `IrohState.nat_bindings` and `IrohState.links` declare that the whole list cannot be asked for, so an absent list means "could not ask" rather than "none".
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ApiGap {
     /// `RemoteInfo.conn_type`.
     RemoteInfoConnType,
@@ -1640,117 +840,25 @@ pub enum ApiGap {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl ApiGap {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "RemoteInfo.conn_type",
-        "RemoteInfo.latency_ms",
-        "RemoteInfo.last_used_ms",
-        "RemoteInfo.last_received_ms",
-        "TransportAddrInfo.source",
-        "RelayTunnel.status",
-        "RelayTunnel.last_send_at_ms",
-        "RelayTunnel.last_recv_at_ms",
-        "RelayTunnel.tx_bytes_total",
-        "RelayTunnel.rx_bytes_total",
-        "IrohState.flows",
-        "IrohState.nat_bindings",
-        "IrohState.links",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            ApiGap::RemoteInfoConnType => "RemoteInfo.conn_type",
-            ApiGap::RemoteInfoLatencyMs => "RemoteInfo.latency_ms",
-            ApiGap::RemoteInfoLastUsedMs => "RemoteInfo.last_used_ms",
-            ApiGap::RemoteInfoLastReceivedMs => "RemoteInfo.last_received_ms",
-            ApiGap::TransportAddrInfoSource => "TransportAddrInfo.source",
-            ApiGap::RelayTunnelStatus => "RelayTunnel.status",
-            ApiGap::RelayTunnelLastSendAtMs => "RelayTunnel.last_send_at_ms",
-            ApiGap::RelayTunnelLastRecvAtMs => "RelayTunnel.last_recv_at_ms",
-            ApiGap::RelayTunnelTxBytesTotal => "RelayTunnel.tx_bytes_total",
-            ApiGap::RelayTunnelRxBytesTotal => "RelayTunnel.rx_bytes_total",
-            ApiGap::IrohStateFlows => "IrohState.flows",
-            ApiGap::IrohStateNatBindings => "IrohState.nat_bindings",
-            ApiGap::IrohStateLinks => "IrohState.links",
-            ApiGap::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for ApiGap {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for ApiGap {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ApiGap {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ApiGap {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "RemoteInfo.conn_type" => ApiGap::RemoteInfoConnType,
-                "RemoteInfo.latency_ms" => ApiGap::RemoteInfoLatencyMs,
-                "RemoteInfo.last_used_ms" => ApiGap::RemoteInfoLastUsedMs,
-                "RemoteInfo.last_received_ms" => ApiGap::RemoteInfoLastReceivedMs,
-                "TransportAddrInfo.source" => ApiGap::TransportAddrInfoSource,
-                "RelayTunnel.status" => ApiGap::RelayTunnelStatus,
-                "RelayTunnel.last_send_at_ms" => ApiGap::RelayTunnelLastSendAtMs,
-                "RelayTunnel.last_recv_at_ms" => ApiGap::RelayTunnelLastRecvAtMs,
-                "RelayTunnel.tx_bytes_total" => ApiGap::RelayTunnelTxBytesTotal,
-                "RelayTunnel.rx_bytes_total" => ApiGap::RelayTunnelRxBytesTotal,
-                "IrohState.flows" => ApiGap::IrohStateFlows,
-                "IrohState.nat_bindings" => ApiGap::IrohStateNatBindings,
-                "IrohState.links" => ApiGap::IrohStateLinks,
-                _ => ApiGap::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for ApiGap {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "ApiGap";
-        Ok(
-            match u.choose_index(14usize)? {
-                0usize => ApiGap::RemoteInfoConnType,
-                1usize => ApiGap::RemoteInfoLatencyMs,
-                2usize => ApiGap::RemoteInfoLastUsedMs,
-                3usize => ApiGap::RemoteInfoLastReceivedMs,
-                4usize => ApiGap::TransportAddrInfoSource,
-                5usize => ApiGap::RelayTunnelStatus,
-                6usize => ApiGap::RelayTunnelLastSendAtMs,
-                7usize => ApiGap::RelayTunnelLastRecvAtMs,
-                8usize => ApiGap::RelayTunnelTxBytesTotal,
-                9usize => ApiGap::RelayTunnelRxBytesTotal,
-                10usize => ApiGap::IrohStateFlows,
-                11usize => ApiGap::IrohStateNatBindings,
-                12usize => ApiGap::IrohStateLinks,
-                _ => {
-                    ApiGap::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(ApiGap {
+    RemoteInfoConnType = "RemoteInfo.conn_type",
+    RemoteInfoLatencyMs = "RemoteInfo.latency_ms",
+    RemoteInfoLastUsedMs = "RemoteInfo.last_used_ms",
+    RemoteInfoLastReceivedMs = "RemoteInfo.last_received_ms",
+    TransportAddrInfoSource = "TransportAddrInfo.source",
+    RelayTunnelStatus = "RelayTunnel.status",
+    RelayTunnelLastSendAtMs = "RelayTunnel.last_send_at_ms",
+    RelayTunnelLastRecvAtMs = "RelayTunnel.last_recv_at_ms",
+    RelayTunnelTxBytesTotal = "RelayTunnel.tx_bytes_total",
+    RelayTunnelRxBytesTotal = "RelayTunnel.rx_bytes_total",
+    IrohStateFlows = "IrohState.flows",
+    IrohStateNatBindings = "IrohState.nat_bindings",
+    IrohStateLinks = "IrohState.links",
+} other { Other });
 /// Congestion-control state of one QUIC flow to a peer at capture time, as the transport's congestion controller and RTT estimator see it. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct FlowState {
     /// The remote peer the flow leads to.
     ///
@@ -1822,6 +930,30 @@ pub struct FlowState {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl FlowState {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `remote_addr`, `cwnd_packets`, `rtt_estimate_ms`, `bytes_in_flight`, `retransmits_total`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        peer_node_id_hex: NodeIdHex,
+        remote_addr: impl Into<String>,
+        cwnd_packets: u64,
+        rtt_estimate_ms: u64,
+        bytes_in_flight: u64,
+        retransmits_total: u64,
+    ) -> Self {
+        Self {
+            peer_node_id_hex,
+            local_addr: None,
+            remote_addr: remote_addr.into(),
+            cwnd_packets,
+            cwnd_packets_source: None,
+            rtt_estimate_ms,
+            rtt_variance_ms: None,
+            bytes_in_flight,
+            retransmits_total,
+            packet_loss_rate_recent: None,
+            extra: Default::default(),
+        }
+    }
     /// How `cwnd_packets` was obtained, or why it is absent.
     ///
     /// `cwnd_packets_source` says whether a present value was reported (`iroh`) or derived.
@@ -1833,194 +965,22 @@ impl FlowState {
         )
     }
 }
-/// Streaming deserializer of [`FlowState`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct FlowStateBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    local_addr: Option<Option<String>>,
-    remote_addr: Option<String>,
-    cwnd_packets: Option<u64>,
-    cwnd_packets_source: Option<Option<ValueSource>>,
-    rtt_estimate_ms: Option<u64>,
-    rtt_variance_ms: Option<Option<u64>>,
-    bytes_in_flight: Option<u64>,
-    retransmits_total: Option<u64>,
-    packet_loss_rate_recent: Option<Option<f64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for FlowStateBuilder {
-    type Output = FlowState;
-    const NAME: &'static str = "FlowState";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "local_addr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.local_addr,
-                    "local_addr",
-                    value,
-                )
-            }
-            "remote_addr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.remote_addr,
-                    "remote_addr",
-                    value,
-                )
-            }
-            "cwnd_packets" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.cwnd_packets,
-                    "cwnd_packets",
-                    value,
-                )
-            }
-            "cwnd_packets_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.cwnd_packets_source,
-                    "cwnd_packets_source",
-                    value,
-                )
-            }
-            "rtt_estimate_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rtt_estimate_ms,
-                    "rtt_estimate_ms",
-                    value,
-                )
-            }
-            "rtt_variance_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rtt_variance_ms,
-                    "rtt_variance_ms",
-                    value,
-                )
-            }
-            "bytes_in_flight" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.bytes_in_flight,
-                    "bytes_in_flight",
-                    value,
-                )
-            }
-            "retransmits_total" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.retransmits_total,
-                    "retransmits_total",
-                    value,
-                )
-            }
-            "packet_loss_rate_recent" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.packet_loss_rate_recent,
-                    "packet_loss_rate_recent",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<FlowState, E> {
-        Ok(FlowState {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            local_addr: self.local_addr.flatten(),
-            remote_addr: ::diagwire_runtime::private::finish_required(
-                self.remote_addr,
-                "remote_addr",
-            )?,
-            cwnd_packets: ::diagwire_runtime::private::finish_required(
-                self.cwnd_packets,
-                "cwnd_packets",
-            )?,
-            cwnd_packets_source: self.cwnd_packets_source.flatten(),
-            rtt_estimate_ms: ::diagwire_runtime::private::finish_required(
-                self.rtt_estimate_ms,
-                "rtt_estimate_ms",
-            )?,
-            rtt_variance_ms: self.rtt_variance_ms.flatten(),
-            bytes_in_flight: ::diagwire_runtime::private::finish_required(
-                self.bytes_in_flight,
-                "bytes_in_flight",
-            )?,
-            retransmits_total: ::diagwire_runtime::private::finish_required(
-                self.retransmits_total,
-                "retransmits_total",
-            )?,
-            packet_loss_rate_recent: self.packet_loss_rate_recent.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for FlowState {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        if let Some(v) = &self.local_addr {
-            map.serialize_entry("local_addr", v)?;
-        }
-        map.serialize_entry("remote_addr", &self.remote_addr)?;
-        map.serialize_entry("cwnd_packets", &self.cwnd_packets)?;
-        if let Some(v) = &self.cwnd_packets_source {
-            map.serialize_entry("cwnd_packets_source", v)?;
-        }
-        map.serialize_entry("rtt_estimate_ms", &self.rtt_estimate_ms)?;
-        if let Some(v) = &self.rtt_variance_ms {
-            map.serialize_entry("rtt_variance_ms", v)?;
-        }
-        map.serialize_entry("bytes_in_flight", &self.bytes_in_flight)?;
-        map.serialize_entry("retransmits_total", &self.retransmits_total)?;
-        if let Some(v) = &self.packet_loss_rate_recent {
-            map.serialize_entry("packet_loss_rate_recent", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for FlowState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for FlowState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<FlowStateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(FlowState, FlowStateDecoder, "FlowState" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    local_addr: Option<String> = "local_addr" omit,
+    remote_addr: String = "remote_addr" req,
+    cwnd_packets: u64 = "cwnd_packets" req,
+    cwnd_packets_source: Option<ValueSource> = "cwnd_packets_source" omit,
+    rtt_estimate_ms: u64 = "rtt_estimate_ms" req,
+    rtt_variance_ms: Option<u64> = "rtt_variance_ms" omit,
+    bytes_in_flight: u64 = "bytes_in_flight" req,
+    retransmits_total: u64 = "retransmits_total" req,
+    packet_loss_rate_recent: Option<f64> = "packet_loss_rate_recent" omit,
+} flat {} extra { extra });
 /// One NAT binding as the path-discovery layer sees it: a local socket and the public address it is mapped to, with its refresh history. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct NatBinding {
     /// Local socket address (`ip:port`) of the binding.
     ///
@@ -2065,142 +1025,36 @@ pub struct NatBinding {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`NatBinding`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct NatBindingBuilder {
-    local_addr: Option<String>,
-    observed_remote_addr: Option<String>,
-    first_seen_ms: Option<Option<u64>>,
-    last_refreshed_ms: Option<Option<u64>>,
-    refresh_count: Option<Option<u64>>,
-    keepalive_interval_ms: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for NatBindingBuilder {
-    type Output = NatBinding;
-    const NAME: &'static str = "NatBinding";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "local_addr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.local_addr,
-                    "local_addr",
-                    value,
-                )
-            }
-            "observed_remote_addr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.observed_remote_addr,
-                    "observed_remote_addr",
-                    value,
-                )
-            }
-            "first_seen_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.first_seen_ms,
-                    "first_seen_ms",
-                    value,
-                )
-            }
-            "last_refreshed_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_refreshed_ms,
-                    "last_refreshed_ms",
-                    value,
-                )
-            }
-            "refresh_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.refresh_count,
-                    "refresh_count",
-                    value,
-                )
-            }
-            "keepalive_interval_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.keepalive_interval_ms,
-                    "keepalive_interval_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl NatBinding {
+    /// Builds the value from its required fields (`local_addr`, `observed_remote_addr`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        local_addr: impl Into<String>,
+        observed_remote_addr: impl Into<String>,
+    ) -> Self {
+        Self {
+            local_addr: local_addr.into(),
+            observed_remote_addr: observed_remote_addr.into(),
+            first_seen_ms: None,
+            last_refreshed_ms: None,
+            refresh_count: None,
+            keepalive_interval_ms: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<NatBinding, E> {
-        Ok(NatBinding {
-            local_addr: ::diagwire_runtime::private::finish_required(
-                self.local_addr,
-                "local_addr",
-            )?,
-            observed_remote_addr: ::diagwire_runtime::private::finish_required(
-                self.observed_remote_addr,
-                "observed_remote_addr",
-            )?,
-            first_seen_ms: self.first_seen_ms.flatten(),
-            last_refreshed_ms: self.last_refreshed_ms.flatten(),
-            refresh_count: self.refresh_count.flatten(),
-            keepalive_interval_ms: self.keepalive_interval_ms.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for NatBinding {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("local_addr", &self.local_addr)?;
-        map.serialize_entry("observed_remote_addr", &self.observed_remote_addr)?;
-        if let Some(v) = &self.first_seen_ms {
-            map.serialize_entry("first_seen_ms", v)?;
-        }
-        if let Some(v) = &self.last_refreshed_ms {
-            map.serialize_entry("last_refreshed_ms", v)?;
-        }
-        if let Some(v) = &self.refresh_count {
-            map.serialize_entry("refresh_count", v)?;
-        }
-        if let Some(v) = &self.keepalive_interval_ms {
-            map.serialize_entry("keepalive_interval_ms", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for NatBinding {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NatBinding {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<NatBindingBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(NatBinding, NatBindingDecoder, "NatBinding" {
+    local_addr: String = "local_addr" req,
+    observed_remote_addr: String = "observed_remote_addr" req,
+    first_seen_ms: Option<u64> = "first_seen_ms" omit,
+    last_refreshed_ms: Option<u64> = "last_refreshed_ms" omit,
+    refresh_count: Option<u64> = "refresh_count" omit,
+    keepalive_interval_ms: Option<u64> = "keepalive_interval_ms" omit,
+} flat {} extra { extra });
 /// Passive estimate of the link to one peer, made from observed flow behaviour over a measurement window. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct LinkEstimate {
     /// The remote peer.
     ///
@@ -2237,136 +1091,37 @@ pub struct LinkEstimate {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`LinkEstimate`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct LinkEstimateBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    bandwidth_bps_observed: Option<u64>,
-    loss_rate_observed: Option<f64>,
-    one_way_delay_ms_estimated: Option<u64>,
-    measurement_window_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for LinkEstimateBuilder {
-    type Output = LinkEstimate;
-    const NAME: &'static str = "LinkEstimate";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "bandwidth_bps_observed" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.bandwidth_bps_observed,
-                    "bandwidth_bps_observed",
-                    value,
-                )
-            }
-            "loss_rate_observed" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.loss_rate_observed,
-                    "loss_rate_observed",
-                    value,
-                )
-            }
-            "one_way_delay_ms_estimated" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.one_way_delay_ms_estimated,
-                    "one_way_delay_ms_estimated",
-                    value,
-                )
-            }
-            "measurement_window_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.measurement_window_ms,
-                    "measurement_window_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl LinkEstimate {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `bandwidth_bps_observed`, `loss_rate_observed`, `one_way_delay_ms_estimated`, `measurement_window_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        peer_node_id_hex: NodeIdHex,
+        bandwidth_bps_observed: u64,
+        loss_rate_observed: f64,
+        one_way_delay_ms_estimated: u64,
+        measurement_window_ms: u64,
+    ) -> Self {
+        Self {
+            peer_node_id_hex,
+            bandwidth_bps_observed,
+            loss_rate_observed,
+            one_way_delay_ms_estimated,
+            measurement_window_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<LinkEstimate, E> {
-        Ok(LinkEstimate {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            bandwidth_bps_observed: ::diagwire_runtime::private::finish_required(
-                self.bandwidth_bps_observed,
-                "bandwidth_bps_observed",
-            )?,
-            loss_rate_observed: ::diagwire_runtime::private::finish_required(
-                self.loss_rate_observed,
-                "loss_rate_observed",
-            )?,
-            one_way_delay_ms_estimated: ::diagwire_runtime::private::finish_required(
-                self.one_way_delay_ms_estimated,
-                "one_way_delay_ms_estimated",
-            )?,
-            measurement_window_ms: ::diagwire_runtime::private::finish_required(
-                self.measurement_window_ms,
-                "measurement_window_ms",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for LinkEstimate {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry("bandwidth_bps_observed", &self.bandwidth_bps_observed)?;
-        map.serialize_entry("loss_rate_observed", &self.loss_rate_observed)?;
-        map.serialize_entry(
-            "one_way_delay_ms_estimated",
-            &self.one_way_delay_ms_estimated,
-        )?;
-        map.serialize_entry("measurement_window_ms", &self.measurement_window_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LinkEstimate {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LinkEstimate {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<LinkEstimateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(LinkEstimate, LinkEstimateDecoder, "LinkEstimate" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    bandwidth_bps_observed: u64 = "bandwidth_bps_observed" req,
+    loss_rate_observed: f64 = "loss_rate_observed" req,
+    one_way_delay_ms_estimated: u64 = "one_way_delay_ms_estimated" req,
+    measurement_window_ms: u64 = "measurement_window_ms" req,
+} flat {} extra { extra });
 /// Simulated runs only: the link parameters the simulator applied between this node and one peer, the ground truth that `LinkEstimate` values are compared with. Mirrors one entry of the bundle's `sim/links_applied.json`, seen from this node. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct LinkApplied {
     /// The peer at the other end of the simulated link.
     ///
@@ -2407,139 +1162,32 @@ pub struct LinkApplied {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`LinkApplied`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct LinkAppliedBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    bandwidth_bps: Option<u64>,
-    one_way_delay_ms: Option<u32>,
-    jitter_ms: Option<u32>,
-    loss_ppm: Option<u32>,
-    applied_at_ms: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for LinkAppliedBuilder {
-    type Output = LinkApplied;
-    const NAME: &'static str = "LinkApplied";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "bandwidth_bps" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.bandwidth_bps,
-                    "bandwidth_bps",
-                    value,
-                )
-            }
-            "one_way_delay_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.one_way_delay_ms,
-                    "one_way_delay_ms",
-                    value,
-                )
-            }
-            "jitter_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.jitter_ms,
-                    "jitter_ms",
-                    value,
-                )
-            }
-            "loss_ppm" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.loss_ppm,
-                    "loss_ppm",
-                    value,
-                )
-            }
-            "applied_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.applied_at_ms,
-                    "applied_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl LinkApplied {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `bandwidth_bps`, `one_way_delay_ms`, `jitter_ms`, `loss_ppm`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        peer_node_id_hex: NodeIdHex,
+        bandwidth_bps: u64,
+        one_way_delay_ms: u32,
+        jitter_ms: u32,
+        loss_ppm: u32,
+    ) -> Self {
+        Self {
+            peer_node_id_hex,
+            bandwidth_bps,
+            one_way_delay_ms,
+            jitter_ms,
+            loss_ppm,
+            applied_at_ms: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<LinkApplied, E> {
-        Ok(LinkApplied {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            bandwidth_bps: ::diagwire_runtime::private::finish_required(
-                self.bandwidth_bps,
-                "bandwidth_bps",
-            )?,
-            one_way_delay_ms: ::diagwire_runtime::private::finish_required(
-                self.one_way_delay_ms,
-                "one_way_delay_ms",
-            )?,
-            jitter_ms: ::diagwire_runtime::private::finish_required(
-                self.jitter_ms,
-                "jitter_ms",
-            )?,
-            loss_ppm: ::diagwire_runtime::private::finish_required(
-                self.loss_ppm,
-                "loss_ppm",
-            )?,
-            applied_at_ms: self.applied_at_ms.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for LinkApplied {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry("bandwidth_bps", &self.bandwidth_bps)?;
-        map.serialize_entry("one_way_delay_ms", &self.one_way_delay_ms)?;
-        map.serialize_entry("jitter_ms", &self.jitter_ms)?;
-        map.serialize_entry("loss_ppm", &self.loss_ppm)?;
-        if let Some(v) = &self.applied_at_ms {
-            map.serialize_entry("applied_at_ms", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LinkApplied {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LinkApplied {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<LinkAppliedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(LinkApplied, LinkAppliedDecoder, "LinkApplied" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    bandwidth_bps: u64 = "bandwidth_bps" req,
+    one_way_delay_ms: u32 = "one_way_delay_ms" req,
+    jitter_ms: u32 = "jitter_ms" req,
+    loss_ppm: u32 = "loss_ppm" req,
+    applied_at_ms: Option<u64> = "applied_at_ms" omit,
+} flat {} extra { extra });

@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `manifest`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Manifest {
     /// The run id every record of the bundle was posted under (the `x-run-id` header); also the name of the bundle's top-level directory.
     ///
@@ -58,130 +59,35 @@ pub struct Manifest {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Manifest`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ManifestBuilder {
-    run_id: Option<String>,
-    run_start_collector_ms: Option<Option<u64>>,
-    run_end_collector_ms: Option<Option<u64>>,
-    finalize_received: Option<bool>,
-    nodes: Option<Vec<ManifestNode>>,
-    contract_version: Option<Option<String>>,
-    writer: Option<Option<BundleWriter>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ManifestBuilder {
-    type Output = Manifest;
-    const NAME: &'static str = "Manifest";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "run_start_collector_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.run_start_collector_ms,
-                    "run_start_collector_ms",
-                    value,
-                )
-            }
-            "run_end_collector_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.run_end_collector_ms,
-                    "run_end_collector_ms",
-                    value,
-                )
-            }
-            "finalize_received" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.finalize_received,
-                    "finalize_received",
-                    value,
-                )
-            }
-            "nodes" => {
-                ::diagwire_runtime::private::field_set(&mut self.nodes, "nodes", value)
-            }
-            "contract_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.contract_version,
-                    "contract_version",
-                    value,
-                )
-            }
-            "writer" => {
-                ::diagwire_runtime::private::field_set(&mut self.writer, "writer", value)
-            }
-            _ => self.extra.accept(key, value),
+impl Manifest {
+    /// Builds the value from its required fields (`run_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>) -> Self {
+        Self {
+            run_id: run_id.into(),
+            run_start_collector_ms: None,
+            run_end_collector_ms: None,
+            finalize_received: Default::default(),
+            nodes: Default::default(),
+            contract_version: None,
+            writer: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Manifest, E> {
-        Ok(Manifest {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            run_start_collector_ms: self.run_start_collector_ms.flatten(),
-            run_end_collector_ms: self.run_end_collector_ms.flatten(),
-            finalize_received: self.finalize_received.unwrap_or_default(),
-            nodes: self.nodes.unwrap_or_default(),
-            contract_version: self.contract_version.flatten(),
-            writer: self.writer.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Manifest {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("run_start_collector_ms", &self.run_start_collector_ms)?;
-        map.serialize_entry("run_end_collector_ms", &self.run_end_collector_ms)?;
-        map.serialize_entry("finalize_received", &self.finalize_received)?;
-        map.serialize_entry("nodes", &self.nodes)?;
-        if let Some(v) = &self.contract_version {
-            map.serialize_entry("contract_version", v)?;
-        }
-        if let Some(v) = &self.writer {
-            map.serialize_entry("writer", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Manifest {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Manifest {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ManifestBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Manifest, ManifestDecoder, "Manifest" {
+    run_id: String = "run_id" req,
+    run_start_collector_ms: Option<u64> = "run_start_collector_ms" null,
+    run_end_collector_ms: Option<u64> = "run_end_collector_ms" null,
+    finalize_received: bool = "finalize_received" dflt,
+    nodes: Vec<ManifestNode> = "nodes" dflt,
+    contract_version: Option<String> = "contract_version" omit,
+    writer: Option<BundleWriter> = "writer" omit,
+} flat {} extra { extra });
 /// The program that wrote a bundle and its manifest. Together with the manifest's `contract_version` it tells a reader which fields to expect and which software to blame for a divergence.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct BundleWriter {
     /// Which kind of program wrote the bundle.
     ///
@@ -198,92 +104,30 @@ pub struct BundleWriter {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`BundleWriter`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct BundleWriterBuilder {
-    kind: Option<WriterKind>,
-    name: Option<String>,
-    version: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for BundleWriterBuilder {
-    type Output = BundleWriter;
-    const NAME: &'static str = "BundleWriter";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            "version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.version,
-                    "version",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl BundleWriter {
+    /// Builds the value from its required fields (`kind`, `name`, `version`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        kind: WriterKind,
+        name: impl Into<String>,
+        version: impl Into<String>,
+    ) -> Self {
+        Self {
+            kind,
+            name: name.into(),
+            version: version.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<BundleWriter, E> {
-        Ok(BundleWriter {
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
-            version: ::diagwire_runtime::private::finish_required(
-                self.version,
-                "version",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for BundleWriter {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("name", &self.name)?;
-        map.serialize_entry("version", &self.version)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for BundleWriter {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for BundleWriter {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<BundleWriterBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(BundleWriter, BundleWriterDecoder, "BundleWriter" {
+    kind: WriterKind = "kind" req,
+    name: String = "name" req,
+    version: String = "version" req,
+} flat {} extra { extra });
 /// Kind of program that wrote a bundle: `node` (a swactor node assembling its own bundle), `sim` (the simulator writing a bundle in the production shape, whose records are modelled rather than observed) or `collector` (the diagnostics collector assembling a bundle from what nodes posted).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum WriterKind {
     /// `node`.
     Node,
@@ -294,73 +138,15 @@ pub enum WriterKind {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl WriterKind {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["node", "sim", "collector"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            WriterKind::Node => "node",
-            WriterKind::Sim => "sim",
-            WriterKind::Collector => "collector",
-            WriterKind::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for WriterKind {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for WriterKind {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WriterKind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WriterKind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "node" => WriterKind::Node,
-                "sim" => WriterKind::Sim,
-                "collector" => WriterKind::Collector,
-                _ => WriterKind::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for WriterKind {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "WriterKind";
-        Ok(
-            match u.choose_index(4usize)? {
-                0usize => WriterKind::Node,
-                1usize => WriterKind::Sim,
-                2usize => WriterKind::Collector,
-                _ => {
-                    WriterKind::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(WriterKind {
+    Node = "node",
+    Sim = "sim",
+    Collector = "collector",
+} other { Other });
 /// One node of the run as the collector saw it (swactor collector `ManifestNode`): its id, its directory label inside the bundle, what its boot record said about its role, and how many records of each kind it posted.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ManifestNode {
     /// The raw `x-node-id` header the node posted under: the 64-character hex id for swactor nodes, a synthetic id such as `vastai-external` or `vastai-stage-0` for vast.ai monitoring producers.
     ///
@@ -429,161 +215,34 @@ pub struct ManifestNode {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ManifestNode`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ManifestNodeBuilder {
-    node_id_hex: Option<NodeIdHex>,
-    label: Option<String>,
-    role: Option<Option<String>>,
-    stage_index: Option<Option<u32>>,
-    boot_recorded: Option<bool>,
-    event_batches: Option<u64>,
-    snapshots: Option<u64>,
-    finalize_recorded: Option<bool>,
-    vastai_records: Option<Option<u64>>,
-    contract_version: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ManifestNodeBuilder {
-    type Output = ManifestNode;
-    const NAME: &'static str = "ManifestNode";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            "label" => {
-                ::diagwire_runtime::private::field_set(&mut self.label, "label", value)
-            }
-            "role" => {
-                ::diagwire_runtime::private::field_set(&mut self.role, "role", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "boot_recorded" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.boot_recorded,
-                    "boot_recorded",
-                    value,
-                )
-            }
-            "event_batches" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.event_batches,
-                    "event_batches",
-                    value,
-                )
-            }
-            "snapshots" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.snapshots,
-                    "snapshots",
-                    value,
-                )
-            }
-            "finalize_recorded" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.finalize_recorded,
-                    "finalize_recorded",
-                    value,
-                )
-            }
-            "vastai_records" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.vastai_records,
-                    "vastai_records",
-                    value,
-                )
-            }
-            "contract_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.contract_version,
-                    "contract_version",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ManifestNode {
+    /// Builds the value from its required fields (`node_id_hex`, `label`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(node_id_hex: NodeIdHex, label: impl Into<String>) -> Self {
+        Self {
+            node_id_hex,
+            label: label.into(),
+            role: None,
+            stage_index: None,
+            boot_recorded: Default::default(),
+            event_batches: Default::default(),
+            snapshots: Default::default(),
+            finalize_recorded: Default::default(),
+            vastai_records: None,
+            contract_version: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ManifestNode, E> {
-        Ok(ManifestNode {
-            node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.node_id_hex,
-                "node_id_hex",
-            )?,
-            label: ::diagwire_runtime::private::finish_required(self.label, "label")?,
-            role: self.role.flatten(),
-            stage_index: self.stage_index.flatten(),
-            boot_recorded: self.boot_recorded.unwrap_or_default(),
-            event_batches: self.event_batches.unwrap_or_default(),
-            snapshots: self.snapshots.unwrap_or_default(),
-            finalize_recorded: self.finalize_recorded.unwrap_or_default(),
-            vastai_records: self.vastai_records.flatten(),
-            contract_version: self.contract_version.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ManifestNode {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id_hex", &self.node_id_hex)?;
-        map.serialize_entry("label", &self.label)?;
-        map.serialize_entry("role", &self.role)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("boot_recorded", &self.boot_recorded)?;
-        map.serialize_entry("event_batches", &self.event_batches)?;
-        map.serialize_entry("snapshots", &self.snapshots)?;
-        map.serialize_entry("finalize_recorded", &self.finalize_recorded)?;
-        if let Some(v) = &self.vastai_records {
-            map.serialize_entry("vastai_records", v)?;
-        }
-        if let Some(v) = &self.contract_version {
-            map.serialize_entry("contract_version", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ManifestNode {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ManifestNode {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ManifestNodeBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ManifestNode, ManifestNodeDecoder, "ManifestNode" {
+    node_id_hex: NodeIdHex = "node_id_hex" req,
+    label: String = "label" req,
+    role: Option<String> = "role" null,
+    stage_index: Option<u32> = "stage_index" null,
+    boot_recorded: bool = "boot_recorded" dflt,
+    event_batches: u64 = "event_batches" dflt,
+    snapshots: u64 = "snapshots" dflt,
+    finalize_recorded: bool = "finalize_recorded" dflt,
+    vastai_records: Option<u64> = "vastai_records" omit,
+    contract_version: Option<String> = "contract_version" omit,
+} flat {} extra { extra });

@@ -8,6 +8,7 @@ use super::*;
 /// Tier-2 scrape of the SWIM membership protocol (swactor `Tier2SwimState`): its configuration, this node's incarnation and metadata version, per-peer state and a ring of recently received messages.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimState {
     /// The protocol parameters the node runs with.
     ///
@@ -52,143 +53,40 @@ pub struct SwimState {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimState`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimStateBuilder {
-    config: Option<SwimConfig>,
-    self_node_id_hex: Option<NodeIdHex>,
-    self_incarnation: Option<u64>,
-    metadata_local_version: Option<u64>,
-    peers: Option<Vec<SwimPeer>>,
-    recent_messages: Option<Vec<SwimMessage>>,
-    scraped_at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimStateBuilder {
-    type Output = SwimState;
-    const NAME: &'static str = "SwimState";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "config" => {
-                ::diagwire_runtime::private::field_set(&mut self.config, "config", value)
-            }
-            "self_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.self_node_id_hex,
-                    "self_node_id_hex",
-                    value,
-                )
-            }
-            "self_incarnation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.self_incarnation,
-                    "self_incarnation",
-                    value,
-                )
-            }
-            "metadata_local_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.metadata_local_version,
-                    "metadata_local_version",
-                    value,
-                )
-            }
-            "peers" => {
-                ::diagwire_runtime::private::field_set(&mut self.peers, "peers", value)
-            }
-            "recent_messages" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.recent_messages,
-                    "recent_messages",
-                    value,
-                )
-            }
-            "scraped_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scraped_at_ms,
-                    "scraped_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimState {
+    /// Builds the value from its required fields (`config`, `self_node_id_hex`, `self_incarnation`, `metadata_local_version`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        config: SwimConfig,
+        self_node_id_hex: NodeIdHex,
+        self_incarnation: u64,
+        metadata_local_version: u64,
+    ) -> Self {
+        Self {
+            config,
+            self_node_id_hex,
+            self_incarnation,
+            metadata_local_version,
+            peers: Default::default(),
+            recent_messages: Default::default(),
+            scraped_at_ms: Default::default(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimState, E> {
-        Ok(SwimState {
-            config: ::diagwire_runtime::private::finish_required(self.config, "config")?,
-            self_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.self_node_id_hex,
-                "self_node_id_hex",
-            )?,
-            self_incarnation: ::diagwire_runtime::private::finish_required(
-                self.self_incarnation,
-                "self_incarnation",
-            )?,
-            metadata_local_version: ::diagwire_runtime::private::finish_required(
-                self.metadata_local_version,
-                "metadata_local_version",
-            )?,
-            peers: self.peers.unwrap_or_default(),
-            recent_messages: self.recent_messages.unwrap_or_default(),
-            scraped_at_ms: self.scraped_at_ms.unwrap_or_default(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimState {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("config", &self.config)?;
-        map.serialize_entry("self_node_id_hex", &self.self_node_id_hex)?;
-        map.serialize_entry("self_incarnation", &self.self_incarnation)?;
-        map.serialize_entry("metadata_local_version", &self.metadata_local_version)?;
-        if !::diagwire_runtime::is_default(&self.peers) {
-            map.serialize_entry("peers", &self.peers)?;
-        }
-        if !::diagwire_runtime::is_default(&self.recent_messages) {
-            map.serialize_entry("recent_messages", &self.recent_messages)?;
-        }
-        map.serialize_entry("scraped_at_ms", &self.scraped_at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimStateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimState, SwimStateDecoder, "SwimState" {
+    config: SwimConfig = "config" req,
+    self_node_id_hex: NodeIdHex = "self_node_id_hex" req,
+    self_incarnation: u64 = "self_incarnation" req,
+    metadata_local_version: u64 = "metadata_local_version" req,
+    peers: Vec<SwimPeer> = "peers" skip,
+    recent_messages: Vec<SwimMessage> = "recent_messages" skip,
+    scraped_at_ms: u64 = "scraped_at_ms" dflt,
+} flat {} extra { extra });
 /// SWIM protocol parameters captured when the introspector was installed (swactor `Tier2SwimConfig`); they do not change at run time. Tick-valued fields are protocol ticks, not milliseconds.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimConfig {
     /// Ticks between two probe rounds.
     ///
@@ -239,175 +137,47 @@ pub struct SwimConfig {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimConfig`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimConfigBuilder {
-    probe_interval_ticks: Option<u64>,
-    probe_timeout_ticks: Option<u64>,
-    suspicion_timeout_ticks: Option<u64>,
-    indirect_probes_k: Option<u32>,
-    dead_reprobe_interval_ticks: Option<u64>,
-    gossip_fanout_lambda: Option<u32>,
-    max_piggyback: Option<u32>,
-    probe_mode: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimConfigBuilder {
-    type Output = SwimConfig;
-    const NAME: &'static str = "SwimConfig";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "probe_interval_ticks" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.probe_interval_ticks,
-                    "probe_interval_ticks",
-                    value,
-                )
-            }
-            "probe_timeout_ticks" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.probe_timeout_ticks,
-                    "probe_timeout_ticks",
-                    value,
-                )
-            }
-            "suspicion_timeout_ticks" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.suspicion_timeout_ticks,
-                    "suspicion_timeout_ticks",
-                    value,
-                )
-            }
-            "indirect_probes_k" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.indirect_probes_k,
-                    "indirect_probes_k",
-                    value,
-                )
-            }
-            "dead_reprobe_interval_ticks" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.dead_reprobe_interval_ticks,
-                    "dead_reprobe_interval_ticks",
-                    value,
-                )
-            }
-            "gossip_fanout_lambda" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.gossip_fanout_lambda,
-                    "gossip_fanout_lambda",
-                    value,
-                )
-            }
-            "max_piggyback" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.max_piggyback,
-                    "max_piggyback",
-                    value,
-                )
-            }
-            "probe_mode" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.probe_mode,
-                    "probe_mode",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimConfig {
+    /// Builds the value from its required fields (`probe_interval_ticks`, `probe_timeout_ticks`, `suspicion_timeout_ticks`, `indirect_probes_k`, `dead_reprobe_interval_ticks`, `gossip_fanout_lambda`, `max_piggyback`, `probe_mode`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        probe_interval_ticks: u64,
+        probe_timeout_ticks: u64,
+        suspicion_timeout_ticks: u64,
+        indirect_probes_k: u32,
+        dead_reprobe_interval_ticks: u64,
+        gossip_fanout_lambda: u32,
+        max_piggyback: u32,
+        probe_mode: impl Into<String>,
+    ) -> Self {
+        Self {
+            probe_interval_ticks,
+            probe_timeout_ticks,
+            suspicion_timeout_ticks,
+            indirect_probes_k,
+            dead_reprobe_interval_ticks,
+            gossip_fanout_lambda,
+            max_piggyback,
+            probe_mode: probe_mode.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimConfig, E> {
-        Ok(SwimConfig {
-            probe_interval_ticks: ::diagwire_runtime::private::finish_required(
-                self.probe_interval_ticks,
-                "probe_interval_ticks",
-            )?,
-            probe_timeout_ticks: ::diagwire_runtime::private::finish_required(
-                self.probe_timeout_ticks,
-                "probe_timeout_ticks",
-            )?,
-            suspicion_timeout_ticks: ::diagwire_runtime::private::finish_required(
-                self.suspicion_timeout_ticks,
-                "suspicion_timeout_ticks",
-            )?,
-            indirect_probes_k: ::diagwire_runtime::private::finish_required(
-                self.indirect_probes_k,
-                "indirect_probes_k",
-            )?,
-            dead_reprobe_interval_ticks: ::diagwire_runtime::private::finish_required(
-                self.dead_reprobe_interval_ticks,
-                "dead_reprobe_interval_ticks",
-            )?,
-            gossip_fanout_lambda: ::diagwire_runtime::private::finish_required(
-                self.gossip_fanout_lambda,
-                "gossip_fanout_lambda",
-            )?,
-            max_piggyback: ::diagwire_runtime::private::finish_required(
-                self.max_piggyback,
-                "max_piggyback",
-            )?,
-            probe_mode: ::diagwire_runtime::private::finish_required(
-                self.probe_mode,
-                "probe_mode",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimConfig {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("probe_interval_ticks", &self.probe_interval_ticks)?;
-        map.serialize_entry("probe_timeout_ticks", &self.probe_timeout_ticks)?;
-        map.serialize_entry("suspicion_timeout_ticks", &self.suspicion_timeout_ticks)?;
-        map.serialize_entry("indirect_probes_k", &self.indirect_probes_k)?;
-        map.serialize_entry(
-            "dead_reprobe_interval_ticks",
-            &self.dead_reprobe_interval_ticks,
-        )?;
-        map.serialize_entry("gossip_fanout_lambda", &self.gossip_fanout_lambda)?;
-        map.serialize_entry("max_piggyback", &self.max_piggyback)?;
-        map.serialize_entry("probe_mode", &self.probe_mode)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimConfig {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimConfig {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimConfigBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimConfig, SwimConfigDecoder, "SwimConfig" {
+    probe_interval_ticks: u64 = "probe_interval_ticks" req,
+    probe_timeout_ticks: u64 = "probe_timeout_ticks" req,
+    suspicion_timeout_ticks: u64 = "suspicion_timeout_ticks" req,
+    indirect_probes_k: u32 = "indirect_probes_k" req,
+    dead_reprobe_interval_ticks: u64 = "dead_reprobe_interval_ticks" req,
+    gossip_fanout_lambda: u32 = "gossip_fanout_lambda" req,
+    max_piggyback: u32 = "max_piggyback" req,
+    probe_mode: String = "probe_mode" req,
+} flat {} extra { extra });
 /// SWIM's view of one peer (swactor `Tier2SwimPeer`).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimPeer {
     /// The remote peer.
     ///
@@ -466,160 +236,37 @@ pub struct SwimPeer {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimPeer`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimPeerBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    state: Option<PeerState>,
-    incarnation: Option<u64>,
-    last_ping_sent_at_ms: Option<Option<u64>>,
-    last_ack_received_at_ms: Option<Option<u64>>,
-    last_ping_received_at_ms: Option<Option<u64>>,
-    suspect_started_at_ms: Option<Option<u64>>,
-    metadata_version_seen: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimPeerBuilder {
-    type Output = SwimPeer;
-    const NAME: &'static str = "SwimPeer";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "state" => {
-                ::diagwire_runtime::private::field_set(&mut self.state, "state", value)
-            }
-            "incarnation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.incarnation,
-                    "incarnation",
-                    value,
-                )
-            }
-            "last_ping_sent_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_ping_sent_at_ms,
-                    "last_ping_sent_at_ms",
-                    value,
-                )
-            }
-            "last_ack_received_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_ack_received_at_ms,
-                    "last_ack_received_at_ms",
-                    value,
-                )
-            }
-            "last_ping_received_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_ping_received_at_ms,
-                    "last_ping_received_at_ms",
-                    value,
-                )
-            }
-            "suspect_started_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.suspect_started_at_ms,
-                    "suspect_started_at_ms",
-                    value,
-                )
-            }
-            "metadata_version_seen" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.metadata_version_seen,
-                    "metadata_version_seen",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimPeer {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `state`, `incarnation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer_node_id_hex: NodeIdHex, state: PeerState, incarnation: u64) -> Self {
+        Self {
+            peer_node_id_hex,
+            state,
+            incarnation,
+            last_ping_sent_at_ms: None,
+            last_ack_received_at_ms: None,
+            last_ping_received_at_ms: None,
+            suspect_started_at_ms: None,
+            metadata_version_seen: None,
+            extra: Default::default(),
         }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimPeer, E> {
-        Ok(SwimPeer {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            state: ::diagwire_runtime::private::finish_required(self.state, "state")?,
-            incarnation: ::diagwire_runtime::private::finish_required(
-                self.incarnation,
-                "incarnation",
-            )?,
-            last_ping_sent_at_ms: self.last_ping_sent_at_ms.flatten(),
-            last_ack_received_at_ms: self.last_ack_received_at_ms.flatten(),
-            last_ping_received_at_ms: self.last_ping_received_at_ms.flatten(),
-            suspect_started_at_ms: self.suspect_started_at_ms.flatten(),
-            metadata_version_seen: self.metadata_version_seen.flatten(),
-            extra: self.extra,
-        })
     }
 }
-impl ::diagwire_runtime::MapFields for SwimPeer {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry("state", &self.state)?;
-        map.serialize_entry("incarnation", &self.incarnation)?;
-        if let Some(v) = &self.last_ping_sent_at_ms {
-            map.serialize_entry("last_ping_sent_at_ms", v)?;
-        }
-        if let Some(v) = &self.last_ack_received_at_ms {
-            map.serialize_entry("last_ack_received_at_ms", v)?;
-        }
-        if let Some(v) = &self.last_ping_received_at_ms {
-            map.serialize_entry("last_ping_received_at_ms", v)?;
-        }
-        if let Some(v) = &self.suspect_started_at_ms {
-            map.serialize_entry("suspect_started_at_ms", v)?;
-        }
-        if let Some(v) = &self.metadata_version_seen {
-            map.serialize_entry("metadata_version_seen", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimPeer {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimPeer {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimPeerBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimPeer, SwimPeerDecoder, "SwimPeer" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    state: PeerState = "state" req,
+    incarnation: u64 = "incarnation" req,
+    last_ping_sent_at_ms: Option<u64> = "last_ping_sent_at_ms" omit,
+    last_ack_received_at_ms: Option<u64> = "last_ack_received_at_ms" omit,
+    last_ping_received_at_ms: Option<u64> = "last_ping_received_at_ms" omit,
+    suspect_started_at_ms: Option<u64> = "suspect_started_at_ms" omit,
+    metadata_version_seen: Option<u64> = "metadata_version_seen" omit,
+} flat {} extra { extra });
 /// One received SWIM message in the recent-messages ring (swactor `Tier2SwimMessage`).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimMessage {
     /// The message type; it also decides which node `peer_node_id_hex` names and what `sequence` means.
     ///
@@ -646,104 +293,28 @@ pub struct SwimMessage {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimMessage`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimMessageBuilder {
-    kind: Option<SwimMessageKind>,
-    peer_node_id_hex: Option<NodeIdHex>,
-    at_ms: Option<u64>,
-    sequence: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimMessageBuilder {
-    type Output = SwimMessage;
-    const NAME: &'static str = "SwimMessage";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "at_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.at_ms, "at_ms", value)
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimMessage {
+    /// Builds the value from its required fields (`kind`, `peer_node_id_hex`, `at_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(kind: SwimMessageKind, peer_node_id_hex: NodeIdHex, at_ms: u64) -> Self {
+        Self {
+            kind,
+            peer_node_id_hex,
+            at_ms,
+            sequence: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimMessage, E> {
-        Ok(SwimMessage {
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            at_ms: ::diagwire_runtime::private::finish_required(self.at_ms, "at_ms")?,
-            sequence: self.sequence.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimMessage {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry("at_ms", &self.at_ms)?;
-        if let Some(v) = &self.sequence {
-            map.serialize_entry("sequence", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimMessage {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimMessage {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimMessageBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimMessage, SwimMessageDecoder, "SwimMessage" {
+    kind: SwimMessageKind = "kind" req,
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    at_ms: u64 = "at_ms" req,
+    sequence: Option<u64> = "sequence" omit,
+} flat {} extra { extra });
 /// Type of a received SWIM message: `ping`, `ack`, `ping_req` (an indirect probe request; the entry's peer is the requester, not the target), `indirect_ack` (an ack forwarded by a helper; the entry's peer is the probed target), `join_request` (no sequence), `join_response` (its `sequence` carries the member count).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum SwimMessageKind {
     /// `ping`.
     Ping,
@@ -760,89 +331,18 @@ pub enum SwimMessageKind {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl SwimMessageKind {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "ping",
-        "ack",
-        "ping_req",
-        "indirect_ack",
-        "join_request",
-        "join_response",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            SwimMessageKind::Ping => "ping",
-            SwimMessageKind::Ack => "ack",
-            SwimMessageKind::PingReq => "ping_req",
-            SwimMessageKind::IndirectAck => "indirect_ack",
-            SwimMessageKind::JoinRequest => "join_request",
-            SwimMessageKind::JoinResponse => "join_response",
-            SwimMessageKind::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for SwimMessageKind {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for SwimMessageKind {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimMessageKind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimMessageKind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "ping" => SwimMessageKind::Ping,
-                "ack" => SwimMessageKind::Ack,
-                "ping_req" => SwimMessageKind::PingReq,
-                "indirect_ack" => SwimMessageKind::IndirectAck,
-                "join_request" => SwimMessageKind::JoinRequest,
-                "join_response" => SwimMessageKind::JoinResponse,
-                _ => SwimMessageKind::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for SwimMessageKind {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "SwimMessageKind";
-        Ok(
-            match u.choose_index(7usize)? {
-                0usize => SwimMessageKind::Ping,
-                1usize => SwimMessageKind::Ack,
-                2usize => SwimMessageKind::PingReq,
-                3usize => SwimMessageKind::IndirectAck,
-                4usize => SwimMessageKind::JoinRequest,
-                5usize => SwimMessageKind::JoinResponse,
-                _ => {
-                    SwimMessageKind::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(SwimMessageKind {
+    Ping = "ping",
+    Ack = "ack",
+    PingReq = "ping_req",
+    IndirectAck = "indirect_ack",
+    JoinRequest = "join_request",
+    JoinResponse = "join_response",
+} other { Other });
 /// The node's local name registry, name to actor address (swactor `Tier2Registry`). Added by the newest swactor generation. A name the node owns appears in every snapshot, so its absence means the node never registered it rather than that gossip lost it.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Registry {
     /// One entry per known name, live or tombstoned.
     ///
@@ -873,109 +373,29 @@ pub struct Registry {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Registry`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RegistryBuilder {
-    entries: Option<Vec<RegistryEntry>>,
-    tombstone_count: Option<u64>,
-    clock: Option<u64>,
-    scraped_at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RegistryBuilder {
-    type Output = Registry;
-    const NAME: &'static str = "Registry";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "entries" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.entries,
-                    "entries",
-                    value,
-                )
-            }
-            "tombstone_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.tombstone_count,
-                    "tombstone_count",
-                    value,
-                )
-            }
-            "clock" => {
-                ::diagwire_runtime::private::field_set(&mut self.clock, "clock", value)
-            }
-            "scraped_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scraped_at_ms,
-                    "scraped_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl Registry {
+    /// Builds the value from its required fields (`tombstone_count`, `clock`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(tombstone_count: u64, clock: u64) -> Self {
+        Self {
+            entries: Default::default(),
+            tombstone_count,
+            clock,
+            scraped_at_ms: Default::default(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Registry, E> {
-        Ok(Registry {
-            entries: self.entries.unwrap_or_default(),
-            tombstone_count: ::diagwire_runtime::private::finish_required(
-                self.tombstone_count,
-                "tombstone_count",
-            )?,
-            clock: ::diagwire_runtime::private::finish_required(self.clock, "clock")?,
-            scraped_at_ms: self.scraped_at_ms.unwrap_or_default(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Registry {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if !::diagwire_runtime::is_default(&self.entries) {
-            map.serialize_entry("entries", &self.entries)?;
-        }
-        map.serialize_entry("tombstone_count", &self.tombstone_count)?;
-        map.serialize_entry("clock", &self.clock)?;
-        map.serialize_entry("scraped_at_ms", &self.scraped_at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Registry {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Registry {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RegistryBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Registry, RegistryDecoder, "Registry" {
+    entries: Vec<RegistryEntry> = "entries" skip,
+    tombstone_count: u64 = "tombstone_count" req,
+    clock: u64 = "clock" req,
+    scraped_at_ms: u64 = "scraped_at_ms" dflt,
+} flat {} extra { extra });
 /// One name binding as the local node sees it (swactor `Tier2RegistryEntry`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RegistryEntry {
     /// The registered name.
     ///
@@ -1012,129 +432,31 @@ pub struct RegistryEntry {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RegistryEntry`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RegistryEntryBuilder {
-    name: Option<String>,
-    actor_addr_hex: Option<String>,
-    owner_node_id_hex: Option<NodeIdHex>,
-    generation: Option<u64>,
-    logical_timestamp: Option<u64>,
-    is_tombstone: Option<bool>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RegistryEntryBuilder {
-    type Output = RegistryEntry;
-    const NAME: &'static str = "RegistryEntry";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            "actor_addr_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.actor_addr_hex,
-                    "actor_addr_hex",
-                    value,
-                )
-            }
-            "owner_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.owner_node_id_hex,
-                    "owner_node_id_hex",
-                    value,
-                )
-            }
-            "generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.generation,
-                    "generation",
-                    value,
-                )
-            }
-            "logical_timestamp" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.logical_timestamp,
-                    "logical_timestamp",
-                    value,
-                )
-            }
-            "is_tombstone" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.is_tombstone,
-                    "is_tombstone",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl RegistryEntry {
+    /// Builds the value from its required fields (`name`, `actor_addr_hex`, `owner_node_id_hex`, `generation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        name: impl Into<String>,
+        actor_addr_hex: impl Into<String>,
+        owner_node_id_hex: NodeIdHex,
+        generation: u64,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            actor_addr_hex: actor_addr_hex.into(),
+            owner_node_id_hex,
+            generation,
+            logical_timestamp: Default::default(),
+            is_tombstone: Default::default(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RegistryEntry, E> {
-        Ok(RegistryEntry {
-            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
-            actor_addr_hex: ::diagwire_runtime::private::finish_required(
-                self.actor_addr_hex,
-                "actor_addr_hex",
-            )?,
-            owner_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.owner_node_id_hex,
-                "owner_node_id_hex",
-            )?,
-            generation: ::diagwire_runtime::private::finish_required(
-                self.generation,
-                "generation",
-            )?,
-            logical_timestamp: self.logical_timestamp.unwrap_or_default(),
-            is_tombstone: self.is_tombstone.unwrap_or_default(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RegistryEntry {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("name", &self.name)?;
-        map.serialize_entry("actor_addr_hex", &self.actor_addr_hex)?;
-        map.serialize_entry("owner_node_id_hex", &self.owner_node_id_hex)?;
-        map.serialize_entry("generation", &self.generation)?;
-        map.serialize_entry("logical_timestamp", &self.logical_timestamp)?;
-        if !::diagwire_runtime::is_default(&self.is_tombstone) {
-            map.serialize_entry("is_tombstone", &self.is_tombstone)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RegistryEntry {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RegistryEntry {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RegistryEntryBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RegistryEntry, RegistryEntryDecoder, "RegistryEntry" {
+    name: String = "name" req,
+    actor_addr_hex: String = "actor_addr_hex" req,
+    owner_node_id_hex: NodeIdHex = "owner_node_id_hex" req,
+    generation: u64 = "generation" req,
+    logical_timestamp: u64 = "logical_timestamp" dflt,
+    is_tombstone: bool = "is_tombstone" skip,
+} flat {} extra { extra });

@@ -8,6 +8,7 @@ use super::*;
 /// State of every registered outbound probe target (swactor `Tier3ProbeState`), refreshed about every 10 seconds. Lets a reader tell "the transport cannot reach the relay" from "this host cannot reach it at all".
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ProbeState {
     /// One entry per registered target, sorted by kind and then by target.
     ///
@@ -26,86 +27,21 @@ pub struct ProbeState {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ProbeState`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ProbeStateBuilder {
-    probes: Option<Vec<Probe>>,
-    scraped_at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ProbeStateBuilder {
-    type Output = ProbeState;
-    const NAME: &'static str = "ProbeState";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "probes" => {
-                ::diagwire_runtime::private::field_set(&mut self.probes, "probes", value)
-            }
-            "scraped_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scraped_at_ms,
-                    "scraped_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ProbeState, E> {
-        Ok(ProbeState {
-            probes: self.probes.unwrap_or_default(),
-            scraped_at_ms: self.scraped_at_ms.unwrap_or_default(),
-            extra: self.extra,
-        })
+impl ProbeState {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for ProbeState {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if !::diagwire_runtime::is_default(&self.probes) {
-            map.serialize_entry("probes", &self.probes)?;
-        }
-        map.serialize_entry("scraped_at_ms", &self.scraped_at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProbeState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProbeState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ProbeStateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ProbeState, ProbeStateDecoder, "ProbeState" {
+    probes: Vec<Probe> = "probes" skip,
+    scraped_at_ms: u64 = "scraped_at_ms" dflt,
+} flat {} extra { extra });
 /// One probe target: its most recent attempt and lifetime counters (swactor `Tier3Probe`). Each attempt sends one small UDP datagram and waits briefly for a reply.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Probe {
     /// Caller-chosen label of the target, stable across attempts (for example `collector_udp_echo` or `relay-port-<host>`).
     ///
@@ -176,187 +112,49 @@ pub struct Probe {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Probe`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ProbeBuilder {
-    target: Option<String>,
-    kind: Option<ProbeKind>,
-    resolved_addr: Option<Option<String>>,
-    last_attempted_at_ms: Option<u64>,
-    last_outcome: Option<ProbeOutcome>,
-    last_rtt_ms: Option<Option<u64>>,
-    last_error: Option<Option<String>>,
-    attempts: Option<u64>,
-    successes: Option<u64>,
-    target_port: Option<Option<u16>>,
-    relay_url: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ProbeBuilder {
-    type Output = Probe;
-    const NAME: &'static str = "Probe";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "resolved_addr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.resolved_addr,
-                    "resolved_addr",
-                    value,
-                )
-            }
-            "last_attempted_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_attempted_at_ms,
-                    "last_attempted_at_ms",
-                    value,
-                )
-            }
-            "last_outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_outcome,
-                    "last_outcome",
-                    value,
-                )
-            }
-            "last_rtt_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_rtt_ms,
-                    "last_rtt_ms",
-                    value,
-                )
-            }
-            "last_error" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_error,
-                    "last_error",
-                    value,
-                )
-            }
-            "attempts" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.attempts,
-                    "attempts",
-                    value,
-                )
-            }
-            "successes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.successes,
-                    "successes",
-                    value,
-                )
-            }
-            "target_port" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.target_port,
-                    "target_port",
-                    value,
-                )
-            }
-            "relay_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.relay_url,
-                    "relay_url",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl Probe {
+    /// Builds the value from its required fields (`target`, `kind`, `last_outcome`, `attempts`, `successes`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        target: impl Into<String>,
+        kind: ProbeKind,
+        last_outcome: ProbeOutcome,
+        attempts: u64,
+        successes: u64,
+    ) -> Self {
+        Self {
+            target: target.into(),
+            kind,
+            resolved_addr: None,
+            last_attempted_at_ms: Default::default(),
+            last_outcome,
+            last_rtt_ms: None,
+            last_error: None,
+            attempts,
+            successes,
+            target_port: None,
+            relay_url: None,
+            extra: Default::default(),
         }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Probe, E> {
-        Ok(Probe {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            resolved_addr: self.resolved_addr.flatten(),
-            last_attempted_at_ms: self.last_attempted_at_ms.unwrap_or_default(),
-            last_outcome: ::diagwire_runtime::private::finish_required(
-                self.last_outcome,
-                "last_outcome",
-            )?,
-            last_rtt_ms: self.last_rtt_ms.flatten(),
-            last_error: self.last_error.flatten(),
-            attempts: ::diagwire_runtime::private::finish_required(
-                self.attempts,
-                "attempts",
-            )?,
-            successes: ::diagwire_runtime::private::finish_required(
-                self.successes,
-                "successes",
-            )?,
-            target_port: self.target_port.flatten(),
-            relay_url: self.relay_url.flatten(),
-            extra: self.extra,
-        })
     }
 }
-impl ::diagwire_runtime::MapFields for Probe {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("kind", &self.kind)?;
-        if let Some(v) = &self.resolved_addr {
-            map.serialize_entry("resolved_addr", v)?;
-        }
-        map.serialize_entry("last_attempted_at_ms", &self.last_attempted_at_ms)?;
-        map.serialize_entry("last_outcome", &self.last_outcome)?;
-        if let Some(v) = &self.last_rtt_ms {
-            map.serialize_entry("last_rtt_ms", v)?;
-        }
-        if let Some(v) = &self.last_error {
-            map.serialize_entry("last_error", v)?;
-        }
-        map.serialize_entry("attempts", &self.attempts)?;
-        map.serialize_entry("successes", &self.successes)?;
-        if let Some(v) = &self.target_port {
-            map.serialize_entry("target_port", v)?;
-        }
-        if let Some(v) = &self.relay_url {
-            map.serialize_entry("relay_url", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Probe {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Probe {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<ProbeBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(Probe, ProbeDecoder, "Probe" {
+    target: String = "target" req,
+    kind: ProbeKind = "kind" req,
+    resolved_addr: Option<String> = "resolved_addr" omit,
+    last_attempted_at_ms: u64 = "last_attempted_at_ms" dflt,
+    last_outcome: ProbeOutcome = "last_outcome" req,
+    last_rtt_ms: Option<u64> = "last_rtt_ms" omit,
+    last_error: Option<String> = "last_error" omit,
+    attempts: u64 = "attempts" req,
+    successes: u64 = "successes" req,
+    target_port: Option<u16> = "target_port" omit,
+    relay_url: Option<String> = "relay_url" omit,
+} flat {} extra { extra });
 /// vast.ai-related environment captured once at process start from environment variables only, with no provider API call (swactor `Tier3VastaiContext`). Every snapshot repeats the same capture.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct VastaiContext {
     /// Value of `$CONTAINER_ID`. On vast.ai this is the numeric instance (rental) id, the same value the boot identity may carry as `container_id` or `vastai_contract_id`.
     ///
@@ -395,124 +193,24 @@ pub struct VastaiContext {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`VastaiContext`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct VastaiContextBuilder {
-    container_id: Option<Option<String>>,
-    hostname: Option<Option<String>>,
-    env_vars: Option<Vec<(String, String)>>,
-    process_start_ms: Option<u64>,
-    captured_at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for VastaiContextBuilder {
-    type Output = VastaiContext;
-    const NAME: &'static str = "VastaiContext";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "container_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.container_id,
-                    "container_id",
-                    value,
-                )
-            }
-            "hostname" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.hostname,
-                    "hostname",
-                    value,
-                )
-            }
-            "env_vars" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.env_vars,
-                    "env_vars",
-                    value,
-                )
-            }
-            "process_start_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.process_start_ms,
-                    "process_start_ms",
-                    value,
-                )
-            }
-            "captured_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.captured_at_ms,
-                    "captured_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<VastaiContext, E> {
-        Ok(VastaiContext {
-            container_id: self.container_id.flatten(),
-            hostname: self.hostname.flatten(),
-            env_vars: self.env_vars.unwrap_or_default(),
-            process_start_ms: self.process_start_ms.unwrap_or_default(),
-            captured_at_ms: self.captured_at_ms.unwrap_or_default(),
-            extra: self.extra,
-        })
+impl VastaiContext {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for VastaiContext {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.container_id {
-            map.serialize_entry("container_id", v)?;
-        }
-        if let Some(v) = &self.hostname {
-            map.serialize_entry("hostname", v)?;
-        }
-        if !::diagwire_runtime::is_default(&self.env_vars) {
-            map.serialize_entry("env_vars", &self.env_vars)?;
-        }
-        map.serialize_entry("process_start_ms", &self.process_start_ms)?;
-        map.serialize_entry("captured_at_ms", &self.captured_at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for VastaiContext {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for VastaiContext {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<VastaiContextBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(VastaiContext, VastaiContextDecoder, "VastaiContext" {
+    container_id: Option<String> = "container_id" omit,
+    hostname: Option<String> = "hostname" omit,
+    env_vars: Vec<(String, String)> = "env_vars" skip,
+    process_start_ms: u64 = "process_start_ms" dflt,
+    captured_at_ms: u64 = "captured_at_ms" dflt,
+} flat {} extra { extra });
 /// Resource use of the node's own process, read from `/proc/self` at each snapshot (swactor `Tier3ProcessStats`). Subprocesses are reported separately in the `subprocess` block.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ProcessStats {
     /// Resident set size (`VmRSS`).
     ///
@@ -563,130 +261,25 @@ pub struct ProcessStats {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ProcessStats`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ProcessStatsBuilder {
-    rss_bytes: Option<Option<u64>>,
-    vm_size_bytes: Option<Option<u64>>,
-    open_fd_count: Option<Option<u64>>,
-    cpu_ms: Option<Option<u64>>,
-    tokio: Option<Option<TokioStats>>,
-    captured_at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ProcessStatsBuilder {
-    type Output = ProcessStats;
-    const NAME: &'static str = "ProcessStats";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "rss_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rss_bytes,
-                    "rss_bytes",
-                    value,
-                )
-            }
-            "vm_size_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.vm_size_bytes,
-                    "vm_size_bytes",
-                    value,
-                )
-            }
-            "open_fd_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.open_fd_count,
-                    "open_fd_count",
-                    value,
-                )
-            }
-            "cpu_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.cpu_ms, "cpu_ms", value)
-            }
-            "tokio" => {
-                ::diagwire_runtime::private::field_set(&mut self.tokio, "tokio", value)
-            }
-            "captured_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.captured_at_ms,
-                    "captured_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ProcessStats, E> {
-        Ok(ProcessStats {
-            rss_bytes: self.rss_bytes.flatten(),
-            vm_size_bytes: self.vm_size_bytes.flatten(),
-            open_fd_count: self.open_fd_count.flatten(),
-            cpu_ms: self.cpu_ms.flatten(),
-            tokio: self.tokio.flatten(),
-            captured_at_ms: self.captured_at_ms.unwrap_or_default(),
-            extra: self.extra,
-        })
+impl ProcessStats {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for ProcessStats {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.rss_bytes {
-            map.serialize_entry("rss_bytes", v)?;
-        }
-        if let Some(v) = &self.vm_size_bytes {
-            map.serialize_entry("vm_size_bytes", v)?;
-        }
-        if let Some(v) = &self.open_fd_count {
-            map.serialize_entry("open_fd_count", v)?;
-        }
-        if let Some(v) = &self.cpu_ms {
-            map.serialize_entry("cpu_ms", v)?;
-        }
-        if let Some(v) = &self.tokio {
-            map.serialize_entry("tokio", v)?;
-        }
-        map.serialize_entry("captured_at_ms", &self.captured_at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProcessStats {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProcessStats {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ProcessStatsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ProcessStats, ProcessStatsDecoder, "ProcessStats" {
+    rss_bytes: Option<u64> = "rss_bytes" omit,
+    vm_size_bytes: Option<u64> = "vm_size_bytes" omit,
+    open_fd_count: Option<u64> = "open_fd_count" omit,
+    cpu_ms: Option<u64> = "cpu_ms" omit,
+    tokio: Option<TokioStats> = "tokio" omit,
+    captured_at_ms: u64 = "captured_at_ms" dflt,
+} flat {} extra { extra });
 /// Stable facts about the tokio runtime the capture ran on (swactor `Tier3TokioStats`).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct TokioStats {
     /// The runtime's scheduler flavor.
     ///
@@ -695,73 +288,22 @@ pub struct TokioStats {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`TokioStats`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct TokioStatsBuilder {
-    flavor: Option<TokioFlavor>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for TokioStatsBuilder {
-    type Output = TokioStats;
-    const NAME: &'static str = "TokioStats";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "flavor" => {
-                ::diagwire_runtime::private::field_set(&mut self.flavor, "flavor", value)
-            }
-            _ => self.extra.accept(key, value),
+impl TokioStats {
+    /// Builds the value from its required fields (`flavor`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(flavor: TokioFlavor) -> Self {
+        Self {
+            flavor,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<TokioStats, E> {
-        Ok(TokioStats {
-            flavor: ::diagwire_runtime::private::finish_required(self.flavor, "flavor")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for TokioStats {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("flavor", &self.flavor)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for TokioStats {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for TokioStats {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<TokioStatsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(TokioStats, TokioStatsDecoder, "TokioStats" {
+    flavor: TokioFlavor = "flavor" req,
+} flat {} extra { extra });
 /// Tokio scheduler flavor: `current_thread`, `multi_thread`, or `unknown` for a flavor swactor does not name. A plain string in swactor, so other values are kept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum TokioFlavor {
     /// `current_thread`.
     CurrentThread,
@@ -772,77 +314,15 @@ pub enum TokioFlavor {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl TokioFlavor {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "current_thread",
-        "multi_thread",
-        "unknown",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            TokioFlavor::CurrentThread => "current_thread",
-            TokioFlavor::MultiThread => "multi_thread",
-            TokioFlavor::Unknown => "unknown",
-            TokioFlavor::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for TokioFlavor {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for TokioFlavor {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for TokioFlavor {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for TokioFlavor {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "current_thread" => TokioFlavor::CurrentThread,
-                "multi_thread" => TokioFlavor::MultiThread,
-                "unknown" => TokioFlavor::Unknown,
-                _ => TokioFlavor::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for TokioFlavor {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "TokioFlavor";
-        Ok(
-            match u.choose_index(4usize)? {
-                0usize => TokioFlavor::CurrentThread,
-                1usize => TokioFlavor::MultiThread,
-                2usize => TokioFlavor::Unknown,
-                _ => {
-                    TokioFlavor::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(TokioFlavor {
+    CurrentThread = "current_thread",
+    MultiThread = "multi_thread",
+    Unknown = "unknown",
+} other { Other });
 /// Session totals of a relay binary over its lifetime in the run (swactor `Tier3RelayServer`). Written only by nodes with role `relay`; per-session detail is in the `RelaySessionOpened` and `RelaySessionClosed` events.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelayServer {
     /// Sessions open at scrape time.
     ///
@@ -891,155 +371,41 @@ pub struct RelayServer {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RelayServer`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelayServerBuilder {
-    active_sessions: Option<u64>,
-    total_opens: Option<u64>,
-    total_closes: Option<u64>,
-    bytes_rx_total: Option<u64>,
-    bytes_tx_total: Option<u64>,
-    closes_by_reason: Option<Vec<(String, u64)>>,
-    scraped_at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelayServerBuilder {
-    type Output = RelayServer;
-    const NAME: &'static str = "RelayServer";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "active_sessions" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.active_sessions,
-                    "active_sessions",
-                    value,
-                )
-            }
-            "total_opens" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.total_opens,
-                    "total_opens",
-                    value,
-                )
-            }
-            "total_closes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.total_closes,
-                    "total_closes",
-                    value,
-                )
-            }
-            "bytes_rx_total" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.bytes_rx_total,
-                    "bytes_rx_total",
-                    value,
-                )
-            }
-            "bytes_tx_total" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.bytes_tx_total,
-                    "bytes_tx_total",
-                    value,
-                )
-            }
-            "closes_by_reason" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.closes_by_reason,
-                    "closes_by_reason",
-                    value,
-                )
-            }
-            "scraped_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scraped_at_ms,
-                    "scraped_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl RelayServer {
+    /// Builds the value from its required fields (`active_sessions`, `total_opens`, `total_closes`, `bytes_rx_total`, `bytes_tx_total`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        active_sessions: u64,
+        total_opens: u64,
+        total_closes: u64,
+        bytes_rx_total: u64,
+        bytes_tx_total: u64,
+    ) -> Self {
+        Self {
+            active_sessions,
+            total_opens,
+            total_closes,
+            bytes_rx_total,
+            bytes_tx_total,
+            closes_by_reason: Default::default(),
+            scraped_at_ms: Default::default(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelayServer, E> {
-        Ok(RelayServer {
-            active_sessions: ::diagwire_runtime::private::finish_required(
-                self.active_sessions,
-                "active_sessions",
-            )?,
-            total_opens: ::diagwire_runtime::private::finish_required(
-                self.total_opens,
-                "total_opens",
-            )?,
-            total_closes: ::diagwire_runtime::private::finish_required(
-                self.total_closes,
-                "total_closes",
-            )?,
-            bytes_rx_total: ::diagwire_runtime::private::finish_required(
-                self.bytes_rx_total,
-                "bytes_rx_total",
-            )?,
-            bytes_tx_total: ::diagwire_runtime::private::finish_required(
-                self.bytes_tx_total,
-                "bytes_tx_total",
-            )?,
-            closes_by_reason: self.closes_by_reason.unwrap_or_default(),
-            scraped_at_ms: self.scraped_at_ms.unwrap_or_default(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RelayServer {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("active_sessions", &self.active_sessions)?;
-        map.serialize_entry("total_opens", &self.total_opens)?;
-        map.serialize_entry("total_closes", &self.total_closes)?;
-        map.serialize_entry("bytes_rx_total", &self.bytes_rx_total)?;
-        map.serialize_entry("bytes_tx_total", &self.bytes_tx_total)?;
-        if !::diagwire_runtime::is_default(&self.closes_by_reason) {
-            map.serialize_entry("closes_by_reason", &self.closes_by_reason)?;
-        }
-        map.serialize_entry("scraped_at_ms", &self.scraped_at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelayServer {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelayServer {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RelayServerBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelayServer, RelayServerDecoder, "RelayServer" {
+    active_sessions: u64 = "active_sessions" req,
+    total_opens: u64 = "total_opens" req,
+    total_closes: u64 = "total_closes" req,
+    bytes_rx_total: u64 = "bytes_rx_total" req,
+    bytes_tx_total: u64 = "bytes_tx_total" req,
+    closes_by_reason: Vec<(String, u64)> = "closes_by_reason" skip,
+    scraped_at_ms: u64 = "scraped_at_ms" dflt,
+} flat {} extra { extra });
 /// The subprocesses this node registered with its subprocess introspector (swactor `Tier3SubprocessState`). The snapshot block is the current-value view; `SubprocessSpawned` and `SubprocessExited` events are the lifecycle view. Added by the newest generation.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SubprocessState {
     /// One entry per registered subprocess, exited ones included, sorted by label and then by pid.
     ///
@@ -1058,90 +424,21 @@ pub struct SubprocessState {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SubprocessState`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SubprocessStateBuilder {
-    subprocesses: Option<Vec<Subprocess>>,
-    scraped_at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SubprocessStateBuilder {
-    type Output = SubprocessState;
-    const NAME: &'static str = "SubprocessState";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "subprocesses" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.subprocesses,
-                    "subprocesses",
-                    value,
-                )
-            }
-            "scraped_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scraped_at_ms,
-                    "scraped_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SubprocessState, E> {
-        Ok(SubprocessState {
-            subprocesses: self.subprocesses.unwrap_or_default(),
-            scraped_at_ms: self.scraped_at_ms.unwrap_or_default(),
-            extra: self.extra,
-        })
+impl SubprocessState {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for SubprocessState {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if !::diagwire_runtime::is_default(&self.subprocesses) {
-            map.serialize_entry("subprocesses", &self.subprocesses)?;
-        }
-        map.serialize_entry("scraped_at_ms", &self.scraped_at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SubprocessState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SubprocessState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SubprocessStateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SubprocessState, SubprocessStateDecoder, "SubprocessState" {
+    subprocesses: Vec<Subprocess> = "subprocesses" skip,
+    scraped_at_ms: u64 = "scraped_at_ms" dflt,
+} flat {} extra { extra });
 /// One registered subprocess (swactor `Tier3Subprocess`). Resource fields are read from `/proc/<pid>` for live entries only; an exited entry keeps its exit fields and command line and leaves the resource fields out.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Subprocess {
     /// Label the calling code chose when registering the subprocess (for example `pp-worker`).
     ///
@@ -1238,199 +535,46 @@ pub struct Subprocess {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Subprocess`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SubprocessBuilder {
-    label: Option<String>,
-    pid: Option<u32>,
-    parent_pid: Option<Option<u32>>,
-    status: Option<SubprocessStatus>,
-    spawn_at_ms: Option<Option<u64>>,
-    exit_at_ms: Option<Option<u64>>,
-    exit_code: Option<Option<i32>>,
-    exit_signal: Option<Option<i32>>,
-    rss_bytes: Option<Option<u64>>,
-    vm_size_bytes: Option<Option<u64>>,
-    open_fd_count: Option<Option<u64>>,
-    cpu_ms: Option<Option<u64>>,
-    cmdline: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SubprocessBuilder {
-    type Output = Subprocess;
-    const NAME: &'static str = "Subprocess";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "label" => {
-                ::diagwire_runtime::private::field_set(&mut self.label, "label", value)
-            }
-            "pid" => ::diagwire_runtime::private::field_set(&mut self.pid, "pid", value),
-            "parent_pid" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.parent_pid,
-                    "parent_pid",
-                    value,
-                )
-            }
-            "status" => {
-                ::diagwire_runtime::private::field_set(&mut self.status, "status", value)
-            }
-            "spawn_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.spawn_at_ms,
-                    "spawn_at_ms",
-                    value,
-                )
-            }
-            "exit_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.exit_at_ms,
-                    "exit_at_ms",
-                    value,
-                )
-            }
-            "exit_code" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.exit_code,
-                    "exit_code",
-                    value,
-                )
-            }
-            "exit_signal" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.exit_signal,
-                    "exit_signal",
-                    value,
-                )
-            }
-            "rss_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rss_bytes,
-                    "rss_bytes",
-                    value,
-                )
-            }
-            "vm_size_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.vm_size_bytes,
-                    "vm_size_bytes",
-                    value,
-                )
-            }
-            "open_fd_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.open_fd_count,
-                    "open_fd_count",
-                    value,
-                )
-            }
-            "cpu_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.cpu_ms, "cpu_ms", value)
-            }
-            "cmdline" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.cmdline,
-                    "cmdline",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl Subprocess {
+    /// Builds the value from its required fields (`label`, `pid`, `status`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(label: impl Into<String>, pid: u32, status: SubprocessStatus) -> Self {
+        Self {
+            label: label.into(),
+            pid,
+            parent_pid: None,
+            status,
+            spawn_at_ms: None,
+            exit_at_ms: None,
+            exit_code: None,
+            exit_signal: None,
+            rss_bytes: None,
+            vm_size_bytes: None,
+            open_fd_count: None,
+            cpu_ms: None,
+            cmdline: None,
+            extra: Default::default(),
         }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Subprocess, E> {
-        Ok(Subprocess {
-            label: ::diagwire_runtime::private::finish_required(self.label, "label")?,
-            pid: ::diagwire_runtime::private::finish_required(self.pid, "pid")?,
-            parent_pid: self.parent_pid.flatten(),
-            status: ::diagwire_runtime::private::finish_required(self.status, "status")?,
-            spawn_at_ms: self.spawn_at_ms.flatten(),
-            exit_at_ms: self.exit_at_ms.flatten(),
-            exit_code: self.exit_code.flatten(),
-            exit_signal: self.exit_signal.flatten(),
-            rss_bytes: self.rss_bytes.flatten(),
-            vm_size_bytes: self.vm_size_bytes.flatten(),
-            open_fd_count: self.open_fd_count.flatten(),
-            cpu_ms: self.cpu_ms.flatten(),
-            cmdline: self.cmdline.flatten(),
-            extra: self.extra,
-        })
     }
 }
-impl ::diagwire_runtime::MapFields for Subprocess {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("label", &self.label)?;
-        map.serialize_entry("pid", &self.pid)?;
-        if let Some(v) = &self.parent_pid {
-            map.serialize_entry("parent_pid", v)?;
-        }
-        map.serialize_entry("status", &self.status)?;
-        if let Some(v) = &self.spawn_at_ms {
-            map.serialize_entry("spawn_at_ms", v)?;
-        }
-        if let Some(v) = &self.exit_at_ms {
-            map.serialize_entry("exit_at_ms", v)?;
-        }
-        if let Some(v) = &self.exit_code {
-            map.serialize_entry("exit_code", v)?;
-        }
-        if let Some(v) = &self.exit_signal {
-            map.serialize_entry("exit_signal", v)?;
-        }
-        if let Some(v) = &self.rss_bytes {
-            map.serialize_entry("rss_bytes", v)?;
-        }
-        if let Some(v) = &self.vm_size_bytes {
-            map.serialize_entry("vm_size_bytes", v)?;
-        }
-        if let Some(v) = &self.open_fd_count {
-            map.serialize_entry("open_fd_count", v)?;
-        }
-        if let Some(v) = &self.cpu_ms {
-            map.serialize_entry("cpu_ms", v)?;
-        }
-        if let Some(v) = &self.cmdline {
-            map.serialize_entry("cmdline", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Subprocess {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Subprocess {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SubprocessBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Subprocess, SubprocessDecoder, "Subprocess" {
+    label: String = "label" req,
+    pid: u32 = "pid" req,
+    parent_pid: Option<u32> = "parent_pid" omit,
+    status: SubprocessStatus = "status" req,
+    spawn_at_ms: Option<u64> = "spawn_at_ms" omit,
+    exit_at_ms: Option<u64> = "exit_at_ms" omit,
+    exit_code: Option<i32> = "exit_code" omit,
+    exit_signal: Option<i32> = "exit_signal" omit,
+    rss_bytes: Option<u64> = "rss_bytes" omit,
+    vm_size_bytes: Option<u64> = "vm_size_bytes" omit,
+    open_fd_count: Option<u64> = "open_fd_count" omit,
+    cpu_ms: Option<u64> = "cpu_ms" omit,
+    cmdline: Option<String> = "cmdline" omit,
+} flat {} extra { extra });
 /// Lifecycle state of a subprocess: `running` (its `/proc` entry exists), `exited` (an exit was reported), `unknown` (no exit reported but no `/proc` entry found, or not Linux). A plain string in swactor, so new states such as `zombie` are kept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum SubprocessStatus {
     /// `running`.
     Running,
@@ -1441,73 +585,15 @@ pub enum SubprocessStatus {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl SubprocessStatus {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["running", "exited", "unknown"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            SubprocessStatus::Running => "running",
-            SubprocessStatus::Exited => "exited",
-            SubprocessStatus::Unknown => "unknown",
-            SubprocessStatus::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for SubprocessStatus {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for SubprocessStatus {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SubprocessStatus {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SubprocessStatus {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "running" => SubprocessStatus::Running,
-                "exited" => SubprocessStatus::Exited,
-                "unknown" => SubprocessStatus::Unknown,
-                _ => SubprocessStatus::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for SubprocessStatus {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "SubprocessStatus";
-        Ok(
-            match u.choose_index(4usize)? {
-                0usize => SubprocessStatus::Running,
-                1usize => SubprocessStatus::Exited,
-                2usize => SubprocessStatus::Unknown,
-                _ => {
-                    SubprocessStatus::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(SubprocessStatus {
+    Running = "running",
+    Exited = "exited",
+    Unknown = "unknown",
+} other { Other });
 /// Application-level state of a pipeline-parallel inference stage at capture time (seed name `Tier3AppState`): which stage it is, what its worker is doing, how many requests are in flight, KV-cache pressure, the worker queue and GPU memory. Lets a reader tell an application stall from a network failure. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct AppState {
     /// Pipeline stage slot this application state belongs to; the same value as the identity's `stage_index`.
     ///
@@ -1595,9 +681,27 @@ pub struct AppState {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl AppState {
+    /// Builds the value from its required fields (`stage_index`, `worker_status`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(stage_index: u32, worker_status: WorkerStatus) -> Self {
+        Self {
+            stage_index,
+            worker_status,
+            in_flight_requests: None,
+            kv_cache_blocks_used: None,
+            kv_cache_blocks_max: None,
+            worker_queue_depth: None,
+            gpu_mem_used_bytes: None,
+            gpu_mem_total_bytes: None,
+            gpu_mem_source: None,
+            api_gaps: Default::default(),
+            scraped_at_ms: None,
+            extra: Default::default(),
+        }
+    }
     /// How `gpu_mem_used_bytes` was obtained, or why it is absent.
     ///
-    /// `gpu_mem_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the enclosing iroh block's gap list: when it names `AppState.gpu_mem_used_bytes`, an absent value means "could not ask" and a present one was derived.
+    /// `gpu_mem_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_used_bytes`, an absent value means "could not ask" and a present one was derived.
     pub fn gpu_mem_used_bytes_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -1613,7 +717,7 @@ impl AppState {
     }
     /// How `gpu_mem_total_bytes` was obtained, or why it is absent.
     ///
-    /// `gpu_mem_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the enclosing iroh block's gap list: when it names `AppState.gpu_mem_total_bytes`, an absent value means "could not ask" and a present one was derived.
+    /// `gpu_mem_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_total_bytes`, an absent value means "could not ask" and a present one was derived.
     pub fn gpu_mem_total_bytes_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -1628,201 +732,22 @@ impl AppState {
         )
     }
 }
-/// Streaming deserializer of [`AppState`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct AppStateBuilder {
-    stage_index: Option<u32>,
-    worker_status: Option<WorkerStatus>,
-    in_flight_requests: Option<Option<u32>>,
-    kv_cache_blocks_used: Option<Option<u32>>,
-    kv_cache_blocks_max: Option<Option<u32>>,
-    worker_queue_depth: Option<Option<u32>>,
-    gpu_mem_used_bytes: Option<Option<u64>>,
-    gpu_mem_total_bytes: Option<Option<u64>>,
-    gpu_mem_source: Option<Option<ValueSource>>,
-    api_gaps: Option<Vec<CaptureGap>>,
-    scraped_at_ms: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for AppStateBuilder {
-    type Output = AppState;
-    const NAME: &'static str = "AppState";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "worker_status" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.worker_status,
-                    "worker_status",
-                    value,
-                )
-            }
-            "in_flight_requests" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.in_flight_requests,
-                    "in_flight_requests",
-                    value,
-                )
-            }
-            "kv_cache_blocks_used" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.kv_cache_blocks_used,
-                    "kv_cache_blocks_used",
-                    value,
-                )
-            }
-            "kv_cache_blocks_max" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.kv_cache_blocks_max,
-                    "kv_cache_blocks_max",
-                    value,
-                )
-            }
-            "worker_queue_depth" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.worker_queue_depth,
-                    "worker_queue_depth",
-                    value,
-                )
-            }
-            "gpu_mem_used_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.gpu_mem_used_bytes,
-                    "gpu_mem_used_bytes",
-                    value,
-                )
-            }
-            "gpu_mem_total_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.gpu_mem_total_bytes,
-                    "gpu_mem_total_bytes",
-                    value,
-                )
-            }
-            "gpu_mem_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.gpu_mem_source,
-                    "gpu_mem_source",
-                    value,
-                )
-            }
-            "api_gaps" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.api_gaps,
-                    "api_gaps",
-                    value,
-                )
-            }
-            "scraped_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scraped_at_ms,
-                    "scraped_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<AppState, E> {
-        Ok(AppState {
-            stage_index: ::diagwire_runtime::private::finish_required(
-                self.stage_index,
-                "stage_index",
-            )?,
-            worker_status: ::diagwire_runtime::private::finish_required(
-                self.worker_status,
-                "worker_status",
-            )?,
-            in_flight_requests: self.in_flight_requests.flatten(),
-            kv_cache_blocks_used: self.kv_cache_blocks_used.flatten(),
-            kv_cache_blocks_max: self.kv_cache_blocks_max.flatten(),
-            worker_queue_depth: self.worker_queue_depth.flatten(),
-            gpu_mem_used_bytes: self.gpu_mem_used_bytes.flatten(),
-            gpu_mem_total_bytes: self.gpu_mem_total_bytes.flatten(),
-            gpu_mem_source: self.gpu_mem_source.flatten(),
-            api_gaps: self.api_gaps.unwrap_or_default(),
-            scraped_at_ms: self.scraped_at_ms.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for AppState {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("worker_status", &self.worker_status)?;
-        if let Some(v) = &self.in_flight_requests {
-            map.serialize_entry("in_flight_requests", v)?;
-        }
-        if let Some(v) = &self.kv_cache_blocks_used {
-            map.serialize_entry("kv_cache_blocks_used", v)?;
-        }
-        if let Some(v) = &self.kv_cache_blocks_max {
-            map.serialize_entry("kv_cache_blocks_max", v)?;
-        }
-        if let Some(v) = &self.worker_queue_depth {
-            map.serialize_entry("worker_queue_depth", v)?;
-        }
-        if let Some(v) = &self.gpu_mem_used_bytes {
-            map.serialize_entry("gpu_mem_used_bytes", v)?;
-        }
-        if let Some(v) = &self.gpu_mem_total_bytes {
-            map.serialize_entry("gpu_mem_total_bytes", v)?;
-        }
-        if let Some(v) = &self.gpu_mem_source {
-            map.serialize_entry("gpu_mem_source", v)?;
-        }
-        if !::diagwire_runtime::is_default(&self.api_gaps) {
-            map.serialize_entry("api_gaps", &self.api_gaps)?;
-        }
-        if let Some(v) = &self.scraped_at_ms {
-            map.serialize_entry("scraped_at_ms", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for AppState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for AppState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<AppStateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(AppState, AppStateDecoder, "AppState" {
+    stage_index: u32 = "stage_index" req,
+    worker_status: WorkerStatus = "worker_status" req,
+    in_flight_requests: Option<u32> = "in_flight_requests" omit,
+    kv_cache_blocks_used: Option<u32> = "kv_cache_blocks_used" omit,
+    kv_cache_blocks_max: Option<u32> = "kv_cache_blocks_max" omit,
+    worker_queue_depth: Option<u32> = "worker_queue_depth" omit,
+    gpu_mem_used_bytes: Option<u64> = "gpu_mem_used_bytes" omit,
+    gpu_mem_total_bytes: Option<u64> = "gpu_mem_total_bytes" omit,
+    gpu_mem_source: Option<ValueSource> = "gpu_mem_source" omit,
+    api_gaps: Vec<CaptureGap> = "api_gaps" skip,
+    scraped_at_ms: Option<u64> = "scraped_at_ms" omit,
+} flat {} extra { extra });
 /// Lifecycle state of a stage's inference worker: `starting`, `loading` (downloading or loading weights), `ready` (idle, can take work), `busy` (executing a step), `stopped` (shut down on request), `exited` (the worker process ended on its own), `faulted` (failed and cannot take work), `unknown`. Open: other states are kept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum WorkerStatus {
     /// `starting`.
     Starting,
@@ -1843,96 +768,19 @@ pub enum WorkerStatus {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl WorkerStatus {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "starting",
-        "loading",
-        "ready",
-        "busy",
-        "stopped",
-        "exited",
-        "faulted",
-        "unknown",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            WorkerStatus::Starting => "starting",
-            WorkerStatus::Loading => "loading",
-            WorkerStatus::Ready => "ready",
-            WorkerStatus::Busy => "busy",
-            WorkerStatus::Stopped => "stopped",
-            WorkerStatus::Exited => "exited",
-            WorkerStatus::Faulted => "faulted",
-            WorkerStatus::Unknown => "unknown",
-            WorkerStatus::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for WorkerStatus {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for WorkerStatus {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for WorkerStatus {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for WorkerStatus {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "starting" => WorkerStatus::Starting,
-                "loading" => WorkerStatus::Loading,
-                "ready" => WorkerStatus::Ready,
-                "busy" => WorkerStatus::Busy,
-                "stopped" => WorkerStatus::Stopped,
-                "exited" => WorkerStatus::Exited,
-                "faulted" => WorkerStatus::Faulted,
-                "unknown" => WorkerStatus::Unknown,
-                _ => WorkerStatus::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for WorkerStatus {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "WorkerStatus";
-        Ok(
-            match u.choose_index(9usize)? {
-                0usize => WorkerStatus::Starting,
-                1usize => WorkerStatus::Loading,
-                2usize => WorkerStatus::Ready,
-                3usize => WorkerStatus::Busy,
-                4usize => WorkerStatus::Stopped,
-                5usize => WorkerStatus::Exited,
-                6usize => WorkerStatus::Faulted,
-                7usize => WorkerStatus::Unknown,
-                _ => {
-                    WorkerStatus::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(WorkerStatus {
+    Starting = "starting",
+    Loading = "loading",
+    Ready = "ready",
+    Busy = "busy",
+    Stopped = "stopped",
+    Exited = "exited",
+    Faulted = "faulted",
+    Unknown = "unknown",
+} other { Other });
 /// Canonical name of a value of the `app` or `actors` block that the writer cannot provide on this host or runtime (named `<Type>.<field>`). Its absence must be read as "could not ask", never as zero. Open: newer writers may name more.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum CaptureGap {
     /// `AppState.gpu_mem_used_bytes`.
     AppStateGpuMemUsedBytes,
@@ -1945,85 +793,16 @@ pub enum CaptureGap {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl CaptureGap {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "AppState.gpu_mem_used_bytes",
-        "AppState.gpu_mem_total_bytes",
-        "SchedulerStats.task_count",
-        "SchedulerStats.oldest_pending_task_age_ms",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            CaptureGap::AppStateGpuMemUsedBytes => "AppState.gpu_mem_used_bytes",
-            CaptureGap::AppStateGpuMemTotalBytes => "AppState.gpu_mem_total_bytes",
-            CaptureGap::SchedulerStatsTaskCount => "SchedulerStats.task_count",
-            CaptureGap::SchedulerStatsOldestPendingTaskAgeMs => {
-                "SchedulerStats.oldest_pending_task_age_ms"
-            }
-            CaptureGap::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for CaptureGap {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for CaptureGap {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for CaptureGap {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for CaptureGap {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "AppState.gpu_mem_used_bytes" => CaptureGap::AppStateGpuMemUsedBytes,
-                "AppState.gpu_mem_total_bytes" => CaptureGap::AppStateGpuMemTotalBytes,
-                "SchedulerStats.task_count" => CaptureGap::SchedulerStatsTaskCount,
-                "SchedulerStats.oldest_pending_task_age_ms" => {
-                    CaptureGap::SchedulerStatsOldestPendingTaskAgeMs
-                }
-                _ => CaptureGap::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for CaptureGap {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "CaptureGap";
-        Ok(
-            match u.choose_index(5usize)? {
-                0usize => CaptureGap::AppStateGpuMemUsedBytes,
-                1usize => CaptureGap::AppStateGpuMemTotalBytes,
-                2usize => CaptureGap::SchedulerStatsTaskCount,
-                3usize => CaptureGap::SchedulerStatsOldestPendingTaskAgeMs,
-                _ => {
-                    CaptureGap::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(CaptureGap {
+    AppStateGpuMemUsedBytes = "AppState.gpu_mem_used_bytes",
+    AppStateGpuMemTotalBytes = "AppState.gpu_mem_total_bytes",
+    SchedulerStatsTaskCount = "SchedulerStats.task_count",
+    SchedulerStatsOldestPendingTaskAgeMs = "SchedulerStats.oldest_pending_task_age_ms",
+} other { Other });
 /// Per-actor mailbox statistics and async scheduler state of the node's actor runtime (seed name `Tier3ActorState`), so that a stall caused by mailbox backpressure or executor starvation can be told apart from a network failure. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ActorState {
     /// One entry per live actor, sorted by name.
     ///
@@ -2054,112 +833,23 @@ pub struct ActorState {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ActorState`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ActorStateBuilder {
-    actors: Option<Vec<ActorStats>>,
-    scheduler: Option<Option<SchedulerStats>>,
-    api_gaps: Option<Vec<CaptureGap>>,
-    scraped_at_ms: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ActorStateBuilder {
-    type Output = ActorState;
-    const NAME: &'static str = "ActorState";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "actors" => {
-                ::diagwire_runtime::private::field_set(&mut self.actors, "actors", value)
-            }
-            "scheduler" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scheduler,
-                    "scheduler",
-                    value,
-                )
-            }
-            "api_gaps" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.api_gaps,
-                    "api_gaps",
-                    value,
-                )
-            }
-            "scraped_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.scraped_at_ms,
-                    "scraped_at_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ActorState, E> {
-        Ok(ActorState {
-            actors: self.actors.unwrap_or_default(),
-            scheduler: self.scheduler.flatten(),
-            api_gaps: self.api_gaps.unwrap_or_default(),
-            scraped_at_ms: self.scraped_at_ms.flatten(),
-            extra: self.extra,
-        })
+impl ActorState {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for ActorState {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if !::diagwire_runtime::is_default(&self.actors) {
-            map.serialize_entry("actors", &self.actors)?;
-        }
-        if let Some(v) = &self.scheduler {
-            map.serialize_entry("scheduler", v)?;
-        }
-        if !::diagwire_runtime::is_default(&self.api_gaps) {
-            map.serialize_entry("api_gaps", &self.api_gaps)?;
-        }
-        if let Some(v) = &self.scraped_at_ms {
-            map.serialize_entry("scraped_at_ms", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ActorState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ActorState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ActorStateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ActorState, ActorStateDecoder, "ActorState" {
+    actors: Vec<ActorStats> = "actors" skip,
+    scheduler: Option<SchedulerStats> = "scheduler" omit,
+    api_gaps: Vec<CaptureGap> = "api_gaps" skip,
+    scraped_at_ms: Option<u64> = "scraped_at_ms" omit,
+} flat {} extra { extra });
 /// Mailbox and processing statistics of one actor.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ActorStats {
     /// The actor's name (its registered name, or the name its type gives it).
     ///
@@ -2218,149 +908,40 @@ pub struct ActorStats {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ActorStats`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ActorStatsBuilder {
-    name: Option<String>,
-    mailbox_depth: Option<u64>,
-    oldest_msg_age_ms: Option<Option<u64>>,
-    total_msgs_processed: Option<u64>,
-    total_msgs_dropped: Option<u64>,
-    p50_process_ms: Option<Option<f64>>,
-    p99_process_ms: Option<Option<f64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ActorStatsBuilder {
-    type Output = ActorStats;
-    const NAME: &'static str = "ActorStats";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            "mailbox_depth" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.mailbox_depth,
-                    "mailbox_depth",
-                    value,
-                )
-            }
-            "oldest_msg_age_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.oldest_msg_age_ms,
-                    "oldest_msg_age_ms",
-                    value,
-                )
-            }
-            "total_msgs_processed" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.total_msgs_processed,
-                    "total_msgs_processed",
-                    value,
-                )
-            }
-            "total_msgs_dropped" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.total_msgs_dropped,
-                    "total_msgs_dropped",
-                    value,
-                )
-            }
-            "p50_process_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.p50_process_ms,
-                    "p50_process_ms",
-                    value,
-                )
-            }
-            "p99_process_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.p99_process_ms,
-                    "p99_process_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ActorStats {
+    /// Builds the value from its required fields (`name`, `mailbox_depth`, `total_msgs_processed`, `total_msgs_dropped`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        name: impl Into<String>,
+        mailbox_depth: u64,
+        total_msgs_processed: u64,
+        total_msgs_dropped: u64,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            mailbox_depth,
+            oldest_msg_age_ms: None,
+            total_msgs_processed,
+            total_msgs_dropped,
+            p50_process_ms: None,
+            p99_process_ms: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ActorStats, E> {
-        Ok(ActorStats {
-            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
-            mailbox_depth: ::diagwire_runtime::private::finish_required(
-                self.mailbox_depth,
-                "mailbox_depth",
-            )?,
-            oldest_msg_age_ms: self.oldest_msg_age_ms.flatten(),
-            total_msgs_processed: ::diagwire_runtime::private::finish_required(
-                self.total_msgs_processed,
-                "total_msgs_processed",
-            )?,
-            total_msgs_dropped: ::diagwire_runtime::private::finish_required(
-                self.total_msgs_dropped,
-                "total_msgs_dropped",
-            )?,
-            p50_process_ms: self.p50_process_ms.flatten(),
-            p99_process_ms: self.p99_process_ms.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ActorStats {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("name", &self.name)?;
-        map.serialize_entry("mailbox_depth", &self.mailbox_depth)?;
-        if let Some(v) = &self.oldest_msg_age_ms {
-            map.serialize_entry("oldest_msg_age_ms", v)?;
-        }
-        map.serialize_entry("total_msgs_processed", &self.total_msgs_processed)?;
-        map.serialize_entry("total_msgs_dropped", &self.total_msgs_dropped)?;
-        if let Some(v) = &self.p50_process_ms {
-            map.serialize_entry("p50_process_ms", v)?;
-        }
-        if let Some(v) = &self.p99_process_ms {
-            map.serialize_entry("p99_process_ms", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ActorStats {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ActorStats {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ActorStatsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ActorStats, ActorStatsDecoder, "ActorStats" {
+    name: String = "name" req,
+    mailbox_depth: u64 = "mailbox_depth" req,
+    oldest_msg_age_ms: Option<u64> = "oldest_msg_age_ms" omit,
+    total_msgs_processed: u64 = "total_msgs_processed" req,
+    total_msgs_dropped: u64 = "total_msgs_dropped" req,
+    p50_process_ms: Option<f64> = "p50_process_ms" omit,
+    p99_process_ms: Option<f64> = "p99_process_ms" omit,
+} flat {} extra { extra });
 /// State of the async task scheduler (the tokio runtime) the node's actors run on.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SchedulerStats {
     /// Tasks alive on the runtime at capture time.
     ///
@@ -2386,9 +967,14 @@ pub struct SchedulerStats {
     pub extra: ::diagwire_runtime::Extra,
 }
 impl SchedulerStats {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
     /// How `task_count` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `SchedulerStats.task_count`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `SchedulerStats.task_count`, an absent value means "could not ask" and a present one was derived.
     pub fn task_count_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -2404,7 +990,7 @@ impl SchedulerStats {
     }
     /// How `oldest_pending_task_age_ms` was obtained, or why it is absent.
     ///
-    /// `api_gaps` is the enclosing iroh block's gap list: when it names `SchedulerStats.oldest_pending_task_age_ms`, an absent value means "could not ask" and a present one was derived.
+    /// `api_gaps` is the gap list that applies to this value: when it names `SchedulerStats.oldest_pending_task_age_ms`, an absent value means "could not ask" and a present one was derived.
     pub fn oldest_pending_task_age_ms_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -2419,86 +1005,7 @@ impl SchedulerStats {
         )
     }
 }
-/// Streaming deserializer of [`SchedulerStats`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SchedulerStatsBuilder {
-    task_count: Option<Option<u64>>,
-    oldest_pending_task_age_ms: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SchedulerStatsBuilder {
-    type Output = SchedulerStats;
-    const NAME: &'static str = "SchedulerStats";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "task_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.task_count,
-                    "task_count",
-                    value,
-                )
-            }
-            "oldest_pending_task_age_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.oldest_pending_task_age_ms,
-                    "oldest_pending_task_age_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SchedulerStats, E> {
-        Ok(SchedulerStats {
-            task_count: self.task_count.flatten(),
-            oldest_pending_task_age_ms: self.oldest_pending_task_age_ms.flatten(),
-            extra: self.extra,
-        })
-    }
-}
-impl ::diagwire_runtime::MapFields for SchedulerStats {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.task_count {
-            map.serialize_entry("task_count", v)?;
-        }
-        if let Some(v) = &self.oldest_pending_task_age_ms {
-            map.serialize_entry("oldest_pending_task_age_ms", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SchedulerStats {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SchedulerStats {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SchedulerStatsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SchedulerStats, SchedulerStatsDecoder, "SchedulerStats" {
+    task_count: Option<u64> = "task_count" omit,
+    oldest_pending_task_age_ms: Option<u64> = "oldest_pending_task_age_ms" omit,
+} flat {} extra { extra });

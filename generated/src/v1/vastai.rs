@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `vastai`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct VastaiRecord {
     /// Version of this record layout, 1 today; it changes only on a breaking change, new fields being added as optional.
     ///
@@ -44,114 +45,40 @@ pub struct VastaiRecord {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`VastaiRecord`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct VastaiRecordBuilder {
-    v: Option<u32>,
-    vastai_node: Option<VastaiNodeRef>,
-    source: Option<VastaiSource>,
-    seq: Option<u64>,
-    wall_ms: Option<u64>,
-    body: Option<VastaiBody>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for VastaiRecordBuilder {
-    type Output = VastaiRecord;
-    const NAME: &'static str = "VastaiRecord";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "v" => ::diagwire_runtime::private::field_set(&mut self.v, "v", value),
-            "vastai_node" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.vastai_node,
-                    "vastai_node",
-                    value,
-                )
-            }
-            "source" => {
-                ::diagwire_runtime::private::field_set(&mut self.source, "source", value)
-            }
-            "seq" => ::diagwire_runtime::private::field_set(&mut self.seq, "seq", value),
-            "wall_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.wall_ms,
-                    "wall_ms",
-                    value,
-                )
-            }
-            "body" => {
-                ::diagwire_runtime::private::field_set(&mut self.body, "body", value)
-            }
-            _ => self.extra.accept(key, value),
+impl VastaiRecord {
+    /// Builds the value from its required fields (`v`, `vastai_node`, `source`, `seq`, `wall_ms`, `body`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        v: u32,
+        vastai_node: VastaiNodeRef,
+        source: VastaiSource,
+        seq: u64,
+        wall_ms: u64,
+        body: VastaiBody,
+    ) -> Self {
+        Self {
+            v,
+            vastai_node,
+            source,
+            seq,
+            wall_ms,
+            body,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<VastaiRecord, E> {
-        Ok(VastaiRecord {
-            v: ::diagwire_runtime::private::finish_required(self.v, "v")?,
-            vastai_node: ::diagwire_runtime::private::finish_required(
-                self.vastai_node,
-                "vastai_node",
-            )?,
-            source: ::diagwire_runtime::private::finish_required(self.source, "source")?,
-            seq: ::diagwire_runtime::private::finish_required(self.seq, "seq")?,
-            wall_ms: ::diagwire_runtime::private::finish_required(
-                self.wall_ms,
-                "wall_ms",
-            )?,
-            body: ::diagwire_runtime::private::finish_required(self.body, "body")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for VastaiRecord {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("v", &self.v)?;
-        map.serialize_entry("vastai_node", &self.vastai_node)?;
-        map.serialize_entry("source", &self.source)?;
-        map.serialize_entry("seq", &self.seq)?;
-        map.serialize_entry("wall_ms", &self.wall_ms)?;
-        map.serialize_entry("body", &self.body)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for VastaiRecord {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for VastaiRecord {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<VastaiRecordBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(VastaiRecord, VastaiRecordDecoder, "VastaiRecord" {
+    v: u32 = "v" req,
+    vastai_node: VastaiNodeRef = "vastai_node" req,
+    source: VastaiSource = "source" req,
+    seq: u64 = "seq" req,
+    wall_ms: u64 = "wall_ms" req,
+    body: VastaiBody = "body" req,
+} flat {} extra { extra });
 /// Identifies the logical vast.ai node a record is about (swactor `VastaiNodeRef`). Each producer fills what it knows: the external poller knows the contract id from leasing, the in-VM sampler its stage index from the environment.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct VastaiNodeRef {
     /// vast.ai contract (instance) id, vast's own key for the rental.
     ///
@@ -178,99 +105,21 @@ pub struct VastaiNodeRef {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`VastaiNodeRef`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct VastaiNodeRefBuilder {
-    contract_id: Option<Option<u64>>,
-    stage_index: Option<Option<u32>>,
-    label: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for VastaiNodeRefBuilder {
-    type Output = VastaiNodeRef;
-    const NAME: &'static str = "VastaiNodeRef";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "contract_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.contract_id,
-                    "contract_id",
-                    value,
-                )
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "label" => {
-                ::diagwire_runtime::private::field_set(&mut self.label, "label", value)
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<VastaiNodeRef, E> {
-        Ok(VastaiNodeRef {
-            contract_id: self.contract_id.flatten(),
-            stage_index: self.stage_index.flatten(),
-            label: self.label.flatten(),
-            extra: self.extra,
-        })
+impl VastaiNodeRef {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for VastaiNodeRef {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.contract_id {
-            map.serialize_entry("contract_id", v)?;
-        }
-        if let Some(v) = &self.stage_index {
-            map.serialize_entry("stage_index", v)?;
-        }
-        if let Some(v) = &self.label {
-            map.serialize_entry("label", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for VastaiNodeRef {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for VastaiNodeRef {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<VastaiNodeRefBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(VastaiNodeRef, VastaiNodeRefDecoder, "VastaiNodeRef" {
+    contract_id: Option<u64> = "contract_id" omit,
+    stage_index: Option<u32> = "stage_index" omit,
+    label: Option<String> = "label" omit,
+} flat {} extra { extra });
 /// Producer of a vast.ai record: `external` is the orchestrator-side poller of the vast.ai REST API, `in_vm` the sampler running inside the rented container.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum VastaiSource {
     /// `external`.
     External,
@@ -279,70 +128,14 @@ pub enum VastaiSource {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl VastaiSource {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["external", "in_vm"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            VastaiSource::External => "external",
-            VastaiSource::InVm => "in_vm",
-            VastaiSource::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for VastaiSource {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for VastaiSource {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for VastaiSource {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for VastaiSource {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "external" => VastaiSource::External,
-                "in_vm" => VastaiSource::InVm,
-                _ => VastaiSource::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for VastaiSource {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "VastaiSource";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => VastaiSource::External,
-                1usize => VastaiSource::InVm,
-                _ => {
-                    VastaiSource::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(VastaiSource {
+    External = "external",
+    InVm = "in_vm",
+} other { Other });
 /// Payload of a vast.ai record (swactor `VastaiBody`), internally tagged by `t`: `instance` (external poller), `host_sample` and `logs` (in-VM sampler), `lifecycle` (deploy and contract markers). An unknown `t` is kept as it was written.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum VastaiBody {
     /// `t: instance`. The external poller's view of one vast.ai instance, one per poll per contract (swactor `InstanceObservation`). It also covers the image-pull window before the container runs, which the in-VM sampler cannot see. Values are as vast.ai reports them; `raw` keeps the full vast.ai JSON.
     Instance(InstanceObservation),
@@ -364,167 +157,36 @@ fn arbitrary_other_vastaibody(
 ) -> ::arbitrary::Result<::diagwire_runtime::UnknownVariant> {
     ::diagwire_runtime::arb::unknown_variant(u, VastaiBody::TAGS)
 }
-impl VastaiBody {
-    /// The tag key.
-    pub const TAG: &'static str = "t";
-    /// The tag values this version of the contract knows.
-    pub const TAGS: &'static [&'static str] = &[
-        "instance",
-        "host_sample",
-        "logs",
-        "lifecycle",
-    ];
-    /// The tag value of this variant as written on the wire.
-    pub fn tag(&self) -> &str {
-        match self {
-            VastaiBody::Instance(_) => "instance",
-            VastaiBody::HostSample(_) => "host_sample",
-            VastaiBody::Logs(_) => "logs",
-            VastaiBody::Lifecycle(_) => "lifecycle",
-            VastaiBody::Other(v) => &v.tag,
-        }
+impl From<InstanceObservation> for VastaiBody {
+    fn from(v: InstanceObservation) -> Self {
+        VastaiBody::Instance(v)
     }
 }
-#[doc(hidden)]
-pub enum VastaiBodyBuilder {
-    Pending(::diagwire_runtime::Pending),
-    Instance(InstanceObservationBuilder),
-    HostSample(HostSampleBuilder),
-    Logs(LogBatchBuilder),
-    Lifecycle(LifecycleEventBuilder),
-    Other(::diagwire_runtime::private::UnknownVariantBuilder),
-}
-impl Default for VastaiBodyBuilder {
-    fn default() -> Self {
-        Self::Pending(::diagwire_runtime::Pending::default())
+impl From<HostSample> for VastaiBody {
+    fn from(v: HostSample) -> Self {
+        VastaiBody::HostSample(v)
     }
 }
-impl ::diagwire_runtime::Builder for VastaiBodyBuilder {
-    type Output = VastaiBody;
-    const NAME: &'static str = "VastaiBody";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match self {
-            Self::Pending(pending) => {
-                if key != "t" {
-                    return pending.push(key, value);
-                }
-                let tag = ::diagwire_runtime::private::internal_tag(value)?;
-                let mut next = match &*tag {
-                    "instance" => Self::Instance(Default::default()),
-                    "host_sample" => Self::HostSample(Default::default()),
-                    "logs" => Self::Logs(Default::default()),
-                    "lifecycle" => Self::Lifecycle(Default::default()),
-                    other => {
-                        Self::Other(
-                            ::diagwire_runtime::private::UnknownVariantBuilder::new(
-                                other.to_owned(),
-                            ),
-                        )
-                    }
-                };
-                ::diagwire_runtime::private::pending_replay(
-                    ::core::mem::take(pending),
-                    &mut next,
-                )?;
-                *self = next;
-                Ok(())
-            }
-            _ if key == "t" => {
-                Err(::diagwire_runtime::private::serde::de::Error::duplicate_field("t"))
-            }
-            Self::Instance(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::HostSample(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Logs(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Lifecycle(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Other(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<VastaiBody, E> {
-        Ok(
-            match self {
-                Self::Pending(_) => return Err(E::missing_field("t")),
-                Self::Instance(b) => {
-                    VastaiBody::Instance(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::HostSample(b) => {
-                    VastaiBody::HostSample(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Logs(b) => {
-                    VastaiBody::Logs(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Lifecycle(b) => {
-                    VastaiBody::Lifecycle(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Other(b) => {
-                    VastaiBody::Other(::diagwire_runtime::Builder::finish(b)?)
-                }
-            },
-        )
+impl From<LogBatch> for VastaiBody {
+    fn from(v: LogBatch) -> Self {
+        VastaiBody::Logs(v)
     }
 }
-impl ::diagwire_runtime::MapFields for VastaiBody {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match self {
-            VastaiBody::Instance(v) => {
-                map.serialize_entry("t", "instance")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            VastaiBody::HostSample(v) => {
-                map.serialize_entry("t", "host_sample")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            VastaiBody::Logs(v) => {
-                map.serialize_entry("t", "logs")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            VastaiBody::Lifecycle(v) => {
-                map.serialize_entry("t", "lifecycle")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            VastaiBody::Other(v) => {
-                map.serialize_entry("t", &v.tag)?;
-                v.fields.serialize_into(map)?;
-            }
-        }
-        Ok(())
+impl From<LifecycleEvent> for VastaiBody {
+    fn from(v: LifecycleEvent) -> Self {
+        VastaiBody::Lifecycle(v)
     }
 }
-impl ::diagwire_runtime::private::serde::Serialize for VastaiBody {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for VastaiBody {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<VastaiBodyBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::internal_union!(VastaiBody, VastaiBodyDecoder, "VastaiBody", tag "t" {
+    Instance(InstanceObservationDecoder) = "instance",
+    HostSample(HostSampleDecoder) = "host_sample",
+    Logs(LogBatchDecoder) = "logs",
+    Lifecycle(LifecycleEventDecoder) = "lifecycle",
+} other { Other });
 /// The external poller's view of one vast.ai instance, one per poll per contract (swactor `InstanceObservation`). It also covers the image-pull window before the container runs, which the in-VM sampler cannot see. Values are as vast.ai reports them; `raw` keeps the full vast.ai JSON.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct InstanceObservation {
     /// Contract (instance) id, vast.ai's primary key for the rental.
     ///
@@ -763,354 +425,71 @@ pub struct InstanceObservation {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`InstanceObservation`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct InstanceObservationBuilder {
-    id: Option<u64>,
-    gpu_name: Option<Option<String>>,
-    gpu_ram: Option<Option<f64>>,
-    num_gpus: Option<Option<u32>>,
-    geolocation: Option<Option<String>>,
-    host_id: Option<Option<u64>>,
-    machine_id: Option<Option<u64>>,
-    dph_total: Option<Option<f64>>,
-    accumulated_cost: Option<Option<f64>>,
-    start_date: Option<Option<f64>>,
-    actual_status: Option<Option<String>>,
-    intended_status: Option<Option<String>>,
-    status_msg: Option<Option<String>>,
-    disk_usage: Option<Option<f64>>,
-    disk_space: Option<Option<f64>>,
-    public_ipaddr: Option<Option<String>>,
-    ssh_host: Option<Option<String>>,
-    ssh_port: Option<Option<u16>>,
-    gpu_util: Option<Option<f64>>,
-    gpu_temp: Option<Option<f64>>,
-    cpu_util: Option<Option<f64>>,
-    mem_usage: Option<Option<f64>>,
-    inet_up: Option<Option<f64>>,
-    inet_down: Option<Option<f64>>,
-    raw: Option<Option<::diagwire_runtime::Json>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for InstanceObservationBuilder {
-    type Output = InstanceObservation;
-    const NAME: &'static str = "InstanceObservation";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "id" => ::diagwire_runtime::private::field_set(&mut self.id, "id", value),
-            "gpu_name" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.gpu_name,
-                    "gpu_name",
-                    value,
-                )
-            }
-            "gpu_ram" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.gpu_ram,
-                    "gpu_ram",
-                    value,
-                )
-            }
-            "num_gpus" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.num_gpus,
-                    "num_gpus",
-                    value,
-                )
-            }
-            "geolocation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.geolocation,
-                    "geolocation",
-                    value,
-                )
-            }
-            "host_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.host_id,
-                    "host_id",
-                    value,
-                )
-            }
-            "machine_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.machine_id,
-                    "machine_id",
-                    value,
-                )
-            }
-            "dph_total" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.dph_total,
-                    "dph_total",
-                    value,
-                )
-            }
-            "accumulated_cost" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.accumulated_cost,
-                    "accumulated_cost",
-                    value,
-                )
-            }
-            "start_date" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.start_date,
-                    "start_date",
-                    value,
-                )
-            }
-            "actual_status" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.actual_status,
-                    "actual_status",
-                    value,
-                )
-            }
-            "intended_status" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.intended_status,
-                    "intended_status",
-                    value,
-                )
-            }
-            "status_msg" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.status_msg,
-                    "status_msg",
-                    value,
-                )
-            }
-            "disk_usage" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.disk_usage,
-                    "disk_usage",
-                    value,
-                )
-            }
-            "disk_space" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.disk_space,
-                    "disk_space",
-                    value,
-                )
-            }
-            "public_ipaddr" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.public_ipaddr,
-                    "public_ipaddr",
-                    value,
-                )
-            }
-            "ssh_host" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.ssh_host,
-                    "ssh_host",
-                    value,
-                )
-            }
-            "ssh_port" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.ssh_port,
-                    "ssh_port",
-                    value,
-                )
-            }
-            "gpu_util" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.gpu_util,
-                    "gpu_util",
-                    value,
-                )
-            }
-            "gpu_temp" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.gpu_temp,
-                    "gpu_temp",
-                    value,
-                )
-            }
-            "cpu_util" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.cpu_util,
-                    "cpu_util",
-                    value,
-                )
-            }
-            "mem_usage" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.mem_usage,
-                    "mem_usage",
-                    value,
-                )
-            }
-            "inet_up" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.inet_up,
-                    "inet_up",
-                    value,
-                )
-            }
-            "inet_down" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.inet_down,
-                    "inet_down",
-                    value,
-                )
-            }
-            "raw" => ::diagwire_runtime::private::field_set(&mut self.raw, "raw", value),
-            _ => self.extra.accept(key, value),
+impl InstanceObservation {
+    /// Builds the value from its required fields (`id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(id: u64) -> Self {
+        Self {
+            id,
+            gpu_name: None,
+            gpu_ram: None,
+            num_gpus: None,
+            geolocation: None,
+            host_id: None,
+            machine_id: None,
+            dph_total: None,
+            accumulated_cost: None,
+            start_date: None,
+            actual_status: None,
+            intended_status: None,
+            status_msg: None,
+            disk_usage: None,
+            disk_space: None,
+            public_ipaddr: None,
+            ssh_host: None,
+            ssh_port: None,
+            gpu_util: None,
+            gpu_temp: None,
+            cpu_util: None,
+            mem_usage: None,
+            inet_up: None,
+            inet_down: None,
+            raw: None,
+            extra: Default::default(),
         }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<InstanceObservation, E> {
-        Ok(InstanceObservation {
-            id: ::diagwire_runtime::private::finish_required(self.id, "id")?,
-            gpu_name: self.gpu_name.flatten(),
-            gpu_ram: self.gpu_ram.flatten(),
-            num_gpus: self.num_gpus.flatten(),
-            geolocation: self.geolocation.flatten(),
-            host_id: self.host_id.flatten(),
-            machine_id: self.machine_id.flatten(),
-            dph_total: self.dph_total.flatten(),
-            accumulated_cost: self.accumulated_cost.flatten(),
-            start_date: self.start_date.flatten(),
-            actual_status: self.actual_status.flatten(),
-            intended_status: self.intended_status.flatten(),
-            status_msg: self.status_msg.flatten(),
-            disk_usage: self.disk_usage.flatten(),
-            disk_space: self.disk_space.flatten(),
-            public_ipaddr: self.public_ipaddr.flatten(),
-            ssh_host: self.ssh_host.flatten(),
-            ssh_port: self.ssh_port.flatten(),
-            gpu_util: self.gpu_util.flatten(),
-            gpu_temp: self.gpu_temp.flatten(),
-            cpu_util: self.cpu_util.flatten(),
-            mem_usage: self.mem_usage.flatten(),
-            inet_up: self.inet_up.flatten(),
-            inet_down: self.inet_down.flatten(),
-            raw: self.raw.flatten(),
-            extra: self.extra,
-        })
     }
 }
-impl ::diagwire_runtime::MapFields for InstanceObservation {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("id", &self.id)?;
-        if let Some(v) = &self.gpu_name {
-            map.serialize_entry("gpu_name", v)?;
-        }
-        if let Some(v) = &self.gpu_ram {
-            map.serialize_entry("gpu_ram", v)?;
-        }
-        if let Some(v) = &self.num_gpus {
-            map.serialize_entry("num_gpus", v)?;
-        }
-        if let Some(v) = &self.geolocation {
-            map.serialize_entry("geolocation", v)?;
-        }
-        if let Some(v) = &self.host_id {
-            map.serialize_entry("host_id", v)?;
-        }
-        if let Some(v) = &self.machine_id {
-            map.serialize_entry("machine_id", v)?;
-        }
-        if let Some(v) = &self.dph_total {
-            map.serialize_entry("dph_total", v)?;
-        }
-        if let Some(v) = &self.accumulated_cost {
-            map.serialize_entry("accumulated_cost", v)?;
-        }
-        if let Some(v) = &self.start_date {
-            map.serialize_entry("start_date", v)?;
-        }
-        if let Some(v) = &self.actual_status {
-            map.serialize_entry("actual_status", v)?;
-        }
-        if let Some(v) = &self.intended_status {
-            map.serialize_entry("intended_status", v)?;
-        }
-        if let Some(v) = &self.status_msg {
-            map.serialize_entry("status_msg", v)?;
-        }
-        if let Some(v) = &self.disk_usage {
-            map.serialize_entry("disk_usage", v)?;
-        }
-        if let Some(v) = &self.disk_space {
-            map.serialize_entry("disk_space", v)?;
-        }
-        if let Some(v) = &self.public_ipaddr {
-            map.serialize_entry("public_ipaddr", v)?;
-        }
-        if let Some(v) = &self.ssh_host {
-            map.serialize_entry("ssh_host", v)?;
-        }
-        if let Some(v) = &self.ssh_port {
-            map.serialize_entry("ssh_port", v)?;
-        }
-        if let Some(v) = &self.gpu_util {
-            map.serialize_entry("gpu_util", v)?;
-        }
-        if let Some(v) = &self.gpu_temp {
-            map.serialize_entry("gpu_temp", v)?;
-        }
-        if let Some(v) = &self.cpu_util {
-            map.serialize_entry("cpu_util", v)?;
-        }
-        if let Some(v) = &self.mem_usage {
-            map.serialize_entry("mem_usage", v)?;
-        }
-        if let Some(v) = &self.inet_up {
-            map.serialize_entry("inet_up", v)?;
-        }
-        if let Some(v) = &self.inet_down {
-            map.serialize_entry("inet_down", v)?;
-        }
-        if let Some(v) = &self.raw {
-            map.serialize_entry("raw", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for InstanceObservation {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for InstanceObservation {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<InstanceObservationBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(InstanceObservation, InstanceObservationDecoder, "InstanceObservation" {
+    id: u64 = "id" req,
+    gpu_name: Option<String> = "gpu_name" omit,
+    gpu_ram: Option<f64> = "gpu_ram" omit,
+    num_gpus: Option<u32> = "num_gpus" omit,
+    geolocation: Option<String> = "geolocation" omit,
+    host_id: Option<u64> = "host_id" omit,
+    machine_id: Option<u64> = "machine_id" omit,
+    dph_total: Option<f64> = "dph_total" omit,
+    accumulated_cost: Option<f64> = "accumulated_cost" omit,
+    start_date: Option<f64> = "start_date" omit,
+    actual_status: Option<String> = "actual_status" omit,
+    intended_status: Option<String> = "intended_status" omit,
+    status_msg: Option<String> = "status_msg" omit,
+    disk_usage: Option<f64> = "disk_usage" omit,
+    disk_space: Option<f64> = "disk_space" omit,
+    public_ipaddr: Option<String> = "public_ipaddr" omit,
+    ssh_host: Option<String> = "ssh_host" omit,
+    ssh_port: Option<u16> = "ssh_port" omit,
+    gpu_util: Option<f64> = "gpu_util" omit,
+    gpu_temp: Option<f64> = "gpu_temp" omit,
+    cpu_util: Option<f64> = "cpu_util" omit,
+    mem_usage: Option<f64> = "mem_usage" omit,
+    inet_up: Option<f64> = "inet_up" omit,
+    inet_down: Option<f64> = "inet_down" omit,
+    raw: Option <::diagwire_runtime::Json> = "raw" omit,
+} flat {} extra { extra });
 /// One metrics tick of the in-VM sampler (swactor `HostSample`). Rates are computed by the sampler from counter deltas, so a single sample is meaningful without its neighbours.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct HostSample {
     /// One entry per GPU, from the GPU driver's tooling.
     ///
@@ -1147,106 +526,33 @@ pub struct HostSample {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`HostSample`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct HostSampleBuilder {
-    gpus: Option<Vec<GpuSample>>,
-    cpu: Option<CpuSample>,
-    mem: Option<MemSample>,
-    disk: Option<Vec<DiskSample>>,
-    net: Option<Vec<NetSample>>,
-    cgroup: Option<Option<CgroupSample>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for HostSampleBuilder {
-    type Output = HostSample;
-    const NAME: &'static str = "HostSample";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "gpus" => {
-                ::diagwire_runtime::private::field_set(&mut self.gpus, "gpus", value)
-            }
-            "cpu" => ::diagwire_runtime::private::field_set(&mut self.cpu, "cpu", value),
-            "mem" => ::diagwire_runtime::private::field_set(&mut self.mem, "mem", value),
-            "disk" => {
-                ::diagwire_runtime::private::field_set(&mut self.disk, "disk", value)
-            }
-            "net" => ::diagwire_runtime::private::field_set(&mut self.net, "net", value),
-            "cgroup" => {
-                ::diagwire_runtime::private::field_set(&mut self.cgroup, "cgroup", value)
-            }
-            _ => self.extra.accept(key, value),
+impl HostSample {
+    /// Builds the value from its required fields (`cpu`, `mem`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(cpu: CpuSample, mem: MemSample) -> Self {
+        Self {
+            gpus: Default::default(),
+            cpu,
+            mem,
+            disk: Default::default(),
+            net: Default::default(),
+            cgroup: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<HostSample, E> {
-        Ok(HostSample {
-            gpus: self.gpus.unwrap_or_default(),
-            cpu: ::diagwire_runtime::private::finish_required(self.cpu, "cpu")?,
-            mem: ::diagwire_runtime::private::finish_required(self.mem, "mem")?,
-            disk: self.disk.unwrap_or_default(),
-            net: self.net.unwrap_or_default(),
-            cgroup: self.cgroup.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for HostSample {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if !::diagwire_runtime::is_default(&self.gpus) {
-            map.serialize_entry("gpus", &self.gpus)?;
-        }
-        map.serialize_entry("cpu", &self.cpu)?;
-        map.serialize_entry("mem", &self.mem)?;
-        if !::diagwire_runtime::is_default(&self.disk) {
-            map.serialize_entry("disk", &self.disk)?;
-        }
-        if !::diagwire_runtime::is_default(&self.net) {
-            map.serialize_entry("net", &self.net)?;
-        }
-        if let Some(v) = &self.cgroup {
-            map.serialize_entry("cgroup", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for HostSample {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for HostSample {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<HostSampleBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(HostSample, HostSampleDecoder, "HostSample" {
+    gpus: Vec<GpuSample> = "gpus" skip,
+    cpu: CpuSample = "cpu" req,
+    mem: MemSample = "mem" req,
+    disk: Vec<DiskSample> = "disk" skip,
+    net: Vec<NetSample> = "net" skip,
+    cgroup: Option<CgroupSample> = "cgroup" omit,
+} flat {} extra { extra });
 /// CPU part of a host sample (swactor `CpuSample`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct CpuSample {
     /// Aggregate CPU utilization since the previous tick, 0 to 100.
     ///
@@ -1307,116 +613,24 @@ pub struct CpuSample {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`CpuSample`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct CpuSampleBuilder {
-    util_pct: Option<Option<f64>>,
-    load1: Option<Option<f64>>,
-    load5: Option<Option<f64>>,
-    load15: Option<Option<f64>>,
-    num_cpus: Option<Option<u32>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for CpuSampleBuilder {
-    type Output = CpuSample;
-    const NAME: &'static str = "CpuSample";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "util_pct" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.util_pct,
-                    "util_pct",
-                    value,
-                )
-            }
-            "load1" => {
-                ::diagwire_runtime::private::field_set(&mut self.load1, "load1", value)
-            }
-            "load5" => {
-                ::diagwire_runtime::private::field_set(&mut self.load5, "load5", value)
-            }
-            "load15" => {
-                ::diagwire_runtime::private::field_set(&mut self.load15, "load15", value)
-            }
-            "num_cpus" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.num_cpus,
-                    "num_cpus",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<CpuSample, E> {
-        Ok(CpuSample {
-            util_pct: self.util_pct.flatten(),
-            load1: self.load1.flatten(),
-            load5: self.load5.flatten(),
-            load15: self.load15.flatten(),
-            num_cpus: self.num_cpus.flatten(),
-            extra: self.extra,
-        })
+impl CpuSample {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for CpuSample {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.util_pct {
-            map.serialize_entry("util_pct", v)?;
-        }
-        if let Some(v) = &self.load1 {
-            map.serialize_entry("load1", v)?;
-        }
-        if let Some(v) = &self.load5 {
-            map.serialize_entry("load5", v)?;
-        }
-        if let Some(v) = &self.load15 {
-            map.serialize_entry("load15", v)?;
-        }
-        if let Some(v) = &self.num_cpus {
-            map.serialize_entry("num_cpus", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for CpuSample {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for CpuSample {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<CpuSampleBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(CpuSample, CpuSampleDecoder, "CpuSample" {
+    util_pct: Option<f64> = "util_pct" omit,
+    load1: Option<f64> = "load1" omit,
+    load5: Option<f64> = "load5" omit,
+    load15: Option<f64> = "load15" omit,
+    num_cpus: Option<u32> = "num_cpus" omit,
+} flat {} extra { extra });
 /// Memory part of a host sample, in kibibytes as the kernel's meminfo reports them (swactor `MemSample`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct MemSample {
     /// Total system memory.
     ///
@@ -1461,128 +675,24 @@ pub struct MemSample {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`MemSample`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct MemSampleBuilder {
-    total_kb: Option<Option<u64>>,
-    available_kb: Option<Option<u64>>,
-    used_kb: Option<Option<u64>>,
-    swap_total_kb: Option<Option<u64>>,
-    swap_free_kb: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for MemSampleBuilder {
-    type Output = MemSample;
-    const NAME: &'static str = "MemSample";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "total_kb" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.total_kb,
-                    "total_kb",
-                    value,
-                )
-            }
-            "available_kb" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.available_kb,
-                    "available_kb",
-                    value,
-                )
-            }
-            "used_kb" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.used_kb,
-                    "used_kb",
-                    value,
-                )
-            }
-            "swap_total_kb" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.swap_total_kb,
-                    "swap_total_kb",
-                    value,
-                )
-            }
-            "swap_free_kb" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.swap_free_kb,
-                    "swap_free_kb",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<MemSample, E> {
-        Ok(MemSample {
-            total_kb: self.total_kb.flatten(),
-            available_kb: self.available_kb.flatten(),
-            used_kb: self.used_kb.flatten(),
-            swap_total_kb: self.swap_total_kb.flatten(),
-            swap_free_kb: self.swap_free_kb.flatten(),
-            extra: self.extra,
-        })
+impl MemSample {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for MemSample {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.total_kb {
-            map.serialize_entry("total_kb", v)?;
-        }
-        if let Some(v) = &self.available_kb {
-            map.serialize_entry("available_kb", v)?;
-        }
-        if let Some(v) = &self.used_kb {
-            map.serialize_entry("used_kb", v)?;
-        }
-        if let Some(v) = &self.swap_total_kb {
-            map.serialize_entry("swap_total_kb", v)?;
-        }
-        if let Some(v) = &self.swap_free_kb {
-            map.serialize_entry("swap_free_kb", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for MemSample {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for MemSample {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<MemSampleBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(MemSample, MemSampleDecoder, "MemSample" {
+    total_kb: Option<u64> = "total_kb" omit,
+    available_kb: Option<u64> = "available_kb" omit,
+    used_kb: Option<u64> = "used_kb" omit,
+    swap_total_kb: Option<u64> = "swap_total_kb" omit,
+    swap_free_kb: Option<u64> = "swap_free_kb" omit,
+} flat {} extra { extra });
 /// One GPU in a host sample (swactor `GpuSample`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct GpuSample {
     /// The GPU's index as the driver numbers it.
     ///
@@ -1671,150 +781,37 @@ pub struct GpuSample {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`GpuSample`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct GpuSampleBuilder {
-    index: Option<u32>,
-    name: Option<Option<String>>,
-    util_pct: Option<Option<f64>>,
-    mem_used_mb: Option<Option<f64>>,
-    mem_total_mb: Option<Option<f64>>,
-    temp_c: Option<Option<f64>>,
-    power_w: Option<Option<f64>>,
-    power_limit_w: Option<Option<f64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for GpuSampleBuilder {
-    type Output = GpuSample;
-    const NAME: &'static str = "GpuSample";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "index" => {
-                ::diagwire_runtime::private::field_set(&mut self.index, "index", value)
-            }
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            "util_pct" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.util_pct,
-                    "util_pct",
-                    value,
-                )
-            }
-            "mem_used_mb" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.mem_used_mb,
-                    "mem_used_mb",
-                    value,
-                )
-            }
-            "mem_total_mb" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.mem_total_mb,
-                    "mem_total_mb",
-                    value,
-                )
-            }
-            "temp_c" => {
-                ::diagwire_runtime::private::field_set(&mut self.temp_c, "temp_c", value)
-            }
-            "power_w" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.power_w,
-                    "power_w",
-                    value,
-                )
-            }
-            "power_limit_w" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.power_limit_w,
-                    "power_limit_w",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl GpuSample {
+    /// Builds the value from its required fields (`index`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(index: u32) -> Self {
+        Self {
+            index,
+            name: None,
+            util_pct: None,
+            mem_used_mb: None,
+            mem_total_mb: None,
+            temp_c: None,
+            power_w: None,
+            power_limit_w: None,
+            extra: Default::default(),
         }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<GpuSample, E> {
-        Ok(GpuSample {
-            index: ::diagwire_runtime::private::finish_required(self.index, "index")?,
-            name: self.name.flatten(),
-            util_pct: self.util_pct.flatten(),
-            mem_used_mb: self.mem_used_mb.flatten(),
-            mem_total_mb: self.mem_total_mb.flatten(),
-            temp_c: self.temp_c.flatten(),
-            power_w: self.power_w.flatten(),
-            power_limit_w: self.power_limit_w.flatten(),
-            extra: self.extra,
-        })
     }
 }
-impl ::diagwire_runtime::MapFields for GpuSample {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("index", &self.index)?;
-        if let Some(v) = &self.name {
-            map.serialize_entry("name", v)?;
-        }
-        if let Some(v) = &self.util_pct {
-            map.serialize_entry("util_pct", v)?;
-        }
-        if let Some(v) = &self.mem_used_mb {
-            map.serialize_entry("mem_used_mb", v)?;
-        }
-        if let Some(v) = &self.mem_total_mb {
-            map.serialize_entry("mem_total_mb", v)?;
-        }
-        if let Some(v) = &self.temp_c {
-            map.serialize_entry("temp_c", v)?;
-        }
-        if let Some(v) = &self.power_w {
-            map.serialize_entry("power_w", v)?;
-        }
-        if let Some(v) = &self.power_limit_w {
-            map.serialize_entry("power_limit_w", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for GpuSample {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for GpuSample {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<GpuSampleBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(GpuSample, GpuSampleDecoder, "GpuSample" {
+    index: u32 = "index" req,
+    name: Option<String> = "name" omit,
+    util_pct: Option<f64> = "util_pct" omit,
+    mem_used_mb: Option<f64> = "mem_used_mb" omit,
+    mem_total_mb: Option<f64> = "mem_total_mb" omit,
+    temp_c: Option<f64> = "temp_c" omit,
+    power_w: Option<f64> = "power_w" omit,
+    power_limit_w: Option<f64> = "power_limit_w" omit,
+} flat {} extra { extra });
 /// One block device in a host sample (swactor `DiskSample`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct DiskSample {
     /// Kernel device name, for example `nvme0n1`.
     ///
@@ -1863,122 +860,31 @@ pub struct DiskSample {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`DiskSample`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct DiskSampleBuilder {
-    device: Option<String>,
-    read_bytes_per_s: Option<Option<f64>>,
-    write_bytes_per_s: Option<Option<f64>>,
-    fs_total_bytes: Option<Option<u64>>,
-    fs_used_bytes: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for DiskSampleBuilder {
-    type Output = DiskSample;
-    const NAME: &'static str = "DiskSample";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "device" => {
-                ::diagwire_runtime::private::field_set(&mut self.device, "device", value)
-            }
-            "read_bytes_per_s" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.read_bytes_per_s,
-                    "read_bytes_per_s",
-                    value,
-                )
-            }
-            "write_bytes_per_s" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.write_bytes_per_s,
-                    "write_bytes_per_s",
-                    value,
-                )
-            }
-            "fs_total_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.fs_total_bytes,
-                    "fs_total_bytes",
-                    value,
-                )
-            }
-            "fs_used_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.fs_used_bytes,
-                    "fs_used_bytes",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl DiskSample {
+    /// Builds the value from its required fields (`device`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(device: impl Into<String>) -> Self {
+        Self {
+            device: device.into(),
+            read_bytes_per_s: None,
+            write_bytes_per_s: None,
+            fs_total_bytes: None,
+            fs_used_bytes: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<DiskSample, E> {
-        Ok(DiskSample {
-            device: ::diagwire_runtime::private::finish_required(self.device, "device")?,
-            read_bytes_per_s: self.read_bytes_per_s.flatten(),
-            write_bytes_per_s: self.write_bytes_per_s.flatten(),
-            fs_total_bytes: self.fs_total_bytes.flatten(),
-            fs_used_bytes: self.fs_used_bytes.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for DiskSample {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("device", &self.device)?;
-        if let Some(v) = &self.read_bytes_per_s {
-            map.serialize_entry("read_bytes_per_s", v)?;
-        }
-        if let Some(v) = &self.write_bytes_per_s {
-            map.serialize_entry("write_bytes_per_s", v)?;
-        }
-        if let Some(v) = &self.fs_total_bytes {
-            map.serialize_entry("fs_total_bytes", v)?;
-        }
-        if let Some(v) = &self.fs_used_bytes {
-            map.serialize_entry("fs_used_bytes", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for DiskSample {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DiskSample {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<DiskSampleBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(DiskSample, DiskSampleDecoder, "DiskSample" {
+    device: String = "device" req,
+    read_bytes_per_s: Option<f64> = "read_bytes_per_s" omit,
+    write_bytes_per_s: Option<f64> = "write_bytes_per_s" omit,
+    fs_total_bytes: Option<u64> = "fs_total_bytes" omit,
+    fs_used_bytes: Option<u64> = "fs_used_bytes" omit,
+} flat {} extra { extra });
 /// One network interface in a host sample (swactor `NetSample`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct NetSample {
     /// Interface name, for example `eth0`.
     ///
@@ -2027,122 +933,31 @@ pub struct NetSample {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`NetSample`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct NetSampleBuilder {
-    iface: Option<String>,
-    rx_bytes_per_s: Option<Option<f64>>,
-    tx_bytes_per_s: Option<Option<f64>>,
-    rx_bytes_total: Option<Option<u64>>,
-    tx_bytes_total: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for NetSampleBuilder {
-    type Output = NetSample;
-    const NAME: &'static str = "NetSample";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "iface" => {
-                ::diagwire_runtime::private::field_set(&mut self.iface, "iface", value)
-            }
-            "rx_bytes_per_s" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rx_bytes_per_s,
-                    "rx_bytes_per_s",
-                    value,
-                )
-            }
-            "tx_bytes_per_s" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.tx_bytes_per_s,
-                    "tx_bytes_per_s",
-                    value,
-                )
-            }
-            "rx_bytes_total" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.rx_bytes_total,
-                    "rx_bytes_total",
-                    value,
-                )
-            }
-            "tx_bytes_total" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.tx_bytes_total,
-                    "tx_bytes_total",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl NetSample {
+    /// Builds the value from its required fields (`iface`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(iface: impl Into<String>) -> Self {
+        Self {
+            iface: iface.into(),
+            rx_bytes_per_s: None,
+            tx_bytes_per_s: None,
+            rx_bytes_total: None,
+            tx_bytes_total: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<NetSample, E> {
-        Ok(NetSample {
-            iface: ::diagwire_runtime::private::finish_required(self.iface, "iface")?,
-            rx_bytes_per_s: self.rx_bytes_per_s.flatten(),
-            tx_bytes_per_s: self.tx_bytes_per_s.flatten(),
-            rx_bytes_total: self.rx_bytes_total.flatten(),
-            tx_bytes_total: self.tx_bytes_total.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for NetSample {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("iface", &self.iface)?;
-        if let Some(v) = &self.rx_bytes_per_s {
-            map.serialize_entry("rx_bytes_per_s", v)?;
-        }
-        if let Some(v) = &self.tx_bytes_per_s {
-            map.serialize_entry("tx_bytes_per_s", v)?;
-        }
-        if let Some(v) = &self.rx_bytes_total {
-            map.serialize_entry("rx_bytes_total", v)?;
-        }
-        if let Some(v) = &self.tx_bytes_total {
-            map.serialize_entry("tx_bytes_total", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for NetSample {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NetSample {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<NetSampleBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(NetSample, NetSampleDecoder, "NetSample" {
+    iface: String = "iface" req,
+    rx_bytes_per_s: Option<f64> = "rx_bytes_per_s" omit,
+    tx_bytes_per_s: Option<f64> = "tx_bytes_per_s" omit,
+    rx_bytes_total: Option<u64> = "rx_bytes_total" omit,
+    tx_bytes_total: Option<u64> = "tx_bytes_total" omit,
+} flat {} extra { extra });
 /// Limits and usage of the container's control group (swactor `CgroupSample`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct CgroupSample {
     /// Memory limit of the cgroup.
     ///
@@ -2175,104 +990,22 @@ pub struct CgroupSample {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`CgroupSample`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct CgroupSampleBuilder {
-    mem_limit_bytes: Option<Option<u64>>,
-    mem_current_bytes: Option<Option<u64>>,
-    cpu_quota_cores: Option<Option<f64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for CgroupSampleBuilder {
-    type Output = CgroupSample;
-    const NAME: &'static str = "CgroupSample";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "mem_limit_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.mem_limit_bytes,
-                    "mem_limit_bytes",
-                    value,
-                )
-            }
-            "mem_current_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.mem_current_bytes,
-                    "mem_current_bytes",
-                    value,
-                )
-            }
-            "cpu_quota_cores" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.cpu_quota_cores,
-                    "cpu_quota_cores",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<CgroupSample, E> {
-        Ok(CgroupSample {
-            mem_limit_bytes: self.mem_limit_bytes.flatten(),
-            mem_current_bytes: self.mem_current_bytes.flatten(),
-            cpu_quota_cores: self.cpu_quota_cores.flatten(),
-            extra: self.extra,
-        })
+impl CgroupSample {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for CgroupSample {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.mem_limit_bytes {
-            map.serialize_entry("mem_limit_bytes", v)?;
-        }
-        if let Some(v) = &self.mem_current_bytes {
-            map.serialize_entry("mem_current_bytes", v)?;
-        }
-        if let Some(v) = &self.cpu_quota_cores {
-            map.serialize_entry("cpu_quota_cores", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for CgroupSample {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for CgroupSample {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<CgroupSampleBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(CgroupSample, CgroupSampleDecoder, "CgroupSample" {
+    mem_limit_bytes: Option<u64> = "mem_limit_bytes" omit,
+    mem_current_bytes: Option<u64> = "mem_current_bytes" omit,
+    cpu_quota_cores: Option<f64> = "cpu_quota_cores" omit,
+} flat {} extra { extra });
 /// A batch of log lines from one stream, framed so they can be ordered exactly (swactor `LogBatch`).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct LogBatch {
     /// Which output stream the lines came from.
     ///
@@ -2285,80 +1018,25 @@ pub struct LogBatch {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`LogBatch`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct LogBatchBuilder {
-    stream: Option<LogStream>,
-    lines: Option<Vec<LogLine>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for LogBatchBuilder {
-    type Output = LogBatch;
-    const NAME: &'static str = "LogBatch";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "stream" => {
-                ::diagwire_runtime::private::field_set(&mut self.stream, "stream", value)
-            }
-            "lines" => {
-                ::diagwire_runtime::private::field_set(&mut self.lines, "lines", value)
-            }
-            _ => self.extra.accept(key, value),
+impl LogBatch {
+    /// Builds the value from its required fields (`stream`, `lines`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(stream: LogStream, lines: Vec<LogLine>) -> Self {
+        Self {
+            stream,
+            lines,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<LogBatch, E> {
-        Ok(LogBatch {
-            stream: ::diagwire_runtime::private::finish_required(self.stream, "stream")?,
-            lines: ::diagwire_runtime::private::finish_required(self.lines, "lines")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for LogBatch {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("stream", &self.stream)?;
-        map.serialize_entry("lines", &self.lines)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LogBatch {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LogBatch {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<LogBatchBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(LogBatch, LogBatchDecoder, "LogBatch" {
+    stream: LogStream = "stream" req,
+    lines: Vec<LogLine> = "lines" req,
+} flat {} extra { extra });
 /// One framed log line (swactor `LogLine`).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct LogLine {
     /// Producer wall clock when the line was observed.
     ///
@@ -2379,90 +1057,26 @@ pub struct LogLine {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`LogLine`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct LogLineBuilder {
-    wall_ms: Option<u64>,
-    line: Option<u64>,
-    text: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for LogLineBuilder {
-    type Output = LogLine;
-    const NAME: &'static str = "LogLine";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "wall_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.wall_ms,
-                    "wall_ms",
-                    value,
-                )
-            }
-            "line" => {
-                ::diagwire_runtime::private::field_set(&mut self.line, "line", value)
-            }
-            "text" => {
-                ::diagwire_runtime::private::field_set(&mut self.text, "text", value)
-            }
-            _ => self.extra.accept(key, value),
+impl LogLine {
+    /// Builds the value from its required fields (`wall_ms`, `line`, `text`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(wall_ms: u64, line: u64, text: impl Into<String>) -> Self {
+        Self {
+            wall_ms,
+            line,
+            text: text.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<LogLine, E> {
-        Ok(LogLine {
-            wall_ms: ::diagwire_runtime::private::finish_required(
-                self.wall_ms,
-                "wall_ms",
-            )?,
-            line: ::diagwire_runtime::private::finish_required(self.line, "line")?,
-            text: ::diagwire_runtime::private::finish_required(self.text, "text")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for LogLine {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("wall_ms", &self.wall_ms)?;
-        map.serialize_entry("line", &self.line)?;
-        map.serialize_entry("text", &self.text)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LogLine {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LogLine {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<LogLineBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(LogLine, LogLineDecoder, "LogLine" {
+    wall_ms: u64 = "wall_ms" req,
+    line: u64 = "line" req,
+    text: String = "text" req,
+} flat {} extra { extra });
 /// Source stream of a log batch: the container's `stdout` or `stderr`, or `vast_request_logs`, logs fetched out of band from vast.ai's request-logs endpoint (for example at teardown).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum LogStream {
     /// `stdout`.
     Stdout,
@@ -2473,77 +1087,15 @@ pub enum LogStream {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl LogStream {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "stdout",
-        "stderr",
-        "vast_request_logs",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            LogStream::Stdout => "stdout",
-            LogStream::Stderr => "stderr",
-            LogStream::VastRequestLogs => "vast_request_logs",
-            LogStream::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for LogStream {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for LogStream {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LogStream {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LogStream {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "stdout" => LogStream::Stdout,
-                "stderr" => LogStream::Stderr,
-                "vast_request_logs" => LogStream::VastRequestLogs,
-                _ => LogStream::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for LogStream {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "LogStream";
-        Ok(
-            match u.choose_index(4usize)? {
-                0usize => LogStream::Stdout,
-                1usize => LogStream::Stderr,
-                2usize => LogStream::VastRequestLogs,
-                _ => {
-                    LogStream::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(LogStream {
+    Stdout = "stdout",
+    Stderr = "stderr",
+    VastRequestLogs = "vast_request_logs",
+} other { Other });
 /// A coarse lifecycle marker of a deploy or a contract (swactor `LifecycleEvent`), nested under `t: lifecycle` and itself internally tagged by `event`. An unknown `event` is kept as it was written.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum LifecycleEvent {
     /// `event: deploy_start`. The orchestrator began a deploy; emitted once, before any contract is leased.
     DeployStart(DeployStart),
@@ -2566,161 +1118,30 @@ fn arbitrary_other_lifecycleevent(
 ) -> ::arbitrary::Result<::diagwire_runtime::UnknownVariant> {
     ::diagwire_runtime::arb::unknown_variant(u, LifecycleEvent::TAGS)
 }
-impl LifecycleEvent {
-    /// The tag key.
-    pub const TAG: &'static str = "event";
-    /// The tag values this version of the contract knows.
-    pub const TAGS: &'static [&'static str] = &[
-        "deploy_start",
-        "contract_leased",
-        "teardown",
-    ];
-    /// The tag value of this variant as written on the wire.
-    pub fn tag(&self) -> &str {
-        match self {
-            LifecycleEvent::DeployStart(_) => "deploy_start",
-            LifecycleEvent::ContractLeased(_) => "contract_leased",
-            LifecycleEvent::Teardown(_) => "teardown",
-            LifecycleEvent::Other(v) => &v.tag,
-        }
+impl From<DeployStart> for LifecycleEvent {
+    fn from(v: DeployStart) -> Self {
+        LifecycleEvent::DeployStart(v)
     }
 }
-#[doc(hidden)]
-pub enum LifecycleEventBuilder {
-    Pending(::diagwire_runtime::Pending),
-    DeployStart(DeployStartBuilder),
-    ContractLeased(ContractLeasedBuilder),
-    Teardown(TeardownBuilder),
-    Other(::diagwire_runtime::private::UnknownVariantBuilder),
-}
-impl Default for LifecycleEventBuilder {
-    fn default() -> Self {
-        Self::Pending(::diagwire_runtime::Pending::default())
+impl From<ContractLeased> for LifecycleEvent {
+    fn from(v: ContractLeased) -> Self {
+        LifecycleEvent::ContractLeased(v)
     }
 }
-impl ::diagwire_runtime::Builder for LifecycleEventBuilder {
-    type Output = LifecycleEvent;
-    const NAME: &'static str = "LifecycleEvent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match self {
-            Self::Pending(pending) => {
-                if key != "event" {
-                    return pending.push(key, value);
-                }
-                let tag = ::diagwire_runtime::private::internal_tag(value)?;
-                let mut next = match &*tag {
-                    "deploy_start" => Self::DeployStart(Default::default()),
-                    "contract_leased" => Self::ContractLeased(Default::default()),
-                    "teardown" => Self::Teardown(Default::default()),
-                    other => {
-                        Self::Other(
-                            ::diagwire_runtime::private::UnknownVariantBuilder::new(
-                                other.to_owned(),
-                            ),
-                        )
-                    }
-                };
-                ::diagwire_runtime::private::pending_replay(
-                    ::core::mem::take(pending),
-                    &mut next,
-                )?;
-                *self = next;
-                Ok(())
-            }
-            _ if key == "event" => {
-                Err(
-                    ::diagwire_runtime::private::serde::de::Error::duplicate_field(
-                        "event",
-                    ),
-                )
-            }
-            Self::DeployStart(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::ContractLeased(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Teardown(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Other(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<LifecycleEvent, E> {
-        Ok(
-            match self {
-                Self::Pending(_) => return Err(E::missing_field("event")),
-                Self::DeployStart(b) => {
-                    LifecycleEvent::DeployStart(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ContractLeased(b) => {
-                    LifecycleEvent::ContractLeased(
-                        ::diagwire_runtime::Builder::finish(b)?,
-                    )
-                }
-                Self::Teardown(b) => {
-                    LifecycleEvent::Teardown(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Other(b) => {
-                    LifecycleEvent::Other(::diagwire_runtime::Builder::finish(b)?)
-                }
-            },
-        )
+impl From<Teardown> for LifecycleEvent {
+    fn from(v: Teardown) -> Self {
+        LifecycleEvent::Teardown(v)
     }
 }
-impl ::diagwire_runtime::MapFields for LifecycleEvent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match self {
-            LifecycleEvent::DeployStart(v) => {
-                map.serialize_entry("event", "deploy_start")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            LifecycleEvent::ContractLeased(v) => {
-                map.serialize_entry("event", "contract_leased")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            LifecycleEvent::Teardown(v) => {
-                map.serialize_entry("event", "teardown")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            LifecycleEvent::Other(v) => {
-                map.serialize_entry("event", &v.tag)?;
-                v.fields.serialize_into(map)?;
-            }
-        }
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LifecycleEvent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LifecycleEvent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<LifecycleEventBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::internal_union!(LifecycleEvent, LifecycleEventDecoder, "LifecycleEvent", tag "event" {
+    DeployStart(DeployStartDecoder) = "deploy_start",
+    ContractLeased(ContractLeasedDecoder) = "contract_leased",
+    Teardown(TeardownDecoder) = "teardown",
+} other { Other });
 /// The orchestrator began a deploy; emitted once, before any contract is leased.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct DeployStart {
     /// Number of pipeline stages the deploy will lease.
     ///
@@ -2733,80 +1154,20 @@ pub struct DeployStart {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`DeployStart`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct DeployStartBuilder {
-    num_stages: Option<Option<u32>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for DeployStartBuilder {
-    type Output = DeployStart;
-    const NAME: &'static str = "DeployStart";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "num_stages" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.num_stages,
-                    "num_stages",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<DeployStart, E> {
-        Ok(DeployStart {
-            num_stages: self.num_stages.flatten(),
-            extra: self.extra,
-        })
+impl DeployStart {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for DeployStart {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.num_stages {
-            map.serialize_entry("num_stages", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for DeployStart {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DeployStart {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<DeployStartBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(DeployStart, DeployStartDecoder, "DeployStart" {
+    num_stages: Option<u32> = "num_stages" omit,
+} flat {} extra { extra });
 /// A vast.ai contract was leased for a stage.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ContractLeased {
     /// The leased contract (instance) id.
     ///
@@ -2825,93 +1186,25 @@ pub struct ContractLeased {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ContractLeased`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ContractLeasedBuilder {
-    contract_id: Option<u64>,
-    offer_id: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ContractLeasedBuilder {
-    type Output = ContractLeased;
-    const NAME: &'static str = "ContractLeased";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "contract_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.contract_id,
-                    "contract_id",
-                    value,
-                )
-            }
-            "offer_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.offer_id,
-                    "offer_id",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ContractLeased {
+    /// Builds the value from its required fields (`contract_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(contract_id: u64) -> Self {
+        Self {
+            contract_id,
+            offer_id: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ContractLeased, E> {
-        Ok(ContractLeased {
-            contract_id: ::diagwire_runtime::private::finish_required(
-                self.contract_id,
-                "contract_id",
-            )?,
-            offer_id: self.offer_id.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ContractLeased {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("contract_id", &self.contract_id)?;
-        if let Some(v) = &self.offer_id {
-            map.serialize_entry("offer_id", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ContractLeased {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ContractLeased {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ContractLeasedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ContractLeased, ContractLeasedDecoder, "ContractLeased" {
+    contract_id: u64 = "contract_id" req,
+    offer_id: Option<u64> = "offer_id" omit,
+} flat {} extra { extra });
 /// A vast.ai contract is being torn down.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Teardown {
     /// The contract (instance) id being destroyed.
     ///
@@ -2928,83 +1221,18 @@ pub struct Teardown {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Teardown`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct TeardownBuilder {
-    contract_id: Option<u64>,
-    reason: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for TeardownBuilder {
-    type Output = Teardown;
-    const NAME: &'static str = "Teardown";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "contract_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.contract_id,
-                    "contract_id",
-                    value,
-                )
-            }
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            _ => self.extra.accept(key, value),
+impl Teardown {
+    /// Builds the value from its required fields (`contract_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(contract_id: u64) -> Self {
+        Self {
+            contract_id,
+            reason: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Teardown, E> {
-        Ok(Teardown {
-            contract_id: ::diagwire_runtime::private::finish_required(
-                self.contract_id,
-                "contract_id",
-            )?,
-            reason: self.reason.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Teardown {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("contract_id", &self.contract_id)?;
-        if let Some(v) = &self.reason {
-            map.serialize_entry("reason", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Teardown {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Teardown {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<TeardownBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Teardown, TeardownDecoder, "Teardown" {
+    contract_id: u64 = "contract_id" req,
+    reason: Option<String> = "reason" omit,
+} flat {} extra { extra });

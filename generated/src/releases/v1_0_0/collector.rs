@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `post_ack`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PostAck {
     /// Timing of this request on the collector's clock, echoed so the node can estimate its clock offset to within half the round trip.
     ///
@@ -34,88 +35,27 @@ pub struct PostAck {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PostAck`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PostAckBuilder {
-    clock: Option<ClockEcho>,
-    hints: Option<Option<Hints>>,
-    body: Option<Option<::diagwire_runtime::Json>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PostAckBuilder {
-    type Output = PostAck;
-    const NAME: &'static str = "PostAck";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "clock" => {
-                ::diagwire_runtime::private::field_set(&mut self.clock, "clock", value)
-            }
-            "hints" => {
-                ::diagwire_runtime::private::field_set(&mut self.hints, "hints", value)
-            }
-            "body" => {
-                ::diagwire_runtime::private::field_set(&mut self.body, "body", value)
-            }
-            _ => self.extra.accept(key, value),
+impl PostAck {
+    /// Builds the value from its required fields (`clock`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(clock: ClockEcho) -> Self {
+        Self {
+            clock,
+            hints: None,
+            body: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PostAck, E> {
-        Ok(PostAck {
-            clock: ::diagwire_runtime::private::finish_required(self.clock, "clock")?,
-            hints: self.hints.flatten(),
-            body: self.body.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PostAck {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("clock", &self.clock)?;
-        if let Some(v) = &self.hints {
-            map.serialize_entry("hints", v)?;
-        }
-        if let Some(v) = &self.body {
-            map.serialize_entry("body", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PostAck {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PostAck {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<PostAckBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(PostAck, PostAckDecoder, "PostAck" {
+    clock: ClockEcho = "clock" req,
+    hints: Option<Hints> = "hints" omit,
+    body: Option <::diagwire_runtime::Json> = "body" omit,
+} flat {} extra { extra });
 /// Round-trip timing of one post as seen by the collector (swactor `ClockEcho`). Nodes log each one as a `clock_sample` custom event so the post-processor has an offset stream over the whole run.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ClockEcho {
     /// The node's send time from the request's `x-node-send-ms` header, echoed back so the node needs no per-request table; 0 when the header was missing or not an integer.
     ///
@@ -138,107 +78,31 @@ pub struct ClockEcho {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ClockEcho`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ClockEchoBuilder {
-    node_send_ms_echoed: Option<u64>,
-    collector_recv_ms: Option<u64>,
-    collector_send_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ClockEchoBuilder {
-    type Output = ClockEcho;
-    const NAME: &'static str = "ClockEcho";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_send_ms_echoed" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_send_ms_echoed,
-                    "node_send_ms_echoed",
-                    value,
-                )
-            }
-            "collector_recv_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.collector_recv_ms,
-                    "collector_recv_ms",
-                    value,
-                )
-            }
-            "collector_send_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.collector_send_ms,
-                    "collector_send_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ClockEcho {
+    /// Builds the value from its required fields (`node_send_ms_echoed`, `collector_recv_ms`, `collector_send_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        node_send_ms_echoed: u64,
+        collector_recv_ms: u64,
+        collector_send_ms: u64,
+    ) -> Self {
+        Self {
+            node_send_ms_echoed,
+            collector_recv_ms,
+            collector_send_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ClockEcho, E> {
-        Ok(ClockEcho {
-            node_send_ms_echoed: ::diagwire_runtime::private::finish_required(
-                self.node_send_ms_echoed,
-                "node_send_ms_echoed",
-            )?,
-            collector_recv_ms: ::diagwire_runtime::private::finish_required(
-                self.collector_recv_ms,
-                "collector_recv_ms",
-            )?,
-            collector_send_ms: ::diagwire_runtime::private::finish_required(
-                self.collector_send_ms,
-                "collector_send_ms",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ClockEcho {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_send_ms_echoed", &self.node_send_ms_echoed)?;
-        map.serialize_entry("collector_recv_ms", &self.collector_recv_ms)?;
-        map.serialize_entry("collector_send_ms", &self.collector_send_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ClockEcho {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ClockEcho {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ClockEchoBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ClockEcho, ClockEchoDecoder, "ClockEcho" {
+    node_send_ms_echoed: u64 = "node_send_ms_echoed" req,
+    collector_recv_ms: u64 = "collector_recv_ms" req,
+    collector_send_ms: u64 = "collector_send_ms" req,
+} flat {} extra { extra });
 /// Out-of-band requests from the collector to a node (swactor `Hints`). New hints default to "no signal", so nodes need not be upgraded together with the collector.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Hints {
     /// The node should take an on-demand snapshot at its next opportunity. The collector queues it for every node of a run when that run finalizes, including the finalizing node itself, which receives it in its finalize reply.
     ///
@@ -249,80 +113,22 @@ pub struct Hints {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Hints`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct HintsBuilder {
-    snapshot_now: Option<bool>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for HintsBuilder {
-    type Output = Hints;
-    const NAME: &'static str = "Hints";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "snapshot_now" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.snapshot_now,
-                    "snapshot_now",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Hints, E> {
-        Ok(Hints {
-            snapshot_now: self.snapshot_now.unwrap_or_default(),
-            extra: self.extra,
-        })
+impl Hints {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for Hints {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if !::diagwire_runtime::is_default(&self.snapshot_now) {
-            map.serialize_entry("snapshot_now", &self.snapshot_now)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Hints {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Hints {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<HintsBuilder>::new())
-    }
-}
+::diagwire_runtime::object!(Hints, HintsDecoder, "Hints" {
+    snapshot_now: bool = "snapshot_now" skip,
+} flat {} extra { extra });
 /// Body of every collector error reply: 400 for a missing `x-run-id` or `x-node-id` header or a body that is not JSON, 404 for an unknown record kind or a run with no staged records, 413 for a body over 32 MiB, 500 when persisting or assembling failed.
 ///
 /// Record kind `error`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ErrorBody {
     /// Human-readable message saying what went wrong.
     ///
@@ -331,71 +137,19 @@ pub struct ErrorBody {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ErrorBody`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ErrorBodyBuilder {
-    error: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ErrorBodyBuilder {
-    type Output = ErrorBody;
-    const NAME: &'static str = "ErrorBody";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "error" => {
-                ::diagwire_runtime::private::field_set(&mut self.error, "error", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ErrorBody {
+    /// Builds the value from its required fields (`error`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(error: impl Into<String>) -> Self {
+        Self {
+            error: error.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ErrorBody, E> {
-        Ok(ErrorBody {
-            error: ::diagwire_runtime::private::finish_required(self.error, "error")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ErrorBody {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("error", &self.error)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ErrorBody {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ErrorBody {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ErrorBodyBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ErrorBody, ErrorBodyDecoder, "ErrorBody" {
+    error: String = "error" req,
+} flat {} extra { extra });
 /// Reply of `GET /diag/runs`: every run the collector has accounting for since it started, sorted by run id.
 ///
 /// Record kind `runs`.
@@ -403,6 +157,7 @@ pub type RunsListing = Vec<RunSummary>;
 /// The collector's in-memory accounting for one run, as listed by `GET /diag/runs`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RunSummary {
     /// The run id records were posted under (`x-run-id`).
     ///
@@ -435,113 +190,35 @@ pub struct RunSummary {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RunSummary`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RunSummaryBuilder {
-    run_id: Option<String>,
-    run_start_collector_ms: Option<Option<u64>>,
-    run_end_collector_ms: Option<Option<u64>>,
-    finalize_received: Option<bool>,
-    nodes: Option<Vec<RunNodeSummary>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RunSummaryBuilder {
-    type Output = RunSummary;
-    const NAME: &'static str = "RunSummary";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "run_start_collector_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.run_start_collector_ms,
-                    "run_start_collector_ms",
-                    value,
-                )
-            }
-            "run_end_collector_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.run_end_collector_ms,
-                    "run_end_collector_ms",
-                    value,
-                )
-            }
-            "finalize_received" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.finalize_received,
-                    "finalize_received",
-                    value,
-                )
-            }
-            "nodes" => {
-                ::diagwire_runtime::private::field_set(&mut self.nodes, "nodes", value)
-            }
-            _ => self.extra.accept(key, value),
+impl RunSummary {
+    /// Builds the value from its required fields (`run_id`, `finalize_received`, `nodes`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        finalize_received: bool,
+        nodes: Vec<RunNodeSummary>,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            run_start_collector_ms: None,
+            run_end_collector_ms: None,
+            finalize_received,
+            nodes,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RunSummary, E> {
-        Ok(RunSummary {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            run_start_collector_ms: self.run_start_collector_ms.flatten(),
-            run_end_collector_ms: self.run_end_collector_ms.flatten(),
-            finalize_received: ::diagwire_runtime::private::finish_required(
-                self.finalize_received,
-                "finalize_received",
-            )?,
-            nodes: ::diagwire_runtime::private::finish_required(self.nodes, "nodes")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RunSummary {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("run_start_collector_ms", &self.run_start_collector_ms)?;
-        map.serialize_entry("run_end_collector_ms", &self.run_end_collector_ms)?;
-        map.serialize_entry("finalize_received", &self.finalize_received)?;
-        map.serialize_entry("nodes", &self.nodes)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RunSummary {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RunSummary {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RunSummaryBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RunSummary, RunSummaryDecoder, "RunSummary" {
+    run_id: String = "run_id" req,
+    run_start_collector_ms: Option<u64> = "run_start_collector_ms" null,
+    run_end_collector_ms: Option<u64> = "run_end_collector_ms" null,
+    finalize_received: bool = "finalize_received" req,
+    nodes: Vec<RunNodeSummary> = "nodes" req,
+} flat {} extra { extra });
 /// Per-node counters of a run in the runs listing. Unlike a manifest node it carries no label, role or vast.ai record count.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RunNodeSummary {
     /// The raw `x-node-id` header the node posted under: 64-character hex for swactor nodes, a synthetic id such as `vastai-external` for vast.ai producers.
     ///
@@ -570,135 +247,39 @@ pub struct RunNodeSummary {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RunNodeSummary`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RunNodeSummaryBuilder {
-    node_id: Option<String>,
-    boot_recorded: Option<bool>,
-    event_batches: Option<u64>,
-    snapshots: Option<u64>,
-    finalize_recorded: Option<bool>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RunNodeSummaryBuilder {
-    type Output = RunNodeSummary;
-    const NAME: &'static str = "RunNodeSummary";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id,
-                    "node_id",
-                    value,
-                )
-            }
-            "boot_recorded" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.boot_recorded,
-                    "boot_recorded",
-                    value,
-                )
-            }
-            "event_batches" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.event_batches,
-                    "event_batches",
-                    value,
-                )
-            }
-            "snapshots" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.snapshots,
-                    "snapshots",
-                    value,
-                )
-            }
-            "finalize_recorded" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.finalize_recorded,
-                    "finalize_recorded",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl RunNodeSummary {
+    /// Builds the value from its required fields (`node_id`, `boot_recorded`, `event_batches`, `snapshots`, `finalize_recorded`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        node_id: impl Into<String>,
+        boot_recorded: bool,
+        event_batches: u64,
+        snapshots: u64,
+        finalize_recorded: bool,
+    ) -> Self {
+        Self {
+            node_id: node_id.into(),
+            boot_recorded,
+            event_batches,
+            snapshots,
+            finalize_recorded,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RunNodeSummary, E> {
-        Ok(RunNodeSummary {
-            node_id: ::diagwire_runtime::private::finish_required(
-                self.node_id,
-                "node_id",
-            )?,
-            boot_recorded: ::diagwire_runtime::private::finish_required(
-                self.boot_recorded,
-                "boot_recorded",
-            )?,
-            event_batches: ::diagwire_runtime::private::finish_required(
-                self.event_batches,
-                "event_batches",
-            )?,
-            snapshots: ::diagwire_runtime::private::finish_required(
-                self.snapshots,
-                "snapshots",
-            )?,
-            finalize_recorded: ::diagwire_runtime::private::finish_required(
-                self.finalize_recorded,
-                "finalize_recorded",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RunNodeSummary {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id", &self.node_id)?;
-        map.serialize_entry("boot_recorded", &self.boot_recorded)?;
-        map.serialize_entry("event_batches", &self.event_batches)?;
-        map.serialize_entry("snapshots", &self.snapshots)?;
-        map.serialize_entry("finalize_recorded", &self.finalize_recorded)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RunNodeSummary {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RunNodeSummary {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RunNodeSummaryBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RunNodeSummary, RunNodeSummaryDecoder, "RunNodeSummary" {
+    node_id: String = "node_id" req,
+    boot_recorded: bool = "boot_recorded" req,
+    event_batches: u64 = "event_batches" req,
+    snapshots: u64 = "snapshots" req,
+    finalize_recorded: bool = "finalize_recorded" req,
+} flat {} extra { extra });
 /// The `data` of one Server-Sent Event on `GET /diag/stream/{run_id}` (swactor `LiveRecord`): a record the collector has just persisted, with the stored JSON verbatim. The SSE event name repeats `kind`. The stream is lossy for slow subscribers; the bundle is the catch-up path.
 ///
 /// Record kind `live`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct LiveRecord {
     /// The run id the record was posted under.
     ///
@@ -731,115 +312,39 @@ pub struct LiveRecord {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`LiveRecord`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct LiveRecordBuilder {
-    run_id: Option<String>,
-    node_id: Option<String>,
-    kind: Option<RecordKind>,
-    recv_ms: Option<u64>,
-    seq: Option<u64>,
-    body: Option<::diagwire_runtime::Json>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for LiveRecordBuilder {
-    type Output = LiveRecord;
-    const NAME: &'static str = "LiveRecord";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "node_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id,
-                    "node_id",
-                    value,
-                )
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "recv_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.recv_ms,
-                    "recv_ms",
-                    value,
-                )
-            }
-            "seq" => ::diagwire_runtime::private::field_set(&mut self.seq, "seq", value),
-            "body" => {
-                ::diagwire_runtime::private::field_set(&mut self.body, "body", value)
-            }
-            _ => self.extra.accept(key, value),
+impl LiveRecord {
+    /// Builds the value from its required fields (`run_id`, `node_id`, `kind`, `recv_ms`, `seq`, `body`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        run_id: impl Into<String>,
+        node_id: impl Into<String>,
+        kind: RecordKind,
+        recv_ms: u64,
+        seq: u64,
+        body: ::diagwire_runtime::Json,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            node_id: node_id.into(),
+            kind,
+            recv_ms,
+            seq,
+            body,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<LiveRecord, E> {
-        Ok(LiveRecord {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            node_id: ::diagwire_runtime::private::finish_required(
-                self.node_id,
-                "node_id",
-            )?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            recv_ms: ::diagwire_runtime::private::finish_required(
-                self.recv_ms,
-                "recv_ms",
-            )?,
-            seq: ::diagwire_runtime::private::finish_required(self.seq, "seq")?,
-            body: ::diagwire_runtime::private::finish_required(self.body, "body")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for LiveRecord {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("node_id", &self.node_id)?;
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("recv_ms", &self.recv_ms)?;
-        map.serialize_entry("seq", &self.seq)?;
-        map.serialize_entry("body", &self.body)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for LiveRecord {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for LiveRecord {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<LiveRecordBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(LiveRecord, LiveRecordDecoder, "LiveRecord" {
+    run_id: String = "run_id" req,
+    node_id: String = "node_id" req,
+    kind: RecordKind = "kind" req,
+    recv_ms: u64 = "recv_ms" req,
+    seq: u64 = "seq" req,
+    body: ::diagwire_runtime::Json = "body" req,
+} flat {} extra { extra });
 /// Kind of an ingested record; it is the path segment of the ingest URL (`POST /diag/<kind>`), the prefix of the staged file name and the SSE event name. `vastai_*` kinds exist only in the newest collector.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum RecordKind {
     /// `boot`.
     Boot,
@@ -860,91 +365,13 @@ pub enum RecordKind {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl RecordKind {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "boot",
-        "events",
-        "snapshot",
-        "finalize",
-        "vastai_instance",
-        "vastai_sample",
-        "vastai_logs",
-        "vastai_lifecycle",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            RecordKind::Boot => "boot",
-            RecordKind::Events => "events",
-            RecordKind::Snapshot => "snapshot",
-            RecordKind::Finalize => "finalize",
-            RecordKind::VastaiInstance => "vastai_instance",
-            RecordKind::VastaiSample => "vastai_sample",
-            RecordKind::VastaiLogs => "vastai_logs",
-            RecordKind::VastaiLifecycle => "vastai_lifecycle",
-            RecordKind::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for RecordKind {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for RecordKind {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RecordKind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RecordKind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "boot" => RecordKind::Boot,
-                "events" => RecordKind::Events,
-                "snapshot" => RecordKind::Snapshot,
-                "finalize" => RecordKind::Finalize,
-                "vastai_instance" => RecordKind::VastaiInstance,
-                "vastai_sample" => RecordKind::VastaiSample,
-                "vastai_logs" => RecordKind::VastaiLogs,
-                "vastai_lifecycle" => RecordKind::VastaiLifecycle,
-                _ => RecordKind::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for RecordKind {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "RecordKind";
-        Ok(
-            match u.choose_index(9usize)? {
-                0usize => RecordKind::Boot,
-                1usize => RecordKind::Events,
-                2usize => RecordKind::Snapshot,
-                3usize => RecordKind::Finalize,
-                4usize => RecordKind::VastaiInstance,
-                5usize => RecordKind::VastaiSample,
-                6usize => RecordKind::VastaiLogs,
-                7usize => RecordKind::VastaiLifecycle,
-                _ => {
-                    RecordKind::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(RecordKind {
+    Boot = "boot",
+    Events = "events",
+    Snapshot = "snapshot",
+    Finalize = "finalize",
+    VastaiInstance = "vastai_instance",
+    VastaiSample = "vastai_sample",
+    VastaiLogs = "vastai_logs",
+    VastaiLifecycle = "vastai_lifecycle",
+} other { Other });

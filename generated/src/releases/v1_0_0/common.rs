@@ -23,75 +23,12 @@ pub enum PeerState {
     /// `Unknown`.
     Unknown,
 }
-impl PeerState {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["Alive", "Suspect", "Dead", "Unknown"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            PeerState::Alive => "Alive",
-            PeerState::Suspect => "Suspect",
-            PeerState::Dead => "Dead",
-            PeerState::Unknown => "Unknown",
-        }
-    }
-}
-impl AsRef<str> for PeerState {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for PeerState {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PeerState {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PeerState {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "Alive" => PeerState::Alive,
-                "Suspect" => PeerState::Suspect,
-                "Dead" => PeerState::Dead,
-                "Unknown" => PeerState::Unknown,
-                other => {
-                    return Err(
-                        ::diagwire_runtime::private::serde::de::Error::unknown_variant(
-                            other,
-                            Self::VALUES,
-                        ),
-                    );
-                }
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for PeerState {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "PeerState";
-        Ok(
-            match u.choose_index(4usize)? {
-                0usize => PeerState::Alive,
-                1usize => PeerState::Suspect,
-                2usize => PeerState::Dead,
-                3usize => PeerState::Unknown,
-                _ => unreachable!("OK because the index is below the number of values"),
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(PeerState {
+    Alive = "Alive",
+    Suspect = "Suspect",
+    Dead = "Dead",
+    Unknown = "Unknown",
+} other {});
 /// The path iroh uses to reach a peer: `Direct` (UDP hole-punched), `Relay` (through a relay server), `Mixed` (both in use) or `None` (iroh knows the peer but has no active path). The literal string `None` is distinct from an absent value, which means iroh has never heard of the peer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ConnType {
@@ -104,77 +41,15 @@ pub enum ConnType {
     /// `None`.
     None,
 }
-impl ConnType {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["Direct", "Relay", "Mixed", "None"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            ConnType::Direct => "Direct",
-            ConnType::Relay => "Relay",
-            ConnType::Mixed => "Mixed",
-            ConnType::None => "None",
-        }
-    }
-}
-impl AsRef<str> for ConnType {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for ConnType {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ConnType {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ConnType {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "Direct" => ConnType::Direct,
-                "Relay" => ConnType::Relay,
-                "Mixed" => ConnType::Mixed,
-                "None" => ConnType::None,
-                other => {
-                    return Err(
-                        ::diagwire_runtime::private::serde::de::Error::unknown_variant(
-                            other,
-                            Self::VALUES,
-                        ),
-                    );
-                }
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for ConnType {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "ConnType";
-        Ok(
-            match u.choose_index(4usize)? {
-                0usize => ConnType::Direct,
-                1usize => ConnType::Relay,
-                2usize => ConnType::Mixed,
-                3usize => ConnType::None,
-                _ => unreachable!("OK because the index is below the number of values"),
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(ConnType {
+    Direct = "Direct",
+    Relay = "Relay",
+    Mixed = "Mixed",
+    None = "None",
+} other {});
 /// How a discriminated value was obtained: `iroh` means the transport library reported it natively; `derived` means swactor inferred it (for example a relay status inferred from whether a home-relay URL exists). The absence-discriminator half of a value/source pair.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ValueSource {
     /// `iroh`.
     Iroh,
@@ -183,69 +58,13 @@ pub enum ValueSource {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl ValueSource {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["iroh", "derived"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            ValueSource::Iroh => "iroh",
-            ValueSource::Derived => "derived",
-            ValueSource::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for ValueSource {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for ValueSource {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ValueSource {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ValueSource {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "iroh" => ValueSource::Iroh,
-                "derived" => ValueSource::Derived,
-                _ => ValueSource::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for ValueSource {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "ValueSource";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => ValueSource::Iroh,
-                1usize => ValueSource::Derived,
-                _ => {
-                    ValueSource::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(ValueSource {
+    Iroh = "iroh",
+    Derived = "derived",
+} other { Other });
 /// Health of the node's tunnel to its home relay: `connected`, `connecting`, `disconnected`, or `unknown` (the transport did not say; the paired source field tells whether that is a reported or a derived answer).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum RelaySessionStatus {
     /// `connected`.
     Connected,
@@ -258,80 +77,15 @@ pub enum RelaySessionStatus {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl RelaySessionStatus {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "connected",
-        "connecting",
-        "disconnected",
-        "unknown",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            RelaySessionStatus::Connected => "connected",
-            RelaySessionStatus::Connecting => "connecting",
-            RelaySessionStatus::Disconnected => "disconnected",
-            RelaySessionStatus::Unknown => "unknown",
-            RelaySessionStatus::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for RelaySessionStatus {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for RelaySessionStatus {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelaySessionStatus {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelaySessionStatus {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "connected" => RelaySessionStatus::Connected,
-                "connecting" => RelaySessionStatus::Connecting,
-                "disconnected" => RelaySessionStatus::Disconnected,
-                "unknown" => RelaySessionStatus::Unknown,
-                _ => RelaySessionStatus::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for RelaySessionStatus {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "RelaySessionStatus";
-        Ok(
-            match u.choose_index(5usize)? {
-                0usize => RelaySessionStatus::Connected,
-                1usize => RelaySessionStatus::Connecting,
-                2usize => RelaySessionStatus::Disconnected,
-                3usize => RelaySessionStatus::Unknown,
-                _ => {
-                    RelaySessionStatus::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(RelaySessionStatus {
+    Connected = "connected",
+    Connecting = "connecting",
+    Disconnected = "disconnected",
+    Unknown = "unknown",
+} other { Other });
 /// Kind of an outbound reachability probe: `udp_echo` (UDP echo to the collector), `udp_relay` (transport-level check of the relay's own port), `stun`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ProbeKind {
     /// `udp_echo`.
     UdpEcho,
@@ -342,72 +96,14 @@ pub enum ProbeKind {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl ProbeKind {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["udp_echo", "udp_relay", "stun"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            ProbeKind::UdpEcho => "udp_echo",
-            ProbeKind::UdpRelay => "udp_relay",
-            ProbeKind::Stun => "stun",
-            ProbeKind::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for ProbeKind {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for ProbeKind {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProbeKind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProbeKind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "udp_echo" => ProbeKind::UdpEcho,
-                "udp_relay" => ProbeKind::UdpRelay,
-                "stun" => ProbeKind::Stun,
-                _ => ProbeKind::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for ProbeKind {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "ProbeKind";
-        Ok(
-            match u.choose_index(4usize)? {
-                0usize => ProbeKind::UdpEcho,
-                1usize => ProbeKind::UdpRelay,
-                2usize => ProbeKind::Stun,
-                _ => {
-                    ProbeKind::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(ProbeKind {
+    UdpEcho = "udp_echo",
+    UdpRelay = "udp_relay",
+    Stun = "stun",
+} other { Other });
 /// Outcome of a probe attempt: `ok` (reached and responded), `timeout` (no response within the deadline), `refused` (host reachable, port closed), `unresolved` (could not resolve the target), `error` (any other error); `pending` before the first attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ProbeOutcome {
     /// `ok`.
     Ok,
@@ -424,83 +120,11 @@ pub enum ProbeOutcome {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl ProbeOutcome {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "ok",
-        "timeout",
-        "refused",
-        "unresolved",
-        "error",
-        "pending",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            ProbeOutcome::Ok => "ok",
-            ProbeOutcome::Timeout => "timeout",
-            ProbeOutcome::Refused => "refused",
-            ProbeOutcome::Unresolved => "unresolved",
-            ProbeOutcome::Error => "error",
-            ProbeOutcome::Pending => "pending",
-            ProbeOutcome::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for ProbeOutcome {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for ProbeOutcome {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProbeOutcome {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProbeOutcome {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "ok" => ProbeOutcome::Ok,
-                "timeout" => ProbeOutcome::Timeout,
-                "refused" => ProbeOutcome::Refused,
-                "unresolved" => ProbeOutcome::Unresolved,
-                "error" => ProbeOutcome::Error,
-                "pending" => ProbeOutcome::Pending,
-                _ => ProbeOutcome::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for ProbeOutcome {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "ProbeOutcome";
-        Ok(
-            match u.choose_index(7usize)? {
-                0usize => ProbeOutcome::Ok,
-                1usize => ProbeOutcome::Timeout,
-                2usize => ProbeOutcome::Refused,
-                3usize => ProbeOutcome::Unresolved,
-                4usize => ProbeOutcome::Error,
-                5usize => ProbeOutcome::Pending,
-                _ => {
-                    ProbeOutcome::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(ProbeOutcome {
+    Ok = "ok",
+    Timeout = "timeout",
+    Refused = "refused",
+    Unresolved = "unresolved",
+    Error = "error",
+    Pending = "pending",
+} other { Other });

@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `event`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct EventRecord {
     /// The emitting node's public key, as an array of 32 byte values.
     ///
@@ -30,104 +31,28 @@ pub struct EventRecord {
     /// The `Event` union, whose keys sit at this object's level.
     pub event: Event,
 }
-/// Streaming deserializer of [`EventRecord`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct EventRecordBuilder {
-    node_id: Option<NodeId>,
-    monotonic_seq: Option<u64>,
-    wall_ms: Option<u64>,
-    event: EventBuilder,
-}
-impl ::diagwire_runtime::Builder for EventRecordBuilder {
-    type Output = EventRecord;
-    const NAME: &'static str = "EventRecord";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id,
-                    "node_id",
-                    value,
-                )
-            }
-            "monotonic_seq" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.monotonic_seq,
-                    "monotonic_seq",
-                    value,
-                )
-            }
-            "wall_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.wall_ms,
-                    "wall_ms",
-                    value,
-                )
-            }
-            _ => ::diagwire_runtime::Builder::accept(&mut self.event, key, value),
+impl EventRecord {
+    /// Builds the value from its required fields (`node_id`, `monotonic_seq`, `wall_ms`, the `Event` union), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        node_id: NodeId,
+        monotonic_seq: u64,
+        wall_ms: u64,
+        event: impl Into<Event>,
+    ) -> Self {
+        Self {
+            node_id,
+            monotonic_seq,
+            wall_ms,
+            event: event.into(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<EventRecord, E> {
-        Ok(EventRecord {
-            node_id: ::diagwire_runtime::private::finish_required(
-                self.node_id,
-                "node_id",
-            )?,
-            monotonic_seq: ::diagwire_runtime::private::finish_required(
-                self.monotonic_seq,
-                "monotonic_seq",
-            )?,
-            wall_ms: ::diagwire_runtime::private::finish_required(
-                self.wall_ms,
-                "wall_ms",
-            )?,
-            event: ::diagwire_runtime::Builder::finish(self.event)?,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for EventRecord {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id", &self.node_id)?;
-        map.serialize_entry("monotonic_seq", &self.monotonic_seq)?;
-        map.serialize_entry("wall_ms", &self.wall_ms)?;
-        ::diagwire_runtime::MapFields::serialize_fields(&self.event, map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for EventRecord {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for EventRecord {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<EventRecordBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(EventRecord, EventRecordDecoder, "EventRecord" {
+    node_id: NodeId = "node_id" req,
+    monotonic_seq: u64 = "monotonic_seq" req,
+    wall_ms: u64 = "wall_ms" req,
+} flat { event: EventDecoder } extra {});
 /// A batch of event records: the body of one `POST /diag/events` and the content of one `events/events-NNNNNN.json` file in a bundle. Batches hold up to 512 records and are flushed about once a second; an empty array is valid.
 ///
 /// Record kind `event_batch`.
@@ -135,6 +60,7 @@ pub type EventBatch = Vec<EventRecord>;
 /// A typed diagnostics event, tagged by the `type` key that sits beside its fields (swactor `Event`). Unknown event types from newer writers are kept as they are; a known type with a malformed body is an error.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum Event {
     /// `type: SwimTransition`. SWIM changed its opinion of a peer. Each one also triggers a snapshot with a `Transition` trigger.
     SwimTransition(SwimTransition),
@@ -202,483 +128,174 @@ fn arbitrary_other_event(
 ) -> ::arbitrary::Result<::diagwire_runtime::UnknownVariant> {
     ::diagwire_runtime::arb::unknown_variant(u, Event::TAGS)
 }
-impl Event {
-    /// The tag key.
-    pub const TAG: &'static str = "type";
-    /// The tag values this version of the contract knows.
-    pub const TAGS: &'static [&'static str] = &[
-        "SwimTransition",
-        "DialStarted",
-        "DialOutcome",
-        "IrohConnTypeChanged",
-        "RelayChanged",
-        "RelaySessionStateChanged",
-        "RelaySessionOpened",
-        "RelaySessionClosed",
-        "GossipReceived",
-        "SubprocessSpawned",
-        "SubprocessExited",
-        "SwimMetadataSent",
-        "SwimMetadataReceived",
-        "ConnectionCacheHit",
-        "ConnectionCacheMiss",
-        "ConnectionCacheInvalidated",
-        "NodeMapUpdate",
-        "MessageSent",
-        "MessageReceived",
-        "ProbeSent",
-        "ProbeReceived",
-        "SwimProbeSent",
-        "SwimProbeAcked",
-        "SwimProbeTimedOut",
-        "InferenceResponseSent",
-        "Error",
-        "Custom",
-    ];
-    /// The tag value of this variant as written on the wire.
-    pub fn tag(&self) -> &str {
-        match self {
-            Event::SwimTransition(_) => "SwimTransition",
-            Event::DialStarted(_) => "DialStarted",
-            Event::DialOutcome(_) => "DialOutcome",
-            Event::IrohConnTypeChanged(_) => "IrohConnTypeChanged",
-            Event::RelayChanged(_) => "RelayChanged",
-            Event::RelaySessionStateChanged(_) => "RelaySessionStateChanged",
-            Event::RelaySessionOpened(_) => "RelaySessionOpened",
-            Event::RelaySessionClosed(_) => "RelaySessionClosed",
-            Event::GossipReceived(_) => "GossipReceived",
-            Event::SubprocessSpawned(_) => "SubprocessSpawned",
-            Event::SubprocessExited(_) => "SubprocessExited",
-            Event::SwimMetadataSent(_) => "SwimMetadataSent",
-            Event::SwimMetadataReceived(_) => "SwimMetadataReceived",
-            Event::ConnectionCacheHit(_) => "ConnectionCacheHit",
-            Event::ConnectionCacheMiss(_) => "ConnectionCacheMiss",
-            Event::ConnectionCacheInvalidated(_) => "ConnectionCacheInvalidated",
-            Event::NodeMapUpdate(_) => "NodeMapUpdate",
-            Event::MessageSent(_) => "MessageSent",
-            Event::MessageReceived(_) => "MessageReceived",
-            Event::ProbeSent(_) => "ProbeSent",
-            Event::ProbeReceived(_) => "ProbeReceived",
-            Event::SwimProbeSent(_) => "SwimProbeSent",
-            Event::SwimProbeAcked(_) => "SwimProbeAcked",
-            Event::SwimProbeTimedOut(_) => "SwimProbeTimedOut",
-            Event::InferenceResponseSent(_) => "InferenceResponseSent",
-            Event::Error(_) => "Error",
-            Event::Custom(_) => "Custom",
-            Event::Other(v) => &v.tag,
-        }
+impl From<SwimTransition> for Event {
+    fn from(v: SwimTransition) -> Self {
+        Event::SwimTransition(v)
     }
 }
-#[doc(hidden)]
-pub enum EventBuilder {
-    Pending(::diagwire_runtime::Pending),
-    SwimTransition(SwimTransitionBuilder),
-    DialStarted(DialStartedBuilder),
-    DialOutcome(DialOutcomeBuilder),
-    IrohConnTypeChanged(IrohConnTypeChangedBuilder),
-    RelayChanged(RelayChangedBuilder),
-    RelaySessionStateChanged(RelaySessionStateChangedBuilder),
-    RelaySessionOpened(RelaySessionOpenedBuilder),
-    RelaySessionClosed(RelaySessionClosedBuilder),
-    GossipReceived(GossipReceivedBuilder),
-    SubprocessSpawned(SubprocessSpawnedBuilder),
-    SubprocessExited(SubprocessExitedBuilder),
-    SwimMetadataSent(SwimMetadataSentBuilder),
-    SwimMetadataReceived(SwimMetadataReceivedBuilder),
-    ConnectionCacheHit(ConnectionCacheHitBuilder),
-    ConnectionCacheMiss(ConnectionCacheMissBuilder),
-    ConnectionCacheInvalidated(ConnectionCacheInvalidatedBuilder),
-    NodeMapUpdate(NodeMapUpdateBuilder),
-    MessageSent(MessageSentBuilder),
-    MessageReceived(MessageReceivedBuilder),
-    ProbeSent(ProbeSentBuilder),
-    ProbeReceived(ProbeReceivedBuilder),
-    SwimProbeSent(SwimProbeSentBuilder),
-    SwimProbeAcked(SwimProbeAckedBuilder),
-    SwimProbeTimedOut(SwimProbeTimedOutBuilder),
-    InferenceResponseSent(InferenceResponseSentBuilder),
-    Error(ErrorEventBuilder),
-    Custom(CustomEventBuilder),
-    Other(::diagwire_runtime::private::UnknownVariantBuilder),
-}
-impl Default for EventBuilder {
-    fn default() -> Self {
-        Self::Pending(::diagwire_runtime::Pending::default())
+impl From<DialStarted> for Event {
+    fn from(v: DialStarted) -> Self {
+        Event::DialStarted(v)
     }
 }
-impl ::diagwire_runtime::Builder for EventBuilder {
-    type Output = Event;
-    const NAME: &'static str = "Event";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match self {
-            Self::Pending(pending) => {
-                if key != "type" {
-                    return pending.push(key, value);
-                }
-                let tag = ::diagwire_runtime::private::internal_tag(value)?;
-                let mut next = match &*tag {
-                    "SwimTransition" => Self::SwimTransition(Default::default()),
-                    "DialStarted" => Self::DialStarted(Default::default()),
-                    "DialOutcome" => Self::DialOutcome(Default::default()),
-                    "IrohConnTypeChanged" => {
-                        Self::IrohConnTypeChanged(Default::default())
-                    }
-                    "RelayChanged" => Self::RelayChanged(Default::default()),
-                    "RelaySessionStateChanged" => {
-                        Self::RelaySessionStateChanged(Default::default())
-                    }
-                    "RelaySessionOpened" => Self::RelaySessionOpened(Default::default()),
-                    "RelaySessionClosed" => Self::RelaySessionClosed(Default::default()),
-                    "GossipReceived" => Self::GossipReceived(Default::default()),
-                    "SubprocessSpawned" => Self::SubprocessSpawned(Default::default()),
-                    "SubprocessExited" => Self::SubprocessExited(Default::default()),
-                    "SwimMetadataSent" => Self::SwimMetadataSent(Default::default()),
-                    "SwimMetadataReceived" => {
-                        Self::SwimMetadataReceived(Default::default())
-                    }
-                    "ConnectionCacheHit" => Self::ConnectionCacheHit(Default::default()),
-                    "ConnectionCacheMiss" => {
-                        Self::ConnectionCacheMiss(Default::default())
-                    }
-                    "ConnectionCacheInvalidated" => {
-                        Self::ConnectionCacheInvalidated(Default::default())
-                    }
-                    "NodeMapUpdate" => Self::NodeMapUpdate(Default::default()),
-                    "MessageSent" => Self::MessageSent(Default::default()),
-                    "MessageReceived" => Self::MessageReceived(Default::default()),
-                    "ProbeSent" => Self::ProbeSent(Default::default()),
-                    "ProbeReceived" => Self::ProbeReceived(Default::default()),
-                    "SwimProbeSent" => Self::SwimProbeSent(Default::default()),
-                    "SwimProbeAcked" => Self::SwimProbeAcked(Default::default()),
-                    "SwimProbeTimedOut" => Self::SwimProbeTimedOut(Default::default()),
-                    "InferenceResponseSent" => {
-                        Self::InferenceResponseSent(Default::default())
-                    }
-                    "Error" => Self::Error(Default::default()),
-                    "Custom" => Self::Custom(Default::default()),
-                    other => {
-                        Self::Other(
-                            ::diagwire_runtime::private::UnknownVariantBuilder::new(
-                                other.to_owned(),
-                            ),
-                        )
-                    }
-                };
-                ::diagwire_runtime::private::pending_replay(
-                    ::core::mem::take(pending),
-                    &mut next,
-                )?;
-                *self = next;
-                Ok(())
-            }
-            _ if key == "type" => {
-                Err(
-                    ::diagwire_runtime::private::serde::de::Error::duplicate_field(
-                        "type",
-                    ),
-                )
-            }
-            Self::SwimTransition(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::DialStarted(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::DialOutcome(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::IrohConnTypeChanged(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::RelayChanged(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::RelaySessionStateChanged(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::RelaySessionOpened(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::RelaySessionClosed(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::GossipReceived(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::SubprocessSpawned(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::SubprocessExited(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::SwimMetadataSent(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::SwimMetadataReceived(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::ConnectionCacheHit(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::ConnectionCacheMiss(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::ConnectionCacheInvalidated(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::NodeMapUpdate(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::MessageSent(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::MessageReceived(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::ProbeSent(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::ProbeReceived(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::SwimProbeSent(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::SwimProbeAcked(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::SwimProbeTimedOut(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::InferenceResponseSent(b) => {
-                ::diagwire_runtime::Builder::accept(b, key, value)
-            }
-            Self::Error(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Custom(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-            Self::Other(b) => ::diagwire_runtime::Builder::accept(b, key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Event, E> {
-        Ok(
-            match self {
-                Self::Pending(_) => return Err(E::missing_field("type")),
-                Self::SwimTransition(b) => {
-                    Event::SwimTransition(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::DialStarted(b) => {
-                    Event::DialStarted(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::DialOutcome(b) => {
-                    Event::DialOutcome(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::IrohConnTypeChanged(b) => {
-                    Event::IrohConnTypeChanged(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RelayChanged(b) => {
-                    Event::RelayChanged(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RelaySessionStateChanged(b) => {
-                    Event::RelaySessionStateChanged(
-                        ::diagwire_runtime::Builder::finish(b)?,
-                    )
-                }
-                Self::RelaySessionOpened(b) => {
-                    Event::RelaySessionOpened(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::RelaySessionClosed(b) => {
-                    Event::RelaySessionClosed(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::GossipReceived(b) => {
-                    Event::GossipReceived(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SubprocessSpawned(b) => {
-                    Event::SubprocessSpawned(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SubprocessExited(b) => {
-                    Event::SubprocessExited(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimMetadataSent(b) => {
-                    Event::SwimMetadataSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimMetadataReceived(b) => {
-                    Event::SwimMetadataReceived(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ConnectionCacheHit(b) => {
-                    Event::ConnectionCacheHit(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ConnectionCacheMiss(b) => {
-                    Event::ConnectionCacheMiss(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ConnectionCacheInvalidated(b) => {
-                    Event::ConnectionCacheInvalidated(
-                        ::diagwire_runtime::Builder::finish(b)?,
-                    )
-                }
-                Self::NodeMapUpdate(b) => {
-                    Event::NodeMapUpdate(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::MessageSent(b) => {
-                    Event::MessageSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::MessageReceived(b) => {
-                    Event::MessageReceived(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ProbeSent(b) => {
-                    Event::ProbeSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::ProbeReceived(b) => {
-                    Event::ProbeReceived(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimProbeSent(b) => {
-                    Event::SwimProbeSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimProbeAcked(b) => {
-                    Event::SwimProbeAcked(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::SwimProbeTimedOut(b) => {
-                    Event::SwimProbeTimedOut(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::InferenceResponseSent(b) => {
-                    Event::InferenceResponseSent(::diagwire_runtime::Builder::finish(b)?)
-                }
-                Self::Error(b) => Event::Error(::diagwire_runtime::Builder::finish(b)?),
-                Self::Custom(b) => Event::Custom(::diagwire_runtime::Builder::finish(b)?),
-                Self::Other(b) => Event::Other(::diagwire_runtime::Builder::finish(b)?),
-            },
-        )
+impl From<DialOutcome> for Event {
+    fn from(v: DialOutcome) -> Self {
+        Event::DialOutcome(v)
     }
 }
-impl ::diagwire_runtime::MapFields for Event {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match self {
-            Event::SwimTransition(v) => {
-                map.serialize_entry("type", "SwimTransition")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::DialStarted(v) => {
-                map.serialize_entry("type", "DialStarted")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::DialOutcome(v) => {
-                map.serialize_entry("type", "DialOutcome")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::IrohConnTypeChanged(v) => {
-                map.serialize_entry("type", "IrohConnTypeChanged")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RelayChanged(v) => {
-                map.serialize_entry("type", "RelayChanged")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RelaySessionStateChanged(v) => {
-                map.serialize_entry("type", "RelaySessionStateChanged")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RelaySessionOpened(v) => {
-                map.serialize_entry("type", "RelaySessionOpened")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::RelaySessionClosed(v) => {
-                map.serialize_entry("type", "RelaySessionClosed")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::GossipReceived(v) => {
-                map.serialize_entry("type", "GossipReceived")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SubprocessSpawned(v) => {
-                map.serialize_entry("type", "SubprocessSpawned")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SubprocessExited(v) => {
-                map.serialize_entry("type", "SubprocessExited")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimMetadataSent(v) => {
-                map.serialize_entry("type", "SwimMetadataSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimMetadataReceived(v) => {
-                map.serialize_entry("type", "SwimMetadataReceived")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ConnectionCacheHit(v) => {
-                map.serialize_entry("type", "ConnectionCacheHit")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ConnectionCacheMiss(v) => {
-                map.serialize_entry("type", "ConnectionCacheMiss")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ConnectionCacheInvalidated(v) => {
-                map.serialize_entry("type", "ConnectionCacheInvalidated")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::NodeMapUpdate(v) => {
-                map.serialize_entry("type", "NodeMapUpdate")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::MessageSent(v) => {
-                map.serialize_entry("type", "MessageSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::MessageReceived(v) => {
-                map.serialize_entry("type", "MessageReceived")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ProbeSent(v) => {
-                map.serialize_entry("type", "ProbeSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::ProbeReceived(v) => {
-                map.serialize_entry("type", "ProbeReceived")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimProbeSent(v) => {
-                map.serialize_entry("type", "SwimProbeSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimProbeAcked(v) => {
-                map.serialize_entry("type", "SwimProbeAcked")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::SwimProbeTimedOut(v) => {
-                map.serialize_entry("type", "SwimProbeTimedOut")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::InferenceResponseSent(v) => {
-                map.serialize_entry("type", "InferenceResponseSent")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::Error(v) => {
-                map.serialize_entry("type", "Error")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::Custom(v) => {
-                map.serialize_entry("type", "Custom")?;
-                ::diagwire_runtime::MapFields::serialize_fields(v, map)?;
-            }
-            Event::Other(v) => {
-                map.serialize_entry("type", &v.tag)?;
-                v.fields.serialize_into(map)?;
-            }
-        }
-        Ok(())
+impl From<IrohConnTypeChanged> for Event {
+    fn from(v: IrohConnTypeChanged) -> Self {
+        Event::IrohConnTypeChanged(v)
     }
 }
-impl ::diagwire_runtime::private::serde::Serialize for Event {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
+impl From<RelayChanged> for Event {
+    fn from(v: RelayChanged) -> Self {
+        Event::RelayChanged(v)
     }
 }
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Event {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(::diagwire_runtime::BuilderVisitor::<EventBuilder>::new())
+impl From<RelaySessionStateChanged> for Event {
+    fn from(v: RelaySessionStateChanged) -> Self {
+        Event::RelaySessionStateChanged(v)
     }
 }
+impl From<RelaySessionOpened> for Event {
+    fn from(v: RelaySessionOpened) -> Self {
+        Event::RelaySessionOpened(v)
+    }
+}
+impl From<RelaySessionClosed> for Event {
+    fn from(v: RelaySessionClosed) -> Self {
+        Event::RelaySessionClosed(v)
+    }
+}
+impl From<GossipReceived> for Event {
+    fn from(v: GossipReceived) -> Self {
+        Event::GossipReceived(v)
+    }
+}
+impl From<SubprocessSpawned> for Event {
+    fn from(v: SubprocessSpawned) -> Self {
+        Event::SubprocessSpawned(v)
+    }
+}
+impl From<SubprocessExited> for Event {
+    fn from(v: SubprocessExited) -> Self {
+        Event::SubprocessExited(v)
+    }
+}
+impl From<SwimMetadataSent> for Event {
+    fn from(v: SwimMetadataSent) -> Self {
+        Event::SwimMetadataSent(v)
+    }
+}
+impl From<SwimMetadataReceived> for Event {
+    fn from(v: SwimMetadataReceived) -> Self {
+        Event::SwimMetadataReceived(v)
+    }
+}
+impl From<ConnectionCacheHit> for Event {
+    fn from(v: ConnectionCacheHit) -> Self {
+        Event::ConnectionCacheHit(v)
+    }
+}
+impl From<ConnectionCacheMiss> for Event {
+    fn from(v: ConnectionCacheMiss) -> Self {
+        Event::ConnectionCacheMiss(v)
+    }
+}
+impl From<ConnectionCacheInvalidated> for Event {
+    fn from(v: ConnectionCacheInvalidated) -> Self {
+        Event::ConnectionCacheInvalidated(v)
+    }
+}
+impl From<NodeMapUpdate> for Event {
+    fn from(v: NodeMapUpdate) -> Self {
+        Event::NodeMapUpdate(v)
+    }
+}
+impl From<MessageSent> for Event {
+    fn from(v: MessageSent) -> Self {
+        Event::MessageSent(v)
+    }
+}
+impl From<MessageReceived> for Event {
+    fn from(v: MessageReceived) -> Self {
+        Event::MessageReceived(v)
+    }
+}
+impl From<ProbeSent> for Event {
+    fn from(v: ProbeSent) -> Self {
+        Event::ProbeSent(v)
+    }
+}
+impl From<ProbeReceived> for Event {
+    fn from(v: ProbeReceived) -> Self {
+        Event::ProbeReceived(v)
+    }
+}
+impl From<SwimProbeSent> for Event {
+    fn from(v: SwimProbeSent) -> Self {
+        Event::SwimProbeSent(v)
+    }
+}
+impl From<SwimProbeAcked> for Event {
+    fn from(v: SwimProbeAcked) -> Self {
+        Event::SwimProbeAcked(v)
+    }
+}
+impl From<SwimProbeTimedOut> for Event {
+    fn from(v: SwimProbeTimedOut) -> Self {
+        Event::SwimProbeTimedOut(v)
+    }
+}
+impl From<InferenceResponseSent> for Event {
+    fn from(v: InferenceResponseSent) -> Self {
+        Event::InferenceResponseSent(v)
+    }
+}
+impl From<ErrorEvent> for Event {
+    fn from(v: ErrorEvent) -> Self {
+        Event::Error(v)
+    }
+}
+impl From<CustomEvent> for Event {
+    fn from(v: CustomEvent) -> Self {
+        Event::Custom(v)
+    }
+}
+::diagwire_runtime::internal_union!(Event, EventDecoder, "Event", tag "type" {
+    SwimTransition(SwimTransitionDecoder) = "SwimTransition",
+    DialStarted(DialStartedDecoder) = "DialStarted",
+    DialOutcome(DialOutcomeDecoder) = "DialOutcome",
+    IrohConnTypeChanged(IrohConnTypeChangedDecoder) = "IrohConnTypeChanged",
+    RelayChanged(RelayChangedDecoder) = "RelayChanged",
+    RelaySessionStateChanged(RelaySessionStateChangedDecoder) = "RelaySessionStateChanged",
+    RelaySessionOpened(RelaySessionOpenedDecoder) = "RelaySessionOpened",
+    RelaySessionClosed(RelaySessionClosedDecoder) = "RelaySessionClosed",
+    GossipReceived(GossipReceivedDecoder) = "GossipReceived",
+    SubprocessSpawned(SubprocessSpawnedDecoder) = "SubprocessSpawned",
+    SubprocessExited(SubprocessExitedDecoder) = "SubprocessExited",
+    SwimMetadataSent(SwimMetadataSentDecoder) = "SwimMetadataSent",
+    SwimMetadataReceived(SwimMetadataReceivedDecoder) = "SwimMetadataReceived",
+    ConnectionCacheHit(ConnectionCacheHitDecoder) = "ConnectionCacheHit",
+    ConnectionCacheMiss(ConnectionCacheMissDecoder) = "ConnectionCacheMiss",
+    ConnectionCacheInvalidated(ConnectionCacheInvalidatedDecoder) = "ConnectionCacheInvalidated",
+    NodeMapUpdate(NodeMapUpdateDecoder) = "NodeMapUpdate",
+    MessageSent(MessageSentDecoder) = "MessageSent",
+    MessageReceived(MessageReceivedDecoder) = "MessageReceived",
+    ProbeSent(ProbeSentDecoder) = "ProbeSent",
+    ProbeReceived(ProbeReceivedDecoder) = "ProbeReceived",
+    SwimProbeSent(SwimProbeSentDecoder) = "SwimProbeSent",
+    SwimProbeAcked(SwimProbeAckedDecoder) = "SwimProbeAcked",
+    SwimProbeTimedOut(SwimProbeTimedOutDecoder) = "SwimProbeTimedOut",
+    InferenceResponseSent(InferenceResponseSentDecoder) = "InferenceResponseSent",
+    Error(ErrorEventDecoder) = "Error",
+    Custom(CustomEventDecoder) = "Custom",
+} other { Other });
 /// SWIM changed its opinion of a peer. Each one also triggers a snapshot with a `Transition` trigger.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimTransition {
     /// The peer whose SWIM state changed.
     ///
@@ -699,90 +316,34 @@ pub struct SwimTransition {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimTransition`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimTransitionBuilder {
-    peer: Option<NodeId>,
-    from: Option<PeerState>,
-    to: Option<PeerState>,
-    reason: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimTransitionBuilder {
-    type Output = SwimTransition;
-    const NAME: &'static str = "SwimTransition";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "from" => {
-                ::diagwire_runtime::private::field_set(&mut self.from, "from", value)
-            }
-            "to" => ::diagwire_runtime::private::field_set(&mut self.to, "to", value),
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            _ => self.extra.accept(key, value),
+impl SwimTransition {
+    /// Builds the value from its required fields (`peer`, `from`, `to`, `reason`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        peer: NodeId,
+        from: PeerState,
+        to: PeerState,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            peer,
+            from,
+            to,
+            reason: reason.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimTransition, E> {
-        Ok(SwimTransition {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            from: ::diagwire_runtime::private::finish_required(self.from, "from")?,
-            to: ::diagwire_runtime::private::finish_required(self.to, "to")?,
-            reason: ::diagwire_runtime::private::finish_required(self.reason, "reason")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimTransition {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("from", &self.from)?;
-        map.serialize_entry("to", &self.to)?;
-        map.serialize_entry("reason", &self.reason)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimTransition {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimTransition {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimTransitionBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimTransition, SwimTransitionDecoder, "SwimTransition" {
+    peer: NodeId = "peer" req,
+    from: PeerState = "from" req,
+    to: PeerState = "to" req,
+    reason: String = "reason" req,
+} flat {} extra { extra });
 /// The transport started a dial attempt to a peer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct DialStarted {
     /// The peer being dialled.
     ///
@@ -803,100 +364,27 @@ pub struct DialStarted {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`DialStarted`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct DialStartedBuilder {
-    peer: Option<NodeId>,
-    attempt: Option<u32>,
-    timeout_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for DialStartedBuilder {
-    type Output = DialStarted;
-    const NAME: &'static str = "DialStarted";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "attempt" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.attempt,
-                    "attempt",
-                    value,
-                )
-            }
-            "timeout_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.timeout_ms,
-                    "timeout_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl DialStarted {
+    /// Builds the value from its required fields (`peer`, `attempt`, `timeout_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, attempt: u32, timeout_ms: u64) -> Self {
+        Self {
+            peer,
+            attempt,
+            timeout_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<DialStarted, E> {
-        Ok(DialStarted {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            attempt: ::diagwire_runtime::private::finish_required(
-                self.attempt,
-                "attempt",
-            )?,
-            timeout_ms: ::diagwire_runtime::private::finish_required(
-                self.timeout_ms,
-                "timeout_ms",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for DialStarted {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("attempt", &self.attempt)?;
-        map.serialize_entry("timeout_ms", &self.timeout_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for DialStarted {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DialStarted {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<DialStartedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(DialStarted, DialStartedDecoder, "DialStarted" {
+    peer: NodeId = "peer" req,
+    attempt: u32 = "attempt" req,
+    timeout_ms: u64 = "timeout_ms" req,
+} flat {} extra { extra });
 /// A dial attempt to a peer finished, with its result and how long it took.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct DialOutcome {
     /// The peer that was dialled.
     ///
@@ -921,113 +409,34 @@ pub struct DialOutcome {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`DialOutcome`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct DialOutcomeBuilder {
-    peer: Option<NodeId>,
-    attempt: Option<u32>,
-    outcome: Option<DialResult>,
-    duration_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for DialOutcomeBuilder {
-    type Output = DialOutcome;
-    const NAME: &'static str = "DialOutcome";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "attempt" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.attempt,
-                    "attempt",
-                    value,
-                )
-            }
-            "outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.outcome,
-                    "outcome",
-                    value,
-                )
-            }
-            "duration_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.duration_ms,
-                    "duration_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl DialOutcome {
+    /// Builds the value from its required fields (`peer`, `attempt`, `outcome`, `duration_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        peer: NodeId,
+        attempt: u32,
+        outcome: DialResult,
+        duration_ms: u64,
+    ) -> Self {
+        Self {
+            peer,
+            attempt,
+            outcome,
+            duration_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<DialOutcome, E> {
-        Ok(DialOutcome {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            attempt: ::diagwire_runtime::private::finish_required(
-                self.attempt,
-                "attempt",
-            )?,
-            outcome: ::diagwire_runtime::private::finish_required(
-                self.outcome,
-                "outcome",
-            )?,
-            duration_ms: ::diagwire_runtime::private::finish_required(
-                self.duration_ms,
-                "duration_ms",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for DialOutcome {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("attempt", &self.attempt)?;
-        map.serialize_entry("outcome", &self.outcome)?;
-        map.serialize_entry("duration_ms", &self.duration_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for DialOutcome {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DialOutcome {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<DialOutcomeBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(DialOutcome, DialOutcomeDecoder, "DialOutcome" {
+    peer: NodeId = "peer" req,
+    attempt: u32 = "attempt" req,
+    outcome: DialResult = "outcome" req,
+    duration_ms: u64 = "duration_ms" req,
+} flat {} extra { extra });
 /// iroh's path to a peer changed type, for example from relayed to direct. Only emitted once an earlier observation of that peer exists; a peer iroh stopped reporting shows as `None`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct IrohConnTypeChanged {
     /// The peer whose path changed.
     ///
@@ -1044,82 +453,27 @@ pub struct IrohConnTypeChanged {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`IrohConnTypeChanged`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct IrohConnTypeChangedBuilder {
-    peer: Option<NodeId>,
-    old: Option<ConnType>,
-    new: Option<ConnType>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for IrohConnTypeChangedBuilder {
-    type Output = IrohConnTypeChanged;
-    const NAME: &'static str = "IrohConnTypeChanged";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "old" => ::diagwire_runtime::private::field_set(&mut self.old, "old", value),
-            "new" => ::diagwire_runtime::private::field_set(&mut self.new, "new", value),
-            _ => self.extra.accept(key, value),
+impl IrohConnTypeChanged {
+    /// Builds the value from its required fields (`peer`, `old`, `new`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, old: ConnType, new: ConnType) -> Self {
+        Self {
+            peer,
+            old,
+            new,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<IrohConnTypeChanged, E> {
-        Ok(IrohConnTypeChanged {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            old: ::diagwire_runtime::private::finish_required(self.old, "old")?,
-            new: ::diagwire_runtime::private::finish_required(self.new, "new")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for IrohConnTypeChanged {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("old", &self.old)?;
-        map.serialize_entry("new", &self.new)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for IrohConnTypeChanged {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for IrohConnTypeChanged {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<IrohConnTypeChangedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(IrohConnTypeChanged, IrohConnTypeChangedDecoder, "IrohConnTypeChanged" {
+    peer: NodeId = "peer" req,
+    old: ConnType = "old" req,
+    new: ConnType = "new" req,
+} flat {} extra { extra });
 /// The node's home relay changed, including gaining a first home relay or losing it.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelayChanged {
     /// The previous home relay URL.
     ///
@@ -1136,88 +490,21 @@ pub struct RelayChanged {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RelayChanged`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelayChangedBuilder {
-    old_url: Option<Option<String>>,
-    new_url: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelayChangedBuilder {
-    type Output = RelayChanged;
-    const NAME: &'static str = "RelayChanged";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "old_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.old_url,
-                    "old_url",
-                    value,
-                )
-            }
-            "new_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.new_url,
-                    "new_url",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelayChanged, E> {
-        Ok(RelayChanged {
-            old_url: self.old_url.flatten(),
-            new_url: self.new_url.flatten(),
-            extra: self.extra,
-        })
+impl RelayChanged {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for RelayChanged {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("old_url", &self.old_url)?;
-        map.serialize_entry("new_url", &self.new_url)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelayChanged {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelayChanged {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RelayChangedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelayChanged, RelayChangedDecoder, "RelayChanged" {
+    old_url: Option<String> = "old_url" null,
+    new_url: Option<String> = "new_url" null,
+} flat {} extra { extra });
 /// The status of the node's tunnel to its home relay moved between two different values. The authoritative record of relay flaps.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelaySessionStateChanged {
     /// The relay URL the tunnel belongs to.
     ///
@@ -1242,113 +529,29 @@ pub struct RelaySessionStateChanged {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RelaySessionStateChanged`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelaySessionStateChangedBuilder {
-    relay_url: Option<Option<String>>,
-    from_status: Option<RelaySessionStatus>,
-    to_status: Option<RelaySessionStatus>,
-    reason: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelaySessionStateChangedBuilder {
-    type Output = RelaySessionStateChanged;
-    const NAME: &'static str = "RelaySessionStateChanged";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "relay_url" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.relay_url,
-                    "relay_url",
-                    value,
-                )
-            }
-            "from_status" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.from_status,
-                    "from_status",
-                    value,
-                )
-            }
-            "to_status" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.to_status,
-                    "to_status",
-                    value,
-                )
-            }
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            _ => self.extra.accept(key, value),
+impl RelaySessionStateChanged {
+    /// Builds the value from its required fields (`from_status`, `to_status`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(from_status: RelaySessionStatus, to_status: RelaySessionStatus) -> Self {
+        Self {
+            relay_url: None,
+            from_status,
+            to_status,
+            reason: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelaySessionStateChanged, E> {
-        Ok(RelaySessionStateChanged {
-            relay_url: self.relay_url.flatten(),
-            from_status: ::diagwire_runtime::private::finish_required(
-                self.from_status,
-                "from_status",
-            )?,
-            to_status: ::diagwire_runtime::private::finish_required(
-                self.to_status,
-                "to_status",
-            )?,
-            reason: self.reason.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RelaySessionStateChanged {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("relay_url", &self.relay_url)?;
-        map.serialize_entry("from_status", &self.from_status)?;
-        map.serialize_entry("to_status", &self.to_status)?;
-        map.serialize_entry("reason", &self.reason)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelaySessionStateChanged {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for RelaySessionStateChanged {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    RelaySessionStateChangedBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelaySessionStateChanged, RelaySessionStateChangedDecoder, "RelaySessionStateChanged" {
+    relay_url: Option<String> = "relay_url" null,
+    from_status: RelaySessionStatus = "from_status" req,
+    to_status: RelaySessionStatus = "to_status" req,
+    reason: Option<String> = "reason" null,
+} flat {} extra { extra });
 /// Written by a relay server: a remote node opened a session with this relay.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelaySessionOpened {
     /// The remote node's public key as the relay saw it, in hex, to match against node-side peer blocks.
     ///
@@ -1363,87 +566,25 @@ pub struct RelaySessionOpened {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RelaySessionOpened`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelaySessionOpenedBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    at_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelaySessionOpenedBuilder {
-    type Output = RelaySessionOpened;
-    const NAME: &'static str = "RelaySessionOpened";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "at_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.at_ms, "at_ms", value)
-            }
-            _ => self.extra.accept(key, value),
+impl RelaySessionOpened {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `at_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer_node_id_hex: NodeIdHex, at_ms: u64) -> Self {
+        Self {
+            peer_node_id_hex,
+            at_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelaySessionOpened, E> {
-        Ok(RelaySessionOpened {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            at_ms: ::diagwire_runtime::private::finish_required(self.at_ms, "at_ms")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RelaySessionOpened {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry("at_ms", &self.at_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelaySessionOpened {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelaySessionOpened {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RelaySessionOpenedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelaySessionOpened, RelaySessionOpenedDecoder, "RelaySessionOpened" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    at_ms: u64 = "at_ms" req,
+} flat {} extra { extra });
 /// Written by a relay server: a session with a remote node ended, with who closed it, why, and the per-session totals.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RelaySessionClosed {
     /// The remote node's public key as the relay saw it, in hex.
     ///
@@ -1490,172 +631,47 @@ pub struct RelaySessionClosed {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RelaySessionClosed`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RelaySessionClosedBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    opened_at_ms: Option<u64>,
-    closed_at_ms: Option<u64>,
-    duration_ms: Option<u64>,
-    close_initiator: Option<RelayCloseInitiator>,
-    close_reason: Option<String>,
-    bytes_rx: Option<u64>,
-    bytes_tx: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RelaySessionClosedBuilder {
-    type Output = RelaySessionClosed;
-    const NAME: &'static str = "RelaySessionClosed";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "opened_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.opened_at_ms,
-                    "opened_at_ms",
-                    value,
-                )
-            }
-            "closed_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.closed_at_ms,
-                    "closed_at_ms",
-                    value,
-                )
-            }
-            "duration_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.duration_ms,
-                    "duration_ms",
-                    value,
-                )
-            }
-            "close_initiator" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.close_initiator,
-                    "close_initiator",
-                    value,
-                )
-            }
-            "close_reason" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.close_reason,
-                    "close_reason",
-                    value,
-                )
-            }
-            "bytes_rx" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.bytes_rx,
-                    "bytes_rx",
-                    value,
-                )
-            }
-            "bytes_tx" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.bytes_tx,
-                    "bytes_tx",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl RelaySessionClosed {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `opened_at_ms`, `closed_at_ms`, `duration_ms`, `close_initiator`, `close_reason`, `bytes_rx`, `bytes_tx`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        peer_node_id_hex: NodeIdHex,
+        opened_at_ms: u64,
+        closed_at_ms: u64,
+        duration_ms: u64,
+        close_initiator: RelayCloseInitiator,
+        close_reason: impl Into<String>,
+        bytes_rx: u64,
+        bytes_tx: u64,
+    ) -> Self {
+        Self {
+            peer_node_id_hex,
+            opened_at_ms,
+            closed_at_ms,
+            duration_ms,
+            close_initiator,
+            close_reason: close_reason.into(),
+            bytes_rx,
+            bytes_tx,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RelaySessionClosed, E> {
-        Ok(RelaySessionClosed {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            opened_at_ms: ::diagwire_runtime::private::finish_required(
-                self.opened_at_ms,
-                "opened_at_ms",
-            )?,
-            closed_at_ms: ::diagwire_runtime::private::finish_required(
-                self.closed_at_ms,
-                "closed_at_ms",
-            )?,
-            duration_ms: ::diagwire_runtime::private::finish_required(
-                self.duration_ms,
-                "duration_ms",
-            )?,
-            close_initiator: ::diagwire_runtime::private::finish_required(
-                self.close_initiator,
-                "close_initiator",
-            )?,
-            close_reason: ::diagwire_runtime::private::finish_required(
-                self.close_reason,
-                "close_reason",
-            )?,
-            bytes_rx: ::diagwire_runtime::private::finish_required(
-                self.bytes_rx,
-                "bytes_rx",
-            )?,
-            bytes_tx: ::diagwire_runtime::private::finish_required(
-                self.bytes_tx,
-                "bytes_tx",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RelaySessionClosed {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry("opened_at_ms", &self.opened_at_ms)?;
-        map.serialize_entry("closed_at_ms", &self.closed_at_ms)?;
-        map.serialize_entry("duration_ms", &self.duration_ms)?;
-        map.serialize_entry("close_initiator", &self.close_initiator)?;
-        map.serialize_entry("close_reason", &self.close_reason)?;
-        map.serialize_entry("bytes_rx", &self.bytes_rx)?;
-        map.serialize_entry("bytes_tx", &self.bytes_tx)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelaySessionClosed {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelaySessionClosed {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RelaySessionClosedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RelaySessionClosed, RelaySessionClosedDecoder, "RelaySessionClosed" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    opened_at_ms: u64 = "opened_at_ms" req,
+    closed_at_ms: u64 = "closed_at_ms" req,
+    duration_ms: u64 = "duration_ms" req,
+    close_initiator: RelayCloseInitiator = "close_initiator" req,
+    close_reason: String = "close_reason" req,
+    bytes_rx: u64 = "bytes_rx" req,
+    bytes_tx: u64 = "bytes_tx" req,
+} flat {} extra { extra });
 /// A payload arrived through the gossip layer (SWIM piggyback or similar). Preferred over `MessageReceived` for tracing how information spread.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct GossipReceived {
     /// The peer the payload came from.
     ///
@@ -1680,120 +696,34 @@ pub struct GossipReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`GossipReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct GossipReceivedBuilder {
-    source_peer: Option<NodeId>,
-    payload_kind: Option<GossipPayloadKind>,
-    payload_bytes: Option<u32>,
-    item_count: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for GossipReceivedBuilder {
-    type Output = GossipReceived;
-    const NAME: &'static str = "GossipReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "source_peer" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.source_peer,
-                    "source_peer",
-                    value,
-                )
-            }
-            "payload_kind" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_kind,
-                    "payload_kind",
-                    value,
-                )
-            }
-            "payload_bytes" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_bytes,
-                    "payload_bytes",
-                    value,
-                )
-            }
-            "item_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.item_count,
-                    "item_count",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl GossipReceived {
+    /// Builds the value from its required fields (`source_peer`, `payload_kind`, `payload_bytes`, `item_count`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        source_peer: NodeId,
+        payload_kind: GossipPayloadKind,
+        payload_bytes: u32,
+        item_count: u32,
+    ) -> Self {
+        Self {
+            source_peer,
+            payload_kind,
+            payload_bytes,
+            item_count,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<GossipReceived, E> {
-        Ok(GossipReceived {
-            source_peer: ::diagwire_runtime::private::finish_required(
-                self.source_peer,
-                "source_peer",
-            )?,
-            payload_kind: ::diagwire_runtime::private::finish_required(
-                self.payload_kind,
-                "payload_kind",
-            )?,
-            payload_bytes: ::diagwire_runtime::private::finish_required(
-                self.payload_bytes,
-                "payload_bytes",
-            )?,
-            item_count: ::diagwire_runtime::private::finish_required(
-                self.item_count,
-                "item_count",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for GossipReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("source_peer", &self.source_peer)?;
-        map.serialize_entry("payload_kind", &self.payload_kind)?;
-        map.serialize_entry("payload_bytes", &self.payload_bytes)?;
-        map.serialize_entry("item_count", &self.item_count)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for GossipReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for GossipReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<GossipReceivedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(GossipReceived, GossipReceivedDecoder, "GossipReceived" {
+    source_peer: NodeId = "source_peer" req,
+    payload_kind: GossipPayloadKind = "payload_kind" req,
+    payload_bytes: u32 = "payload_bytes" req,
+    item_count: u32 = "item_count" req,
+} flat {} extra { extra });
 /// A child process owned by this node was started. Replaces the legacy `worker_starting` custom event.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SubprocessSpawned {
     /// Caller-chosen label of the subprocess, for example the worker's role.
     ///
@@ -1812,91 +742,27 @@ pub struct SubprocessSpawned {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SubprocessSpawned`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SubprocessSpawnedBuilder {
-    label: Option<String>,
-    pid: Option<u32>,
-    command: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SubprocessSpawnedBuilder {
-    type Output = SubprocessSpawned;
-    const NAME: &'static str = "SubprocessSpawned";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "label" => {
-                ::diagwire_runtime::private::field_set(&mut self.label, "label", value)
-            }
-            "pid" => ::diagwire_runtime::private::field_set(&mut self.pid, "pid", value),
-            "command" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.command,
-                    "command",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SubprocessSpawned {
+    /// Builds the value from its required fields (`label`, `pid`, `command`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(label: impl Into<String>, pid: u32, command: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+            pid,
+            command: command.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SubprocessSpawned, E> {
-        Ok(SubprocessSpawned {
-            label: ::diagwire_runtime::private::finish_required(self.label, "label")?,
-            pid: ::diagwire_runtime::private::finish_required(self.pid, "pid")?,
-            command: ::diagwire_runtime::private::finish_required(
-                self.command,
-                "command",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SubprocessSpawned {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("label", &self.label)?;
-        map.serialize_entry("pid", &self.pid)?;
-        map.serialize_entry("command", &self.command)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SubprocessSpawned {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SubprocessSpawned {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SubprocessSpawnedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SubprocessSpawned, SubprocessSpawnedDecoder, "SubprocessSpawned" {
+    label: String = "label" req,
+    pid: u32 = "pid" req,
+    command: String = "command" req,
+} flat {} extra { extra });
 /// A child process owned by this node ended. Replaces the legacy `worker_exited` custom event. For a pid the introspector never registered, the label is `unknown-pid-<pid>`, the command is empty and the uptime is `null`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SubprocessExited {
     /// Caller-chosen label of the subprocess, or `unknown-pid-<pid>` when the pid was never registered.
     ///
@@ -1939,121 +805,33 @@ pub struct SubprocessExited {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SubprocessExited`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SubprocessExitedBuilder {
-    label: Option<String>,
-    pid: Option<u32>,
-    command: Option<String>,
-    exit_code: Option<Option<i32>>,
-    exit_signal: Option<Option<i32>>,
-    uptime_ms: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SubprocessExitedBuilder {
-    type Output = SubprocessExited;
-    const NAME: &'static str = "SubprocessExited";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "label" => {
-                ::diagwire_runtime::private::field_set(&mut self.label, "label", value)
-            }
-            "pid" => ::diagwire_runtime::private::field_set(&mut self.pid, "pid", value),
-            "command" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.command,
-                    "command",
-                    value,
-                )
-            }
-            "exit_code" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.exit_code,
-                    "exit_code",
-                    value,
-                )
-            }
-            "exit_signal" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.exit_signal,
-                    "exit_signal",
-                    value,
-                )
-            }
-            "uptime_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.uptime_ms,
-                    "uptime_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SubprocessExited {
+    /// Builds the value from its required fields (`label`, `pid`, `command`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(label: impl Into<String>, pid: u32, command: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+            pid,
+            command: command.into(),
+            exit_code: None,
+            exit_signal: None,
+            uptime_ms: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SubprocessExited, E> {
-        Ok(SubprocessExited {
-            label: ::diagwire_runtime::private::finish_required(self.label, "label")?,
-            pid: ::diagwire_runtime::private::finish_required(self.pid, "pid")?,
-            command: ::diagwire_runtime::private::finish_required(
-                self.command,
-                "command",
-            )?,
-            exit_code: self.exit_code.flatten(),
-            exit_signal: self.exit_signal.flatten(),
-            uptime_ms: self.uptime_ms.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SubprocessExited {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("label", &self.label)?;
-        map.serialize_entry("pid", &self.pid)?;
-        map.serialize_entry("command", &self.command)?;
-        map.serialize_entry("exit_code", &self.exit_code)?;
-        map.serialize_entry("exit_signal", &self.exit_signal)?;
-        map.serialize_entry("uptime_ms", &self.uptime_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SubprocessExited {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SubprocessExited {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SubprocessExitedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SubprocessExited, SubprocessExitedDecoder, "SubprocessExited" {
+    label: String = "label" req,
+    pid: u32 = "pid" req,
+    command: String = "command" req,
+    exit_code: Option<i32> = "exit_code" null,
+    exit_signal: Option<i32> = "exit_signal" null,
+    uptime_ms: Option<u64> = "uptime_ms" null,
+} flat {} extra { extra });
 /// This node published a new version of its SWIM metadata.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimMetadataSent {
     /// The metadata version number published.
     ///
@@ -2070,94 +848,25 @@ pub struct SwimMetadataSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimMetadataSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimMetadataSentBuilder {
-    version: Option<u64>,
-    payload_hash: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimMetadataSentBuilder {
-    type Output = SwimMetadataSent;
-    const NAME: &'static str = "SwimMetadataSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.version,
-                    "version",
-                    value,
-                )
-            }
-            "payload_hash" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_hash,
-                    "payload_hash",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimMetadataSent {
+    /// Builds the value from its required fields (`version`, `payload_hash`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(version: u64, payload_hash: u64) -> Self {
+        Self {
+            version,
+            payload_hash,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimMetadataSent, E> {
-        Ok(SwimMetadataSent {
-            version: ::diagwire_runtime::private::finish_required(
-                self.version,
-                "version",
-            )?,
-            payload_hash: ::diagwire_runtime::private::finish_required(
-                self.payload_hash,
-                "payload_hash",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimMetadataSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("version", &self.version)?;
-        map.serialize_entry("payload_hash", &self.payload_hash)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimMetadataSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimMetadataSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimMetadataSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimMetadataSent, SwimMetadataSentDecoder, "SwimMetadataSent" {
+    version: u64 = "version" req,
+    payload_hash: u64 = "payload_hash" req,
+} flat {} extra { extra });
 /// This node received a version of a peer's SWIM metadata.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimMetadataReceived {
     /// The peer whose metadata arrived.
     ///
@@ -2178,100 +887,27 @@ pub struct SwimMetadataReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimMetadataReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimMetadataReceivedBuilder {
-    peer: Option<NodeId>,
-    version: Option<u64>,
-    payload_hash: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimMetadataReceivedBuilder {
-    type Output = SwimMetadataReceived;
-    const NAME: &'static str = "SwimMetadataReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.version,
-                    "version",
-                    value,
-                )
-            }
-            "payload_hash" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.payload_hash,
-                    "payload_hash",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimMetadataReceived {
+    /// Builds the value from its required fields (`peer`, `version`, `payload_hash`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, version: u64, payload_hash: u64) -> Self {
+        Self {
+            peer,
+            version,
+            payload_hash,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimMetadataReceived, E> {
-        Ok(SwimMetadataReceived {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            version: ::diagwire_runtime::private::finish_required(
-                self.version,
-                "version",
-            )?,
-            payload_hash: ::diagwire_runtime::private::finish_required(
-                self.payload_hash,
-                "payload_hash",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimMetadataReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("version", &self.version)?;
-        map.serialize_entry("payload_hash", &self.payload_hash)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimMetadataReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimMetadataReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimMetadataReceivedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimMetadataReceived, SwimMetadataReceivedDecoder, "SwimMetadataReceived" {
+    peer: NodeId = "peer" req,
+    version: u64 = "version" req,
+    payload_hash: u64 = "payload_hash" req,
+} flat {} extra { extra });
 /// A send to a peer reused a cached iroh connection.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ConnectionCacheHit {
     /// The peer the connection leads to.
     ///
@@ -2286,87 +922,25 @@ pub struct ConnectionCacheHit {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ConnectionCacheHit`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ConnectionCacheHitBuilder {
-    peer: Option<NodeId>,
-    generation: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ConnectionCacheHitBuilder {
-    type Output = ConnectionCacheHit;
-    const NAME: &'static str = "ConnectionCacheHit";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.generation,
-                    "generation",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ConnectionCacheHit {
+    /// Builds the value from its required fields (`peer`, `generation`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, generation: u64) -> Self {
+        Self {
+            peer,
+            generation,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ConnectionCacheHit, E> {
-        Ok(ConnectionCacheHit {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            generation: ::diagwire_runtime::private::finish_required(
-                self.generation,
-                "generation",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ConnectionCacheHit {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("generation", &self.generation)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ConnectionCacheHit {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ConnectionCacheHit {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ConnectionCacheHitBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ConnectionCacheHit, ConnectionCacheHitDecoder, "ConnectionCacheHit" {
+    peer: NodeId = "peer" req,
+    generation: u64 = "generation" req,
+} flat {} extra { extra });
 /// A send to a peer found no cached connection, so a new dial is needed. Carries no other fields.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ConnectionCacheMiss {
     /// The peer with no cached connection.
     ///
@@ -2375,74 +949,23 @@ pub struct ConnectionCacheMiss {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ConnectionCacheMiss`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ConnectionCacheMissBuilder {
-    peer: Option<NodeId>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ConnectionCacheMissBuilder {
-    type Output = ConnectionCacheMiss;
-    const NAME: &'static str = "ConnectionCacheMiss";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ConnectionCacheMiss {
+    /// Builds the value from its required fields (`peer`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId) -> Self {
+        Self {
+            peer,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ConnectionCacheMiss, E> {
-        Ok(ConnectionCacheMiss {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ConnectionCacheMiss {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ConnectionCacheMiss {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ConnectionCacheMiss {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ConnectionCacheMissBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ConnectionCacheMiss, ConnectionCacheMissDecoder, "ConnectionCacheMiss" {
+    peer: NodeId = "peer" req,
+} flat {} extra { extra });
 /// A cached connection to a peer was dropped.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ConnectionCacheInvalidated {
     /// The peer whose cached connection was dropped.
     ///
@@ -2461,96 +984,27 @@ pub struct ConnectionCacheInvalidated {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ConnectionCacheInvalidated`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ConnectionCacheInvalidatedBuilder {
-    peer: Option<NodeId>,
-    generation: Option<u64>,
-    reason: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ConnectionCacheInvalidatedBuilder {
-    type Output = ConnectionCacheInvalidated;
-    const NAME: &'static str = "ConnectionCacheInvalidated";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "generation" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.generation,
-                    "generation",
-                    value,
-                )
-            }
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ConnectionCacheInvalidated {
+    /// Builds the value from its required fields (`peer`, `generation`, `reason`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, generation: u64, reason: impl Into<String>) -> Self {
+        Self {
+            peer,
+            generation,
+            reason: reason.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ConnectionCacheInvalidated, E> {
-        Ok(ConnectionCacheInvalidated {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            generation: ::diagwire_runtime::private::finish_required(
-                self.generation,
-                "generation",
-            )?,
-            reason: ::diagwire_runtime::private::finish_required(self.reason, "reason")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ConnectionCacheInvalidated {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("generation", &self.generation)?;
-        map.serialize_entry("reason", &self.reason)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ConnectionCacheInvalidated {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for ConnectionCacheInvalidated {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<
-                    ConnectionCacheInvalidatedBuilder,
-                >::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ConnectionCacheInvalidated, ConnectionCacheInvalidatedDecoder, "ConnectionCacheInvalidated" {
+    peer: NodeId = "peer" req,
+    generation: u64 = "generation" req,
+    reason: String = "reason" req,
+} flat {} extra { extra });
 /// The transport was offered new addressing information for a peer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct NodeMapUpdate {
     /// The peer the addressing information is about.
     ///
@@ -2567,100 +1021,27 @@ pub struct NodeMapUpdate {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`NodeMapUpdate`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct NodeMapUpdateBuilder {
-    peer: Option<NodeId>,
-    from_source: Option<String>,
-    accepted: Option<bool>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for NodeMapUpdateBuilder {
-    type Output = NodeMapUpdate;
-    const NAME: &'static str = "NodeMapUpdate";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "from_source" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.from_source,
-                    "from_source",
-                    value,
-                )
-            }
-            "accepted" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.accepted,
-                    "accepted",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl NodeMapUpdate {
+    /// Builds the value from its required fields (`peer`, `from_source`, `accepted`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, from_source: impl Into<String>, accepted: bool) -> Self {
+        Self {
+            peer,
+            from_source: from_source.into(),
+            accepted,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<NodeMapUpdate, E> {
-        Ok(NodeMapUpdate {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            from_source: ::diagwire_runtime::private::finish_required(
-                self.from_source,
-                "from_source",
-            )?,
-            accepted: ::diagwire_runtime::private::finish_required(
-                self.accepted,
-                "accepted",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for NodeMapUpdate {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("from_source", &self.from_source)?;
-        map.serialize_entry("accepted", &self.accepted)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for NodeMapUpdate {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for NodeMapUpdate {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<NodeMapUpdateBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(NodeMapUpdate, NodeMapUpdateDecoder, "NodeMapUpdate" {
+    peer: NodeId = "peer" req,
+    from_source: String = "from_source" req,
+    accepted: bool = "accepted" req,
+} flat {} extra { extra });
 /// The node sent a protocol message to a peer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct MessageSent {
     /// The peer the message went to.
     ///
@@ -2679,86 +1060,27 @@ pub struct MessageSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`MessageSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct MessageSentBuilder {
-    peer: Option<NodeId>,
-    kind: Option<String>,
-    size: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for MessageSentBuilder {
-    type Output = MessageSent;
-    const NAME: &'static str = "MessageSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "size" => {
-                ::diagwire_runtime::private::field_set(&mut self.size, "size", value)
-            }
-            _ => self.extra.accept(key, value),
+impl MessageSent {
+    /// Builds the value from its required fields (`peer`, `kind`, `size`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, kind: impl Into<String>, size: u32) -> Self {
+        Self {
+            peer,
+            kind: kind.into(),
+            size,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<MessageSent, E> {
-        Ok(MessageSent {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            size: ::diagwire_runtime::private::finish_required(self.size, "size")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for MessageSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("size", &self.size)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for MessageSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for MessageSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<MessageSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(MessageSent, MessageSentDecoder, "MessageSent" {
+    peer: NodeId = "peer" req,
+    kind: String = "kind" req,
+    size: u32 = "size" req,
+} flat {} extra { extra });
 /// The node received a protocol message from a peer.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct MessageReceived {
     /// The peer the message came from.
     ///
@@ -2777,86 +1099,27 @@ pub struct MessageReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`MessageReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct MessageReceivedBuilder {
-    peer: Option<NodeId>,
-    kind: Option<String>,
-    size: Option<u32>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for MessageReceivedBuilder {
-    type Output = MessageReceived;
-    const NAME: &'static str = "MessageReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "size" => {
-                ::diagwire_runtime::private::field_set(&mut self.size, "size", value)
-            }
-            _ => self.extra.accept(key, value),
+impl MessageReceived {
+    /// Builds the value from its required fields (`peer`, `kind`, `size`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(peer: NodeId, kind: impl Into<String>, size: u32) -> Self {
+        Self {
+            peer,
+            kind: kind.into(),
+            size,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<MessageReceived, E> {
-        Ok(MessageReceived {
-            peer: ::diagwire_runtime::private::finish_required(self.peer, "peer")?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            size: ::diagwire_runtime::private::finish_required(self.size, "size")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for MessageReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer", &self.peer)?;
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("size", &self.size)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for MessageReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for MessageReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<MessageReceivedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(MessageReceived, MessageReceivedDecoder, "MessageReceived" {
+    peer: NodeId = "peer" req,
+    kind: String = "kind" req,
+    size: u32 = "size" req,
+} flat {} extra { extra });
 /// The probe scheduler sent an outbound reachability probe (not a SWIM probe).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ProbeSent {
     /// The probe target: its label followed by the resolved address in parentheses, or just the label when the address could not be resolved.
     ///
@@ -2869,80 +1132,25 @@ pub struct ProbeSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ProbeSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ProbeSentBuilder {
-    target: Option<String>,
-    kind: Option<ProbeKind>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ProbeSentBuilder {
-    type Output = ProbeSent;
-    const NAME: &'static str = "ProbeSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ProbeSent {
+    /// Builds the value from its required fields (`target`, `kind`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(target: impl Into<String>, kind: ProbeKind) -> Self {
+        Self {
+            target: target.into(),
+            kind,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ProbeSent, E> {
-        Ok(ProbeSent {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ProbeSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("kind", &self.kind)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProbeSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProbeSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ProbeSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ProbeSent, ProbeSentDecoder, "ProbeSent" {
+    target: String = "target" req,
+    kind: ProbeKind = "kind" req,
+} flat {} extra { extra });
 /// An outbound reachability probe finished, successfully or not.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ProbeReceived {
     /// The probe target, in the same form as in `ProbeSent`.
     ///
@@ -2967,99 +1175,33 @@ pub struct ProbeReceived {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ProbeReceived`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ProbeReceivedBuilder {
-    target: Option<String>,
-    kind: Option<ProbeKind>,
-    rtt_ms: Option<Option<u64>>,
-    outcome: Option<ProbeOutcome>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ProbeReceivedBuilder {
-    type Output = ProbeReceived;
-    const NAME: &'static str = "ProbeReceived";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "rtt_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.rtt_ms, "rtt_ms", value)
-            }
-            "outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.outcome,
-                    "outcome",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ProbeReceived {
+    /// Builds the value from its required fields (`target`, `kind`, `outcome`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        target: impl Into<String>,
+        kind: ProbeKind,
+        outcome: ProbeOutcome,
+    ) -> Self {
+        Self {
+            target: target.into(),
+            kind,
+            rtt_ms: None,
+            outcome,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ProbeReceived, E> {
-        Ok(ProbeReceived {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            rtt_ms: self.rtt_ms.flatten(),
-            outcome: ::diagwire_runtime::private::finish_required(
-                self.outcome,
-                "outcome",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ProbeReceived {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("rtt_ms", &self.rtt_ms)?;
-        map.serialize_entry("outcome", &self.outcome)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ProbeReceived {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ProbeReceived {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ProbeReceivedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ProbeReceived, ProbeReceivedDecoder, "ProbeReceived" {
+    target: String = "target" req,
+    kind: ProbeKind = "kind" req,
+    rtt_ms: Option<u64> = "rtt_ms" null,
+    outcome: ProbeOutcome = "outcome" req,
+} flat {} extra { extra });
 /// SWIM started probing a peer. Join with `SwimProbeAcked` or `SwimProbeTimedOut` on (target, sequence) to get per-probe round-trip times.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimProbeSent {
     /// The peer being probed.
     ///
@@ -3078,93 +1220,27 @@ pub struct SwimProbeSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimProbeSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimProbeSentBuilder {
-    target: Option<NodeId>,
-    sequence: Option<u64>,
-    kind: Option<SwimProbeKind>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimProbeSentBuilder {
-    type Output = SwimProbeSent;
-    const NAME: &'static str = "SwimProbeSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            _ => self.extra.accept(key, value),
+impl SwimProbeSent {
+    /// Builds the value from its required fields (`target`, `sequence`, `kind`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(target: NodeId, sequence: u64, kind: SwimProbeKind) -> Self {
+        Self {
+            target,
+            sequence,
+            kind,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimProbeSent, E> {
-        Ok(SwimProbeSent {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimProbeSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        map.serialize_entry("kind", &self.kind)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimProbeSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimProbeSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimProbeSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimProbeSent, SwimProbeSentDecoder, "SwimProbeSent" {
+    target: NodeId = "target" req,
+    sequence: u64 = "sequence" req,
+    kind: SwimProbeKind = "kind" req,
+} flat {} extra { extra });
 /// An acknowledgement matched an in-flight SWIM probe. The round-trip time is not carried: take the difference of `wall_ms` with the matching `SwimProbeSent`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimProbeAcked {
     /// The peer that was probed.
     ///
@@ -3183,93 +1259,27 @@ pub struct SwimProbeAcked {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimProbeAcked`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimProbeAckedBuilder {
-    target: Option<NodeId>,
-    sequence: Option<u64>,
-    kind: Option<SwimProbeKind>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimProbeAckedBuilder {
-    type Output = SwimProbeAcked;
-    const NAME: &'static str = "SwimProbeAcked";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            _ => self.extra.accept(key, value),
+impl SwimProbeAcked {
+    /// Builds the value from its required fields (`target`, `sequence`, `kind`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(target: NodeId, sequence: u64, kind: SwimProbeKind) -> Self {
+        Self {
+            target,
+            sequence,
+            kind,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimProbeAcked, E> {
-        Ok(SwimProbeAcked {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimProbeAcked {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        map.serialize_entry("kind", &self.kind)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimProbeAcked {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimProbeAcked {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimProbeAckedBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimProbeAcked, SwimProbeAckedDecoder, "SwimProbeAcked" {
+    target: NodeId = "target" req,
+    sequence: u64 = "sequence" req,
+    kind: SwimProbeKind = "kind" req,
+} flat {} extra { extra });
 /// A SWIM probe's time budget ran out without an acknowledgement. After a direct timeout the indirect phase follows; after an indirect timeout the target becomes Suspect.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SwimProbeTimedOut {
     /// The peer that was probed.
     ///
@@ -3294,106 +1304,34 @@ pub struct SwimProbeTimedOut {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SwimProbeTimedOut`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SwimProbeTimedOutBuilder {
-    target: Option<NodeId>,
-    sequence: Option<u64>,
-    kind: Option<SwimProbeKind>,
-    budget_ticks: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SwimProbeTimedOutBuilder {
-    type Output = SwimProbeTimedOut;
-    const NAME: &'static str = "SwimProbeTimedOut";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target" => {
-                ::diagwire_runtime::private::field_set(&mut self.target, "target", value)
-            }
-            "sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.sequence,
-                    "sequence",
-                    value,
-                )
-            }
-            "kind" => {
-                ::diagwire_runtime::private::field_set(&mut self.kind, "kind", value)
-            }
-            "budget_ticks" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.budget_ticks,
-                    "budget_ticks",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SwimProbeTimedOut {
+    /// Builds the value from its required fields (`target`, `sequence`, `kind`, `budget_ticks`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        target: NodeId,
+        sequence: u64,
+        kind: SwimProbeKind,
+        budget_ticks: u64,
+    ) -> Self {
+        Self {
+            target,
+            sequence,
+            kind,
+            budget_ticks,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SwimProbeTimedOut, E> {
-        Ok(SwimProbeTimedOut {
-            target: ::diagwire_runtime::private::finish_required(self.target, "target")?,
-            sequence: ::diagwire_runtime::private::finish_required(
-                self.sequence,
-                "sequence",
-            )?,
-            kind: ::diagwire_runtime::private::finish_required(self.kind, "kind")?,
-            budget_ticks: ::diagwire_runtime::private::finish_required(
-                self.budget_ticks,
-                "budget_ticks",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for SwimProbeTimedOut {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("sequence", &self.sequence)?;
-        map.serialize_entry("kind", &self.kind)?;
-        map.serialize_entry("budget_ticks", &self.budget_ticks)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimProbeTimedOut {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimProbeTimedOut {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SwimProbeTimedOutBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SwimProbeTimedOut, SwimProbeTimedOutDecoder, "SwimProbeTimedOut" {
+    target: NodeId = "target" req,
+    sequence: u64 = "sequence" req,
+    kind: SwimProbeKind = "kind" req,
+    budget_ticks: u64 = "budget_ticks" req,
+} flat {} extra { extra });
 /// The last pipeline stage tried to send an inference response upstream to the orchestrator, with the transport's result.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct InferenceResponseSent {
     /// The node the response was sent to, normally the orchestrator.
     ///
@@ -3416,121 +1354,34 @@ pub struct InferenceResponseSent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`InferenceResponseSent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct InferenceResponseSentBuilder {
-    target_peer: Option<NodeId>,
-    request_id: Option<String>,
-    byte_size: Option<u64>,
-    send_outcome: Option<InferenceSendOutcome>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for InferenceResponseSentBuilder {
-    type Output = InferenceResponseSent;
-    const NAME: &'static str = "InferenceResponseSent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "target_peer" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.target_peer,
-                    "target_peer",
-                    value,
-                )
-            }
-            "request_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.request_id,
-                    "request_id",
-                    value,
-                )
-            }
-            "byte_size" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.byte_size,
-                    "byte_size",
-                    value,
-                )
-            }
-            "send_outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.send_outcome,
-                    "send_outcome",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl InferenceResponseSent {
+    /// Builds the value from its required fields (`target_peer`, `request_id`, `byte_size`, `send_outcome`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        target_peer: NodeId,
+        request_id: impl Into<String>,
+        byte_size: u64,
+        send_outcome: InferenceSendOutcome,
+    ) -> Self {
+        Self {
+            target_peer,
+            request_id: request_id.into(),
+            byte_size,
+            send_outcome,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<InferenceResponseSent, E> {
-        Ok(InferenceResponseSent {
-            target_peer: ::diagwire_runtime::private::finish_required(
-                self.target_peer,
-                "target_peer",
-            )?,
-            request_id: ::diagwire_runtime::private::finish_required(
-                self.request_id,
-                "request_id",
-            )?,
-            byte_size: ::diagwire_runtime::private::finish_required(
-                self.byte_size,
-                "byte_size",
-            )?,
-            send_outcome: ::diagwire_runtime::private::finish_required(
-                self.send_outcome,
-                "send_outcome",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for InferenceResponseSent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("target_peer", &self.target_peer)?;
-        map.serialize_entry("request_id", &self.request_id)?;
-        map.serialize_entry("byte_size", &self.byte_size)?;
-        map.serialize_entry("send_outcome", &self.send_outcome)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for InferenceResponseSent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de>
-for InferenceResponseSent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<InferenceResponseSentBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(InferenceResponseSent, InferenceResponseSentDecoder, "InferenceResponseSent" {
+    target_peer: NodeId = "target_peer" req,
+    request_id: String = "request_id" req,
+    byte_size: u64 = "byte_size" req,
+    send_outcome: InferenceSendOutcome = "send_outcome" req,
+} flat {} extra { extra });
 /// A component hit an error or an observation gap, for example a one-time notice that a host counter is unreadable. Readers pair such notices with `null` values in snapshots.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ErrorEvent {
     /// The component that reports the error, for example `host_introspect`.
     ///
@@ -3549,174 +1400,49 @@ pub struct ErrorEvent {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ErrorEvent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ErrorEventBuilder {
-    component: Option<String>,
-    message: Option<String>,
-    peer: Option<Option<NodeId>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ErrorEventBuilder {
-    type Output = ErrorEvent;
-    const NAME: &'static str = "ErrorEvent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "component" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.component,
-                    "component",
-                    value,
-                )
-            }
-            "message" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.message,
-                    "message",
-                    value,
-                )
-            }
-            "peer" => {
-                ::diagwire_runtime::private::field_set(&mut self.peer, "peer", value)
-            }
-            _ => self.extra.accept(key, value),
+impl ErrorEvent {
+    /// Builds the value from its required fields (`component`, `message`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(component: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            component: component.into(),
+            message: message.into(),
+            peer: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ErrorEvent, E> {
-        Ok(ErrorEvent {
-            component: ::diagwire_runtime::private::finish_required(
-                self.component,
-                "component",
-            )?,
-            message: ::diagwire_runtime::private::finish_required(
-                self.message,
-                "message",
-            )?,
-            peer: self.peer.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ErrorEvent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("component", &self.component)?;
-        map.serialize_entry("message", &self.message)?;
-        map.serialize_entry("peer", &self.peer)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ErrorEvent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ErrorEvent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ErrorEventBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ErrorEvent, ErrorEventDecoder, "ErrorEvent" {
+    component: String = "component" req,
+    message: String = "message" req,
+    peer: Option<NodeId> = "peer" null,
+} flat {} extra { extra });
 /// An event the core enum does not model, written by a downstream crate or a subsystem: a `kind` name and a free-form `fields` value. A few kinds are well known and have typed fields.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct CustomEvent {
     /// The `CustomPayload` union, whose keys sit at this object's level.
     pub payload: CustomPayload,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`CustomEvent`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct CustomEventBuilder {
-    payload: CustomPayloadBuilder,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for CustomEventBuilder {
-    type Output = CustomEvent;
-    const NAME: &'static str = "CustomEvent";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            _ if ::diagwire_runtime::Builder::claims(&self.payload, key) => {
-                ::diagwire_runtime::Builder::accept(&mut self.payload, key, value)
-            }
-            _ => self.extra.accept(key, value),
+impl CustomEvent {
+    /// Builds the value from its required fields (the `CustomPayload` union), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(payload: impl Into<CustomPayload>) -> Self {
+        Self {
+            payload: payload.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<CustomEvent, E> {
-        Ok(CustomEvent {
-            payload: ::diagwire_runtime::Builder::finish(self.payload)?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for CustomEvent {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        ::diagwire_runtime::MapFields::serialize_fields(&self.payload, map)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for CustomEvent {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for CustomEvent {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<CustomEventBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(CustomEvent, CustomEventDecoder, "CustomEvent" {
+} flat { payload: CustomPayloadDecoder } extra { extra });
 /// The `kind` and `fields` keys of a `Custom` event. `fields` has a typed shape for the well-known kinds; any other kind keeps its fields as raw JSON. Keys inside `fields` are written in alphabetical order.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum CustomPayload {
     /// `kind: clock_sample`. The collector's clock echo for one successful POST.
     ClockSample(ClockSampleFields),
@@ -3777,11 +1503,11 @@ impl CustomPayload {
 }
 #[doc(hidden)]
 #[derive(Default)]
-pub struct CustomPayloadBuilder {
+pub struct CustomPayloadDecoder {
     tag: Option<String>,
     content: Option<Box<::diagwire_runtime::private::serde_json::value::RawValue>>,
 }
-impl ::diagwire_runtime::Builder for CustomPayloadBuilder {
+impl ::diagwire_runtime::Decoder for CustomPayloadDecoder {
     type Output = CustomPayload;
     const NAME: &'static str = "CustomPayload";
     fn claims(&self, key: &str) -> bool {
@@ -3936,30 +1662,11 @@ impl ::diagwire_runtime::MapFields for CustomPayload {
         Ok(())
     }
 }
-impl ::diagwire_runtime::private::serde::Serialize for CustomPayload {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for CustomPayload {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<CustomPayloadBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::__map_serde!(CustomPayload, CustomPayloadDecoder);
 /// One clock-alignment sample, recorded by the node's HTTP sink after a successful POST. The enclosing record's `wall_ms` is the node's clock when the reply arrived; there is no separate receive-time field.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ClockSampleFields {
     /// The node's clock when it sent the request, echoed back by the collector.
     ///
@@ -3982,107 +1689,31 @@ pub struct ClockSampleFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ClockSampleFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ClockSampleFieldsBuilder {
-    node_send_ms_echoed: Option<u64>,
-    collector_recv_ms: Option<u64>,
-    collector_send_ms: Option<u64>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ClockSampleFieldsBuilder {
-    type Output = ClockSampleFields;
-    const NAME: &'static str = "ClockSampleFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_send_ms_echoed" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_send_ms_echoed,
-                    "node_send_ms_echoed",
-                    value,
-                )
-            }
-            "collector_recv_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.collector_recv_ms,
-                    "collector_recv_ms",
-                    value,
-                )
-            }
-            "collector_send_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.collector_send_ms,
-                    "collector_send_ms",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ClockSampleFields {
+    /// Builds the value from its required fields (`node_send_ms_echoed`, `collector_recv_ms`, `collector_send_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        node_send_ms_echoed: u64,
+        collector_recv_ms: u64,
+        collector_send_ms: u64,
+    ) -> Self {
+        Self {
+            node_send_ms_echoed,
+            collector_recv_ms,
+            collector_send_ms,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ClockSampleFields, E> {
-        Ok(ClockSampleFields {
-            node_send_ms_echoed: ::diagwire_runtime::private::finish_required(
-                self.node_send_ms_echoed,
-                "node_send_ms_echoed",
-            )?,
-            collector_recv_ms: ::diagwire_runtime::private::finish_required(
-                self.collector_recv_ms,
-                "collector_recv_ms",
-            )?,
-            collector_send_ms: ::diagwire_runtime::private::finish_required(
-                self.collector_send_ms,
-                "collector_send_ms",
-            )?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ClockSampleFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_send_ms_echoed", &self.node_send_ms_echoed)?;
-        map.serialize_entry("collector_recv_ms", &self.collector_recv_ms)?;
-        map.serialize_entry("collector_send_ms", &self.collector_send_ms)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ClockSampleFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ClockSampleFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ClockSampleFieldsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ClockSampleFields, ClockSampleFieldsDecoder, "ClockSampleFields" {
+    node_send_ms_echoed: u64 = "node_send_ms_echoed" req,
+    collector_recv_ms: u64 = "collector_recv_ms" req,
+    collector_send_ms: u64 = "collector_send_ms" req,
+} flat {} extra { extra });
 /// The event-stream copy of the iroh `api_gaps` list, written once when the iroh introspector starts: values the linked iroh cannot report, which readers must treat as "could not ask", never as zero.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct IrohApiMissingFields {
     /// Version of the iroh library linked into the binary. Early generations wrote a fixed literal such as `0.96`.
     ///
@@ -4099,93 +1730,31 @@ pub struct IrohApiMissingFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`IrohApiMissingFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct IrohApiMissingFieldsBuilder {
-    iroh_version: Option<String>,
-    fields: Option<Vec<String>>,
-    note: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for IrohApiMissingFieldsBuilder {
-    type Output = IrohApiMissingFields;
-    const NAME: &'static str = "IrohApiMissingFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "iroh_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.iroh_version,
-                    "iroh_version",
-                    value,
-                )
-            }
-            "fields" => {
-                ::diagwire_runtime::private::field_set(&mut self.fields, "fields", value)
-            }
-            "note" => {
-                ::diagwire_runtime::private::field_set(&mut self.note, "note", value)
-            }
-            _ => self.extra.accept(key, value),
+impl IrohApiMissingFields {
+    /// Builds the value from its required fields (`iroh_version`, `fields`, `note`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        iroh_version: impl Into<String>,
+        fields: Vec<String>,
+        note: impl Into<String>,
+    ) -> Self {
+        Self {
+            iroh_version: iroh_version.into(),
+            fields,
+            note: note.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<IrohApiMissingFields, E> {
-        Ok(IrohApiMissingFields {
-            iroh_version: ::diagwire_runtime::private::finish_required(
-                self.iroh_version,
-                "iroh_version",
-            )?,
-            fields: ::diagwire_runtime::private::finish_required(self.fields, "fields")?,
-            note: ::diagwire_runtime::private::finish_required(self.note, "note")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for IrohApiMissingFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("iroh_version", &self.iroh_version)?;
-        map.serialize_entry("fields", &self.fields)?;
-        map.serialize_entry("note", &self.note)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for IrohApiMissingFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for IrohApiMissingFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<IrohApiMissingFieldsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(IrohApiMissingFields, IrohApiMissingFieldsDecoder, "IrohApiMissingFields" {
+    iroh_version: String = "iroh_version" req,
+    fields: Vec<String> = "fields" req,
+    note: String = "note" req,
+} flat {} extra { extra });
 /// A name registration published by the pipeline example crate, linking an actor address to a well-known name.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct RegisterNameFields {
     /// The registered name.
     ///
@@ -4216,122 +1785,32 @@ pub struct RegisterNameFields {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`RegisterNameFields`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct RegisterNameFieldsBuilder {
-    name: Option<String>,
-    actor_addr_hex: Option<String>,
-    our_node_id_hex: Option<NodeIdHex>,
-    wall_ms: Option<u64>,
-    stage_index: Option<Option<u32>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for RegisterNameFieldsBuilder {
-    type Output = RegisterNameFields;
-    const NAME: &'static str = "RegisterNameFields";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "name" => {
-                ::diagwire_runtime::private::field_set(&mut self.name, "name", value)
-            }
-            "actor_addr_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.actor_addr_hex,
-                    "actor_addr_hex",
-                    value,
-                )
-            }
-            "our_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.our_node_id_hex,
-                    "our_node_id_hex",
-                    value,
-                )
-            }
-            "wall_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.wall_ms,
-                    "wall_ms",
-                    value,
-                )
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl RegisterNameFields {
+    /// Builds the value from its required fields (`name`, `actor_addr_hex`, `our_node_id_hex`, `wall_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        name: impl Into<String>,
+        actor_addr_hex: impl Into<String>,
+        our_node_id_hex: NodeIdHex,
+        wall_ms: u64,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            actor_addr_hex: actor_addr_hex.into(),
+            our_node_id_hex,
+            wall_ms,
+            stage_index: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<RegisterNameFields, E> {
-        Ok(RegisterNameFields {
-            name: ::diagwire_runtime::private::finish_required(self.name, "name")?,
-            actor_addr_hex: ::diagwire_runtime::private::finish_required(
-                self.actor_addr_hex,
-                "actor_addr_hex",
-            )?,
-            our_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.our_node_id_hex,
-                "our_node_id_hex",
-            )?,
-            wall_ms: ::diagwire_runtime::private::finish_required(
-                self.wall_ms,
-                "wall_ms",
-            )?,
-            stage_index: self.stage_index.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for RegisterNameFields {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("name", &self.name)?;
-        map.serialize_entry("actor_addr_hex", &self.actor_addr_hex)?;
-        map.serialize_entry("our_node_id_hex", &self.our_node_id_hex)?;
-        map.serialize_entry("wall_ms", &self.wall_ms)?;
-        if let Some(v) = &self.stage_index {
-            map.serialize_entry("stage_index", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RegisterNameFields {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RegisterNameFields {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<RegisterNameFieldsBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(RegisterNameFields, RegisterNameFieldsDecoder, "RegisterNameFields" {
+    name: String = "name" req,
+    actor_addr_hex: String = "actor_addr_hex" req,
+    our_node_id_hex: NodeIdHex = "our_node_id_hex" req,
+    wall_ms: u64 = "wall_ms" req,
+    stage_index: Option<u32> = "stage_index" omit,
+} flat {} extra { extra });
 /// Result of one dial attempt (swactor `DialOutcome`): a bare string for the fixed outcomes, or `{"Error": "<text>"}` for any other error.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
@@ -4423,6 +1902,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DialResult {
 }
 /// Which side ended a relay session: the `relay` itself, the `remote` node, or an `idle_timeout`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum RelayCloseInitiator {
     /// `relay`.
     Relay,
@@ -4433,138 +1913,26 @@ pub enum RelayCloseInitiator {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl RelayCloseInitiator {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["relay", "remote", "idle_timeout"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            RelayCloseInitiator::Relay => "relay",
-            RelayCloseInitiator::Remote => "remote",
-            RelayCloseInitiator::IdleTimeout => "idle_timeout",
-            RelayCloseInitiator::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for RelayCloseInitiator {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for RelayCloseInitiator {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for RelayCloseInitiator {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for RelayCloseInitiator {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "relay" => RelayCloseInitiator::Relay,
-                "remote" => RelayCloseInitiator::Remote,
-                "idle_timeout" => RelayCloseInitiator::IdleTimeout,
-                _ => RelayCloseInitiator::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for RelayCloseInitiator {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "RelayCloseInitiator";
-        Ok(
-            match u.choose_index(4usize)? {
-                0usize => RelayCloseInitiator::Relay,
-                1usize => RelayCloseInitiator::Remote,
-                2usize => RelayCloseInitiator::IdleTimeout,
-                _ => {
-                    RelayCloseInitiator::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(RelayCloseInitiator {
+    Relay = "relay",
+    Remote = "remote",
+    IdleTimeout = "idle_timeout",
+} other { Other });
 /// Kind of a gossip payload. Today only `swim_piggyback` (SWIM membership updates) is written; other layers may add their own kinds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum GossipPayloadKind {
     /// `swim_piggyback`.
     SwimPiggyback,
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl GossipPayloadKind {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["swim_piggyback"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            GossipPayloadKind::SwimPiggyback => "swim_piggyback",
-            GossipPayloadKind::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for GossipPayloadKind {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for GossipPayloadKind {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for GossipPayloadKind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for GossipPayloadKind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "swim_piggyback" => GossipPayloadKind::SwimPiggyback,
-                _ => GossipPayloadKind::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for GossipPayloadKind {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "GossipPayloadKind";
-        Ok(
-            match u.choose_index(2usize)? {
-                0usize => GossipPayloadKind::SwimPiggyback,
-                _ => {
-                    GossipPayloadKind::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(GossipPayloadKind {
+    SwimPiggyback = "swim_piggyback",
+} other { Other });
 /// Phase of a SWIM probe: `direct` (a ping sent straight to the target) or `indirect` (ping requests sent through other members after the direct phase timed out).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum SwimProbeKind {
     /// `direct`.
     Direct,
@@ -4573,69 +1941,13 @@ pub enum SwimProbeKind {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl SwimProbeKind {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &["direct", "indirect"];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            SwimProbeKind::Direct => "direct",
-            SwimProbeKind::Indirect => "indirect",
-            SwimProbeKind::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for SwimProbeKind {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for SwimProbeKind {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SwimProbeKind {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SwimProbeKind {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "direct" => SwimProbeKind::Direct,
-                "indirect" => SwimProbeKind::Indirect,
-                _ => SwimProbeKind::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for SwimProbeKind {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "SwimProbeKind";
-        Ok(
-            match u.choose_index(3usize)? {
-                0usize => SwimProbeKind::Direct,
-                1usize => SwimProbeKind::Indirect,
-                _ => {
-                    SwimProbeKind::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(SwimProbeKind {
+    Direct = "direct",
+    Indirect = "indirect",
+} other { Other });
 /// Transport result of sending an inference response: `success`, or one of the failure kinds `timeout`, `connection_closed`, `refused`, `unresolved` (no address for the target), `queued_unacked` (queued but never acknowledged).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum InferenceSendOutcome {
     /// `success`.
     Success,
@@ -4652,83 +1964,11 @@ pub enum InferenceSendOutcome {
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
-impl InferenceSendOutcome {
-    /// The values this version of the contract knows.
-    pub const VALUES: &'static [&'static str] = &[
-        "success",
-        "timeout",
-        "connection_closed",
-        "refused",
-        "unresolved",
-        "queued_unacked",
-    ];
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            InferenceSendOutcome::Success => "success",
-            InferenceSendOutcome::Timeout => "timeout",
-            InferenceSendOutcome::ConnectionClosed => "connection_closed",
-            InferenceSendOutcome::Refused => "refused",
-            InferenceSendOutcome::Unresolved => "unresolved",
-            InferenceSendOutcome::QueuedUnacked => "queued_unacked",
-            InferenceSendOutcome::Other(s) => s,
-        }
-    }
-}
-impl AsRef<str> for InferenceSendOutcome {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-impl ::core::fmt::Display for InferenceSendOutcome {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for InferenceSendOutcome {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for InferenceSendOutcome {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        let s = ::diagwire_runtime::private::str_enum(deserializer)?;
-        Ok(
-            match &*s {
-                "success" => InferenceSendOutcome::Success,
-                "timeout" => InferenceSendOutcome::Timeout,
-                "connection_closed" => InferenceSendOutcome::ConnectionClosed,
-                "refused" => InferenceSendOutcome::Refused,
-                "unresolved" => InferenceSendOutcome::Unresolved,
-                "queued_unacked" => InferenceSendOutcome::QueuedUnacked,
-                _ => InferenceSendOutcome::Other(s.into_owned()),
-            },
-        )
-    }
-}
-#[cfg(feature = "arbitrary")]
-impl<'a> ::arbitrary::Arbitrary<'a> for InferenceSendOutcome {
-    fn arbitrary(u: &mut ::arbitrary::Unstructured<'a>) -> ::arbitrary::Result<Self> {
-        let _ = "InferenceSendOutcome";
-        Ok(
-            match u.choose_index(7usize)? {
-                0usize => InferenceSendOutcome::Success,
-                1usize => InferenceSendOutcome::Timeout,
-                2usize => InferenceSendOutcome::ConnectionClosed,
-                3usize => InferenceSendOutcome::Refused,
-                4usize => InferenceSendOutcome::Unresolved,
-                5usize => InferenceSendOutcome::QueuedUnacked,
-                _ => {
-                    InferenceSendOutcome::Other(
-                        ::diagwire_runtime::arb::other_string(u, Self::VALUES)?,
-                    )
-                }
-            },
-        )
-    }
-}
+::diagwire_runtime::str_enum!(InferenceSendOutcome {
+    Success = "success",
+    Timeout = "timeout",
+    ConnectionClosed = "connection_closed",
+    Refused = "refused",
+    Unresolved = "unresolved",
+    QueuedUnacked = "queued_unacked",
+} other { Other });

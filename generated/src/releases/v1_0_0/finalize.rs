@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `finalize`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Finalize {
     /// Free-form reason the orchestrator gives for ending the run, for example `completed` or `deploy_failed: no offers`.
     ///
@@ -20,74 +21,13 @@ pub struct Finalize {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Finalize`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct FinalizeBuilder {
-    exit_reason: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for FinalizeBuilder {
-    type Output = Finalize;
-    const NAME: &'static str = "Finalize";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "exit_reason" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.exit_reason,
-                    "exit_reason",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
-        }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Finalize, E> {
-        Ok(Finalize {
-            exit_reason: self.exit_reason.flatten(),
-            extra: self.extra,
-        })
+impl Finalize {
+    /// A value with every field absent or at its default; set the public fields to fill it in.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
     }
 }
-impl ::diagwire_runtime::MapFields for Finalize {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        if let Some(v) = &self.exit_reason {
-            map.serialize_entry("exit_reason", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Finalize {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Finalize {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<FinalizeBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Finalize, FinalizeDecoder, "Finalize" {
+    exit_reason: Option<String> = "exit_reason" omit,
+} flat {} extra { extra });

@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `boot`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Identity {
     /// Full hex of the node's public key; never truncated.
     ///
@@ -118,246 +119,57 @@ pub struct Identity {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Identity`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct IdentityBuilder {
-    node_id_hex: Option<NodeIdHex>,
-    node_id_short: Option<String>,
-    role: Option<String>,
-    stage_index: Option<Option<u32>>,
-    stage_count: Option<Option<u32>>,
-    run_id: Option<String>,
-    vastai_contract_id: Option<Option<String>>,
-    host_ip_public: Option<Option<String>>,
-    host_country: Option<Option<String>>,
-    datacenter_id: Option<Option<String>>,
-    hostname: Option<Option<String>>,
-    container_id: Option<Option<String>>,
-    process_start_unix_ms: Option<u64>,
-    boot_sequence: Option<u32>,
-    binary_version: Option<Option<String>>,
-    git_sha: Option<Option<String>>,
-    iroh_version: Option<Option<String>>,
-    home_relay_url_at_boot: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for IdentityBuilder {
-    type Output = Identity;
-    const NAME: &'static str = "Identity";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            "node_id_short" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_short,
-                    "node_id_short",
-                    value,
-                )
-            }
-            "role" => {
-                ::diagwire_runtime::private::field_set(&mut self.role, "role", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "stage_count" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_count,
-                    "stage_count",
-                    value,
-                )
-            }
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "vastai_contract_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.vastai_contract_id,
-                    "vastai_contract_id",
-                    value,
-                )
-            }
-            "host_ip_public" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.host_ip_public,
-                    "host_ip_public",
-                    value,
-                )
-            }
-            "host_country" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.host_country,
-                    "host_country",
-                    value,
-                )
-            }
-            "datacenter_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.datacenter_id,
-                    "datacenter_id",
-                    value,
-                )
-            }
-            "hostname" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.hostname,
-                    "hostname",
-                    value,
-                )
-            }
-            "container_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.container_id,
-                    "container_id",
-                    value,
-                )
-            }
-            "process_start_unix_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.process_start_unix_ms,
-                    "process_start_unix_ms",
-                    value,
-                )
-            }
-            "boot_sequence" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.boot_sequence,
-                    "boot_sequence",
-                    value,
-                )
-            }
-            "binary_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.binary_version,
-                    "binary_version",
-                    value,
-                )
-            }
-            "git_sha" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.git_sha,
-                    "git_sha",
-                    value,
-                )
-            }
-            "iroh_version" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.iroh_version,
-                    "iroh_version",
-                    value,
-                )
-            }
-            "home_relay_url_at_boot" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.home_relay_url_at_boot,
-                    "home_relay_url_at_boot",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl Identity {
+    /// Builds the value from its required fields (`node_id_hex`, `node_id_short`, `role`, `run_id`, `process_start_unix_ms`, `boot_sequence`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        node_id_hex: NodeIdHex,
+        node_id_short: impl Into<String>,
+        role: impl Into<String>,
+        run_id: impl Into<String>,
+        process_start_unix_ms: u64,
+        boot_sequence: u32,
+    ) -> Self {
+        Self {
+            node_id_hex,
+            node_id_short: node_id_short.into(),
+            role: role.into(),
+            stage_index: None,
+            stage_count: None,
+            run_id: run_id.into(),
+            vastai_contract_id: None,
+            host_ip_public: None,
+            host_country: None,
+            datacenter_id: None,
+            hostname: None,
+            container_id: None,
+            process_start_unix_ms,
+            boot_sequence,
+            binary_version: None,
+            git_sha: None,
+            iroh_version: None,
+            home_relay_url_at_boot: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Identity, E> {
-        Ok(Identity {
-            node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.node_id_hex,
-                "node_id_hex",
-            )?,
-            node_id_short: ::diagwire_runtime::private::finish_required(
-                self.node_id_short,
-                "node_id_short",
-            )?,
-            role: ::diagwire_runtime::private::finish_required(self.role, "role")?,
-            stage_index: self.stage_index.flatten(),
-            stage_count: self.stage_count.flatten(),
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            vastai_contract_id: self.vastai_contract_id.flatten(),
-            host_ip_public: self.host_ip_public.flatten(),
-            host_country: self.host_country.flatten(),
-            datacenter_id: self.datacenter_id.flatten(),
-            hostname: self.hostname.flatten(),
-            container_id: self.container_id.flatten(),
-            process_start_unix_ms: ::diagwire_runtime::private::finish_required(
-                self.process_start_unix_ms,
-                "process_start_unix_ms",
-            )?,
-            boot_sequence: ::diagwire_runtime::private::finish_required(
-                self.boot_sequence,
-                "boot_sequence",
-            )?,
-            binary_version: self.binary_version.flatten(),
-            git_sha: self.git_sha.flatten(),
-            iroh_version: self.iroh_version.flatten(),
-            home_relay_url_at_boot: self.home_relay_url_at_boot.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Identity {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id_hex", &self.node_id_hex)?;
-        map.serialize_entry("node_id_short", &self.node_id_short)?;
-        map.serialize_entry("role", &self.role)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("stage_count", &self.stage_count)?;
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("vastai_contract_id", &self.vastai_contract_id)?;
-        map.serialize_entry("host_ip_public", &self.host_ip_public)?;
-        map.serialize_entry("host_country", &self.host_country)?;
-        map.serialize_entry("datacenter_id", &self.datacenter_id)?;
-        map.serialize_entry("hostname", &self.hostname)?;
-        map.serialize_entry("container_id", &self.container_id)?;
-        map.serialize_entry("process_start_unix_ms", &self.process_start_unix_ms)?;
-        map.serialize_entry("boot_sequence", &self.boot_sequence)?;
-        map.serialize_entry("binary_version", &self.binary_version)?;
-        map.serialize_entry("git_sha", &self.git_sha)?;
-        map.serialize_entry("iroh_version", &self.iroh_version)?;
-        map.serialize_entry("home_relay_url_at_boot", &self.home_relay_url_at_boot)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Identity {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Identity {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<IdentityBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Identity, IdentityDecoder, "Identity" {
+    node_id_hex: NodeIdHex = "node_id_hex" req,
+    node_id_short: String = "node_id_short" req,
+    role: String = "role" req,
+    stage_index: Option<u32> = "stage_index" null,
+    stage_count: Option<u32> = "stage_count" null,
+    run_id: String = "run_id" req,
+    vastai_contract_id: Option<String> = "vastai_contract_id" null,
+    host_ip_public: Option<String> = "host_ip_public" null,
+    host_country: Option<String> = "host_country" null,
+    datacenter_id: Option<String> = "datacenter_id" null,
+    hostname: Option<String> = "hostname" null,
+    container_id: Option<String> = "container_id" null,
+    process_start_unix_ms: u64 = "process_start_unix_ms" req,
+    boot_sequence: u32 = "boot_sequence" req,
+    binary_version: Option<String> = "binary_version" null,
+    git_sha: Option<String> = "git_sha" null,
+    iroh_version: Option<String> = "iroh_version" null,
+    home_relay_url_at_boot: Option<String> = "home_relay_url_at_boot" null,
+} flat {} extra { extra });

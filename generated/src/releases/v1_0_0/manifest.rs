@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `manifest`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Manifest {
     /// The run id every record of the bundle was posted under (the `x-run-id` header); also the name of the bundle's top-level directory.
     ///
@@ -46,110 +47,31 @@ pub struct Manifest {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Manifest`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ManifestBuilder {
-    run_id: Option<String>,
-    run_start_collector_ms: Option<Option<u64>>,
-    run_end_collector_ms: Option<Option<u64>>,
-    finalize_received: Option<bool>,
-    nodes: Option<Vec<ManifestNode>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ManifestBuilder {
-    type Output = Manifest;
-    const NAME: &'static str = "Manifest";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "run_start_collector_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.run_start_collector_ms,
-                    "run_start_collector_ms",
-                    value,
-                )
-            }
-            "run_end_collector_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.run_end_collector_ms,
-                    "run_end_collector_ms",
-                    value,
-                )
-            }
-            "finalize_received" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.finalize_received,
-                    "finalize_received",
-                    value,
-                )
-            }
-            "nodes" => {
-                ::diagwire_runtime::private::field_set(&mut self.nodes, "nodes", value)
-            }
-            _ => self.extra.accept(key, value),
+impl Manifest {
+    /// Builds the value from its required fields (`run_id`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(run_id: impl Into<String>) -> Self {
+        Self {
+            run_id: run_id.into(),
+            run_start_collector_ms: None,
+            run_end_collector_ms: None,
+            finalize_received: Default::default(),
+            nodes: Default::default(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Manifest, E> {
-        Ok(Manifest {
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            run_start_collector_ms: self.run_start_collector_ms.flatten(),
-            run_end_collector_ms: self.run_end_collector_ms.flatten(),
-            finalize_received: self.finalize_received.unwrap_or_default(),
-            nodes: self.nodes.unwrap_or_default(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Manifest {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("run_start_collector_ms", &self.run_start_collector_ms)?;
-        map.serialize_entry("run_end_collector_ms", &self.run_end_collector_ms)?;
-        map.serialize_entry("finalize_received", &self.finalize_received)?;
-        map.serialize_entry("nodes", &self.nodes)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Manifest {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Manifest {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ManifestBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Manifest, ManifestDecoder, "Manifest" {
+    run_id: String = "run_id" req,
+    run_start_collector_ms: Option<u64> = "run_start_collector_ms" null,
+    run_end_collector_ms: Option<u64> = "run_end_collector_ms" null,
+    finalize_received: bool = "finalize_received" dflt,
+    nodes: Vec<ManifestNode> = "nodes" dflt,
+} flat {} extra { extra });
 /// One node of the run as the collector saw it (swactor collector `ManifestNode`): its id, its directory label inside the bundle, what its boot record said about its role, and how many records of each kind it posted.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct ManifestNode {
     /// The raw `x-node-id` header the node posted under: the 64-character hex id for swactor nodes, a synthetic id such as `vastai-external` or `vastai-stage-0` for vast.ai monitoring producers.
     ///
@@ -212,149 +134,32 @@ pub struct ManifestNode {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`ManifestNode`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct ManifestNodeBuilder {
-    node_id_hex: Option<NodeIdHex>,
-    label: Option<String>,
-    role: Option<Option<String>>,
-    stage_index: Option<Option<u32>>,
-    boot_recorded: Option<bool>,
-    event_batches: Option<u64>,
-    snapshots: Option<u64>,
-    finalize_recorded: Option<bool>,
-    vastai_records: Option<Option<u64>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for ManifestNodeBuilder {
-    type Output = ManifestNode;
-    const NAME: &'static str = "ManifestNode";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.node_id_hex,
-                    "node_id_hex",
-                    value,
-                )
-            }
-            "label" => {
-                ::diagwire_runtime::private::field_set(&mut self.label, "label", value)
-            }
-            "role" => {
-                ::diagwire_runtime::private::field_set(&mut self.role, "role", value)
-            }
-            "stage_index" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.stage_index,
-                    "stage_index",
-                    value,
-                )
-            }
-            "boot_recorded" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.boot_recorded,
-                    "boot_recorded",
-                    value,
-                )
-            }
-            "event_batches" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.event_batches,
-                    "event_batches",
-                    value,
-                )
-            }
-            "snapshots" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.snapshots,
-                    "snapshots",
-                    value,
-                )
-            }
-            "finalize_recorded" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.finalize_recorded,
-                    "finalize_recorded",
-                    value,
-                )
-            }
-            "vastai_records" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.vastai_records,
-                    "vastai_records",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl ManifestNode {
+    /// Builds the value from its required fields (`node_id_hex`, `label`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(node_id_hex: NodeIdHex, label: impl Into<String>) -> Self {
+        Self {
+            node_id_hex,
+            label: label.into(),
+            role: None,
+            stage_index: None,
+            boot_recorded: Default::default(),
+            event_batches: Default::default(),
+            snapshots: Default::default(),
+            finalize_recorded: Default::default(),
+            vastai_records: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<ManifestNode, E> {
-        Ok(ManifestNode {
-            node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.node_id_hex,
-                "node_id_hex",
-            )?,
-            label: ::diagwire_runtime::private::finish_required(self.label, "label")?,
-            role: self.role.flatten(),
-            stage_index: self.stage_index.flatten(),
-            boot_recorded: self.boot_recorded.unwrap_or_default(),
-            event_batches: self.event_batches.unwrap_or_default(),
-            snapshots: self.snapshots.unwrap_or_default(),
-            finalize_recorded: self.finalize_recorded.unwrap_or_default(),
-            vastai_records: self.vastai_records.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for ManifestNode {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("node_id_hex", &self.node_id_hex)?;
-        map.serialize_entry("label", &self.label)?;
-        map.serialize_entry("role", &self.role)?;
-        map.serialize_entry("stage_index", &self.stage_index)?;
-        map.serialize_entry("boot_recorded", &self.boot_recorded)?;
-        map.serialize_entry("event_batches", &self.event_batches)?;
-        map.serialize_entry("snapshots", &self.snapshots)?;
-        map.serialize_entry("finalize_recorded", &self.finalize_recorded)?;
-        if let Some(v) = &self.vastai_records {
-            map.serialize_entry("vastai_records", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for ManifestNode {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for ManifestNode {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<ManifestNodeBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(ManifestNode, ManifestNodeDecoder, "ManifestNode" {
+    node_id_hex: NodeIdHex = "node_id_hex" req,
+    label: String = "label" req,
+    role: Option<String> = "role" null,
+    stage_index: Option<u32> = "stage_index" null,
+    boot_recorded: bool = "boot_recorded" dflt,
+    event_batches: u64 = "event_batches" dflt,
+    snapshots: u64 = "snapshots" dflt,
+    finalize_recorded: bool = "finalize_recorded" dflt,
+    vastai_records: Option<u64> = "vastai_records" omit,
+} flat {} extra { extra });

@@ -10,6 +10,7 @@ use super::*;
 /// Record kind `snapshot`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct Snapshot {
     /// A full copy of the node's boot identity, so the snapshot can be read without the boot record.
     ///
@@ -46,145 +47,43 @@ pub struct Snapshot {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`Snapshot`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SnapshotBuilder {
-    identity: Option<Identity>,
-    run_id: Option<String>,
-    snapshot_id: Option<String>,
-    wall_ms: Option<u64>,
-    monotonic_seq: Option<u64>,
-    trigger: Option<SnapshotTrigger>,
-    body: Option<SnapshotBody>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SnapshotBuilder {
-    type Output = Snapshot;
-    const NAME: &'static str = "Snapshot";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "identity" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.identity,
-                    "identity",
-                    value,
-                )
-            }
-            "run_id" => {
-                ::diagwire_runtime::private::field_set(&mut self.run_id, "run_id", value)
-            }
-            "snapshot_id" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.snapshot_id,
-                    "snapshot_id",
-                    value,
-                )
-            }
-            "wall_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.wall_ms,
-                    "wall_ms",
-                    value,
-                )
-            }
-            "monotonic_seq" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.monotonic_seq,
-                    "monotonic_seq",
-                    value,
-                )
-            }
-            "trigger" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.trigger,
-                    "trigger",
-                    value,
-                )
-            }
-            "body" => {
-                ::diagwire_runtime::private::field_set(&mut self.body, "body", value)
-            }
-            _ => self.extra.accept(key, value),
+impl Snapshot {
+    /// Builds the value from its required fields (`identity`, `run_id`, `snapshot_id`, `wall_ms`, `monotonic_seq`, `trigger`, `body`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        identity: Identity,
+        run_id: impl Into<String>,
+        snapshot_id: impl Into<String>,
+        wall_ms: u64,
+        monotonic_seq: u64,
+        trigger: SnapshotTrigger,
+        body: SnapshotBody,
+    ) -> Self {
+        Self {
+            identity,
+            run_id: run_id.into(),
+            snapshot_id: snapshot_id.into(),
+            wall_ms,
+            monotonic_seq,
+            trigger,
+            body,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<Snapshot, E> {
-        Ok(Snapshot {
-            identity: ::diagwire_runtime::private::finish_required(
-                self.identity,
-                "identity",
-            )?,
-            run_id: ::diagwire_runtime::private::finish_required(self.run_id, "run_id")?,
-            snapshot_id: ::diagwire_runtime::private::finish_required(
-                self.snapshot_id,
-                "snapshot_id",
-            )?,
-            wall_ms: ::diagwire_runtime::private::finish_required(
-                self.wall_ms,
-                "wall_ms",
-            )?,
-            monotonic_seq: ::diagwire_runtime::private::finish_required(
-                self.monotonic_seq,
-                "monotonic_seq",
-            )?,
-            trigger: ::diagwire_runtime::private::finish_required(
-                self.trigger,
-                "trigger",
-            )?,
-            body: ::diagwire_runtime::private::finish_required(self.body, "body")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for Snapshot {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("identity", &self.identity)?;
-        map.serialize_entry("run_id", &self.run_id)?;
-        map.serialize_entry("snapshot_id", &self.snapshot_id)?;
-        map.serialize_entry("wall_ms", &self.wall_ms)?;
-        map.serialize_entry("monotonic_seq", &self.monotonic_seq)?;
-        map.serialize_entry("trigger", &self.trigger)?;
-        map.serialize_entry("body", &self.body)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for Snapshot {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for Snapshot {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SnapshotBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(Snapshot, SnapshotDecoder, "Snapshot" {
+    identity: Identity = "identity" req,
+    run_id: String = "run_id" req,
+    snapshot_id: String = "snapshot_id" req,
+    wall_ms: u64 = "wall_ms" req,
+    monotonic_seq: u64 = "monotonic_seq" req,
+    trigger: SnapshotTrigger = "trigger" req,
+    body: SnapshotBody = "body" req,
+} flat {} extra { extra });
 /// Why a snapshot was taken: `Periodic` (the timer, every 5 s by default), `OnDemand` (the collector asked through a `snapshot_now` hint, or the orchestrator is about to finalize) or `Transition` (a local SWIM state change; `data` correlates it with the event). Unknown kinds from newer writers are kept as they are.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum SnapshotTrigger {
     /// `kind: Periodic`. Taken by the periodic timer.
     Periodic,
@@ -229,11 +128,11 @@ impl SnapshotTrigger {
 }
 #[doc(hidden)]
 #[derive(Default)]
-pub struct SnapshotTriggerBuilder {
+pub struct SnapshotTriggerDecoder {
     tag: Option<String>,
     content: Option<Box<::diagwire_runtime::private::serde_json::value::RawValue>>,
 }
-impl ::diagwire_runtime::Builder for SnapshotTriggerBuilder {
+impl ::diagwire_runtime::Decoder for SnapshotTriggerDecoder {
     type Output = SnapshotTrigger;
     const NAME: &'static str = "SnapshotTrigger";
     fn claims(&self, key: &str) -> bool {
@@ -341,30 +240,11 @@ impl ::diagwire_runtime::MapFields for SnapshotTrigger {
         Ok(())
     }
 }
-impl ::diagwire_runtime::private::serde::Serialize for SnapshotTrigger {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SnapshotTrigger {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SnapshotTriggerBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::__map_serde!(SnapshotTrigger, SnapshotTriggerDecoder);
 /// The captured state (swactor `SnapshotBody`). Reachability is always present; every other block is left out when its introspector is not installed on the node, which a reader must take as "not observed", never as empty or zero.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct SnapshotBody {
     /// One reachability log entry per remote peer the node has observed, sorted by peer hex; an empty array before any peer is seen.
     ///
@@ -433,177 +313,43 @@ pub struct SnapshotBody {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`SnapshotBody`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct SnapshotBodyBuilder {
-    reachability: Option<Vec<PeerReachability>>,
-    events: Option<Vec<EventRecord>>,
-    iroh: Option<Option<IrohState>>,
-    swim: Option<Option<SwimState>>,
-    host: Option<Option<HostState>>,
-    probes: Option<Option<ProbeState>>,
-    vastai: Option<Option<VastaiContext>>,
-    process: Option<Option<ProcessStats>>,
-    registry: Option<Option<Registry>>,
-    relay_server: Option<Option<RelayServer>>,
-    subprocess: Option<Option<SubprocessState>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for SnapshotBodyBuilder {
-    type Output = SnapshotBody;
-    const NAME: &'static str = "SnapshotBody";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "reachability" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.reachability,
-                    "reachability",
-                    value,
-                )
-            }
-            "events" => {
-                ::diagwire_runtime::private::field_set(&mut self.events, "events", value)
-            }
-            "iroh" => {
-                ::diagwire_runtime::private::field_set(&mut self.iroh, "iroh", value)
-            }
-            "swim" => {
-                ::diagwire_runtime::private::field_set(&mut self.swim, "swim", value)
-            }
-            "host" => {
-                ::diagwire_runtime::private::field_set(&mut self.host, "host", value)
-            }
-            "probes" => {
-                ::diagwire_runtime::private::field_set(&mut self.probes, "probes", value)
-            }
-            "vastai" => {
-                ::diagwire_runtime::private::field_set(&mut self.vastai, "vastai", value)
-            }
-            "process" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.process,
-                    "process",
-                    value,
-                )
-            }
-            "registry" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.registry,
-                    "registry",
-                    value,
-                )
-            }
-            "relay_server" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.relay_server,
-                    "relay_server",
-                    value,
-                )
-            }
-            "subprocess" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.subprocess,
-                    "subprocess",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl SnapshotBody {
+    /// Builds the value from its required fields (`reachability`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(reachability: Vec<PeerReachability>) -> Self {
+        Self {
+            reachability,
+            events: Default::default(),
+            iroh: None,
+            swim: None,
+            host: None,
+            probes: None,
+            vastai: None,
+            process: None,
+            registry: None,
+            relay_server: None,
+            subprocess: None,
+            extra: Default::default(),
         }
-    }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<SnapshotBody, E> {
-        Ok(SnapshotBody {
-            reachability: ::diagwire_runtime::private::finish_required(
-                self.reachability,
-                "reachability",
-            )?,
-            events: self.events.unwrap_or_default(),
-            iroh: self.iroh.flatten(),
-            swim: self.swim.flatten(),
-            host: self.host.flatten(),
-            probes: self.probes.flatten(),
-            vastai: self.vastai.flatten(),
-            process: self.process.flatten(),
-            registry: self.registry.flatten(),
-            relay_server: self.relay_server.flatten(),
-            subprocess: self.subprocess.flatten(),
-            extra: self.extra,
-        })
     }
 }
-impl ::diagwire_runtime::MapFields for SnapshotBody {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("reachability", &self.reachability)?;
-        if !::diagwire_runtime::is_default(&self.events) {
-            map.serialize_entry("events", &self.events)?;
-        }
-        if let Some(v) = &self.iroh {
-            map.serialize_entry("iroh", v)?;
-        }
-        if let Some(v) = &self.swim {
-            map.serialize_entry("swim", v)?;
-        }
-        if let Some(v) = &self.host {
-            map.serialize_entry("host", v)?;
-        }
-        if let Some(v) = &self.probes {
-            map.serialize_entry("probes", v)?;
-        }
-        if let Some(v) = &self.vastai {
-            map.serialize_entry("vastai", v)?;
-        }
-        if let Some(v) = &self.process {
-            map.serialize_entry("process", v)?;
-        }
-        if let Some(v) = &self.registry {
-            map.serialize_entry("registry", v)?;
-        }
-        if let Some(v) = &self.relay_server {
-            map.serialize_entry("relay_server", v)?;
-        }
-        if let Some(v) = &self.subprocess {
-            map.serialize_entry("subprocess", v)?;
-        }
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for SnapshotBody {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for SnapshotBody {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<SnapshotBodyBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(SnapshotBody, SnapshotBodyDecoder, "SnapshotBody" {
+    reachability: Vec<PeerReachability> = "reachability" req,
+    events: Vec<EventRecord> = "events" skip,
+    iroh: Option<IrohState> = "iroh" omit,
+    swim: Option<SwimState> = "swim" omit,
+    host: Option<HostState> = "host" omit,
+    probes: Option<ProbeState> = "probes" omit,
+    vastai: Option<VastaiContext> = "vastai" omit,
+    process: Option<ProcessStats> = "process" omit,
+    registry: Option<Registry> = "registry" omit,
+    relay_server: Option<RelayServer> = "relay_server" omit,
+    subprocess: Option<SubprocessState> = "subprocess" omit,
+} flat {} extra { extra });
 /// What this node has locally observed about one remote peer (swactor `PeerReachability`), kept continuously and written in every snapshot. Comparing one node's inbound times with the other node's outbound times reveals asymmetric paths. Every field is always written; unknown values are `null`.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct PeerReachability {
     /// The remote peer this entry describes.
     ///
@@ -692,216 +438,51 @@ pub struct PeerReachability {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`PeerReachability`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct PeerReachabilityBuilder {
-    peer_node_id_hex: Option<NodeIdHex>,
-    last_inbound_packet_at_ms: Option<Option<u64>>,
-    last_inbound_via: Option<Option<String>>,
-    last_outbound_success_at_ms: Option<Option<u64>>,
-    last_outbound_via: Option<Option<String>>,
-    last_dial_started_at_ms: Option<Option<u64>>,
-    last_dial_outcome: Option<Option<String>>,
-    last_dial_duration_ms: Option<Option<u64>>,
-    current_swim_opinion: Option<PeerState>,
-    current_swim_opinion_since_ms: Option<Option<u64>>,
-    swim_transition_history: Option<Vec<StateTransition>>,
-    metadata_version_seen: Option<Option<u64>>,
-    metadata_relay_url_seen: Option<Option<String>>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for PeerReachabilityBuilder {
-    type Output = PeerReachability;
-    const NAME: &'static str = "PeerReachability";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "peer_node_id_hex" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.peer_node_id_hex,
-                    "peer_node_id_hex",
-                    value,
-                )
-            }
-            "last_inbound_packet_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_inbound_packet_at_ms,
-                    "last_inbound_packet_at_ms",
-                    value,
-                )
-            }
-            "last_inbound_via" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_inbound_via,
-                    "last_inbound_via",
-                    value,
-                )
-            }
-            "last_outbound_success_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_outbound_success_at_ms,
-                    "last_outbound_success_at_ms",
-                    value,
-                )
-            }
-            "last_outbound_via" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_outbound_via,
-                    "last_outbound_via",
-                    value,
-                )
-            }
-            "last_dial_started_at_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_dial_started_at_ms,
-                    "last_dial_started_at_ms",
-                    value,
-                )
-            }
-            "last_dial_outcome" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_dial_outcome,
-                    "last_dial_outcome",
-                    value,
-                )
-            }
-            "last_dial_duration_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.last_dial_duration_ms,
-                    "last_dial_duration_ms",
-                    value,
-                )
-            }
-            "current_swim_opinion" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.current_swim_opinion,
-                    "current_swim_opinion",
-                    value,
-                )
-            }
-            "current_swim_opinion_since_ms" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.current_swim_opinion_since_ms,
-                    "current_swim_opinion_since_ms",
-                    value,
-                )
-            }
-            "swim_transition_history" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.swim_transition_history,
-                    "swim_transition_history",
-                    value,
-                )
-            }
-            "metadata_version_seen" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.metadata_version_seen,
-                    "metadata_version_seen",
-                    value,
-                )
-            }
-            "metadata_relay_url_seen" => {
-                ::diagwire_runtime::private::field_set(
-                    &mut self.metadata_relay_url_seen,
-                    "metadata_relay_url_seen",
-                    value,
-                )
-            }
-            _ => self.extra.accept(key, value),
+impl PeerReachability {
+    /// Builds the value from its required fields (`peer_node_id_hex`, `current_swim_opinion`, `swim_transition_history`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        peer_node_id_hex: NodeIdHex,
+        current_swim_opinion: PeerState,
+        swim_transition_history: Vec<StateTransition>,
+    ) -> Self {
+        Self {
+            peer_node_id_hex,
+            last_inbound_packet_at_ms: None,
+            last_inbound_via: None,
+            last_outbound_success_at_ms: None,
+            last_outbound_via: None,
+            last_dial_started_at_ms: None,
+            last_dial_outcome: None,
+            last_dial_duration_ms: None,
+            current_swim_opinion,
+            current_swim_opinion_since_ms: None,
+            swim_transition_history,
+            metadata_version_seen: None,
+            metadata_relay_url_seen: None,
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<PeerReachability, E> {
-        Ok(PeerReachability {
-            peer_node_id_hex: ::diagwire_runtime::private::finish_required(
-                self.peer_node_id_hex,
-                "peer_node_id_hex",
-            )?,
-            last_inbound_packet_at_ms: self.last_inbound_packet_at_ms.flatten(),
-            last_inbound_via: self.last_inbound_via.flatten(),
-            last_outbound_success_at_ms: self.last_outbound_success_at_ms.flatten(),
-            last_outbound_via: self.last_outbound_via.flatten(),
-            last_dial_started_at_ms: self.last_dial_started_at_ms.flatten(),
-            last_dial_outcome: self.last_dial_outcome.flatten(),
-            last_dial_duration_ms: self.last_dial_duration_ms.flatten(),
-            current_swim_opinion: ::diagwire_runtime::private::finish_required(
-                self.current_swim_opinion,
-                "current_swim_opinion",
-            )?,
-            current_swim_opinion_since_ms: self.current_swim_opinion_since_ms.flatten(),
-            swim_transition_history: ::diagwire_runtime::private::finish_required(
-                self.swim_transition_history,
-                "swim_transition_history",
-            )?,
-            metadata_version_seen: self.metadata_version_seen.flatten(),
-            metadata_relay_url_seen: self.metadata_relay_url_seen.flatten(),
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for PeerReachability {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("peer_node_id_hex", &self.peer_node_id_hex)?;
-        map.serialize_entry(
-            "last_inbound_packet_at_ms",
-            &self.last_inbound_packet_at_ms,
-        )?;
-        map.serialize_entry("last_inbound_via", &self.last_inbound_via)?;
-        map.serialize_entry(
-            "last_outbound_success_at_ms",
-            &self.last_outbound_success_at_ms,
-        )?;
-        map.serialize_entry("last_outbound_via", &self.last_outbound_via)?;
-        map.serialize_entry("last_dial_started_at_ms", &self.last_dial_started_at_ms)?;
-        map.serialize_entry("last_dial_outcome", &self.last_dial_outcome)?;
-        map.serialize_entry("last_dial_duration_ms", &self.last_dial_duration_ms)?;
-        map.serialize_entry("current_swim_opinion", &self.current_swim_opinion)?;
-        map.serialize_entry(
-            "current_swim_opinion_since_ms",
-            &self.current_swim_opinion_since_ms,
-        )?;
-        map.serialize_entry("swim_transition_history", &self.swim_transition_history)?;
-        map.serialize_entry("metadata_version_seen", &self.metadata_version_seen)?;
-        map.serialize_entry("metadata_relay_url_seen", &self.metadata_relay_url_seen)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for PeerReachability {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for PeerReachability {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<PeerReachabilityBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(PeerReachability, PeerReachabilityDecoder, "PeerReachability" {
+    peer_node_id_hex: NodeIdHex = "peer_node_id_hex" req,
+    last_inbound_packet_at_ms: Option<u64> = "last_inbound_packet_at_ms" null,
+    last_inbound_via: Option<String> = "last_inbound_via" null,
+    last_outbound_success_at_ms: Option<u64> = "last_outbound_success_at_ms" null,
+    last_outbound_via: Option<String> = "last_outbound_via" null,
+    last_dial_started_at_ms: Option<u64> = "last_dial_started_at_ms" null,
+    last_dial_outcome: Option<String> = "last_dial_outcome" null,
+    last_dial_duration_ms: Option<u64> = "last_dial_duration_ms" null,
+    current_swim_opinion: PeerState = "current_swim_opinion" req,
+    current_swim_opinion_since_ms: Option<u64> = "current_swim_opinion_since_ms" null,
+    swim_transition_history: Vec<StateTransition> = "swim_transition_history" req,
+    metadata_version_seen: Option<u64> = "metadata_version_seen" null,
+    metadata_relay_url_seen: Option<String> = "metadata_relay_url_seen" null,
+} flat {} extra { extra });
 /// One SWIM state change of a peer as kept in the reachability history.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub struct StateTransition {
     /// State before the change.
     ///
@@ -924,84 +505,27 @@ pub struct StateTransition {
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
-/// Streaming deserializer of [`StateTransition`].
-#[doc(hidden)]
-#[derive(Default)]
-pub struct StateTransitionBuilder {
-    from: Option<PeerState>,
-    to: Option<PeerState>,
-    at_ms: Option<u64>,
-    reason: Option<String>,
-    extra: ::diagwire_runtime::Extra,
-}
-impl ::diagwire_runtime::Builder for StateTransitionBuilder {
-    type Output = StateTransition;
-    const NAME: &'static str = "StateTransition";
-    fn claims(&self, _key: &str) -> bool {
-        true
-    }
-    fn accept<'de, D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        &mut self,
-        key: &str,
-        value: D,
-    ) -> Result<(), D::Error> {
-        match key {
-            "from" => {
-                ::diagwire_runtime::private::field_set(&mut self.from, "from", value)
-            }
-            "to" => ::diagwire_runtime::private::field_set(&mut self.to, "to", value),
-            "at_ms" => {
-                ::diagwire_runtime::private::field_set(&mut self.at_ms, "at_ms", value)
-            }
-            "reason" => {
-                ::diagwire_runtime::private::field_set(&mut self.reason, "reason", value)
-            }
-            _ => self.extra.accept(key, value),
+impl StateTransition {
+    /// Builds the value from its required fields (`from`, `to`, `at_ms`, `reason`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(
+        from: PeerState,
+        to: PeerState,
+        at_ms: u64,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            from,
+            to,
+            at_ms,
+            reason: reason.into(),
+            extra: Default::default(),
         }
     }
-    fn finish<E: ::diagwire_runtime::private::serde::de::Error>(
-        self,
-    ) -> Result<StateTransition, E> {
-        Ok(StateTransition {
-            from: ::diagwire_runtime::private::finish_required(self.from, "from")?,
-            to: ::diagwire_runtime::private::finish_required(self.to, "to")?,
-            at_ms: ::diagwire_runtime::private::finish_required(self.at_ms, "at_ms")?,
-            reason: ::diagwire_runtime::private::finish_required(self.reason, "reason")?,
-            extra: self.extra,
-        })
-    }
 }
-impl ::diagwire_runtime::MapFields for StateTransition {
-    fn serialize_fields<M: ::diagwire_runtime::private::serde::ser::SerializeMap>(
-        &self,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        map.serialize_entry("from", &self.from)?;
-        map.serialize_entry("to", &self.to)?;
-        map.serialize_entry("at_ms", &self.at_ms)?;
-        map.serialize_entry("reason", &self.reason)?;
-        self.extra.serialize_into(map)?;
-        Ok(())
-    }
-}
-impl ::diagwire_runtime::private::serde::Serialize for StateTransition {
-    fn serialize<S: ::diagwire_runtime::private::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        use ::diagwire_runtime::private::serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        ::diagwire_runtime::MapFields::serialize_fields(self, &mut map)?;
-        map.end()
-    }
-}
-impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for StateTransition {
-    fn deserialize<D: ::diagwire_runtime::private::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_map(
-                ::diagwire_runtime::BuilderVisitor::<StateTransitionBuilder>::new(),
-            )
-    }
-}
+::diagwire_runtime::object!(StateTransition, StateTransitionDecoder, "StateTransition" {
+    from: PeerState = "from" req,
+    to: PeerState = "to" req,
+    at_ms: u64 = "at_ms" req,
+    reason: String = "reason" req,
+} flat {} extra { extra });

@@ -1,0 +1,156 @@
+//! `diagwire check` and `diagwire parity`: the behavioural contract of a bundle, its coverage and
+//! absence statistics, and sim-vs-prod parity (the `diagwire-rules` crate; `docs/behaviour.md`).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+use diagwire::bundle::read::Limits;
+use diagwire_rules::coverage::{self, Mode, Thresholds};
+use diagwire_rules::parity::{self, Config};
+use diagwire_rules::{Catalog, Options};
+use serde_json::json;
+
+/// Output format of `check` and `parity`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Markdown.
+    Md,
+    /// JSON.
+    Json,
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+fn print_json(v: &serde_json::Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).expect("OK because a Value always serializes")
+    );
+}
+
+/// `diagwire check BUNDLE [--coverage] [--baseline OTHER] [--fail-on-coverage-below P]`.
+///
+/// Exit status: 0 when no rule at level `violation` has a finding, no baseline shift is flagged
+/// and the coverage is not below P; 1 otherwise; 2 when a bundle cannot be opened.
+pub fn check(
+    bundle: &Path,
+    show_coverage: bool,
+    baseline: Option<&Path>,
+    fail_below: Option<f64>,
+    format: Format,
+) -> ExitCode {
+    if let Some(p) = fail_below {
+        if !(0.0..=100.0).contains(&p) {
+            return fail("--fail-on-coverage-below takes a percentage from 0 to 100");
+        }
+    }
+    let catalog = Catalog::builtin();
+    let need_coverage = show_coverage || baseline.is_some() || fail_below.is_some();
+    let checked = match diagwire_rules::check_bundle(
+        bundle,
+        Limits::default(),
+        &catalog,
+        Options::default(),
+        need_coverage,
+    ) {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let diffs = match (baseline, &checked.coverage) {
+        (Some(b), Some(cov)) => {
+            let base = match diagwire_rules::coverage_of(b, Limits::default()) {
+                Ok(c) => c,
+                Err(e) => return fail(&e.to_string()),
+            };
+            Some(coverage::compare(
+                cov,
+                &base,
+                Mode::Baseline,
+                &[],
+                &Thresholds::default(),
+            ))
+        }
+        _ => None,
+    };
+    let percent = checked.coverage.as_ref().map(|c| c.contract.percent());
+    let below = fail_below.zip(percent).filter(|(p, got)| got < p);
+    let flagged = diffs
+        .as_ref()
+        .map_or(0, |d| d.iter().filter(|x| x.flagged).count());
+    match format {
+        Format::Md => {
+            print!("{}", checked.report.to_markdown());
+            if show_coverage {
+                if let Some(c) = &checked.coverage {
+                    println!();
+                    print!("{}", c.to_markdown());
+                }
+            }
+            if let (Some(d), Some(b)) = (&diffs, baseline) {
+                println!();
+                print!(
+                    "{}",
+                    coverage::differences_markdown(
+                        "Shifts against the baseline",
+                        d,
+                        &checked.report.bundle,
+                        &b.display().to_string()
+                    )
+                );
+            }
+            if let (Some(p), Some(got)) = (fail_below, percent) {
+                println!(
+                    "\nContract coverage {got:.1}% {} the required {p}%.",
+                    if got < p { "is below" } else { "meets" }
+                );
+            }
+        }
+        Format::Json => {
+            let mut out = json!({ "check": checked.report.to_json() });
+            if show_coverage {
+                if let Some(c) = &checked.coverage {
+                    out["coverage"] = c.to_json();
+                }
+            }
+            if let Some(d) = &diffs {
+                out["baseline"] = json!({
+                    "bundle": baseline.map(|b| b.display().to_string()),
+                    "flagged": flagged,
+                    "differences": d.iter().map(|x| x.to_json()).collect::<Vec<_>>(),
+                });
+            }
+            if let (Some(p), Some(got)) = (fail_below, percent) {
+                out["coverage_gate"] = json!({ "required": p, "percent": got, "passed": got >= p });
+            }
+            print_json(&out);
+        }
+    }
+    if checked.report.passed() && flagged == 0 && below.is_none() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `diagwire parity SIM PROD`: exit status 0 when parity holds, 1 when it fails, 2 when a bundle
+/// cannot be opened.
+pub fn parity(sim: &Path, prod: &Path, format: Format) -> ExitCode {
+    let config = Config::builtin();
+    let report = match parity::parity(sim, prod, Limits::default(), &config) {
+        Ok(r) => r,
+        Err(e) => return fail(&e.to_string()),
+    };
+    match format {
+        Format::Md => print!("{}", report.to_markdown()),
+        Format::Json => print_json(&report.to_json()),
+    }
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

@@ -1,0 +1,260 @@
+//! The `diagwire` command-line tool.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+mod behaviour;
+mod review;
+mod summary;
+mod validate;
+
+use clap::{Parser, Subcommand};
+use diagwire::bundle::read::Limits;
+use diagwire::v1::RecordKind;
+
+/// The swactor diagnostics wire contract.
+#[derive(Parser)]
+#[command(name = "diagwire", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Classify every change between two schema trees under the review's rule catalog.
+    ///
+    /// OLD and NEW are folders of schema files, `current` (`schemas/`) or frozen release versions
+    /// (`1.0.0`). Each change gets a rule id, its effect on old readers of new records and new
+    /// readers of old records, and the bump it needs; breaking changes come with a counterexample
+    /// record confirmed by the readers. Exit status: 0 when the change needs at most a minor bump
+    /// and everything is classified, 1 otherwise (naming the breaking rules), 2 on an error.
+    Diff {
+        /// The tree before.
+        old: String,
+        /// The tree after.
+        new: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = review::Format::Md)]
+        format: review::Format,
+    },
+    /// Review the working tree's schemas for a pull request: against the git revision BASE and
+    /// against every frozen release of the current major version, with the required and declared
+    /// version bump, the changelog and generated-code checks, and the rollout order per role.
+    /// Prints Markdown ready to paste as a comment (or JSON); exit status 1 when the review fails.
+    Review {
+        /// The git revision the pull request is based on.
+        #[arg(long)]
+        base: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = review::Format::Md)]
+        format: review::Format,
+    },
+    /// Draft the CHANGELOG.md section of the next release from the changes since the last release.
+    Changelog {
+        /// The date of the heading (YYYY-MM-DD); today when left out.
+        #[arg(long)]
+        date: Option<String>,
+        /// The release to start from; the newest when left out.
+        #[arg(long)]
+        since: Option<String>,
+    },
+    /// The post-incident summary of a bundle: every section swactor's post-processor renders, plus
+    /// subprocess buckets, validation, absence and what this reader does not know.
+    ///
+    /// BUNDLE is a directory or a `.tar.gz` of any generation and any release. Markdown by default;
+    /// `--format json` prints the shape `docs/summary.md` documents; `--format html` one
+    /// self-contained page with plots; `--format tsv --view reachability|timeline` the two TSV views.
+    Summary {
+        /// The bundle.
+        bundle: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = summary::Format::Md)]
+        format: summary::Format,
+        /// The TSV view.
+        #[arg(long, value_enum, default_value_t = summary::View::Reachability)]
+        view: summary::View,
+        /// Write to this file instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Compare two bundles: node set, finalize flag, event counts per node and type, the first peer
+    /// to go Dead, dials and probe RTTs. Lines start with `=`, `+` (only in B), `-` (only in A) or
+    /// `*` (changed).
+    Compare {
+        /// Bundle A.
+        a: PathBuf,
+        /// Bundle B.
+        b: PathBuf,
+    },
+    /// Print the review's rule catalog (the source of docs/review-rules.md).
+    Rules {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = review::Format::Md)]
+        format: review::Format,
+    },
+    /// Check bundles and record files against the contract.
+    ///
+    /// PATH is a bundle (a directory, or a `.tar.gz` in the collector layout whatever its name) or a
+    /// record file: an events file holds a JSON array of event records, every other file one
+    /// record. Every record is checked against its type and, when it fails, its schema says where;
+    /// a bundle's manifest, boot records, directories and sequence numbers are checked against each
+    /// other. The record kind of a file comes from its name in swactor's layout (`boot.json`,
+    /// `events-NNNNNN.json`, `snapshot-NNNNNN.json`, `finalize.json`, `MANIFEST.json`,
+    /// `vastai_*.json`) or from `--kind`. Each path is reported on its own. Exit status: the worst
+    /// of the paths: 0 when everything is valid, 1 when something is not, 2 when a path could not
+    /// be checked (not found, not a bundle, unknown kind).
+    Validate {
+        /// Bundles and files to check.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The record kind of every record file (boot, event, event_batch, snapshot, finalize,
+        /// manifest, post_ack, error, runs, live, vastai).
+        #[arg(long, value_parser = parse_kind)]
+        kind: Option<RecordKind>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = validate::Format::Human)]
+        format: validate::Format,
+        /// Largest file read, in bytes, in a bundle or given as a path (a decompression-bomb guard).
+        #[arg(long, default_value_t = Limits::default().max_file_bytes)]
+        max_file_bytes: u64,
+        /// Largest total a bundle may unpack to, in bytes.
+        #[arg(long, default_value_t = Limits::default().max_total_bytes)]
+        max_total_bytes: u64,
+        /// Run every record through the JSON Schema validator as well as the typed parse and
+        /// report any disagreement (a defect of the contract). Slower.
+        #[arg(long)]
+        cross_check: bool,
+    },
+    /// Check a bundle against the behavioural contract of its records (docs/behaviour.md).
+    ///
+    /// Every rule of the rule file (identity fields per scope, stable reason values, ordering,
+    /// one terminal outcome per run, sequence numbers, dial pairing, absence and gaps) is
+    /// evaluated in one streaming pass. Each finding names its rule, level, location and the
+    /// records involved; rules that had nothing to check are listed as such. `--coverage` adds
+    /// the coverage and absence tables, `--baseline` flags shifts against another bundle.
+    /// Exit status: 0 when no violation, 1 otherwise (or a flagged shift, or coverage below P),
+    /// 2 when a bundle cannot be opened.
+    Check {
+        /// The bundle (a directory or a `.tar.gz`).
+        bundle: PathBuf,
+        /// Print the coverage and absence statistics.
+        #[arg(long)]
+        coverage: bool,
+        /// Flag shifts in the coverage and absence ratios against this bundle.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        /// Fail when less than P percent of the contract's fields were seen.
+        #[arg(long, value_name = "P")]
+        fail_on_coverage_below: Option<f64>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = behaviour::Format::Md)]
+        format: behaviour::Format,
+    },
+    /// Compare a simulated bundle with a production bundle of the same scenario: shape parity,
+    /// then the distributions of the fields the simulator must reproduce. Exit status: 0 when
+    /// parity holds, 1 when it fails, 2 when a bundle cannot be opened.
+    Parity {
+        /// The simulated bundle.
+        sim: PathBuf,
+        /// The production bundle.
+        prod: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = behaviour::Format::Md)]
+        format: behaviour::Format,
+    },
+    /// Convert the simulator's prod-shape directory into the contract's bundle layout under OUT,
+    /// listing everything it could not map.
+    Upgrade {
+        /// The simulator's bundle directory.
+        input: PathBuf,
+        /// The folder to write the run directory into.
+        out: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Validate {
+            paths,
+            kind,
+            format,
+            max_file_bytes,
+            max_total_bytes,
+            cross_check,
+        } => {
+            let limits = Limits {
+                max_file_bytes,
+                max_total_bytes,
+                ..Limits::default()
+            };
+            validate::run(validate::Args {
+                paths,
+                kind,
+                format,
+                limits,
+                cross_check,
+            })
+        }
+        Command::Upgrade { input, out } => upgrade(&input, &out),
+        Command::Check {
+            bundle,
+            coverage,
+            baseline,
+            fail_on_coverage_below,
+            format,
+        } => behaviour::check(
+            &bundle,
+            coverage,
+            baseline.as_deref(),
+            fail_on_coverage_below,
+            format,
+        ),
+        Command::Parity { sim, prod, format } => behaviour::parity(&sim, &prod, format),
+        Command::Diff { old, new, format } => review::diff(&old, &new, format),
+        Command::Review { base, format } => review::review(base.as_deref(), format),
+        Command::Changelog { date, since } => review::changelog(date.as_deref(), since.as_deref()),
+        Command::Rules { format } => review::rules(format),
+        Command::Summary {
+            bundle,
+            format,
+            view,
+            out,
+        } => summary::summary(&bundle, format, view, out),
+        Command::Compare { a, b } => summary::compare(&a, &b),
+    }
+}
+
+fn parse_kind(s: &str) -> Result<RecordKind, String> {
+    s.parse::<RecordKind>().map_err(|e| {
+        let all: Vec<&str> = RecordKind::ALL.iter().map(|k| k.as_str()).collect();
+        format!("{e} (one of {})", all.join(", "))
+    })
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+fn upgrade(input: &Path, out: &Path) -> ExitCode {
+    let upgraded = match diagwire_cli::upgrade::upgrade(input) {
+        Ok(u) => u,
+        Err(e) => return fail(&format!("{}: {e}", input.display())),
+    };
+    let dir = match diagwire::bundle::write::write_dir(&upgraded.contents, out) {
+        Ok(d) => d,
+        Err(e) => return fail(&format!("{}: {e}", out.display())),
+    };
+    for problem in &upgraded.problems {
+        println!("not mapped: {problem}");
+    }
+    println!(
+        "wrote {} file(s) to {}; {} item(s) not mapped",
+        upgraded.contents.files.len(),
+        dir.display(),
+        upgraded.problems.len()
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,207 @@
+//! `diagwire diff`, `review`, `changelog` and `rules`: the schema review from the command line.
+//! (The changelog date is computed here: a civil date from a day count needs no date crate.)
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use diagwire_review::catalog::Bump;
+use diagwire_review::tree::Tree;
+use diagwire_review::{changelog, compare, report, review};
+
+/// Output formats of the review commands.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Markdown, ready to paste as a pull-request comment.
+    Md,
+    /// JSON.
+    Json,
+}
+
+/// The repository root: the closest folder at or above the current one holding `schemas/VERSION`.
+fn repo_root() -> Result<PathBuf, String> {
+    let mut dir = std::env::current_dir().map_err(|e| e.to_string())?;
+    loop {
+        if dir.join("schemas/VERSION").is_file() {
+            return Ok(dir);
+        }
+        if !dir.pop() {
+            return Err("not inside a diagwire repository (no schemas/VERSION above here)".into());
+        }
+    }
+}
+
+/// A tree named on the command line: a folder of schema files, `current` (`schemas/`), or the
+/// version of a frozen release.
+fn tree(spec: &str) -> Result<Tree, String> {
+    let path = Path::new(spec);
+    let dir = if path.is_dir() {
+        path.to_path_buf()
+    } else {
+        let root = repo_root()?;
+        if spec == "current" {
+            root.join("schemas")
+        } else {
+            let release = root.join("schemas/releases").join(spec);
+            if !release.is_dir() {
+                return Err(format!(
+                    "{spec}: not a folder, `current`, or a frozen release"
+                ));
+            }
+            release
+        }
+    };
+    let mut t = Tree::load_dir(&dir).map_err(|e| format!("{e:#}"))?;
+    t.label = spec.to_owned();
+    if dir.ends_with("schemas") && t.version.is_none() {
+        t.version = diagwire_schema::contract_version(dir.parent().unwrap_or(&dir)).ok();
+    }
+    Ok(t)
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+/// `diagwire diff OLD NEW`: exit 0 when the change needs at most a minor bump and every change is
+/// classified; 1 otherwise, naming the breaking rules.
+pub fn diff(old: &str, new: &str, format: Format) -> ExitCode {
+    let (old, new) = match (tree(old), tree(new)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let c = match compare(&old, &new) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    match format {
+        Format::Md => {
+            let mut out = String::new();
+            report::comparison_md(&c, &mut out);
+            print!("{out}");
+        }
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report::comparison_json(&c)).unwrap_or_default()
+        ),
+    }
+    let mut breaking: Vec<&str> = c.breaking().map(|f| f.finding.rule.id).collect();
+    breaking.dedup();
+    if c.required() <= Bump::Minor && c.unclassified().count() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("breaking: {}", breaking.join(", "));
+        ExitCode::from(1)
+    }
+}
+
+/// `diagwire review [--base REV]`.
+pub fn review(base: Option<&str>, format: Format) -> ExitCode {
+    let root = match repo_root() {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let r = match review::review(&root, base) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    match format {
+        Format::Md => print!("{}", report::review_md(&r)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report::review_json(&r)).unwrap_or_default()
+        ),
+    }
+    let failures = r.failures();
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        for f in &failures {
+            eprintln!("{f}");
+        }
+        ExitCode::from(1)
+    }
+}
+
+/// `diagwire changelog`: the next release's section, from the last release (or `since`) to
+/// `schemas/`.
+pub fn changelog(date: Option<&str>, since: Option<&str>) -> ExitCode {
+    let root = match repo_root() {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let releases = match diagwire_schema::released_versions(&root) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    let last = match since {
+        Some(v) => match releases.iter().find(|r| r.to_string() == v) {
+            Some(r) => r,
+            None => return fail(&format!("{v}: not a frozen release")),
+        },
+        None => match releases.last() {
+            Some(r) => r,
+            None => return fail("no release is frozen yet"),
+        },
+    };
+    let (old, new) = match (tree(&last.to_string()), tree("current")) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let c = match compare(&old, &new) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("{e:#}")),
+    };
+    if c.is_empty() {
+        println!("No change to the schemas since {last}: nothing to release.");
+        return ExitCode::SUCCESS;
+    }
+    let declared = new.version.clone().filter(|v| v > last);
+    let version = declared.unwrap_or_else(|| changelog::next_version(last, c.required()));
+    let date = date.map_or_else(today, str::to_owned);
+    print!("{}", changelog::draft(&c, &version, &date));
+    ExitCode::SUCCESS
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// `diagwire rules`: the catalog.
+pub fn rules(format: Format) -> ExitCode {
+    match format {
+        Format::Md => print!("{}", report::catalog_md()),
+        Format::Json => {
+            let rules: Vec<serde_json::Value> = diagwire_review::catalog::ALL
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "id": r.id, "title": r.title, "bump": r.bump.as_str(),
+                        "old_reader_on_new_records": r.old_reader.as_str(),
+                        "new_reader_on_old_records": r.new_reader.as_str(), "why": r.why,
+                    })
+                })
+                .collect();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&rules).unwrap_or_default()
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,112 @@
+//! `diagwire summary` and `diagwire compare`: the post-incident report of a bundle.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use diagwire::bundle::read::Limits;
+use diagwire_report::{compare, html, render, summarize_with, tsv};
+
+/// Output formats of `diagwire summary`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Markdown (the default on a terminal).
+    Md,
+    /// JSON, in the shape `docs/summary.md` documents.
+    Json,
+    /// One self-contained HTML page with plots.
+    Html,
+    /// Tab-separated values of one view (`--view`).
+    Tsv,
+}
+
+/// The TSV views.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum View {
+    /// Per snapshot: the observer's SWIM opinion of every node.
+    Reachability,
+    /// Every event that names another node.
+    Timeline,
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {}", render::clean(message));
+    ExitCode::from(2)
+}
+
+fn progress_bar(files: usize) -> Option<indicatif::ProgressBar> {
+    (std::io::stderr().is_terminal() && files >= 200).then(|| {
+        let bar = indicatif::ProgressBar::new(files as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    })
+}
+
+fn emit(out: Option<&Path>, text: &str) -> ExitCode {
+    match out {
+        Some(path) => match std::fs::write(path, text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&format!("{}: {e}", path.display())),
+        },
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text.as_bytes());
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// `diagwire summary BUNDLE`.
+pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) -> ExitCode {
+    if format == Format::Tsv {
+        let mut text = Vec::new();
+        let result = match view {
+            View::Reachability => tsv::reachability(bundle, Limits::default(), &mut text),
+            View::Timeline => tsv::timeline(bundle, Limits::default(), &mut text),
+        };
+        if let Err(e) = result {
+            return fail(&e.to_string());
+        }
+        return emit(out.as_deref(), &String::from_utf8_lossy(&text));
+    }
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let mut tick = |done: usize, all: usize| {
+        if done == 1 {
+            bar = progress_bar(all);
+        }
+        if let Some(b) = &bar {
+            b.set_position(done as u64);
+        }
+    };
+    let summary = match summarize_with(bundle, Limits::default(), &mut tick) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.to_string()),
+    };
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let text = match format {
+        Format::Md => render::markdown(&summary),
+        Format::Json => {
+            serde_json::to_string_pretty(&render::json(&summary)).unwrap_or_default() + "\n"
+        }
+        Format::Html => html::page(&summary),
+        Format::Tsv => unreachable!("OK because TSV returned above"),
+    };
+    emit(out.as_deref(), &text)
+}
+
+/// `diagwire compare A B`.
+pub fn compare(a: &Path, b: &Path) -> ExitCode {
+    let (sa, sb) = match (
+        summarize_with(a, Limits::default(), &mut |_, _| {}),
+        summarize_with(b, Limits::default(), &mut |_, _| {}),
+    ) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(e), _) | (_, Err(e)) => return fail(&e.to_string()),
+    };
+    emit(None, &compare::markdown(&sa, &sb))
+}

@@ -1,0 +1,383 @@
+//! `diagwire validate`: each path checked and reported on its own, the exit status the worst of
+//! them.
+//!
+//! A path is a bundle (a directory, or a file that is an archive by its name or its first bytes)
+//! or a record file. What kind of thing a path is comes from its metadata before anything is
+//! opened, so a FIFO or a device is refused instead of read. Human output escapes every control
+//! character that came from the input; JSON output keeps the text exact.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use diagwire::Problem;
+use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind};
+use diagwire::check::{Checker, Options, Report};
+use diagwire::problem::printable;
+use diagwire::v1::RecordKind;
+use diagwire::validate::Validators;
+
+/// The output format.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Lines for a person.
+    Human,
+    /// One JSON document for machines.
+    Json,
+}
+
+/// What `validate` was asked.
+pub struct Args {
+    pub paths: Vec<PathBuf>,
+    pub kind: Option<RecordKind>,
+    pub format: Format,
+    pub limits: Limits,
+    pub cross_check: bool,
+}
+
+/// What one path gave.
+enum Outcome {
+    /// Checked: the report.
+    Checked(Report),
+    /// Could not be checked at all.
+    Failed(Problem),
+}
+
+impl Outcome {
+    /// 0 clean, 1 problems, 2 could not run.
+    fn status(&self) -> u8 {
+        match self {
+            Outcome::Checked(r) if r.is_clean() => 0,
+            Outcome::Checked(_) => 1,
+            Outcome::Failed(_) => 2,
+        }
+    }
+}
+
+/// What a path is, from its metadata (and, for a regular file, its name and first bytes).
+enum Target {
+    Bundle,
+    RecordFile,
+}
+
+fn target(path: &Path) -> Result<Target, Problem> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let (kind, message) = if e.kind() == std::io::ErrorKind::NotFound {
+            (ReadErrorKind::NotFound, "not found".to_owned())
+        } else {
+            (ReadErrorKind::Io, e.to_string())
+        };
+        Problem::from(read_error(kind, &shown, message))
+    })?;
+    if meta.is_dir() {
+        return Ok(Target::Bundle);
+    }
+    if !meta.is_file() {
+        return Err(read_error(
+            ReadErrorKind::NotABundle,
+            &shown,
+            format!(
+                "{}, not a bundle or a record file; not opened",
+                special_file(&meta)
+            ),
+        )
+        .into());
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if [".tar.gz", ".tgz", ".tar", ".gz", ".zip"]
+        .iter()
+        .any(|s| name.ends_with(s))
+    {
+        return Ok(Target::Bundle);
+    }
+    let mut magic = [0u8; 262];
+    let got = std::fs::File::open(path)
+        .and_then(|mut f| {
+            let mut got = 0;
+            while got < magic.len() {
+                match f.read(&mut magic[got..])? {
+                    0 => break,
+                    n => got += n,
+                }
+            }
+            Ok(got)
+        })
+        .unwrap_or(0);
+    let archive = magic[..got.min(2)] == [0x1f, 0x8b]
+        || magic[..got.min(4)] == *b"PK\x03\x04"
+        || (got >= 262 && &magic[257..262] == b"ustar");
+    Ok(if archive {
+        Target::Bundle
+    } else {
+        Target::RecordFile
+    })
+}
+
+#[cfg(unix)]
+fn special_file(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_file(_meta: &std::fs::Metadata) -> &'static str {
+    "not a regular file"
+}
+
+fn read_error(kind: ReadErrorKind, location: &str, message: impl Into<String>) -> ReadError {
+    ReadError {
+        kind,
+        location: location.to_owned(),
+        message: message.into(),
+        path: None,
+    }
+}
+
+/// Runs the check and prints what it found.
+pub fn run(args: Args) -> ExitCode {
+    let validators = match Validators::new() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = Options {
+        cross_check: args.cross_check,
+        max_record_bytes: usize::try_from(args.limits.max_file_bytes).unwrap_or(usize::MAX),
+        ..Options::default()
+    };
+    let mut checker = Checker::new(&validators, options);
+    let mut outcomes = Vec::new();
+    for path in &args.paths {
+        let outcome = check_path(&mut checker, path, args.kind, args.limits);
+        if args.format == Format::Human {
+            print_outcome(path, &outcome, args.paths.len() > 1);
+        }
+        outcomes.push((path.clone(), outcome));
+    }
+    match args.format {
+        Format::Human => print_total(&outcomes),
+        Format::Json => print_json(&outcomes),
+    }
+    let worst = outcomes.iter().map(|(_, o)| o.status()).max().unwrap_or(0);
+    ExitCode::from(worst)
+}
+
+fn check_path(
+    checker: &mut Checker<'_>,
+    path: &Path,
+    kind: Option<RecordKind>,
+    limits: Limits,
+) -> Outcome {
+    let target = match target(path) {
+        Ok(t) => t,
+        Err(p) => return Outcome::Failed(p),
+    };
+    let mut report = Report::default();
+    match target {
+        Target::Bundle => {
+            let mut reader = match BundleReader::open(path, limits) {
+                Ok(r) => r,
+                Err(e) => return Outcome::Failed(e.into()),
+            };
+            let bar = progress_bar();
+            let mut tick = |done: u64, all: u64| {
+                if let Some(b) = &bar {
+                    b.set_length(all);
+                    b.set_position(done);
+                }
+            };
+            checker.check_bundle(&mut reader, &mut tick, &mut report);
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+        }
+        Target::RecordFile => {
+            checker.check_path(path, kind, limits.max_file_bytes, &mut report);
+            // A record file that could not be opened at all is a path that could not be checked.
+            if report.files == 0 {
+                if let Some(p) = report.problems.first() {
+                    if matches!(
+                        p.kind,
+                        diagwire::ProblemKind::Read(_) | diagwire::ProblemKind::Layout
+                    ) {
+                        return Outcome::Failed(p.clone());
+                    }
+                }
+            }
+        }
+    }
+    Outcome::Checked(report)
+}
+
+/// A progress bar on a terminal, in bytes of the bundle read.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {elapsed}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    })
+}
+
+fn problem_line(p: &Problem) -> String {
+    format!(
+        "{}: {}",
+        printable(&p.location.to_string()),
+        printable(&p.message)
+    )
+}
+
+fn counts(r: &Report) -> String {
+    let mut line = format!(
+        "{} file(s), {} record(s): {} valid, {} invalid",
+        r.files,
+        r.records,
+        r.valid_records(),
+        r.invalid_records
+    );
+    if r.unreadable_files > 0 {
+        line.push_str(&format!(", {} unreadable file(s)", r.unreadable_files));
+    }
+    line.push_str(&format!(", {} problem(s)", r.problem_count));
+    line
+}
+
+fn print_outcome(path: &Path, outcome: &Outcome, per_path_line: bool) {
+    let shown = path.display().to_string();
+    match outcome {
+        Outcome::Failed(p) => {
+            println!("{}", problem_line(p));
+            if per_path_line {
+                println!("{}: not checked", printable(&shown));
+            }
+        }
+        Outcome::Checked(r) => {
+            for p in &r.problems {
+                println!("{}", problem_line(p));
+            }
+            for o in &r.omitted {
+                let mut parts = Vec::new();
+                if o.problems > 0 {
+                    parts.push(format!("{} more problem(s)", o.problems));
+                }
+                if o.records > 0 {
+                    parts.push(format!("{} more invalid record(s)", o.records));
+                }
+                println!(
+                    "{}: … and {} not shown",
+                    printable(&o.file),
+                    parts.join(" and ")
+                );
+            }
+            if per_path_line {
+                println!("{}: {}", printable(&shown), counts(r));
+            }
+        }
+    }
+}
+
+fn total(outcomes: &[(PathBuf, Outcome)]) -> Report {
+    let mut total = Report::default();
+    for (_, o) in outcomes {
+        if let Outcome::Checked(r) = o {
+            total.files += r.files;
+            total.unreadable_files += r.unreadable_files;
+            total.records += r.records;
+            total.invalid_records += r.invalid_records;
+            total.problem_count += r.problem_count;
+        }
+    }
+    total
+}
+
+fn print_total(outcomes: &[(PathBuf, Outcome)]) {
+    let failed = outcomes
+        .iter()
+        .filter(|(_, o)| matches!(o, Outcome::Failed(_)))
+        .count();
+    let mut line = format!("{} path(s), {}", outcomes.len(), counts(&total(outcomes)));
+    if failed > 0 {
+        line.push_str(&format!("; {failed} path(s) could not be checked"));
+    }
+    println!("{line}");
+}
+
+fn problem_json(p: &Problem) -> serde_json::Value {
+    serde_json::json!({
+        "kind": p.kind.as_str(),
+        "file": p.location.file,
+        "record": p.location.record,
+        "pointer": p.location.pointer,
+        "line": p.location.position.map(|x| x.line),
+        "column": p.location.position.map(|x| x.column),
+        "message": p.message,
+    })
+}
+
+fn print_json(outcomes: &[(PathBuf, Outcome)]) {
+    let mut all = Vec::new();
+    let paths: Vec<serde_json::Value> = outcomes
+        .iter()
+        .map(|(path, o)| match o {
+            Outcome::Failed(p) => {
+                all.push(problem_json(p));
+                serde_json::json!({
+                    "path": path.display().to_string(),
+                    "checked": false,
+                    "error": problem_json(p),
+                })
+            }
+            Outcome::Checked(r) => {
+                all.extend(r.problems.iter().map(problem_json));
+                serde_json::json!({
+                    "path": path.display().to_string(),
+                    "checked": true,
+                    "files": r.files,
+                    "unreadable_files": r.unreadable_files,
+                    "records": r.records,
+                    "valid": r.valid_records(),
+                    "invalid": r.invalid_records,
+                    "problem_count": r.problem_count,
+                    "problems": r.problems.iter().map(problem_json).collect::<Vec<_>>(),
+                    "omitted": r.omitted.iter().map(|o| serde_json::json!({
+                        "file": o.file, "problems": o.problems, "records": o.records,
+                    })).collect::<Vec<_>>(),
+                })
+            }
+        })
+        .collect();
+    let t = total(outcomes);
+    let out = serde_json::json!({
+        "paths": paths,
+        "files": t.files,
+        "unreadable_files": t.unreadable_files,
+        "records": t.records,
+        "valid": t.valid_records(),
+        "invalid": t.invalid_records,
+        "problem_count": t.problem_count,
+        "problems": all,
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&out).expect("OK because a Value always serializes")
+    );
+}

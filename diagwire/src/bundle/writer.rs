@@ -1,0 +1,334 @@
+//! Building a bundle record by record: what the simulator writes, and what [`super::assemble`] fills
+//! from the collector's staging tree.
+//!
+//! [`Writer::finish`] lays the files out ([`crate::layout`]) and derives `MANIFEST.json` from them
+//! and nothing else: node labels from each node's latest boot record, counts from the files, the
+//! finalize flag from the finalize files, plus the contract version this crate writes and the
+//! writer's identity. Assembly from staging goes through the same function, so a bundle and its
+//! manifest cannot disagree whichever path made them.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{BundleContents, pretty_json};
+use crate::layout::{self, FileKind, Role};
+use crate::problem::{Location, Problem, ProblemKind};
+use crate::v1::{
+    BundleWriter, EventRecord, Finalize, Identity, Manifest, ManifestNode, Snapshot, VastaiRecord,
+};
+use crate::{CONTRACT_VERSION, NodeIdHex};
+
+/// A bundle being written: add records per node, then [`Writer::finish`].
+#[derive(Debug, Clone)]
+pub struct Writer {
+    run_id: String,
+    writer: BundleWriter,
+    nodes: BTreeMap<String, NodeFiles>,
+    span: Option<(u64, u64)>,
+    problems: Vec<Problem>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct NodeFiles {
+    /// `role` and `stage_index` of the latest boot record, once there is one.
+    boot: Option<(Option<String>, Option<u32>)>,
+    files: Vec<(FileKind, u64, Vec<u8>)>,
+    /// Whether every file came from this crate's types (then the node wrote this contract version).
+    typed: bool,
+}
+
+impl NodeFiles {
+    fn next_seq(&self, kind: &FileKind) -> u64 {
+        self.files
+            .iter()
+            .filter(|(k, _, _)| k == kind)
+            .map(|(_, seq, _)| *seq)
+            .max()
+            .unwrap_or(0)
+            + 1
+    }
+}
+
+/// A finished bundle: its files, its manifest (also in the files as `MANIFEST.json`), and the
+/// problems met while laying it out (labels and vast.ai kinds that had to be made safe, files
+/// added twice).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// Every file, `MANIFEST.json` included.
+    pub contents: BundleContents,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Names that were changed to be safe and files that replaced an earlier one.
+    pub problems: Vec<Problem>,
+}
+
+impl Writer {
+    /// A bundle for `run_id` written by `writer` (the program's kind, name and version). The
+    /// manifest declares the contract version of this crate, [`CONTRACT_VERSION`].
+    pub fn new(run_id: impl Into<String>, writer: BundleWriter) -> Self {
+        Writer {
+            run_id: run_id.into(),
+            writer,
+            nodes: BTreeMap::new(),
+            span: None,
+            problems: Vec::new(),
+        }
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Adds a boot record of the node it names; the last one added is the node's `boot.json`.
+    pub fn boot(&mut self, identity: &Identity) -> &mut Self {
+        let node = identity.node_id_hex.0.clone();
+        self.typed(&node, FileKind::Boot, identity);
+        let n = self.node(&node);
+        n.boot = Some((Some(identity.role.clone()), identity.stage_index));
+        self
+    }
+
+    /// Adds one posted batch of event records of `node` (`events/events-NNNNNN.json`).
+    pub fn events(&mut self, node: &NodeIdHex, batch: &[EventRecord]) -> &mut Self {
+        self.typed(&node.0, FileKind::Events, &batch);
+        self
+    }
+
+    /// Adds a snapshot of the node it names.
+    pub fn snapshot(&mut self, snapshot: &Snapshot) -> &mut Self {
+        let node = snapshot.identity.node_id_hex.0.clone();
+        self.typed(&node, FileKind::Snapshot, snapshot);
+        self
+    }
+
+    /// Adds a finalize record of `node`; the last one added is the node's `finalize.json`.
+    pub fn finalize(&mut self, node: &NodeIdHex, finalize: &Finalize) -> &mut Self {
+        self.typed(&node.0, FileKind::Finalize, finalize);
+        self
+    }
+
+    /// Adds a vast.ai monitoring record posted under `node` (a node id or a synthetic producer id
+    /// such as `vastai-external`) as a record of the vast.ai `kind` (`instance`, `sample`, `logs`,
+    /// `lifecycle`). A kind is ASCII letters, digits and `_`; any other character is written as
+    /// `_` (an empty kind as `_`) and listed in [`Finished::problems`].
+    pub fn vastai(&mut self, node: &str, kind: &str, record: &VastaiRecord) -> &mut Self {
+        let safe = if layout::is_vastai_kind(kind) {
+            kind.to_owned()
+        } else {
+            let safe: String = kind
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            let safe = if safe.is_empty() {
+                "_".to_owned()
+            } else {
+                safe
+            };
+            self.problems.push(Problem::new(
+                ProblemKind::Layout,
+                Location::file(format!("{}/{node}", self.run_id)),
+                format!("vast.ai kind {kind:?} cannot name a file, written as {safe:?}"),
+            ));
+            safe
+        };
+        self.typed(node, FileKind::Vastai(safe), record);
+        self
+    }
+
+    /// The run's time span on the collector's clock, in ms since the epoch
+    /// (`run_start_collector_ms`, `run_end_collector_ms`). Widened by every call.
+    pub fn collector_span(&mut self, start_ms: u64, end_ms: u64) -> &mut Self {
+        self.span = Some(match self.span {
+            Some((lo, hi)) => (lo.min(start_ms), hi.max(end_ms)),
+            None => (start_ms, end_ms),
+        });
+        self
+    }
+
+    /// Adds a file of `node` as it is, with its staging sequence number (the next one when
+    /// `None`): how assembly copies what nodes posted. A boot file's `role` and `stage_index` are
+    /// read leniently, so a record that is wrong elsewhere still names its node. A file with the
+    /// kind and sequence number of one already added replaces it, and is listed in
+    /// [`Finished::problems`].
+    pub fn add_file(&mut self, node: &str, kind: FileKind, seq: Option<u64>, bytes: Vec<u8>) {
+        let run_id = self.run_id.clone();
+        let n = self.node(node);
+        let seq = seq.unwrap_or_else(|| n.next_seq(&kind));
+        if let Some(at) = n.files.iter().position(|(k, s, _)| *k == kind && *s == seq) {
+            n.files.remove(at);
+            self.problems.push(Problem::new(
+                ProblemKind::Layout,
+                Location::file(format!("{run_id}/{node}")),
+                format!(
+                    "{} file number {seq} added twice; the later one is kept",
+                    kind.staged_stem()
+                ),
+            ));
+        }
+        let n = self.node(node);
+        if kind == FileKind::Boot
+            && n.files
+                .iter()
+                .all(|(k, s, _)| *k != FileKind::Boot || *s < seq)
+        {
+            n.boot = Some(boot_identity(&bytes));
+        }
+        n.typed = false;
+        n.files.push((kind, seq, bytes));
+    }
+
+    fn node(&mut self, node: &str) -> &mut NodeFiles {
+        self.nodes
+            .entry(node.to_owned())
+            .or_insert_with(|| NodeFiles {
+                typed: true,
+                ..NodeFiles::default()
+            })
+    }
+
+    fn typed(&mut self, node: &str, kind: FileKind, record: &impl Serialize) {
+        // Record files are written as the collector writes them: keys in alphabetical order.
+        let value =
+            serde_json::to_value(record).expect("OK because contract types always serialize");
+        let n = self.node(node);
+        let seq = n.next_seq(&kind);
+        n.files.push((kind, seq, pretty_json(&value)));
+    }
+
+    /// Lays the files out and derives the manifest.
+    pub fn finish(self) -> Finished {
+        let wanted: Vec<(String, String)> = self
+            .nodes
+            .iter()
+            .map(|(id, n)| {
+                let label = match &n.boot {
+                    Some((role, stage)) => layout::node_label(role.as_deref(), *stage, id),
+                    None if n
+                        .files
+                        .iter()
+                        .all(|(k, _, _)| matches!(k, FileKind::Vastai(_))) =>
+                    {
+                        id.clone()
+                    }
+                    None => layout::node_label(None, None, id),
+                };
+                (label, id.clone())
+            })
+            .collect();
+        let (labels, renamed) = layout::assign_labels(&wanted);
+        let mut problems = self.problems;
+        problems.extend(renamed.into_iter().map(|(id, wanted, written)| {
+            Problem::new(
+                ProblemKind::Layout,
+                Location::file(format!("{}/{id}", self.run_id)),
+                format!("label {wanted:?} is not a safe directory name, written as {written:?}"),
+            )
+        }));
+        let mut contents = BundleContents::new(&self.run_id);
+        let mut entries = Vec::new();
+        for ((id, node), label) in self.nodes.into_iter().zip(labels) {
+            entries.push(manifest_node(&id, &label, &node));
+            place(&mut contents, &label, node.files);
+        }
+        entries.sort_by(|a, b| (&a.label, &a.node_id_hex.0).cmp(&(&b.label, &b.node_id_hex.0)));
+        let mut manifest = Manifest::new(self.run_id.clone());
+        manifest.run_start_collector_ms = self.span.map(|(lo, _)| lo);
+        manifest.run_end_collector_ms = self.span.map(|(_, hi)| hi);
+        manifest.finalize_received = entries.iter().any(|n| n.finalize_recorded);
+        manifest.nodes = entries;
+        manifest.contract_version = Some(CONTRACT_VERSION.to_owned());
+        manifest.writer = Some(self.writer);
+        contents.insert_json(layout::MANIFEST, &manifest);
+        Finished {
+            contents,
+            manifest,
+            problems,
+        }
+    }
+
+    /// Finishes the bundle and writes it as `parent/<run_id>/…` (see [`super::write::write_dir`]).
+    pub fn write_dir(self, parent: &Path) -> io::Result<(PathBuf, Manifest)> {
+        let done = self.finish();
+        let dir = super::write::write_dir(&done.contents, parent)?;
+        Ok((dir, done.manifest))
+    }
+
+    /// Finishes the bundle and writes it as a deterministic `.tar.gz` (see
+    /// [`super::write::write_tar_gz`]).
+    pub fn write_tar_gz(self, out: impl Write) -> io::Result<Manifest> {
+        let done = self.finish();
+        super::write::write_tar_gz(&done.contents, out)?;
+        Ok(done.manifest)
+    }
+}
+
+/// The manifest entry of a node, from its files.
+fn manifest_node(id: &str, label: &str, node: &NodeFiles) -> ManifestNode {
+    let count =
+        |f: &dyn Fn(&FileKind) -> bool| node.files.iter().filter(|(k, _, _)| f(k)).count() as u64;
+    let mut entry = ManifestNode::new(NodeIdHex(id.to_owned()), label);
+    if let Some((role, stage_index)) = &node.boot {
+        entry.role = role.clone();
+        entry.stage_index = *stage_index;
+    }
+    entry.boot_recorded = node.boot.is_some();
+    entry.event_batches = count(&|k| *k == FileKind::Events);
+    entry.snapshots = count(&|k| *k == FileKind::Snapshot);
+    entry.finalize_recorded = count(&|k| *k == FileKind::Finalize) > 0;
+    entry.vastai_records = Some(count(&|k| matches!(k, FileKind::Vastai(_))));
+    let only_vastai = node
+        .files
+        .iter()
+        .all(|(k, _, _)| matches!(k, FileKind::Vastai(_)));
+    if node.typed && !only_vastai {
+        entry.contract_version = Some(CONTRACT_VERSION.to_owned());
+    }
+    entry
+}
+
+/// Puts a node's files at their bundle paths: the boot and finalize file with the highest sequence
+/// number as `boot.json` / `finalize.json`, the others numbered.
+fn place(contents: &mut BundleContents, label: &str, mut files: Vec<(FileKind, u64, Vec<u8>)>) {
+    files.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let latest = |kind: &FileKind| {
+        files
+            .iter()
+            .filter(|(k, _, _)| k == kind)
+            .map(|(_, s, _)| *s)
+            .max()
+    };
+    let (last_boot, last_finalize) = (latest(&FileKind::Boot), latest(&FileKind::Finalize));
+    for (kind, seq, bytes) in files {
+        let is_latest = match kind {
+            FileKind::Boot => Some(seq) == last_boot,
+            FileKind::Finalize => Some(seq) == last_finalize,
+            _ => false,
+        };
+        let role = if is_latest {
+            Role::Latest(kind)
+        } else {
+            Role::Numbered(kind, seq)
+        };
+        contents
+            .files
+            .insert(layout::bundle_path(label, &role), bytes);
+    }
+}
+
+/// `role` and `stage_index` of a boot file, read leniently from its JSON.
+fn boot_identity(bytes: &[u8]) -> (Option<String>, Option<u32>) {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_slice::<serde_json::Value>(bytes)
+    else {
+        return (None, None);
+    };
+    let role = map.get("role").and_then(|v| v.as_str()).map(str::to_owned);
+    let stage_index = map
+        .get("stage_index")
+        .and_then(|v| v.as_u64())
+        .and_then(|i| u32::try_from(i).ok());
+    (role, stage_index)
+}

@@ -1,0 +1,503 @@
+//! A whole bundle: every record file, then the parts against each other.
+//!
+//! Files are read one at a time from [`BundleReader::stream`], so memory holds one record and what
+//! is remembered per node (which files exist, the latest boot record). After the last file:
+//!
+//! * the manifest against the files: every listed node has its directory, the counts and flags
+//!   match the files (a file that is present but could not be read counts as present: its read
+//!   problem says why), every node directory is listed, `finalize_received` matches;
+//! * the manifest against the boot records: node id, role and stage index of each node, and the
+//!   run id of both against the run directory's name;
+//! * each directory's name against the label the layout gives its boot record;
+//! * the sequence numbers of each node's numbered files run from 1 without a gap (each missing
+//!   file is named);
+//! * every file outside the layout is reported, with the canonical name when it only spells a
+//!   sequence number differently.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::{Checker, Options, Report};
+use crate::bundle::read::{BundleReader, Limits, ReadError};
+use crate::layout::{self, FileKind, Role};
+use crate::problem::{Location, Problem, ProblemKind};
+use crate::v1::{Identity, Manifest, Record};
+use crate::validate::Validators;
+
+/// Progress of a bundle check: called with (bytes of the bundle read, its size in bytes).
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// Opens a bundle, for a caller that wants to know it opens before checking it.
+pub fn open(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
+    BundleReader::open(path, limits)
+}
+
+/// Checks every file of an opened bundle and the bundle as a whole, with the default options.
+pub fn check_bundle(
+    validators: &Validators,
+    reader: &mut BundleReader,
+    progress: Progress<'_>,
+) -> Report {
+    let mut report = Report::default();
+    Checker::new(validators, Options::default()).check_bundle(reader, progress, &mut report);
+    report
+}
+
+/// What one node directory holds, as far as the checks need it.
+#[derive(Debug, Default)]
+struct NodeSeen {
+    /// `boot.json` is there (read or not).
+    boot: bool,
+    /// Its record, when it is valid.
+    boot_record: Option<(String, Identity)>,
+    /// `finalize.json` is there.
+    finalize: bool,
+    /// The sequence numbers of the numbered files, by kind.
+    numbered: BTreeMap<FileKind, BTreeSet<u64>>,
+}
+
+impl NodeSeen {
+    fn count(&self, f: impl Fn(&FileKind) -> bool) -> u64 {
+        self.numbered
+            .iter()
+            .filter(|(k, _)| f(k))
+            .map(|(_, s)| s.len() as u64)
+            .sum()
+    }
+}
+
+/// What the whole bundle holds.
+#[derive(Debug, Default)]
+struct Seen {
+    /// How a path inside the run directory is shown: the run directory's location and the
+    /// separator (`/` on disk; the archive's inner run directory path after `!`).
+    prefix: Option<String>,
+    /// `MANIFEST.json` is there (read or not).
+    manifest_present: bool,
+    manifest: Option<(String, Manifest)>,
+    nodes: BTreeMap<String, NodeSeen>,
+}
+
+impl Seen {
+    /// Notes a file that exists at `rel` in the run directory, read or not.
+    fn exists(&mut self, rel: &str) -> layout::BundlePath {
+        let at = layout::parse_bundle_path(rel);
+        if at.role == Role::Manifest {
+            self.manifest_present = true;
+        }
+        if let Some(node) = &at.node {
+            let n = self.nodes.entry(node.clone()).or_default();
+            match &at.role {
+                Role::Latest(FileKind::Boot) => n.boot = true,
+                Role::Latest(FileKind::Finalize) => n.finalize = true,
+                Role::Numbered(kind, seq) => {
+                    n.numbered.entry(kind.clone()).or_default().insert(*seq);
+                }
+                _ => {}
+            }
+        }
+        at
+    }
+
+    fn shown(&self, rel: &str) -> String {
+        match &self.prefix {
+            Some(p) => format!("{p}{rel}"),
+            None => rel.to_owned(),
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// Checks every file of an opened bundle and the bundle as a whole. Reading goes on after a
+    /// bad file or entry, so every problem is found (and kept up to the caps of the options).
+    pub fn check_bundle(
+        &mut self,
+        reader: &mut BundleReader,
+        progress: Progress<'_>,
+        report: &mut Report,
+    ) {
+        let options = self.options;
+        let run_id = reader.run_id().to_owned();
+        let mut seen = Seen::default();
+        let mut stream = reader.stream();
+        while let Some(item) = stream.next() {
+            let (done, size) = stream.progress();
+            progress(done, size);
+            let mut file = match item {
+                Ok(f) => f,
+                Err(e) => {
+                    if let Some(rel) = &e.path {
+                        seen.exists(rel);
+                    }
+                    report.push(&options, e.into());
+                    continue;
+                }
+            };
+            let rel = file.path.to_owned();
+            let location = file.location.to_owned();
+            if seen.prefix.is_none() {
+                if let Some(p) = location.strip_suffix(rel.as_str()) {
+                    seen.prefix = Some(p.to_owned());
+                }
+            }
+            let at = seen.exists(&rel);
+            let Some(kind) = at.role.record_kind() else {
+                report.push(
+                    &options,
+                    Problem::new(ProblemKind::Layout, Location::file(&location), stray(&rel)),
+                );
+                continue;
+            };
+            let keep = matches!(at.role, Role::Manifest | Role::Latest(FileKind::Boot));
+            let size = file.size;
+            let checked =
+                self.check_reader_keep(&location, kind, Some(size), &mut file, keep, report);
+            match (checked, at.node) {
+                (Ok(Some(Record::Manifest(m))), _) => seen.manifest = Some((location, m)),
+                (Ok(Some(Record::Boot(b))), Some(node)) => {
+                    if let Some(n) = seen.nodes.get_mut(&node) {
+                        n.boot_record = Some((location, b));
+                    }
+                }
+                // A read error inside the file is yielded by the stream next.
+                _ => {}
+            }
+        }
+        drop(stream);
+        let mut out = Vec::new();
+        match &seen.manifest {
+            Some((file, m)) => {
+                manifest_against_files(file, m, &seen, &mut out);
+                manifest_against_boots(file, m, &run_id, &seen, &mut out);
+            }
+            None if !seen.manifest_present => out.push(Problem::new(
+                ProblemKind::Manifest,
+                Location::file(seen.shown(layout::MANIFEST)),
+                "the bundle has no MANIFEST.json",
+            )),
+            // Its problems are reported already.
+            None => {}
+        }
+        labels_against_boots(&seen, &mut out);
+        sequence_gaps(&seen, &mut out);
+        for p in out {
+            report.push(&options, p);
+        }
+    }
+}
+
+/// Why a file that has no place in the layout is reported.
+fn stray(rel: &str) -> String {
+    let parts: Vec<&str> = rel.split('/').collect();
+    if let [_, dir, name] = parts[..] {
+        if let Some(canonical) = canonical_name(name) {
+            let wanted_dir = layout::parse_staged_name(&canonical)
+                .map(|(kind, _)| kind.dir())
+                .unwrap_or_default();
+            return if dir == wanted_dir {
+                format!(
+                    "not part of the bundle layout: the layout spells this name `{canonical}` (sequence numbers have six digits, more only when needed, and no sign)"
+                )
+            } else {
+                format!("not part of the bundle layout: this file belongs in `{wanted_dir}/`")
+            };
+        }
+    }
+    match parts.len() {
+        1 => "not part of the bundle layout: the run directory holds MANIFEST.json and one directory per node".into(),
+        _ => "not part of the bundle layout: a node directory holds boot.json, finalize.json and the folders boot/, events/, snapshots/, finalize/ and vastai/ of numbered files".into(),
+    }
+}
+
+/// The canonical spelling of a numbered file name that spells its number differently
+/// (`events-1.json` → `events-000001.json`), or of one that is canonical already.
+fn canonical_name(name: &str) -> Option<String> {
+    let (stem, digits) = name.strip_suffix(".json")?.rsplit_once('-')?;
+    let digits = digits.strip_prefix('+').unwrap_or(digits);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let seq: u64 = digits.parse().ok()?;
+    let canonical = format!("{stem}-{}.json", layout::format_seq(seq));
+    layout::parse_staged_name(&canonical).map(|_| canonical)
+}
+
+/// Every way the manifest disagrees with the files: listed files that are missing, counts and
+/// labels that differ, node directories the manifest does not list.
+fn manifest_against_files(file: &str, m: &Manifest, seen: &Seen, out: &mut Vec<Problem>) {
+    let mut problem = |pointer: String, message: String| {
+        out.push(Problem::new(
+            ProblemKind::Manifest,
+            Location::record(file, 0, pointer),
+            message,
+        ));
+    };
+    let empty = NodeSeen::default();
+    let mut listed = BTreeSet::new();
+    for (i, node) in m.nodes.iter().enumerate() {
+        let at = |field: &str| format!("/nodes/{i}/{field}");
+        if !listed.insert(node.label.clone()) {
+            problem(
+                at("label"),
+                format!("label `{}` is listed twice", node.label),
+            );
+        }
+        let found = match seen.nodes.get(&node.label) {
+            Some(f) => f,
+            None => {
+                problem(
+                    at("label"),
+                    format!(
+                        "node `{}` is listed but its directory is missing",
+                        node.label
+                    ),
+                );
+                &empty
+            }
+        };
+        let presence = |b: bool| if b { "present" } else { "missing" };
+        if node.boot_recorded != found.boot {
+            problem(
+                at("boot_recorded"),
+                format!(
+                    "manifest says {}, `{}/boot.json` is {}",
+                    node.boot_recorded,
+                    node.label,
+                    presence(found.boot)
+                ),
+            );
+        }
+        if node.finalize_recorded != found.finalize {
+            problem(
+                at("finalize_recorded"),
+                format!(
+                    "manifest says {}, `{}/finalize.json` is {}",
+                    node.finalize_recorded,
+                    node.label,
+                    presence(found.finalize)
+                ),
+            );
+        }
+        let events = found.count(|k| *k == FileKind::Events);
+        if node.event_batches != events {
+            problem(
+                at("event_batches"),
+                format!(
+                    "manifest says {} event batches, found {events} events files",
+                    node.event_batches
+                ),
+            );
+        }
+        let snapshots = found.count(|k| *k == FileKind::Snapshot);
+        if node.snapshots != snapshots {
+            problem(
+                at("snapshots"),
+                format!(
+                    "manifest says {} snapshots, found {snapshots} snapshot files",
+                    node.snapshots
+                ),
+            );
+        }
+        if let Some(v) = node.vastai_records {
+            let files = found.count(|k| matches!(k, FileKind::Vastai(_)));
+            if v != files {
+                problem(
+                    at("vastai_records"),
+                    format!("manifest says {v} vast.ai records, found {files} files"),
+                );
+            }
+        }
+    }
+    for label in seen.nodes.keys() {
+        if !listed.contains(label) {
+            problem(
+                "/nodes".into(),
+                format!("node directory `{label}` is not listed in the manifest"),
+            );
+        }
+    }
+    let any_finalize = seen.nodes.values().any(|n| n.finalize);
+    if m.finalize_received != any_finalize {
+        problem(
+            "/finalize_received".into(),
+            format!(
+                "manifest says {}, but {} node has a finalize record",
+                m.finalize_received,
+                if any_finalize { "a" } else { "no" }
+            ),
+        );
+    }
+}
+
+/// The manifest against the run directory's name and each node's latest boot record.
+fn manifest_against_boots(
+    file: &str,
+    m: &Manifest,
+    run_dir: &str,
+    seen: &Seen,
+    out: &mut Vec<Problem>,
+) {
+    // The run id names the run directory; an archive whose top is the run directory names it
+    // after the archive, which a person may have renamed.
+    let named_after_archive = file.ends_with(&format!("!{}", layout::MANIFEST));
+    if !named_after_archive && m.run_id != run_dir {
+        out.push(Problem::new(
+            ProblemKind::Manifest,
+            Location::record(file, 0, "/run_id"),
+            format!(
+                "manifest says run `{}`, the run directory is `{run_dir}`",
+                m.run_id
+            ),
+        ));
+    }
+    for (i, node) in m.nodes.iter().enumerate() {
+        let Some((boot_file, boot)) = seen
+            .nodes
+            .get(&node.label)
+            .and_then(|n| n.boot_record.as_ref())
+        else {
+            continue;
+        };
+        let mut differs = |field: &str, manifest: String, booted: String| {
+            out.push(Problem::new(
+                ProblemKind::Manifest,
+                Location::record(file, 0, format!("/nodes/{i}/{field}")),
+                format!(
+                    "manifest says {field} {manifest}, `{}/boot.json` says {booted}",
+                    node.label
+                ),
+            ));
+        };
+        if node.node_id_hex != boot.node_id_hex {
+            differs(
+                "node_id_hex",
+                format!("`{}`", node.node_id_hex.0),
+                format!("`{}`", boot.node_id_hex.0),
+            );
+        }
+        if node.role.as_deref() != Some(boot.role.as_str()) {
+            differs(
+                "role",
+                format!("{:?}", node.role),
+                format!("{:?}", boot.role),
+            );
+        }
+        if node.stage_index != boot.stage_index {
+            differs(
+                "stage_index",
+                format!("{:?}", node.stage_index),
+                format!("{:?}", boot.stage_index),
+            );
+        }
+        if boot.run_id != m.run_id {
+            out.push(Problem::new(
+                ProblemKind::Manifest,
+                Location::record(boot_file, 0, "/run_id"),
+                format!(
+                    "the boot record says run `{}`, the manifest says `{}`",
+                    boot.run_id, m.run_id
+                ),
+            ));
+        }
+    }
+}
+
+/// Each node directory's name against the label the layout derives from its boot record: the
+/// label itself, or the label with the node id's first 8 characters (or the whole id) appended
+/// when several nodes want it.
+fn labels_against_boots(seen: &Seen, out: &mut Vec<Problem>) {
+    for (dir, node) in &seen.nodes {
+        let Some((boot_file, boot)) = &node.boot_record else {
+            continue;
+        };
+        let id = &boot.node_id_hex.0;
+        let base =
+            layout::sanitize_component(&layout::node_label(Some(&boot.role), boot.stage_index, id));
+        let id_safe = layout::sanitize_component(id);
+        let short: String = id_safe.chars().take(8).collect();
+        let fits = *dir == base
+            || dir
+                .strip_prefix(&base)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|rest| {
+                    rest == short
+                        || rest == id_safe
+                        || rest
+                            .strip_prefix(&short)
+                            .and_then(|r| r.strip_prefix('-'))
+                            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                });
+        if !fits {
+            out.push(Problem::new(
+                ProblemKind::Layout,
+                Location::record(boot_file, 0, ""),
+                format!(
+                    "the node directory is `{dir}`, but its boot record (role {:?}, stage index {:?}) gives the label `{base}`",
+                    boot.role, boot.stage_index
+                ),
+            ));
+        }
+    }
+}
+
+/// The most missing files named in one problem.
+const MAX_NAMED: usize = 5;
+
+/// Numbered files whose sequence numbers skip: each missing file is named (up to [`MAX_NAMED`]
+/// per run of a node's files, then counted).
+fn sequence_gaps(seen: &Seen, out: &mut Vec<Problem>) {
+    for (label, node) in &seen.nodes {
+        for (kind, seqs) in &node.numbered {
+            let Some(&last) = seqs.last() else { continue };
+            let missing = last - seqs.len() as u64;
+            if missing == 0 {
+                continue;
+            }
+            let names: Vec<String> = (1..=last)
+                .filter(|s| !seqs.contains(s))
+                .take(MAX_NAMED)
+                .map(|s| layout::bundle_path(label, &Role::Numbered(kind.clone(), s)))
+                .collect();
+            let first = names.first().cloned().unwrap_or_default();
+            let mut listed = names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if missing > names.len() as u64 {
+                listed.push_str(&format!(" and {} more", missing - names.len() as u64));
+            }
+            out.push(Problem::new(
+                ProblemKind::Layout,
+                Location::file(seen.shown(&first)),
+                format!(
+                    "missing: {listed} ({} numbers from 1 to {last} are present, {missing} missing)",
+                    seqs.len()
+                ),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical_name;
+
+    #[test]
+    fn a_number_spelled_differently_has_one_canonical_name() {
+        assert_eq!(
+            canonical_name("events-1.json").as_deref(),
+            Some("events-000001.json")
+        );
+        assert_eq!(
+            canonical_name("snapshot-0000007.json").as_deref(),
+            Some("snapshot-000007.json")
+        );
+        assert_eq!(
+            canonical_name("boot-+00001.json").as_deref(),
+            Some("boot-000001.json")
+        );
+        assert_eq!(canonical_name("notes.json"), None);
+        assert_eq!(canonical_name("unknown-000001.json"), None);
+    }
+}

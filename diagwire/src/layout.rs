@@ -1,0 +1,308 @@
+//! The bundle layout, in one place: which file of a bundle, of the collector's staging tree or of a
+//! record file given by name holds which records, how node directories are labelled, and how
+//! sequence numbers are spelled.
+//!
+//! A bundle (see `docs/legacy-wire.md`) is one run directory:
+//!
+//! ```text
+//! <run_id>/MANIFEST.json
+//! <run_id>/<label>/boot.json                          the node's latest boot record
+//! <run_id>/<label>/boot/boot-NNNNNN.json              earlier boot records, only when there are several
+//! <run_id>/<label>/events/events-NNNNNN.json          one posted batch of event records each
+//! <run_id>/<label>/snapshots/snapshot-NNNNNN.json     one snapshot each
+//! <run_id>/<label>/finalize.json                      the latest finalize record
+//! <run_id>/<label>/finalize/finalize-NNNNNN.json      earlier finalize records
+//! <run_id>/<label>/vastai/vastai_<kind>-NNNNNN.json   vast.ai monitoring records
+//! ```
+//!
+//! The collector's staging tree holds one file per post, `<root>/<run_id>/<node_id>/<kind>-NNNNNN.json`
+//! with `kind` one of `boot`, `events`, `snapshot`, `finalize` or `vastai_<kind>`. `NNNNNN` is a
+//! sequence number from 1, zero-padded to six digits (more digits when it needs them).
+
+use crate::v1::RecordKind;
+
+/// The width sequence numbers are padded to.
+pub const SEQ_WIDTH: usize = 6;
+
+/// The name of the manifest file at the top of a run directory.
+pub const MANIFEST: &str = "MANIFEST.json";
+
+/// What a file of a node directory holds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileKind {
+    /// Boot records (`boot.json`, `boot/boot-NNNNNN.json`).
+    Boot,
+    /// A batch of event records (`events/events-NNNNNN.json`).
+    Events,
+    /// A snapshot (`snapshots/snapshot-NNNNNN.json`).
+    Snapshot,
+    /// Finalize records (`finalize.json`, `finalize/finalize-NNNNNN.json`).
+    Finalize,
+    /// A vast.ai monitoring record of the named kind (`instance`, `sample`, `logs`, `lifecycle`,
+    /// or a later one): `vastai/vastai_<kind>-NNNNNN.json`.
+    Vastai(String),
+}
+
+impl FileKind {
+    /// The record kind the file holds: an events file is one `event_batch`.
+    pub fn record_kind(&self) -> RecordKind {
+        match self {
+            FileKind::Boot => RecordKind::Boot,
+            FileKind::Events => RecordKind::EventBatch,
+            FileKind::Snapshot => RecordKind::Snapshot,
+            FileKind::Finalize => RecordKind::Finalize,
+            FileKind::Vastai(_) => RecordKind::Vastai,
+        }
+    }
+
+    /// The folder of a node directory that holds the numbered files of this kind.
+    pub fn dir(&self) -> &'static str {
+        match self {
+            FileKind::Boot => "boot",
+            FileKind::Events => "events",
+            FileKind::Snapshot => "snapshots",
+            FileKind::Finalize => "finalize",
+            FileKind::Vastai(_) => "vastai",
+        }
+    }
+
+    /// The staging file stem of the kind: `boot`, `events`, `snapshot`, `finalize`, `vastai_<kind>`.
+    pub fn staged_stem(&self) -> String {
+        match self {
+            FileKind::Boot => "boot".into(),
+            FileKind::Events => "events".into(),
+            FileKind::Snapshot => "snapshot".into(),
+            FileKind::Finalize => "finalize".into(),
+            FileKind::Vastai(kind) => format!("vastai_{kind}"),
+        }
+    }
+
+    fn from_staged_stem(stem: &str) -> Option<FileKind> {
+        Some(match stem {
+            "boot" => FileKind::Boot,
+            "events" => FileKind::Events,
+            "snapshot" => FileKind::Snapshot,
+            "finalize" => FileKind::Finalize,
+            _ => {
+                let kind = stem.strip_prefix("vastai_")?;
+                if !is_vastai_kind(kind) {
+                    return None;
+                }
+                FileKind::Vastai(kind.to_owned())
+            }
+        })
+    }
+}
+
+/// Whether `kind` can name a vast.ai record file: one or more ASCII letters, digits and `_`.
+pub fn is_vastai_kind(kind: &str) -> bool {
+    !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The part a file plays in a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `MANIFEST.json`.
+    Manifest,
+    /// `<label>/boot.json` or `<label>/finalize.json`: the latest record of its kind.
+    Latest(FileKind),
+    /// A numbered file: `NNNNNN` is its sequence number.
+    Numbered(FileKind, u64),
+    /// Anything else.
+    Unknown,
+}
+
+impl Role {
+    /// The record kind of the file, `None` for a file outside the layout.
+    pub fn record_kind(&self) -> Option<RecordKind> {
+        match self {
+            Role::Manifest => Some(RecordKind::Manifest),
+            Role::Latest(k) | Role::Numbered(k, _) => Some(k.record_kind()),
+            Role::Unknown => None,
+        }
+    }
+
+    /// What the file holds, `None` for the manifest and files outside the layout.
+    pub fn file_kind(&self) -> Option<&FileKind> {
+        match self {
+            Role::Latest(k) | Role::Numbered(k, _) => Some(k),
+            Role::Manifest | Role::Unknown => None,
+        }
+    }
+}
+
+/// A path inside a run directory, as the layout reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BundlePath {
+    /// The node label (the first path component) of a file inside a node directory.
+    pub node: Option<String>,
+    /// The file's part.
+    pub role: Role,
+}
+
+/// Reads a `/`-separated path relative to the run directory: `MANIFEST.json` is the manifest,
+/// `stage-0/boot.json` the latest boot record of `stage-0`. A file outside the layout is
+/// [`Role::Unknown`], with the first path component as its node when it is inside a directory.
+pub fn parse_bundle_path(rel: &str) -> BundlePath {
+    if rel == MANIFEST {
+        return BundlePath {
+            node: None,
+            role: Role::Manifest,
+        };
+    }
+    let Some((node, rest)) = rel.split_once('/').filter(|(n, _)| !n.is_empty()) else {
+        return BundlePath {
+            node: None,
+            role: Role::Unknown,
+        };
+    };
+    let role = match rest.split_once('/') {
+        None if rest == "boot.json" => Role::Latest(FileKind::Boot),
+        None if rest == "finalize.json" => Role::Latest(FileKind::Finalize),
+        Some((dir, file)) => numbered_file(dir, file).unwrap_or(Role::Unknown),
+        None => Role::Unknown,
+    };
+    BundlePath {
+        node: Some(node.to_owned()),
+        role,
+    }
+}
+
+/// `<dir>/<stem>-NNNNNN.json` inside a node directory.
+fn numbered_file(dir: &str, file: &str) -> Option<Role> {
+    let (kind, seq) = parse_staged_name(file)?;
+    (dir == kind.dir()).then_some(Role::Numbered(kind, seq))
+}
+
+/// The path of a file inside the run directory: the inverse of [`parse_bundle_path`].
+pub fn bundle_path(label: &str, role: &Role) -> String {
+    match role {
+        Role::Manifest => MANIFEST.to_owned(),
+        Role::Latest(FileKind::Boot) => format!("{label}/boot.json"),
+        Role::Latest(FileKind::Finalize) => format!("{label}/finalize.json"),
+        Role::Latest(kind) | Role::Numbered(kind, _) => {
+            let seq = match role {
+                Role::Numbered(_, seq) => *seq,
+                _ => 0,
+            };
+            format!("{label}/{}/{}", kind.dir(), staged_name(kind, seq))
+        }
+        Role::Unknown => label.to_owned(),
+    }
+}
+
+/// `<stem>-NNNNNN.json`, the name of a numbered file (in staging and in a bundle's subfolders).
+pub fn staged_name(kind: &FileKind, seq: u64) -> String {
+    format!("{}-{}.json", kind.staged_stem(), format_seq(seq))
+}
+
+/// A sequence number zero-padded to [`SEQ_WIDTH`] digits.
+pub fn format_seq(seq: u64) -> String {
+    format!("{seq:0SEQ_WIDTH$}")
+}
+
+/// `<stem>-NNNNNN.json` → (kind, sequence number). Only the exact spelling [`staged_name`] writes
+/// is accepted, so two names never map to one number (`boot-1.json` beside `boot-000001.json` is
+/// not a staged name).
+pub fn parse_staged_name(name: &str) -> Option<(FileKind, u64)> {
+    let (stem, digits) = name.strip_suffix(".json")?.rsplit_once('-')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let seq: u64 = digits.parse().ok()?;
+    if format_seq(seq) != digits {
+        return None;
+    }
+    Some((FileKind::from_staged_stem(stem)?, seq))
+}
+
+/// The record kind a record file's name implies when it is given on its own (outside a bundle):
+/// `MANIFEST.json`, `boot.json` and `boot-NNNNNN.json`, `events-NNNNNN.json` (an `event_batch`),
+/// `snapshot-NNNNNN.json`, `finalize.json` and `finalize-NNNNNN.json`, `vastai_<kind>-NNNNNN.json`.
+pub fn kind_of_file_name(name: &str) -> Option<RecordKind> {
+    match name {
+        MANIFEST => Some(RecordKind::Manifest),
+        "boot.json" => Some(RecordKind::Boot),
+        "finalize.json" => Some(RecordKind::Finalize),
+        _ => parse_staged_name(name).map(|(kind, _)| kind.record_kind()),
+    }
+}
+
+/// The directory label of a node: `stage-<index>` for a stage with an index, else its role when
+/// that is not empty, else `node-<first 8 characters of the id>`. [`assign_labels`] makes them
+/// unique and safe.
+pub fn node_label(role: Option<&str>, stage_index: Option<u32>, node_id: &str) -> String {
+    match (role, stage_index) {
+        (Some("stage"), Some(i)) => format!("stage-{i}"),
+        (Some(r), _) if !r.is_empty() => r.to_owned(),
+        _ => format!("node-{}", node_id.chars().take(8).collect::<String>()),
+    }
+}
+
+/// Makes a string one safe path component, as the collector does for staging names: characters
+/// outside `[A-Za-z0-9._-]` become `_`; an empty name, `.` and `..` become `_`.
+pub fn sanitize_component(s: &str) -> String {
+    let out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    match out.as_str() {
+        "" | "." | ".." => "_".to_owned(),
+        _ => out,
+    }
+}
+
+/// One unique, safe label per node, in the order given. `nodes` are `(wanted label, node id)`.
+///
+/// Labels are made safe with [`sanitize_component`]; a label several nodes want gets
+/// `-<first 8 characters of the id>` appended (then the whole id, then a counter, should that still
+/// collide); no label is `MANIFEST.json`. Returns the labels and, for each label that had to be made
+/// safe, `(node id, wanted, written)`.
+pub fn assign_labels(nodes: &[(String, String)]) -> (Vec<String>, Vec<(String, String, String)>) {
+    let mut renamed = Vec::new();
+    let bases: Vec<String> = nodes
+        .iter()
+        .map(|(wanted, id)| {
+            let safe = sanitize_component(wanted);
+            if safe != *wanted {
+                renamed.push((id.clone(), wanted.clone(), safe.clone()));
+            }
+            safe
+        })
+        .collect();
+    let mut shared: std::collections::BTreeMap<&str, usize> = Default::default();
+    for base in &bases {
+        *shared.entry(base).or_default() += 1;
+    }
+    let mut used: std::collections::BTreeSet<String> = [MANIFEST.to_owned()].into();
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by(|&a, &b| (&bases[a], &nodes[a].1).cmp(&(&bases[b], &nodes[b].1)));
+    let mut out = vec![String::new(); nodes.len()];
+    for i in order {
+        let base = &bases[i];
+        let id = sanitize_component(&nodes[i].1);
+        let short: String = id.chars().take(8).collect();
+        let mut candidates = Vec::new();
+        if shared[base.as_str()] == 1 {
+            candidates.push(base.clone());
+        }
+        candidates.push(format!("{base}-{short}"));
+        candidates.push(format!("{base}-{id}"));
+        let label = match candidates.into_iter().find(|c| !used.contains(c)) {
+            Some(l) => l,
+            None => (2u64..)
+                .map(|n| format!("{base}-{short}-{n}"))
+                .find(|c| !used.contains(c))
+                .unwrap_or_default(),
+        };
+        used.insert(label.clone());
+        out[i] = label;
+    }
+    (out, renamed)
+}

@@ -1,0 +1,367 @@
+//! Finding the records of a file in a stream, with bounded memory: the extent of each top-level
+//! JSON value (or each element of a top-level array) and where it starts (line, column, byte),
+//! without parsing it. The checker then parses each record on its own, so a record that does not
+//! parse costs only itself, and what came before a break in the framing is still counted.
+//!
+//! Written here rather than taken from serde_json's stream deserializer, which parses every value
+//! in full to find where it ends (the checker parses each record once more, typed) and stops for
+//! good at the first malformed value.
+
+use std::io::{self, Read};
+
+/// How deep arrays and objects may nest in a file, as the generated readers (serde_json) allow.
+pub const MAX_DEPTH: usize = 127;
+
+/// Where a value starts in its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Position {
+    /// The byte offset.
+    pub offset: u64,
+    /// The line, from 1.
+    pub line: u64,
+    /// The column, from 1, in bytes.
+    pub column: u64,
+}
+
+/// Why the framing of a file broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanError {
+    /// Reading failed.
+    Io(io::ErrorKind, String),
+    /// The bytes are not JSON here (what was expected, and where).
+    Syntax(&'static str, Position),
+    /// Arrays and objects nest deeper than the readers allow ([`MAX_DEPTH`] in a file).
+    TooDeep(usize, Position),
+    /// One record is larger than the scanner holds.
+    TooLarge(usize, Position),
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScanError::Io(_, e) => write!(f, "cannot read: {e}"),
+            ScanError::Syntax(what, p) => {
+                write!(f, "not JSON at line {} column {}: {what}", p.line, p.column)
+            }
+            ScanError::TooDeep(max, p) => write!(
+                f,
+                "arrays and objects nest deeper than {max} levels in the record at line {} column {} (the readers' limit)",
+                p.line, p.column
+            ),
+            ScanError::TooLarge(max, p) => write!(
+                f,
+                "a record starting at line {} column {} is larger than {max} bytes",
+                p.line, p.column
+            ),
+        }
+    }
+}
+
+/// A reader of JSON values from a byte stream, holding at most one value (and one read chunk).
+pub struct Scanner<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// The first byte of `buf` not consumed yet.
+    start: usize,
+    eof: bool,
+    /// The position of `buf[start]`.
+    pos: Position,
+    max_record: usize,
+    /// Whether the stream began with a UTF-8 byte order mark (skipped).
+    pub had_bom: bool,
+}
+
+const CHUNK: usize = 64 * 1024;
+
+impl<R: Read> Scanner<R> {
+    /// A scanner of `reader` that refuses records over `max_record` bytes.
+    pub fn new(reader: R, max_record: usize) -> Self {
+        Scanner {
+            reader,
+            buf: Vec::with_capacity(CHUNK),
+            start: 0,
+            eof: false,
+            pos: Position {
+                offset: 0,
+                line: 1,
+                column: 1,
+            },
+            max_record,
+            had_bom: false,
+        }
+    }
+
+    /// Reads more bytes; false at the end of the stream.
+    fn fill(&mut self) -> Result<bool, ScanError> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.start > 0 && self.start >= self.buf.len() / 2 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let old = self.buf.len();
+        self.buf.resize(old + CHUNK, 0);
+        loop {
+            match self.reader.read(&mut self.buf[old..]) {
+                Ok(0) => {
+                    self.buf.truncate(old);
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.buf.truncate(old + n);
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf.truncate(old);
+                    return Err(ScanError::Io(e.kind(), e.to_string()));
+                }
+            }
+        }
+    }
+
+    /// Moves past `n` bytes, keeping the position.
+    fn advance(&mut self, n: usize) {
+        let bytes = &self.buf[self.start..self.start + n];
+        let newlines = memchr_count(b'\n', bytes);
+        self.pos.offset += n as u64;
+        if newlines == 0 {
+            self.pos.column += n as u64;
+        } else {
+            self.pos.line += newlines as u64;
+            let last = bytes.iter().rposition(|b| *b == b'\n').unwrap_or(0);
+            self.pos.column = (n - last) as u64;
+        }
+        self.start += n;
+    }
+
+    /// The next byte that is not whitespace, not consumed; `None` at the end.
+    pub fn peek(&mut self) -> Result<Option<u8>, ScanError> {
+        loop {
+            if self.pos.offset == 0 && !self.had_bom {
+                while self.buf.len() - self.start < 3 && self.fill()? {}
+                if self.buf[self.start..].starts_with(&[0xef, 0xbb, 0xbf]) {
+                    self.had_bom = true;
+                    self.start += 3;
+                    self.pos.offset = 3;
+                }
+            }
+            while self.start < self.buf.len() {
+                match self.buf[self.start] {
+                    b' ' | b'\t' | b'\r' | b'\n' => self.advance(1),
+                    b => return Ok(Some(b)),
+                }
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The position of the next byte.
+    pub fn position(&self) -> Position {
+        self.pos
+    }
+
+    /// Consumes one byte that [`Scanner::peek`] returned.
+    pub fn bump(&mut self) {
+        self.advance(1);
+    }
+
+    /// The extent of the JSON value at the current position: its bytes and where it starts. The
+    /// bytes stay valid until the next call. `max_depth` is how deep the value itself may nest
+    /// ([`MAX_DEPTH`] for a value at the top of a file, one less for an element of a top array).
+    pub fn value(&mut self, max_depth: usize) -> Result<(&[u8], Position), ScanError> {
+        if self.peek()?.is_none() {
+            return Err(ScanError::Syntax("a value", self.pos));
+        }
+        let at = self.pos;
+        let mut i = self.start;
+        let mut depth = 0usize;
+        loop {
+            if i >= self.buf.len() {
+                let consumed = i - self.start;
+                if consumed > self.max_record {
+                    return Err(ScanError::TooLarge(self.max_record, at));
+                }
+                if !self.fill()? {
+                    // A scalar may end at the end of the stream.
+                    if depth == 0 && consumed > 0 {
+                        break;
+                    }
+                    return Err(ScanError::Syntax(
+                        "the rest of a value (the file ends inside it)",
+                        at,
+                    ));
+                }
+                i = self.start + consumed;
+                continue;
+            }
+            match self.buf[i] {
+                b'"' => match find_string_end(&self.buf[i + 1..]) {
+                    Some(n) => {
+                        i += n + 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    None => {
+                        let consumed = i - self.start;
+                        if consumed > self.max_record {
+                            return Err(ScanError::TooLarge(self.max_record, at));
+                        }
+                        if !self.fill()? {
+                            return Err(ScanError::Syntax(
+                                "the end of a string (the file ends inside it)",
+                                at,
+                            ));
+                        }
+                        i = self.start + consumed;
+                    }
+                },
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > max_depth {
+                        return Err(ScanError::TooDeep(max_depth, at));
+                    }
+                    i += 1;
+                }
+                b'}' | b']' => {
+                    if depth == 0 {
+                        if i > self.start {
+                            // The end of a scalar.
+                            break;
+                        }
+                        return Err(ScanError::Syntax("a value, not a closing bracket", at));
+                    }
+                    depth -= 1;
+                    i += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                b',' | b' ' | b'\t' | b'\r' | b'\n' | b':' if depth == 0 => break,
+                _ => i += 1,
+            }
+        }
+        let n = i - self.start;
+        if n > self.max_record {
+            return Err(ScanError::TooLarge(self.max_record, at));
+        }
+        let from = self.start;
+        self.advance(n);
+        Ok((&self.buf[from..from + n], at))
+    }
+}
+
+/// The index of the closing quote of a string whose contents start `bytes`, if it is there.
+fn find_string_end(bytes: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    loop {
+        let j = bytes[i..].iter().position(|b| *b == b'"' || *b == b'\\')?;
+        i += j;
+        if bytes[i] == b'"' {
+            return Some(i);
+        }
+        // A backslash escapes the next byte.
+        if i + 1 >= bytes.len() {
+            return None;
+        }
+        i += 2;
+    }
+}
+
+fn memchr_count(needle: u8, haystack: &[u8]) -> usize {
+    haystack.iter().filter(|b| **b == needle).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(text: &str, max: usize) -> Result<Vec<(String, u64, u64)>, ScanError> {
+        let mut s = Scanner::new(text.as_bytes(), max);
+        let mut out = Vec::new();
+        while s.peek()?.is_some() {
+            let (v, p) = s.value(MAX_DEPTH)?;
+            out.push((String::from_utf8_lossy(v).into_owned(), p.line, p.column));
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn values_and_their_positions_in_a_stream_of_lines() {
+        let got = values("{\"a\": \"x}\\\"y\"}\n  [1, [2]]\n7 \"s\"", 1 << 20).expect("scans");
+        assert_eq!(
+            got,
+            vec![
+                (r#"{"a": "x}\"y"}"#.into(), 1, 1),
+                ("[1, [2]]".into(), 2, 3),
+                ("7".into(), 3, 1),
+                ("\"s\"".into(), 3, 3),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_scalar_ends_at_a_closing_bracket_or_a_comma() {
+        let mut s = Scanner::new(&b"[12,3]"[..], 100);
+        assert_eq!(s.peek().expect("peek"), Some(b'['));
+        s.bump();
+        assert_eq!(s.value(MAX_DEPTH).expect("value").0, b"12");
+        assert_eq!(s.peek().expect("peek"), Some(b','));
+        s.bump();
+        assert_eq!(s.value(MAX_DEPTH).expect("value").0, b"3");
+        assert_eq!(s.peek().expect("peek"), Some(b']'));
+    }
+
+    #[test]
+    fn a_value_split_across_reads_is_whole() {
+        let big = format!("[{}]", "\"abcdefgh\",".repeat(20_000) + "1");
+        let got = values(&big, 1 << 20).expect("scans");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0.len(), big.len());
+    }
+
+    #[test]
+    fn nesting_beyond_the_readers_limit_is_named() {
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert!(matches!(
+            values(&deep, 1 << 20),
+            Err(ScanError::TooDeep(..))
+        ));
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(values(&ok, 1 << 20).is_ok());
+    }
+
+    #[test]
+    fn a_record_over_the_cap_is_refused_without_reading_it_all() {
+        let text = format!("[\"{}\"]", "x".repeat(1_000));
+        assert!(matches!(
+            values(&text, 100),
+            Err(ScanError::TooLarge(100, _))
+        ));
+    }
+
+    #[test]
+    fn a_stream_ending_inside_a_value_says_so() {
+        assert!(matches!(
+            values("{\"a\": [1, 2", 1 << 20),
+            Err(ScanError::Syntax(_, _))
+        ));
+        assert!(matches!(
+            values("\"abc", 1 << 20),
+            Err(ScanError::Syntax(_, _))
+        ));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_remembered() {
+        let mut s = Scanner::new(&b"\xef\xbb\xbf{}"[..], 100);
+        assert_eq!(s.peek().expect("peek"), Some(b'{'));
+        assert!(s.had_bom);
+        assert_eq!(s.value(MAX_DEPTH).expect("value").0, b"{}");
+    }
+}

@@ -1,0 +1,291 @@
+//! Checking a bundle as a whole: the manifest, the boot records, the directories and the sequence
+//! numbers against each other, files outside the layout, and where problems are located.
+//!
+//! Every case starts from one clean bundle written by `bundle::Writer` into a fresh directory,
+//! changes it the way the case says, checks it, and compares the problems (kind, location relative
+//! to the directory, part of the message) with what the case expects.
+#![cfg(all(feature = "bundle", feature = "validate"))]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use diagwire::NodeId;
+use diagwire::ProblemKind;
+use diagwire::bundle::Writer;
+use diagwire::bundle::read::{BundleReader, Limits};
+use diagwire::check::{Checker, Options, Report};
+use diagwire::v1::{
+    BundleWriter, DialStarted, EventRecord, Finalize, Identity, Snapshot, SnapshotBody,
+    SnapshotTrigger, WriterKind,
+};
+use diagwire::validate::Validators;
+
+const RUN: &str = "run-7";
+const WALL: u64 = 1_779_733_878_000;
+const ORCH: NodeId = NodeId([0x5f; 32]);
+const STAGE: NodeId = NodeId([0xaf; 32]);
+
+fn validators() -> &'static Validators {
+    static V: OnceLock<Validators> = OnceLock::new();
+    V.get_or_init(|| Validators::new().expect("validators"))
+}
+
+fn identity(node: NodeId, role: &str, stage_index: Option<u32>) -> Identity {
+    let mut identity = Identity::new(node.to_hex(), node.short(), role, RUN, WALL - 60_000, 0);
+    identity.stage_index = stage_index;
+    identity
+}
+
+fn event(node: NodeId, seq: u64) -> EventRecord {
+    EventRecord::new(
+        node,
+        seq,
+        WALL + seq,
+        DialStarted::new(NodeId([9; 32]), 1, 5_000),
+    )
+}
+
+fn snapshot(of: &Identity, seq: u64) -> Snapshot {
+    Snapshot::new(
+        of.clone(),
+        RUN,
+        format!("{}-{seq}", of.node_id_short),
+        WALL + seq,
+        seq,
+        SnapshotTrigger::Periodic,
+        SnapshotBody::new(vec![]),
+    )
+}
+
+/// The clean bundle: an orchestrator with two events files, a snapshot and a finalize record; a
+/// stage with one events file and three snapshots.
+fn write_clean(parent: &Path) -> PathBuf {
+    let orch = identity(ORCH, "orchestrator", None);
+    let stage = identity(STAGE, "stage", Some(0));
+    let mut w = Writer::new(RUN, BundleWriter::new(WriterKind::Sim, "sim", "1"));
+    w.boot(&orch)
+        .boot(&stage)
+        .events(&ORCH.to_hex(), &[event(ORCH, 1), event(ORCH, 2)])
+        .events(&ORCH.to_hex(), &[event(ORCH, 3)])
+        .events(&STAGE.to_hex(), &[event(STAGE, 1)])
+        .snapshot(&snapshot(&orch, 4))
+        .snapshot(&snapshot(&stage, 2))
+        .snapshot(&snapshot(&stage, 3))
+        .snapshot(&snapshot(&stage, 4))
+        .finalize(&ORCH.to_hex(), &Finalize::new());
+    w.write_dir(parent).expect("write").0
+}
+
+/// Edits a JSON file of the bundle in place.
+fn edit_json(run: &Path, rel: &str, f: impl FnOnce(&mut serde_json::Value)) {
+    let path = run.join(rel);
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    f(&mut v);
+    std::fs::write(&path, serde_json::to_vec_pretty(&v).expect("json")).expect("write");
+}
+
+fn copy(run: &Path, from: &str, to: &str) {
+    let to = run.join(to);
+    std::fs::create_dir_all(to.parent().expect("parent")).expect("dir");
+    std::fs::copy(run.join(from), to).expect("copy");
+}
+
+/// (kind, location relative to the directory the bundle was written in, part of the message).
+type Want = (ProblemKind, &'static str, &'static str);
+
+fn check_with(run: &Path, given: &Path, limits: Limits) -> Report {
+    let mut reader = BundleReader::open(given, limits).expect("opens");
+    let mut report = Report::default();
+    let _ = run;
+    Checker::new(validators(), Options::default()).check_bundle(
+        &mut reader,
+        &mut |_, _| {},
+        &mut report,
+    );
+    report
+}
+
+#[track_caller]
+fn check(change: impl FnOnce(&Path), limits: Limits, want: &[Want]) {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run = write_clean(tmp.path());
+    change(&run);
+    let report = check_with(&run, &run, limits);
+    let top = format!("{}/", tmp.path().display());
+    let got: Vec<(ProblemKind, String)> = report
+        .problems
+        .iter()
+        .map(|p| {
+            let mut at = p.location.clone();
+            at.file = at.file.strip_prefix(&top).unwrap_or(&at.file).to_owned();
+            (p.kind, at.to_string())
+        })
+        .collect();
+    let wanted: Vec<(ProblemKind, String)> = want
+        .iter()
+        .map(|(k, at, _)| (*k, (*at).to_owned()))
+        .collect();
+    assert_eq!(got, wanted, "{:#?}", report.problems);
+    for (p, (_, _, message)) in report.problems.iter().zip(want) {
+        assert!(
+            p.message.contains(message),
+            "{:?} lacks {message:?}",
+            p.message
+        );
+    }
+}
+
+macro_rules! cases {
+    ($($name:ident: |$run:ident| $change:block $(limits $limits:expr,)? => [$($want:expr),* $(,)?];)*) => {$(
+        #[test]
+        fn $name() {
+            #[allow(unused_mut, unused_assignments)]
+            let mut limits = Limits::default();
+            $(limits = $limits;)?
+            check(|$run: &Path| $change, limits, &[$($want),*]);
+        }
+    )*};
+}
+
+use ProblemKind::*;
+
+cases! {
+    the_clean_bundle_has_no_problems: |run| { let _ = run; } => [];
+    a_missing_snapshot_is_named_by_its_file: |run| {
+        std::fs::remove_file(run.join("stage-0/snapshots/snapshot-000001.json")).expect("rm");
+    } => [
+        (Manifest, "run-7/MANIFEST.json:0 /nodes/1/snapshots", "manifest says 3 snapshots, found 2"),
+        (Layout, "run-7/stage-0/snapshots/snapshot-000001.json", "missing: `stage-0/snapshots/snapshot-000001.json`"),
+    ];
+    a_jump_in_sequence_numbers_names_the_missing_files: |run| {
+        copy(run, "orchestrator/events/events-000002.json", "orchestrator/events/events-000999.json");
+        edit_json(run, "MANIFEST.json", |m| m["nodes"][0]["event_batches"] = 3.into());
+    } => [
+        (Layout, "run-7/orchestrator/events/events-000003.json", "`orchestrator/events/events-000007.json` and 991 more (3 numbers from 1 to 999 are present, 996 missing)"),
+    ];
+    a_number_spelled_differently_is_reported_with_its_canonical_name: |run| {
+        copy(run, "stage-0/events/events-000001.json", "stage-0/events/events-2.json");
+    } => [
+        (Layout, "run-7/stage-0/events/events-2.json", "the layout spells this name `events-000002.json`"),
+    ];
+    a_file_in_the_wrong_folder_is_reported_with_its_folder: |run| {
+        copy(run, "stage-0/events/events-000001.json", "stage-0/snapshots/events-000002.json");
+    } => [
+        (Layout, "run-7/stage-0/snapshots/events-000002.json", "this file belongs in `events/`"),
+    ];
+    stray_files_are_reported_wherever_they_are: |run| {
+        std::fs::write(run.join("notes.txt"), "\u{1b}[2J garbage").expect("write");
+        std::fs::write(run.join("stage-0/core"), [0u8, 1, 2]).expect("write");
+    } => [
+        (Layout, "run-7/notes.txt", "the run directory holds MANIFEST.json and one directory per node"),
+        (Layout, "run-7/stage-0/core", "a node directory holds boot.json"),
+    ];
+    a_manifest_and_boot_record_disagreeing_on_the_node_id_is_reported: |run| {
+        edit_json(run, "MANIFEST.json", |m| m["nodes"][1]["node_id_hex"] = NodeId([1; 32]).to_hex().0.into());
+    } => [
+        (Manifest, "run-7/MANIFEST.json:0 /nodes/1/node_id_hex", "`stage-0/boot.json` says"),
+    ];
+    a_manifest_and_boot_record_disagreeing_on_the_role_is_reported: |run| {
+        edit_json(run, "MANIFEST.json", |m| m["nodes"][0]["role"] = "relay".into());
+    } => [
+        (Manifest, "run-7/MANIFEST.json:0 /nodes/0/role", "manifest says role Some(\"relay\")"),
+    ];
+    a_manifest_naming_another_run_than_its_directory_is_reported: |run| {
+        edit_json(run, "MANIFEST.json", |m| m["run_id"] = "run-8".into());
+    } => [
+        (Manifest, "run-7/MANIFEST.json:0 /run_id", "manifest says run `run-8`, the run directory is `run-7`"),
+        (Manifest, "run-7/orchestrator/boot.json:0 /run_id", "the boot record says run `run-7`, the manifest says `run-8`"),
+        (Manifest, "run-7/stage-0/boot.json:0 /run_id", "the boot record says run `run-7`"),
+    ];
+    a_directory_not_named_after_its_boot_record_is_reported: |run| {
+        edit_json(run, "stage-0/boot.json", |b| b["stage_index"] = 3.into());
+        edit_json(run, "MANIFEST.json", |m| m["nodes"][1]["stage_index"] = 3.into());
+    } => [
+        (Layout, "run-7/stage-0/boot.json:0", "gives the label `stage-3`"),
+    ];
+    a_file_present_but_refused_is_not_called_missing: |run| {
+        std::fs::write(run.join("stage-0/snapshots/snapshot-000002.json"), vec![b' '; 4096]).expect("write");
+    } limits Limits { max_file_bytes: 2048, ..Limits::default() }, => [
+        (Read(diagwire::problem::ReadErrorKind::TooLarge), "run-7/stage-0/snapshots/snapshot-000002.json", "over the per-file limit"),
+    ];
+    a_manifest_holding_an_array_is_named_not_called_missing: |run| {
+        std::fs::write(run.join("MANIFEST.json"), "[]").expect("write");
+    } => [
+        (Shape, "run-7/MANIFEST.json (line 1, column 1)", "MANIFEST.json holds one manifest record (a JSON object), not an array"),
+    ];
+    a_bundle_without_a_manifest_says_so: |run| {
+        std::fs::remove_file(run.join("MANIFEST.json")).expect("rm");
+    } => [
+        (Manifest, "run-7/MANIFEST.json", "the bundle has no MANIFEST.json"),
+    ];
+}
+
+#[test]
+fn locations_inside_a_run_directory_below_the_given_path_are_real_paths() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run = write_clean(tmp.path());
+    std::fs::remove_file(run.join("stage-0/snapshots/snapshot-000002.json")).expect("rm");
+    let report = check_with(&run, tmp.path(), Limits::default());
+    for p in &report.problems {
+        assert!(
+            p.location.file.starts_with(&run.display().to_string()),
+            "{}",
+            p.location
+        );
+    }
+    let missing = report
+        .problems
+        .iter()
+        .find(|p| p.kind == Layout)
+        .expect("the gap");
+    assert_eq!(
+        missing.location.file,
+        run.join("stage-0/snapshots/snapshot-000002.json")
+            .display()
+            .to_string()
+    );
+    assert!(Path::new(&run.join("stage-0/boot.json")).exists());
+}
+
+#[test]
+fn locations_inside_an_archive_carry_the_full_inner_path() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run = write_clean(tmp.path());
+    edit_json(&run, "stage-0/boot.json", |b| {
+        b["boot_sequence"] = "x".into()
+    });
+    let (contents, _) = diagwire::bundle::read::read_all(&run, Limits::default()).expect("read");
+    let archive = tmp.path().join("renamed.tar.gz");
+    diagwire::bundle::write::write_tar_gz(
+        &contents,
+        std::fs::File::create(&archive).expect("create"),
+    )
+    .expect("tar");
+    let report = check_with(&run, &archive, Limits::default());
+    let files: Vec<&str> = report
+        .problems
+        .iter()
+        .map(|p| p.location.file.as_str())
+        .collect();
+    let want = format!("{}!run-7/stage-0/boot.json", archive.display());
+    assert!(!files.is_empty());
+    assert!(files.iter().all(|f| *f == want), "{files:?}");
+}
+
+#[test]
+fn a_bundle_under_the_caps_reports_every_problem_and_counts_the_rest() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run = write_clean(tmp.path());
+    let bad: Vec<serde_json::Value> = (0..50).map(|_| serde_json::json!({})).collect();
+    std::fs::write(
+        run.join("stage-0/events/events-000001.json"),
+        serde_json::to_vec(&bad).expect("json"),
+    )
+    .expect("write");
+    let report = check_with(&run, &run, Limits::default());
+    assert_eq!(report.invalid_records, 50);
+    assert_eq!(report.problems.len(), 20);
+    assert!(report.omitted.iter().any(|o| o.records > 0));
+    assert!(!report.is_clean());
+}

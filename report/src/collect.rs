@@ -1,0 +1,1152 @@
+//! One pass over a bundle's records, keeping per-node and per-pair state only, into the
+//! [`Summary`] every renderer reads.
+//!
+//! Reads any generation and any release: records are read with the current contract's types, which
+//! keep what they do not know; unknown event types and unknown keys are counted, never fatal.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use diagwire::bundle::read::{BundleReader, Limits};
+use diagwire::bundle::records::{Item, walk};
+use diagwire::layout::{FileKind, Role};
+use diagwire::v1::{
+    CustomPayload, DialResult, Event, EventRecord, Identity, Manifest, PeerState, Record, Snapshot,
+};
+use diagwire::{NodeId, Problem, ProblemKind};
+
+use crate::stats::Samples;
+
+/// Most points kept per plotted series; longer series are thinned (the plot says so).
+pub const MAX_SERIES_POINTS: usize = 4_000;
+/// Most inference responses and located problems listed.
+pub const MAX_LISTED: usize = 200;
+
+/// A node of the run.
+#[derive(Debug, Clone, Default)]
+pub struct Node {
+    /// The directory label.
+    pub label: String,
+    /// The id it posted under (hex for swactor nodes).
+    pub id: String,
+    /// The role, from the manifest or the boot record.
+    pub role: Option<String>,
+    /// Whether the manifest lists it.
+    pub listed: bool,
+    /// Its latest boot record.
+    pub boot: Option<Identity>,
+    /// Snapshots read.
+    pub snapshots: u64,
+    /// Event records read.
+    pub events: u64,
+    /// Whether it has a finalize record.
+    pub finalize: bool,
+    /// Snapshots with a host block, with a probe block, with an iroh block, with a subprocess block.
+    pub with_host: u64,
+    /// See `with_host`.
+    pub with_probes: u64,
+    /// See `with_host`.
+    pub with_iroh: u64,
+    /// See `with_host`.
+    pub with_subprocess: u64,
+    /// Api gaps its iroh introspector named.
+    pub api_gaps: BTreeSet<String>,
+}
+
+/// The earliest transition of any peer to `Dead`.
+#[derive(Debug, Clone)]
+pub struct FirstDead {
+    /// Who saw it.
+    pub observer: String,
+    /// Who went dead.
+    pub peer: String,
+    /// When (the observer's clock).
+    pub wall_ms: u64,
+    /// SWIM's reason.
+    pub reason: String,
+    /// The observer's `conn_type` for the peer, from its snapshot nearest in time.
+    pub observer_conn: Option<String>,
+    /// The peer's `conn_type` for the observer, likewise.
+    pub peer_conn: Option<String>,
+    /// Whether a probe of the observer's nearest snapshot was ok.
+    pub observer_probe_ok: Option<bool>,
+}
+
+/// A relay-session close as the relay reported it, joined with what the nodes saw.
+#[derive(Debug, Clone)]
+pub struct RelayClose {
+    /// The relay node.
+    pub relay: String,
+    /// The peer whose session closed.
+    pub peer: String,
+    /// Who closed it.
+    pub initiator: String,
+    /// The relay's reason.
+    pub reason: String,
+    /// How long it was open.
+    pub duration_ms: u64,
+    /// Bytes from the peer.
+    pub bytes_in: u64,
+    /// Bytes to the peer.
+    pub bytes_out: u64,
+    /// When it closed.
+    pub closed_at_ms: u64,
+    /// The latest `last_failure_reason` any other node's connection cache holds for the peer.
+    pub node_last_failure_reason: Option<String>,
+}
+
+/// A relay's latest own report.
+#[derive(Debug, Clone)]
+pub struct RelayTotals {
+    /// The relay node.
+    pub relay: String,
+    /// Sessions open at the report.
+    pub active: u64,
+    /// Sessions opened.
+    pub opens: u64,
+    /// Sessions closed.
+    pub closes: u64,
+    /// Bytes received.
+    pub bytes_rx: u64,
+    /// Bytes sent.
+    pub bytes_tx: u64,
+    /// Closes by reason.
+    pub by_reason: Vec<(String, u64)>,
+}
+
+/// One probe's latest state on one node.
+#[derive(Debug, Clone)]
+pub struct ProbeRow {
+    /// The node.
+    pub node: String,
+    /// The probe kind.
+    pub kind: String,
+    /// The target.
+    pub target: String,
+    /// The latest outcome.
+    pub outcome: String,
+    /// The latest RTT.
+    pub rtt_ms: Option<u64>,
+    /// Successes.
+    pub successes: u64,
+    /// Attempts.
+    pub attempts: u64,
+}
+
+/// SWIM probe outcomes of one observer towards one target.
+#[derive(Debug, Clone, Default)]
+pub struct RttPair {
+    /// Probes sent.
+    pub probes: u64,
+    /// Acknowledged.
+    pub acked: u64,
+    /// Timed out.
+    pub timed_out: u64,
+    /// RTTs of the acknowledged ones.
+    pub rtts: Samples,
+    /// The timeout budget (ms when known, else ticks).
+    pub budget: Option<String>,
+}
+
+/// One row of the per-bucket RTT table.
+#[derive(Debug, Clone, Default)]
+pub struct RttBucket {
+    /// Probes sent in the bucket.
+    pub probes: u64,
+    /// RTTs of those acknowledged.
+    pub rtts: Samples,
+    /// Timed out.
+    pub timed_out: u64,
+}
+
+/// Gossip receipts of one node of one kind.
+#[derive(Debug, Clone, Default)]
+pub struct Gossip {
+    /// Receipts.
+    pub count: u64,
+    /// Payload bytes.
+    pub bytes: u64,
+    /// Items.
+    pub items: u64,
+}
+
+/// One `InferenceResponseSent`.
+#[derive(Debug, Clone)]
+pub struct Inference {
+    /// The sending node.
+    pub sender: String,
+    /// The target.
+    pub target: String,
+    /// The request.
+    pub request_id: String,
+    /// The response size.
+    pub bytes: u64,
+    /// How the send ended.
+    pub outcome: String,
+    /// When.
+    pub wall_ms: u64,
+}
+
+/// Dials towards one peer, across all observers.
+#[derive(Debug, Clone, Default)]
+pub struct Dials {
+    /// `DialStarted` events.
+    pub started: u64,
+    /// `DialOutcome: Success`.
+    pub succeeded: u64,
+    /// Any other outcome.
+    pub failed: u64,
+    /// The latest outcome and its time.
+    pub last: Option<(String, u64)>,
+}
+
+/// A subprocess of one node, from its events and snapshots.
+#[derive(Debug, Clone, Default)]
+pub struct Subprocess {
+    /// The node.
+    pub node: String,
+    /// The caller's label.
+    pub label: String,
+    /// The PID.
+    pub pid: u32,
+    /// Whether `SubprocessSpawned` was seen.
+    pub spawned: bool,
+    /// `SubprocessExited`: (exit code, signal, uptime).
+    pub exited: Option<(Option<i32>, Option<i32>, Option<u64>)>,
+    /// RSS at the first and the latest snapshot that had it.
+    pub rss: Option<(u64, u64)>,
+    /// CPU time likewise.
+    pub cpu_ms: Option<(u64, u64)>,
+}
+
+/// The bucket of a stage's worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bucket {
+    /// No subprocess was ever spawned.
+    NeverSpawned,
+    /// It spawned and exited.
+    Exited,
+    /// It spawned and neither exited nor became ready.
+    Stuck,
+    /// It spawned and became ready (a `worker_ready` event).
+    Healthy,
+}
+
+impl Bucket {
+    /// The bucket's name in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bucket::NeverSpawned => "never_spawned",
+            Bucket::Exited => "exited",
+            Bucket::Stuck => "stuck",
+            Bucket::Healthy => "healthy",
+        }
+    }
+}
+
+/// A classified subprocess row (or a stage with none).
+#[derive(Debug, Clone)]
+pub struct SubprocessRow {
+    /// The node.
+    pub node: String,
+    /// The subprocess label (`-` for a stage that spawned none).
+    pub label: String,
+    /// Its bucket.
+    pub bucket: Bucket,
+    /// The evidence in words.
+    pub detail: String,
+}
+
+/// A reason a section has no data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Absence {
+    /// The section.
+    pub section: &'static str,
+    /// Why.
+    pub why: String,
+}
+
+/// A sampled value of a counter on one node.
+pub type Series = Vec<(u64, u64)>;
+
+/// What the summary read.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Where the bundle was read from.
+    pub source: String,
+    /// The run id.
+    pub run_id: String,
+    /// The manifest, when it parsed.
+    pub manifest: Option<Manifest>,
+    /// The nodes, by label.
+    pub nodes: BTreeMap<String, Node>,
+    /// The first peer to go dead.
+    pub first_dead: Option<FirstDead>,
+    /// Each relay's latest report.
+    pub relay_totals: Vec<RelayTotals>,
+    /// The latest close per (relay, peer).
+    pub relay_closes: Vec<RelayClose>,
+    /// The latest probe states.
+    pub probes: Vec<ProbeRow>,
+    /// Per (observer, target).
+    pub rtt: BTreeMap<(String, String), RttPair>,
+    /// Per (observer, target, bucket start in epoch seconds).
+    pub rtt_buckets: BTreeMap<(String, String, u64), RttBucket>,
+    /// Non-zero kernel drop deltas: (node, counter, delta).
+    pub kernel_drops: Vec<(String, String, i128)>,
+    /// Per (node, payload kind).
+    pub gossip: BTreeMap<(String, String), Gossip>,
+    /// Every `InferenceResponseSent` (the first [`MAX_LISTED`]).
+    pub inference: Vec<Inference>,
+    /// `InferenceResponseSent` events in all.
+    pub inference_total: u64,
+    /// Per target peer.
+    pub dials: BTreeMap<String, Dials>,
+    /// Events by type (`Custom(<kind>)` per kind).
+    pub event_totals: BTreeMap<String, u64>,
+    /// Events by node and type.
+    pub node_event_totals: BTreeMap<(String, String), u64>,
+    /// The subprocess rows.
+    pub subprocesses: Vec<SubprocessRow>,
+    /// Records read.
+    pub records: u64,
+    /// Problems by kind.
+    pub problem_counts: BTreeMap<&'static str, u64>,
+    /// The first located problems.
+    pub problems: Vec<Problem>,
+    /// Why sections are empty.
+    pub absent: Vec<Absence>,
+    /// Unknown event types by tag.
+    pub unknown_event_types: BTreeMap<String, u64>,
+    /// Unknown keys by where they sit (`<record kind> <pointer without indexes>`).
+    pub unknown_fields: BTreeMap<String, u64>,
+    /// SWIM opinion timelines per (observer, peer).
+    pub swim_lanes: BTreeMap<(String, String), Vec<(u64, PeerState)>>,
+    /// Relay-session status timelines per node.
+    pub relay_lanes: BTreeMap<String, Vec<(u64, String)>>,
+    /// Dial outcomes: (time, observer, peer, succeeded).
+    pub dial_points: Vec<(u64, String, String, bool)>,
+    /// Dial outcomes in all (the points may be thinned).
+    pub dial_points_total: u64,
+    /// Kernel drop counters over time, per (node, counter).
+    pub drop_series: BTreeMap<(String, String), Series>,
+    /// First and last wall clock seen in any record.
+    pub span_ms: Option<(u64, u64)>,
+}
+
+/// What a snapshot says for the first-Dead lookups: its time, the `conn_type` it holds per peer
+/// id, and whether any probe was ok.
+type Glance = (u64, BTreeMap<String, String>, Option<bool>);
+
+/// Per-node state kept during the pass.
+#[derive(Default)]
+struct Pass {
+    s: Summary,
+    /// Node id (hex) → label.
+    labels: BTreeMap<String, String>,
+    /// Per observer: (target, sequence, kind) → send time.
+    pending: BTreeMap<String, BTreeMap<(String, u64, String), u64>>,
+    /// Per node: snapshots as (time, conn_type per peer hex, any probe ok).
+    nearest: BTreeMap<String, Vec<Glance>>,
+    /// Per node: the latest snapshot time with probes, and its rows.
+    latest_probes: BTreeMap<String, (u64, Vec<ProbeRow>)>,
+    /// Per node: first and latest host counters (time, counter → value).
+    host_first: BTreeMap<String, (u64, BTreeMap<String, u64>)>,
+    host_last: BTreeMap<String, (u64, BTreeMap<String, u64>)>,
+    /// Per relay node: the latest report time and totals.
+    relay_latest: BTreeMap<String, (u64, RelayTotals)>,
+    /// Per (relay, peer hex): the latest close.
+    closes: BTreeMap<(String, String), RelayClose>,
+    /// Per (node, peer hex): the latest (failure time, reason) in the node's connection cache.
+    failures: BTreeMap<(String, String), (u64, String)>,
+    /// Per (node, label, pid).
+    subs: BTreeMap<(String, String, u32), Subprocess>,
+    /// Nodes that posted `worker_ready`.
+    ready: BTreeSet<String>,
+    /// Whether any SWIM probe event was read.
+    swim_probe_events: bool,
+    /// Whether any gossip event was read.
+    gossip_events: bool,
+    /// Whether any relay session close was read.
+    close_events: bool,
+}
+
+/// Reads a bundle (a directory or a `.tar.gz`) and summarizes it.
+pub fn summarize(path: &Path, limits: Limits) -> Result<Summary, Problem> {
+    summarize_with(path, limits, &mut |_, _| {})
+}
+
+/// Like [`summarize`], calling `progress(files done, files in all)` as it reads.
+pub fn summarize_with(
+    path: &Path,
+    limits: Limits,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Summary, Problem> {
+    let mut reader = BundleReader::open(path, limits).map_err(Problem::from)?;
+    let mut pass = Pass::default();
+    pass.s.source = path.display().to_string();
+    pass.s.run_id = reader.run_id().to_owned();
+    // The manifest names the nodes; read it first so every record can be put under its label.
+    let total = reader.file_count();
+    let mut done = 0usize;
+    let mut last_path = String::new();
+    let mut problems = Vec::new();
+    walk(
+        &mut reader,
+        |item| {
+            if item.path != last_path {
+                done += 1;
+                progress(done, total);
+                last_path = item.path.to_owned();
+            }
+            pass.record(&item);
+        },
+        |p| problems.push(p),
+    );
+    for p in problems {
+        pass.problem(p);
+    }
+    Ok(pass.finish())
+}
+
+fn short(hex: &str) -> String {
+    hex.chars().take(8).collect()
+}
+
+fn dial_text(r: &DialResult) -> String {
+    match r {
+        DialResult::Success => "Success".into(),
+        DialResult::Timeout => "Timeout".into(),
+        DialResult::Refused => "Refused".into(),
+        DialResult::NoRoute => "NoRoute".into(),
+        DialResult::Error(e) => format!("Error({e:?})"),
+    }
+}
+
+impl Pass {
+    fn problem(&mut self, p: Problem) {
+        *self.s.problem_counts.entry(p.kind.as_str()).or_default() += 1;
+        if self.s.problems.len() < MAX_LISTED {
+            self.s.problems.push(p);
+        }
+    }
+
+    /// The label of a node id: its directory when known, else the first 8 characters.
+    fn label_of(&self, hex: &str) -> String {
+        self.labels.get(hex).cloned().unwrap_or_else(|| short(hex))
+    }
+
+    fn node(&mut self, label: &str) -> &mut Node {
+        self.s
+            .nodes
+            .entry(label.to_owned())
+            .or_insert_with(|| Node {
+                label: label.to_owned(),
+                ..Node::default()
+            })
+    }
+
+    fn seen(&mut self, ms: u64) {
+        if ms == 0 {
+            return;
+        }
+        self.s.span_ms = Some(match self.s.span_ms {
+            Some((lo, hi)) => (lo.min(ms), hi.max(ms)),
+            None => (ms, ms),
+        });
+    }
+
+    fn record(&mut self, item: &Item<'_>) {
+        self.s.records += 1;
+        self.unknown_keys(item);
+        let label = item.node.unwrap_or_default().to_owned();
+        match item.record {
+            Record::Manifest(m) => {
+                for n in &m.nodes {
+                    self.labels.insert(n.node_id_hex.0.clone(), n.label.clone());
+                    let node = self.node(&n.label);
+                    node.listed = true;
+                    node.id = n.node_id_hex.0.clone();
+                    if node.role.is_none() {
+                        node.role = n.role.clone();
+                    }
+                }
+                self.s.manifest = Some(m.clone());
+            }
+            Record::Boot(b) => {
+                self.labels.insert(b.node_id_hex.0.clone(), label.clone());
+                let latest = matches!(item.role, Role::Latest(FileKind::Boot));
+                let node = self.node(&label);
+                if node.id.is_empty() {
+                    node.id = b.node_id_hex.0.clone();
+                }
+                if latest || node.boot.is_none() {
+                    node.role = Some(b.role.clone());
+                    node.boot = Some(b.clone());
+                }
+                self.seen(b.process_start_unix_ms);
+            }
+            Record::Finalize(_) => self.node(&label).finalize = true,
+            Record::Snapshot(s) => self.snapshot(&label, s),
+            Record::Event(e) => self.event(&label, e),
+            _ => {}
+        }
+    }
+
+    fn unknown_keys(&mut self, item: &Item<'_>) {
+        let kind = match item.record.kind() {
+            diagwire::v1::RecordKind::Event => "event",
+            k => k.as_str(),
+        };
+        // Only records with unknown keys somewhere pay for the walk: a text without a key the
+        // generated types dropped into `extra` is the common case.
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(item.text) else {
+            return;
+        };
+        for ptr in diagwire::shape::unknown_keys(&diagwire::v1::CONTRACT, kind, &value) {
+            let generic: Vec<&str> = ptr
+                .split('/')
+                .map(|t| {
+                    if t.bytes().all(|b| b.is_ascii_digit()) && !t.is_empty() {
+                        "*"
+                    } else {
+                        t
+                    }
+                })
+                .collect();
+            *self
+                .s
+                .unknown_fields
+                .entry(format!("{kind} {}", generic.join("/")))
+                .or_default() += 1;
+        }
+    }
+
+    fn snapshot(&mut self, label: &str, s: &Snapshot) {
+        self.labels
+            .insert(s.identity.node_id_hex.0.clone(), label.to_owned());
+        self.seen(s.wall_ms);
+        let t = s.wall_ms;
+        let body = &s.body;
+        {
+            let node = self.node(label);
+            node.snapshots += 1;
+            node.with_host += u64::from(body.host.is_some());
+            node.with_probes += u64::from(body.probes.is_some());
+            node.with_iroh += u64::from(body.iroh.is_some());
+            node.with_subprocess += u64::from(body.subprocess.is_some());
+            if node.boot.is_none() && node.role.is_none() {
+                node.role = Some(s.identity.role.clone());
+            }
+        }
+        // What the nearest-snapshot lookups of the first-Dead section need.
+        let mut conns = BTreeMap::new();
+        if let Some(iroh) = &body.iroh {
+            for p in &iroh.peers {
+                if let Some(c) = &p.conn_type {
+                    conns.insert(p.peer_node_id_hex.0.clone(), c.to_string());
+                }
+            }
+            for g in &iroh.api_gaps {
+                self.node(label).api_gaps.insert(g.to_string());
+            }
+            for c in &iroh.connection_cache {
+                if let (Some(at), Some(reason)) = (c.last_failure_at_ms, &c.last_failure_reason) {
+                    let key = (label.to_owned(), c.peer_node_id_hex.0.clone());
+                    if self.failures.get(&key).is_none_or(|(t0, _)| at >= *t0) {
+                        self.failures.insert(key, (at, reason.clone()));
+                    }
+                }
+            }
+        }
+        let probe_ok = body.probes.as_ref().map(|p| {
+            p.probes
+                .iter()
+                .any(|x| x.last_outcome == diagwire::v1::ProbeOutcome::Ok)
+        });
+        self.nearest
+            .entry(label.to_owned())
+            .or_default()
+            .push((t, conns, probe_ok));
+        if let Some(p) = &body.probes {
+            let rows = p
+                .probes
+                .iter()
+                .map(|x| ProbeRow {
+                    node: label.to_owned(),
+                    kind: x.kind.to_string(),
+                    target: x.target.clone(),
+                    outcome: x.last_outcome.to_string(),
+                    rtt_ms: x.last_rtt_ms,
+                    successes: x.successes,
+                    attempts: x.attempts,
+                })
+                .collect();
+            if self.latest_probes.get(label).is_none_or(|(t0, _)| t >= *t0) {
+                self.latest_probes.insert(label.to_owned(), (t, rows));
+            }
+        }
+        if let Some(net) = body.host.as_ref().and_then(|h| h.network.as_ref()) {
+            let mut counters = BTreeMap::new();
+            if let Some(u) = &net.udp_kernel_stats {
+                for (name, v) in [
+                    ("udp.no_ports", u.no_ports),
+                    ("udp.in_errors", u.in_errors),
+                    ("udp.rcvbuf_errors", u.rcvbuf_errors),
+                    ("udp.sndbuf_errors", u.sndbuf_errors),
+                ] {
+                    if let Some(v) = v {
+                        counters.insert(name.to_owned(), v);
+                    }
+                }
+            }
+            for i in &net.interfaces {
+                if let Some(c) = &i.counters {
+                    for (name, v) in [
+                        ("rx_dropped", c.rx_dropped),
+                        ("tx_dropped", c.tx_dropped),
+                        ("rx_errors", c.rx_errors),
+                        ("tx_errors", c.tx_errors),
+                    ] {
+                        counters.insert(format!("{}.{name}", i.name), v);
+                    }
+                }
+            }
+            if !counters.is_empty() {
+                for (name, v) in &counters {
+                    let series = self
+                        .s
+                        .drop_series
+                        .entry((label.to_owned(), name.clone()))
+                        .or_default();
+                    if series.len() < MAX_SERIES_POINTS {
+                        series.push((t, *v));
+                    }
+                }
+                if self.host_first.get(label).is_none_or(|(t0, _)| t < *t0) {
+                    self.host_first
+                        .insert(label.to_owned(), (t, counters.clone()));
+                }
+                if self.host_last.get(label).is_none_or(|(t0, _)| t >= *t0) {
+                    self.host_last.insert(label.to_owned(), (t, counters));
+                }
+            }
+        }
+        if let Some(r) = &body.relay_server {
+            let totals = RelayTotals {
+                relay: label.to_owned(),
+                active: r.active_sessions,
+                opens: r.total_opens,
+                closes: r.total_closes,
+                bytes_rx: r.bytes_rx_total,
+                bytes_tx: r.bytes_tx_total,
+                by_reason: r.closes_by_reason.clone(),
+            };
+            if self.relay_latest.get(label).is_none_or(|(t0, _)| t >= *t0) {
+                self.relay_latest.insert(label.to_owned(), (t, totals));
+            }
+        }
+        if let Some(sp) = &body.subprocess {
+            for x in &sp.subprocesses {
+                let e = self
+                    .subs
+                    .entry((label.to_owned(), x.label.clone(), x.pid))
+                    .or_insert_with(|| Subprocess {
+                        node: label.to_owned(),
+                        label: x.label.clone(),
+                        pid: x.pid,
+                        ..Subprocess::default()
+                    });
+                if let Some(r) = x.rss_bytes {
+                    e.rss = Some((e.rss.map_or(r, |(a, _)| a), r));
+                }
+                if let Some(c) = x.cpu_ms {
+                    e.cpu_ms = Some((e.cpu_ms.map_or(c, |(a, _)| a), c));
+                }
+            }
+        }
+        for r in &body.reachability {
+            let _ = r;
+        }
+    }
+
+    fn event(&mut self, label: &str, r: &EventRecord) {
+        self.labels
+            .entry(r.node_id.to_hex().0)
+            .or_insert_with(|| label.to_owned());
+        self.node(label).events += 1;
+        self.seen(r.wall_ms);
+        let t = r.wall_ms;
+        let name = match &r.event {
+            Event::Custom(c) => format!("Custom({})", c.payload.tag()),
+            e => e.tag().to_owned(),
+        };
+        *self
+            .s
+            .node_event_totals
+            .entry((label.to_owned(), name.clone()))
+            .or_default() += 1;
+        *self.s.event_totals.entry(name).or_default() += 1;
+        // Peers are kept by id during the pass and named in `finish`, when every label is known.
+        let peer = |id: &NodeId, _me: &Pass| id.to_hex().0;
+        match &r.event {
+            Event::Other(o) => {
+                *self.s.unknown_event_types.entry(o.tag.clone()).or_default() += 1;
+            }
+            Event::SwimTransition(x) => {
+                let p = peer(&x.peer, self);
+                if x.to == PeerState::Dead
+                    && self.s.first_dead.as_ref().is_none_or(|d| t < d.wall_ms)
+                {
+                    self.s.first_dead = Some(FirstDead {
+                        observer: label.to_owned(),
+                        peer: x.peer.to_hex().0,
+                        wall_ms: t,
+                        reason: x.reason.clone(),
+                        observer_conn: None,
+                        peer_conn: None,
+                        observer_probe_ok: None,
+                    });
+                }
+                let lane = self.s.swim_lanes.entry((label.to_owned(), p)).or_default();
+                if lane.len() < MAX_SERIES_POINTS {
+                    lane.push((t, x.to.clone()));
+                }
+            }
+            Event::RelaySessionStateChanged(x) => {
+                let lane = self.s.relay_lanes.entry(label.to_owned()).or_default();
+                if lane.len() < MAX_SERIES_POINTS {
+                    lane.push((t, x.to_status.to_string()));
+                }
+            }
+            Event::RelaySessionClosed(x) => {
+                self.close_events = true;
+                let close = RelayClose {
+                    relay: label.to_owned(),
+                    peer: x.peer_node_id_hex.0.clone(),
+                    initiator: x.close_initiator.to_string(),
+                    reason: x.close_reason.clone(),
+                    duration_ms: x.duration_ms,
+                    bytes_in: x.bytes_rx,
+                    bytes_out: x.bytes_tx,
+                    closed_at_ms: x.closed_at_ms,
+                    node_last_failure_reason: None,
+                };
+                let key = (label.to_owned(), x.peer_node_id_hex.0.clone());
+                if self
+                    .closes
+                    .get(&key)
+                    .is_none_or(|c| c.closed_at_ms <= x.closed_at_ms)
+                {
+                    self.closes.insert(key, close);
+                }
+            }
+            Event::DialStarted(x) => {
+                let p = peer(&x.peer, self);
+                self.s.dials.entry(p).or_default().started += 1;
+            }
+            Event::DialOutcome(x) => {
+                let p = peer(&x.peer, self);
+                let ok = x.outcome == DialResult::Success;
+                let d = self.s.dials.entry(p.clone()).or_default();
+                if ok {
+                    d.succeeded += 1;
+                } else {
+                    d.failed += 1;
+                }
+                if d.last.as_ref().is_none_or(|(_, t0)| t >= *t0) {
+                    d.last = Some((dial_text(&x.outcome), t));
+                }
+                self.s.dial_points_total += 1;
+                if self.s.dial_points.len() < MAX_SERIES_POINTS {
+                    self.s.dial_points.push((t, label.to_owned(), p, ok));
+                }
+            }
+            Event::GossipReceived(x) => {
+                self.gossip_events = true;
+                let g = self
+                    .s
+                    .gossip
+                    .entry((label.to_owned(), x.payload_kind.to_string()))
+                    .or_default();
+                g.count += 1;
+                g.bytes += u64::from(x.payload_bytes);
+                g.items += u64::from(x.item_count);
+            }
+            Event::InferenceResponseSent(x) => {
+                self.s.inference_total += 1;
+                if self.s.inference.len() < MAX_LISTED {
+                    let target = peer(&x.target_peer, self);
+                    self.s.inference.push(Inference {
+                        sender: label.to_owned(),
+                        target,
+                        request_id: x.request_id.clone(),
+                        bytes: x.byte_size,
+                        outcome: x.send_outcome.to_string(),
+                        wall_ms: t,
+                    });
+                }
+            }
+            Event::SwimProbeSent(x) => {
+                self.swim_probe_events = true;
+                let target = x.target.to_hex().0;
+                self.pending
+                    .entry(label.to_owned())
+                    .or_default()
+                    .insert((target, x.sequence, x.kind.to_string()), t);
+            }
+            Event::SwimProbeAcked(x) => {
+                self.swim_probe_events = true;
+                let key = (x.target.to_hex().0, x.sequence, x.kind.to_string());
+                let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
+                let rtt = x.rtt_ms.or_else(|| sent.map(|s| t.saturating_sub(s)));
+                let budget = x.timeout_budget_ms.map(|b| format!("{b} ms"));
+                self.probe_done(label, &key.0, sent, rtt, false, budget);
+            }
+            Event::SwimProbeTimedOut(x) => {
+                self.swim_probe_events = true;
+                let key = (x.target.to_hex().0, x.sequence, x.kind.to_string());
+                let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
+                let budget = Some(
+                    x.timeout_budget_ms
+                        .map_or(format!("{} ticks", x.budget_ticks), |b| format!("{b} ms")),
+                );
+                self.probe_done(label, &key.0, sent, None, true, budget);
+            }
+            Event::SubprocessSpawned(x) => {
+                let e = self
+                    .subs
+                    .entry((label.to_owned(), x.label.clone(), x.pid))
+                    .or_insert_with(|| Subprocess {
+                        node: label.to_owned(),
+                        label: x.label.clone(),
+                        pid: x.pid,
+                        ..Subprocess::default()
+                    });
+                e.spawned = true;
+            }
+            Event::SubprocessExited(x) => {
+                let e = self
+                    .subs
+                    .entry((label.to_owned(), x.label.clone(), x.pid))
+                    .or_insert_with(|| Subprocess {
+                        node: label.to_owned(),
+                        label: x.label.clone(),
+                        pid: x.pid,
+                        ..Subprocess::default()
+                    });
+                e.exited = Some((x.exit_code, x.exit_signal, x.uptime_ms));
+            }
+            Event::Custom(c) => {
+                if matches!(c.payload, CustomPayload::WorkerReady(_)) {
+                    self.ready.insert(label.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn probe_done(
+        &mut self,
+        observer: &str,
+        target_hex: &str,
+        sent: Option<u64>,
+        rtt: Option<u64>,
+        timed_out: bool,
+        budget: Option<String>,
+    ) {
+        let target = target_hex.to_owned();
+        let pair = self
+            .s
+            .rtt
+            .entry((observer.to_owned(), target.clone()))
+            .or_default();
+        pair.probes += 1;
+        if timed_out {
+            pair.timed_out += 1;
+        } else {
+            pair.acked += 1;
+            if let Some(r) = rtt {
+                pair.rtts.push(r);
+            }
+        }
+        if budget.is_some() {
+            pair.budget = budget;
+        }
+        if let Some(sent) = sent {
+            let bucket = sent / 5_000 * 5;
+            let b = self
+                .s
+                .rtt_buckets
+                .entry((observer.to_owned(), target, bucket))
+                .or_default();
+            b.probes += 1;
+            if timed_out {
+                b.timed_out += 1;
+            } else if let Some(r) = rtt {
+                b.rtts.push(r);
+            }
+        }
+    }
+
+    /// Replaces the peer ids the pass kept by their labels.
+    fn name_peers(&mut self) {
+        let labels = std::mem::take(&mut self.labels);
+        let name = |hex: &str| labels.get(hex).cloned().unwrap_or_else(|| short(hex));
+        self.s.dials = std::mem::take(&mut self.s.dials)
+            .into_iter()
+            .map(|(k, v)| (name(&k), v))
+            .collect();
+        self.s.rtt = std::mem::take(&mut self.s.rtt)
+            .into_iter()
+            .map(|((o, t), v)| ((o, name(&t)), v))
+            .collect();
+        self.s.rtt_buckets = std::mem::take(&mut self.s.rtt_buckets)
+            .into_iter()
+            .map(|((o, t, b), v)| ((o, name(&t), b), v))
+            .collect();
+        self.s.swim_lanes = std::mem::take(&mut self.s.swim_lanes)
+            .into_iter()
+            .map(|((o, p), v)| ((o, name(&p)), v))
+            .collect();
+        for p in &mut self.s.dial_points {
+            p.2 = name(&p.2);
+        }
+        for i in &mut self.s.inference {
+            i.target = name(&i.target);
+        }
+        self.labels = labels;
+    }
+
+    fn nearest(&self, node: &str, t: u64) -> Option<&Glance> {
+        self.nearest
+            .get(node)?
+            .iter()
+            .min_by_key(|(t0, _, _)| t0.abs_diff(t))
+    }
+
+    fn finish(mut self) -> Summary {
+        // Probes sent and never answered stay pending.
+        let pending: Vec<(String, String)> = self
+            .pending
+            .iter()
+            .flat_map(|(obs, m)| {
+                m.keys()
+                    .map(move |(target, _, _)| (obs.clone(), target.clone()))
+            })
+            .collect();
+        for (obs, target) in pending {
+            self.s.rtt.entry((obs, target)).or_default().probes += 1;
+        }
+        self.name_peers();
+        if let Some(mut d) = self.s.first_dead.take() {
+            let peer_label = self.label_of(&d.peer);
+            let observer_id = self
+                .s
+                .nodes
+                .get(&d.observer)
+                .map(|n| n.id.clone())
+                .unwrap_or_default();
+            if let Some((_, conns, ok)) = self.nearest(&d.observer, d.wall_ms) {
+                d.observer_conn = conns.get(&d.peer).cloned();
+                d.observer_probe_ok = *ok;
+            }
+            if let Some((_, conns, _)) = self.nearest(&peer_label, d.wall_ms) {
+                d.peer_conn = conns.get(&observer_id).cloned();
+            }
+            d.peer = peer_label;
+            self.s.first_dead = Some(d);
+        }
+        self.s.relay_totals = self.relay_latest.into_values().map(|(_, t)| t).collect();
+        let failures = &self.failures;
+        let labels = &self.labels;
+        self.s.relay_closes = self
+            .closes
+            .into_values()
+            .map(|mut c| {
+                c.node_last_failure_reason = failures
+                    .iter()
+                    .filter(|((node, peer), _)| *peer == c.peer && *node != c.relay)
+                    .max_by_key(|(_, (t, _))| *t)
+                    .map(|(_, (_, r))| r.clone());
+                c.peer = labels
+                    .get(&c.peer)
+                    .cloned()
+                    .unwrap_or_else(|| short(&c.peer));
+                c
+            })
+            .collect();
+        self.s.probes = self
+            .latest_probes
+            .into_values()
+            .flat_map(|(_, rows)| rows)
+            .collect();
+        for (node, (_, last)) in &self.host_last {
+            let Some((_, first)) = self.host_first.get(node) else {
+                continue;
+            };
+            for (name, v) in last {
+                if let Some(f) = first.get(name) {
+                    let delta = i128::from(*v) - i128::from(*f);
+                    if delta != 0 {
+                        self.s
+                            .kernel_drops
+                            .push((node.clone(), name.clone(), delta));
+                    }
+                }
+            }
+        }
+        self.s.subprocesses = subprocess_rows(&self.s.nodes, &self.subs, &self.ready);
+        self.s.absent = absences(
+            &self.s,
+            self.swim_probe_events,
+            self.gossip_events,
+            self.close_events,
+        );
+        self.s
+    }
+}
+
+fn subprocess_rows(
+    nodes: &BTreeMap<String, Node>,
+    subs: &BTreeMap<(String, String, u32), Subprocess>,
+    ready: &BTreeSet<String>,
+) -> Vec<SubprocessRow> {
+    let mut out = Vec::new();
+    for (label, node) in nodes {
+        let mine: Vec<&Subprocess> = subs.values().filter(|s| s.node == *label).collect();
+        if mine.is_empty() {
+            if node.role.as_deref() == Some("stage") {
+                out.push(SubprocessRow {
+                    node: label.clone(),
+                    label: "-".into(),
+                    bucket: Bucket::NeverSpawned,
+                    detail: "no `SubprocessSpawned` event and no subprocess in any snapshot".into(),
+                });
+            }
+            continue;
+        }
+        for s in mine {
+            let trend = |what: &str, v: Option<(u64, u64)>| {
+                v.map(|(a, b)| format!("{what} {a} → {b}"))
+                    .unwrap_or_default()
+            };
+            let (bucket, detail) = match (&s.exited, s.spawned) {
+                (Some((code, signal, uptime)), _) => (
+                    Bucket::Exited,
+                    format!(
+                        "exited with {} after {}",
+                        match (code, signal) {
+                            (Some(c), _) => format!("code {c}"),
+                            (None, Some(sig)) => format!("signal {sig}"),
+                            _ => "no code or signal".into(),
+                        },
+                        uptime.map_or("an unknown time".into(), |u| format!("{u} ms"))
+                    ),
+                ),
+                (None, true) if ready.contains(&s.node) => {
+                    (Bucket::Healthy, "spawned and `worker_ready`".into())
+                }
+                (None, _) => (
+                    Bucket::Stuck,
+                    format!(
+                        "spawned, no exit and no `worker_ready`; {} {}",
+                        trend("RSS bytes", s.rss),
+                        trend("CPU ms", s.cpu_ms)
+                    )
+                    .trim()
+                    .to_owned(),
+                ),
+            };
+            out.push(SubprocessRow {
+                node: label.clone(),
+                label: format!("{} (pid {})", s.label, s.pid),
+                bucket,
+                detail,
+            });
+        }
+    }
+    out
+}
+
+fn absences(s: &Summary, swim_probes: bool, gossip: bool, closes: bool) -> Vec<Absence> {
+    let mut out = Vec::new();
+    let has_relay = s.nodes.values().any(|n| n.role.as_deref() == Some("relay"));
+    let legacy = s
+        .manifest
+        .as_ref()
+        .is_some_and(|m| m.contract_version.is_none());
+    if !has_relay {
+        out.push(Absence {
+            section: "relay sessions",
+            why: "no node of the run has the role `relay`, so nothing reported relay-side sessions (relay observability not configured, or a bundle from before it)".into(),
+        });
+    } else if !closes && s.relay_totals.is_empty() {
+        out.push(Absence {
+            section: "relay sessions",
+            why: "the relay node posted neither a `relay_server` report nor a `RelaySessionClosed` event".into(),
+        });
+    }
+    if !swim_probes {
+        out.push(Absence {
+            section: "probe RTT distribution",
+            why: if legacy {
+                "no `SwimProbeSent`/`Acked`/`TimedOut` events: the writers predate per-probe SWIM events".into()
+            } else {
+                "no `SwimProbeSent`/`Acked`/`TimedOut` events in the bundle".into()
+            },
+        });
+    }
+    if !gossip {
+        out.push(Absence {
+            section: "gossip receipts",
+            why: "no `GossipReceived` events: the writers predate them, or nothing was gossiped"
+                .into(),
+        });
+    }
+    for n in s.nodes.values() {
+        if n.snapshots > 0 && n.with_host == 0 {
+            out.push(Absence {
+                section: "kernel network drops",
+                why: format!("`{}` posted no host block: its host introspector is not installed, or the host is not Linux", n.label),
+            });
+        }
+        if n.snapshots > 0 && n.with_probes == 0 {
+            out.push(Absence {
+                section: "probe outcomes",
+                why: format!(
+                    "`{}` posted no probe block: no probe scheduler is installed",
+                    n.label
+                ),
+            });
+        }
+        if !n.api_gaps.is_empty() {
+            out.push(Absence {
+                section: "iroh introspection",
+                why: format!(
+                    "`{}` could not ask its transport for {}",
+                    n.label,
+                    n.api_gaps
+                        .iter()
+                        .map(|g| format!("`{g}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        if n.boot.is_none() && n.listed {
+            out.push(Absence {
+                section: "hosts",
+                why: format!("`{}` has no boot record", n.label),
+            });
+        }
+    }
+    if s.inference_total == 0 {
+        out.push(Absence {
+            section: "inference responses",
+            why: "no `InferenceResponseSent` events: no request was answered in the run, or the writers predate the event".into(),
+        });
+    }
+    let _ = ProblemKind::Parse;
+    out
+}

@@ -1,0 +1,16 @@
+//! The post-incident summary of a bundle (`diagwire summary`): every section swactor's
+//! post-processor renders, readable on any generation and any release, plus subprocess buckets,
+//! validation, absence and what the reader did not know; as Markdown, JSON, TSV or one
+//! self-contained HTML page with plots; and the two-bundle comparison (`diagwire compare`).
+//!
+//! [`collect`] reads the bundle in one pass into a [`collect::Summary`]; the renderers only read it.
+
+pub mod collect;
+pub mod compare;
+pub mod html;
+pub mod render;
+pub mod stats;
+pub mod svg;
+pub mod tsv;
+
+pub use collect::{Summary, summarize, summarize_with};

@@ -1,0 +1,576 @@
+//! The summary as Markdown (for a terminal or a ticket) and as JSON (the shape documented in
+//! `docs/summary.md`). Every string that came from the bundle is escaped for the terminal in
+//! Markdown; JSON keeps it exact.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::collect::{MAX_LISTED, Summary};
+
+/// A string from the bundle, safe to print: control characters become `\u{…}` escapes and table
+/// separators are escaped.
+pub fn clean(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn opt(v: Option<impl ToString>) -> String {
+    v.map_or_else(|| "?".to_owned(), |x| clean(&x.to_string()))
+}
+
+fn ms(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |x| x.to_string())
+}
+
+/// The hosts of the run, one per node: `(label, Some(fields) | None without a boot record)`.
+pub fn hosts(s: &Summary) -> Vec<(String, Option<[Option<String>; 9]>)> {
+    s.nodes
+        .values()
+        .map(|n| {
+            let fields = n.boot.as_ref().map(|b| {
+                let rental = b
+                    .vastai_contract_id
+                    .clone()
+                    .or_else(|| b.provider_contract_id.clone());
+                [
+                    rental,
+                    b.host_ip_public.clone(),
+                    b.datacenter_id.clone(),
+                    b.host_country.clone(),
+                    b.container_id.clone(),
+                    b.hostname.clone(),
+                    b.home_relay_url_at_boot.clone(),
+                    b.iroh_version.clone(),
+                    b.git_sha.clone(),
+                ]
+            });
+            (n.label.clone(), fields)
+        })
+        .collect()
+}
+
+/// The Markdown summary.
+pub fn markdown(s: &Summary) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# Run {}\n", clean(&s.run_id));
+
+    o.push_str("## Run\n\n");
+    let (start, end) = run_span(s);
+    let _ = writeln!(
+        o,
+        "- {} node(s); finalize received: {}",
+        s.nodes.len(),
+        match s.manifest.as_ref().map(|m| m.finalize_received) {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "? (no manifest)",
+        }
+    );
+    let _ = writeln!(
+        o,
+        "- collector clock: {} → {}{}",
+        ms(start),
+        ms(end),
+        match (start, end) {
+            (Some(a), Some(b)) => format!(" ({:.1} s)", (b.saturating_sub(a)) as f64 / 1000.0),
+            _ => String::new(),
+        }
+    );
+    if let Some(m) = &s.manifest {
+        let _ = writeln!(
+            o,
+            "- written against contract {} by {}",
+            opt(m.contract_version.as_ref()),
+            m.writer
+                .as_ref()
+                .map_or("? (a writer older than contract 1.1.0)".to_owned(), |w| {
+                    format!(
+                        "{} `{}` {}",
+                        clean(w.kind.as_str()),
+                        clean(&w.name),
+                        clean(&w.version)
+                    )
+                })
+        );
+    }
+    o.push('\n');
+
+    o.push_str("## Nodes\n\n| label | role | id | snapshots | events | finalize |\n|---|---|---|---|---|---|\n");
+    for n in s.nodes.values() {
+        let _ = writeln!(
+            o,
+            "| `{}`{} | {} | {} | {} | {} | {} |",
+            clean(&n.label),
+            if n.listed || s.manifest.is_none() {
+                ""
+            } else {
+                " (not in the manifest)"
+            },
+            opt(n.role.as_ref()),
+            clean(&n.id.chars().take(8).collect::<String>()),
+            n.snapshots,
+            n.events,
+            if n.finalize { "yes" } else { "no" }
+        );
+    }
+    o.push('\n');
+
+    o.push_str("## Hosts\n\n");
+    for (label, fields) in hosts(s) {
+        match fields {
+            None => {
+                let _ = writeln!(o, "- `{}`: boot record absent", clean(&label));
+            }
+            Some(f) => {
+                let names = [
+                    "rental",
+                    "ip",
+                    "dc",
+                    "country",
+                    "container",
+                    "hostname",
+                    "relay",
+                    "iroh",
+                    "git",
+                ];
+                let parts: Vec<String> = names
+                    .iter()
+                    .zip(f.iter())
+                    .map(|(n, v)| format!("{n} {}", opt(v.as_ref())))
+                    .collect();
+                let _ = writeln!(o, "- `{}`: {}", clean(&label), parts.join(", "));
+            }
+        }
+    }
+    o.push('\n');
+
+    o.push_str("## First peer to go Dead\n\n");
+    match &s.first_dead {
+        None => o.push_str("No peer went Dead.\n\n"),
+        Some(d) => {
+            let _ = writeln!(
+                o,
+                "`{}` saw `{}` go Dead at {} ({}). conn_type from the nearest snapshots: `{}` → `{}` {}, `{}` → `{}` {}. A probe of `{}` was ok then: {}.\n",
+                clean(&d.observer),
+                clean(&d.peer),
+                d.wall_ms,
+                clean(&d.reason),
+                clean(&d.observer),
+                clean(&d.peer),
+                opt(d.observer_conn.as_ref()),
+                clean(&d.peer),
+                clean(&d.observer),
+                opt(d.peer_conn.as_ref()),
+                clean(&d.observer),
+                match d.observer_probe_ok {
+                    Some(true) => "yes",
+                    Some(false) => "no",
+                    None => "unknown",
+                }
+            );
+        }
+    }
+
+    o.push_str("## Relay sessions\n\n");
+    let relay_absent = s.absent.iter().find(|a| a.section == "relay sessions");
+    if let Some(a) = relay_absent {
+        let _ = writeln!(o, "Not observed: {}.\n", a.why);
+    }
+    for t in &s.relay_totals {
+        let reasons: Vec<String> = t
+            .by_reason
+            .iter()
+            .map(|(r, n)| format!("{} {n}", clean(r)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "`{}`: {} active, {} opened, {} closed, {} bytes in, {} bytes out; closes by reason: {}.\n",
+            clean(&t.relay),
+            t.active,
+            t.opens,
+            t.closes,
+            t.bytes_rx,
+            t.bytes_tx,
+            if reasons.is_empty() {
+                "none".into()
+            } else {
+                reasons.join(", ")
+            }
+        );
+    }
+    if !s.relay_closes.is_empty() {
+        o.push_str("| relay | peer | initiator | reason | duration ms | bytes in | bytes out | node-side last failure |\n|---|---|---|---|---|---|---|---|\n");
+        for c in &s.relay_closes {
+            let _ = writeln!(
+                o,
+                "| `{}` | `{}` | {} | {} | {} | {} | {} | {} |",
+                clean(&c.relay),
+                clean(&c.peer),
+                clean(&c.initiator),
+                clean(&c.reason),
+                c.duration_ms,
+                c.bytes_in,
+                c.bytes_out,
+                opt(c.node_last_failure_reason.as_ref())
+            );
+        }
+        o.push('\n');
+    }
+
+    o.push_str("## Probe outcomes\n\n");
+    if s.probes.is_empty() {
+        o.push_str("No node posted a probe block.\n\n");
+    } else {
+        o.push_str("| node | kind | target | outcome | rtt ms | ok/attempts |\n|---|---|---|---|---|---|\n");
+        for p in &s.probes {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} | {}/{} |",
+                clean(&p.node),
+                clean(&p.kind),
+                clean(&p.target),
+                clean(&p.outcome),
+                ms(p.rtt_ms),
+                p.successes,
+                p.attempts
+            );
+        }
+        o.push('\n');
+    }
+
+    o.push_str("## Probe RTT distribution\n\n");
+    if s.rtt.is_empty() {
+        let why = s
+            .absent
+            .iter()
+            .find(|a| a.section == "probe RTT distribution")
+            .map_or("no SWIM probe events".to_owned(), |a| a.why.clone());
+        let _ = writeln!(o, "No data: {why}.\n");
+    } else {
+        o.push_str("| observer | target | probes | acked | timed out | pending | median ms | p95 ms | p99 ms | budget |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        for ((obs, target), p) in &s.rtt {
+            let pending = p.probes - p.acked - p.timed_out;
+            let _ = writeln!(
+                o,
+                "| `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+                clean(obs),
+                clean(target),
+                p.probes,
+                p.acked,
+                p.timed_out,
+                pending,
+                ms(p.rtts.percentile(50)),
+                ms(p.rtts.percentile(95)),
+                ms(p.rtts.percentile(99)),
+                opt(p.budget.as_ref())
+            );
+        }
+        o.push_str("\nPer 5-second bucket of send time (epoch seconds):\n\n| observer | target | bucket | probes | timed out | median ms | p99 ms |\n|---|---|---|---|---|---|---|\n");
+        for ((obs, target, b), x) in &s.rtt_buckets {
+            let _ = writeln!(
+                o,
+                "| `{}` | `{}` | {b} | {} | {} | {} | {} |",
+                clean(obs),
+                clean(target),
+                x.probes,
+                x.timed_out,
+                ms(x.rtts.percentile(50)),
+                ms(x.rtts.percentile(99))
+            );
+        }
+        o.push('\n');
+    }
+
+    o.push_str("## Kernel network drops\n\n");
+    if s.kernel_drops.is_empty() {
+        o.push_str(
+            "No drop or error counter moved between a node's first and last host snapshot.\n\n",
+        );
+    } else {
+        o.push_str("| node | counter | delta |\n|---|---|---|\n");
+        for (node, counter, delta) in &s.kernel_drops {
+            let _ = writeln!(o, "| `{}` | {} | {delta} |", clean(node), clean(counter));
+        }
+        o.push('\n');
+    }
+
+    o.push_str("## Gossip receipts (by node, by kind)\n\n");
+    if s.gossip.is_empty() {
+        o.push_str("No `GossipReceived` events.\n\n");
+    } else {
+        o.push_str("| node | kind | count | bytes | items |\n|---|---|---|---|---|\n");
+        for ((node, kind), g) in &s.gossip {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} |",
+                clean(node),
+                clean(kind),
+                g.count,
+                g.bytes,
+                g.items
+            );
+        }
+        o.push('\n');
+        for line in gossip_gaps(s) {
+            let _ = writeln!(o, "- {line}");
+        }
+        o.push('\n');
+    }
+
+    o.push_str("## Inference responses\n\n");
+    if s.inference.is_empty() {
+        o.push_str("No `InferenceResponseSent` events.\n\n");
+    } else {
+        o.push_str(
+            "| sender | target | request | bytes | outcome | time |\n|---|---|---|---|---|---|\n",
+        );
+        for i in &s.inference {
+            let _ = writeln!(
+                o,
+                "| `{}` | `{}` | {} | {} | {} | {} |",
+                clean(&i.sender),
+                clean(&i.target),
+                clean(&i.request_id),
+                i.bytes,
+                clean(&i.outcome),
+                i.wall_ms
+            );
+        }
+        if s.inference_total > MAX_LISTED as u64 {
+            let _ = writeln!(o, "\n… and {} more.", s.inference_total - MAX_LISTED as u64);
+        }
+        o.push('\n');
+    }
+
+    o.push_str("## Per-peer dials\n\n");
+    if s.dials.is_empty() {
+        o.push_str("No dial events.\n\n");
+    } else {
+        o.push_str("| peer | started | succeeded | failed | in flight | last outcome | at |\n|---|---|---|---|---|---|---|\n");
+        let (mut st, mut su, mut fa) = (0, 0, 0);
+        for (peer, d) in &s.dials {
+            st += d.started;
+            su += d.succeeded;
+            fa += d.failed;
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} | {} | {} |",
+                clean(peer),
+                d.started,
+                d.succeeded,
+                d.failed,
+                d.started as i64 - d.succeeded as i64 - d.failed as i64,
+                d.last.as_ref().map_or("-".into(), |(t, _)| clean(t)),
+                d.last.as_ref().map_or("-".into(), |(_, at)| at.to_string())
+            );
+        }
+        let _ = writeln!(
+            o,
+            "| **total** | {st} | {su} | {fa} | {} | | |\n",
+            st as i64 - su as i64 - fa as i64
+        );
+    }
+
+    o.push_str("## Event totals (by type)\n\n| type | count |\n|---|---|\n");
+    for (t, n) in &s.event_totals {
+        let _ = writeln!(o, "| {} | {n} |", clean(t));
+    }
+    o.push('\n');
+
+    o.push_str("## Subprocesses\n\n");
+    if s.subprocesses.is_empty() {
+        o.push_str("No stage node and no subprocess in the run.\n\n");
+    } else {
+        o.push_str("| node | subprocess | bucket | evidence |\n|---|---|---|---|\n");
+        for r in &s.subprocesses {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} |",
+                clean(&r.node),
+                clean(&r.label),
+                r.bucket.as_str(),
+                clean(&r.detail)
+            );
+        }
+        o.push('\n');
+    }
+
+    o.push_str("## Validation\n\n");
+    let problems: u64 = s.problem_counts.values().sum();
+    let _ = writeln!(o, "{} record(s) read, {problems} problem(s).", s.records);
+    for (kind, n) in &s.problem_counts {
+        let _ = writeln!(o, "- {kind}: {n}");
+    }
+    for p in s.problems.iter().take(5) {
+        let _ = writeln!(o, "- `{}`", clean(&p.to_string()));
+    }
+    o.push('\n');
+
+    o.push_str("## Absence\n\n");
+    if s.absent.is_empty() {
+        o.push_str("Every section has data.\n\n");
+    } else {
+        for a in &s.absent {
+            let _ = writeln!(o, "- {}: {}", a.section, a.why);
+        }
+        o.push('\n');
+    }
+
+    o.push_str("## Unknown to this reader\n\n");
+    if s.unknown_event_types.is_empty() && s.unknown_fields.is_empty() {
+        o.push_str("Nothing: every event type and field is known to contract ");
+        o.push_str(diagwire::CONTRACT_VERSION);
+        o.push_str(".\n");
+    } else {
+        for (t, n) in &s.unknown_event_types {
+            let _ = writeln!(o, "- event type `{}`: {n}", clean(t));
+        }
+        for (f, n) in &s.unknown_fields {
+            let _ = writeln!(o, "- field `{}`: {n}", clean(f));
+        }
+    }
+    o
+}
+
+/// The run's span on the collector's clock, or the records' own span without a manifest.
+pub fn run_span(s: &Summary) -> (Option<u64>, Option<u64>) {
+    match &s.manifest {
+        Some(m) if m.run_start_collector_ms.is_some() => {
+            (m.run_start_collector_ms, m.run_end_collector_ms)
+        }
+        _ => (s.span_ms.map(|x| x.0), s.span_ms.map(|x| x.1)),
+    }
+}
+
+/// Nodes that received no gossip of a kind other nodes received.
+pub fn gossip_gaps(s: &Summary) -> Vec<String> {
+    let kinds: std::collections::BTreeSet<&String> = s.gossip.keys().map(|(_, k)| k).collect();
+    let mut out = Vec::new();
+    for n in s.nodes.values() {
+        if n.events == 0 {
+            continue;
+        }
+        for k in &kinds {
+            if !s.gossip.contains_key(&(n.label.clone(), (*k).clone())) {
+                out.push(format!(
+                    "`{}` received no `{}` gossip from anyone.",
+                    clean(&n.label),
+                    clean(k)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The summary as JSON (`docs/summary.md` documents every key).
+pub fn json(s: &Summary) -> Value {
+    let (start, end) = run_span(s);
+    let nodes: Vec<Value> = s
+        .nodes
+        .values()
+        .map(|n| {
+            json!({
+                "label": n.label, "role": n.role, "id": n.id, "listed": n.listed,
+                "snapshots": n.snapshots, "events": n.events, "finalize": n.finalize,
+            })
+        })
+        .collect();
+    let hosts: Vec<Value> = hosts(s)
+        .into_iter()
+        .map(|(label, f)| match f {
+            None => json!({"node": label, "boot_record": false, "rental": null, "ip": null, "datacenter": null,
+                "country": null, "container": null, "hostname": null, "relay": null, "iroh_version": null, "git_sha": null}),
+            Some([rental, ip, dc, country, container, hostname, relay, iroh, git]) => json!({
+                "node": label, "boot_record": true, "rental": rental, "ip": ip, "datacenter": dc, "country": country,
+                "container": container, "hostname": hostname, "relay": relay, "iroh_version": iroh, "git_sha": git,
+            }),
+        })
+        .collect();
+    json!({
+        "run": {
+            "run_id": s.run_id,
+            "nodes": s.nodes.len(),
+            "finalize_received": s.manifest.as_ref().map(|m| m.finalize_received),
+            "start_ms": start,
+            "end_ms": end,
+            "contract_version": s.manifest.as_ref().and_then(|m| m.contract_version.clone()),
+        },
+        "nodes": nodes,
+        "hosts": hosts,
+        "first_dead": s.first_dead.as_ref().map(|d| json!({
+            "observer": d.observer, "peer": d.peer, "wall_ms": d.wall_ms, "reason": d.reason,
+            "observer_conn_type": d.observer_conn, "peer_conn_type": d.peer_conn, "observer_probe_ok": d.observer_probe_ok,
+        })),
+        "relay_totals": s.relay_totals.iter().map(|t| json!({
+            "relay": t.relay, "active": t.active, "opens": t.opens, "closes": t.closes,
+            "bytes_rx": t.bytes_rx, "bytes_tx": t.bytes_tx,
+            "closes_by_reason": t.by_reason.iter().map(|(r, n)| json!({"reason": r, "count": n})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "relay_sessions": s.relay_closes.iter().map(|c| json!({
+            "relay": c.relay, "peer": c.peer, "initiator": c.initiator, "reason": c.reason,
+            "duration_ms": c.duration_ms, "bytes_in": c.bytes_in, "bytes_out": c.bytes_out,
+            "closed_at_ms": c.closed_at_ms, "node_last_failure_reason": c.node_last_failure_reason,
+        })).collect::<Vec<_>>(),
+        "probe_outcomes": s.probes.iter().map(|p| json!({
+            "node": p.node, "kind": p.kind, "target": p.target, "outcome": p.outcome,
+            "rtt_ms": p.rtt_ms, "successes": p.successes, "attempts": p.attempts,
+        })).collect::<Vec<_>>(),
+        "probe_rtt": s.rtt.iter().map(|((obs, target), p)| json!({
+            "observer": obs, "target": target, "probes": p.probes, "acked": p.acked, "timed_out": p.timed_out,
+            "pending": p.probes - p.acked - p.timed_out,
+            "median_ms": p.rtts.percentile(50), "p95_ms": p.rtts.percentile(95), "p99_ms": p.rtts.percentile(99),
+            "budget": p.budget,
+        })).collect::<Vec<_>>(),
+        "probe_rtt_buckets": s.rtt_buckets.iter().map(|((obs, target, b), x)| json!({
+            "observer": obs, "target": target, "bucket_s": b, "probes": x.probes, "timed_out": x.timed_out,
+            "median_ms": x.rtts.percentile(50), "p99_ms": x.rtts.percentile(99),
+        })).collect::<Vec<_>>(),
+        "kernel_drops": s.kernel_drops.iter().map(|(node, counter, delta)| json!({
+            "node": node, "counter": counter, "delta": delta.to_string().parse::<i64>().unwrap_or(i64::MAX),
+        })).collect::<Vec<_>>(),
+        "gossip": s.gossip.iter().map(|((node, kind), g)| json!({
+            "node": node, "kind": kind, "count": g.count, "bytes": g.bytes, "items": g.items,
+        })).collect::<Vec<_>>(),
+        "inference_responses": {
+            "total": s.inference_total,
+            "listed": s.inference.iter().map(|i| json!({
+                "sender": i.sender, "target": i.target, "request_id": i.request_id, "bytes": i.bytes,
+                "outcome": i.outcome, "wall_ms": i.wall_ms,
+            })).collect::<Vec<_>>(),
+        },
+        "dials": s.dials.iter().map(|(peer, d)| json!({
+            "peer": peer, "started": d.started, "succeeded": d.succeeded, "failed": d.failed,
+            "in_flight": d.started as i64 - d.succeeded as i64 - d.failed as i64,
+            "last_outcome": d.last.as_ref().map(|(t, _)| t), "last_outcome_ms": d.last.as_ref().map(|(_, at)| at),
+        })).collect::<Vec<_>>(),
+        "subprocesses": s.subprocesses.iter().map(|r| json!({
+            "node": r.node, "label": r.label, "bucket": r.bucket.as_str(), "detail": r.detail,
+        })).collect::<Vec<_>>(),
+        "event_totals": s.event_totals,
+        "absent": s.absent.iter().map(|a| json!({"section": a.section, "why": a.why})).collect::<Vec<_>>(),
+        "validation": {
+            "records": s.records,
+            "problems": s.problem_counts.values().sum::<u64>(),
+            "by_kind": s.problem_counts,
+            "first": s.problems.iter().take(20).map(|p| json!({
+                "kind": p.kind.as_str(), "file": p.location.file, "record": p.location.record,
+                "pointer": p.location.pointer, "message": p.message,
+            })).collect::<Vec<_>>(),
+        },
+        "unknown": {
+            "event_types": s.unknown_event_types,
+            "fields": s.unknown_fields,
+        },
+    })
+}

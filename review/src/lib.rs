@@ -1,0 +1,102 @@
+//! Schema review: what a change to the schemas does to every reader, which version bump it needs,
+//! a record that shows each break, and in which order swactor's programs must roll out.
+//!
+//! [`diff::diff`] classifies every difference between two schema trees under a rule of
+//! [`catalog`]; [`confirm`] builds a counterexample for each breaking finding and runs the readers
+//! on it; [`review`] compares the working tree with a git base and every release of the support
+//! window and checks the declared version, the changelog and the generated code; [`report`]
+//! renders it all as Markdown or JSON; [`changelog`] drafts the next release's section.
+
+pub mod catalog;
+pub mod changelog;
+pub mod confirm;
+pub mod diff;
+pub mod instance;
+pub mod report;
+pub mod review;
+pub mod tree;
+
+use catalog::Bump;
+use confirm::{Counterexample, Readers};
+use diff::Finding;
+use tree::Tree;
+
+/// A finding with its counterexample, when its rule breaks a reader on the wire.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The finding.
+    pub finding: Finding,
+    /// The record that shows the break, confirmed by the readers.
+    pub counterexample: Option<Counterexample>,
+}
+
+/// Everything that differs from one tree to another.
+pub struct Comparison {
+    /// How the older tree is named.
+    pub old: String,
+    /// How the newer tree is named.
+    pub new: String,
+    /// The older tree's version.
+    pub old_version: Option<semver::Version>,
+    /// The newer tree's version.
+    pub new_version: Option<semver::Version>,
+    /// Every finding, sorted by place.
+    pub findings: Vec<Checked>,
+}
+
+impl Comparison {
+    /// The bump the changes need: the highest of their rules' (patch when nothing changed).
+    pub fn required(&self) -> Bump {
+        self.findings
+            .iter()
+            .map(|c| c.finding.rule.bump)
+            .max()
+            .unwrap_or(Bump::Patch)
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// The findings no rule classifies.
+    pub fn unclassified(&self) -> impl Iterator<Item = &Checked> {
+        self.findings
+            .iter()
+            .filter(|c| c.finding.rule.id == "UNCLASSIFIED")
+    }
+
+    /// The findings that need a major bump.
+    pub fn breaking(&self) -> impl Iterator<Item = &Checked> {
+        self.findings
+            .iter()
+            .filter(|c| c.finding.rule.bump == Bump::Major)
+    }
+}
+
+/// Compares two trees and confirms a counterexample for every finding whose rule breaks a reader.
+pub fn compare(old: &Tree, new: &Tree) -> anyhow::Result<Comparison> {
+    let (ro, rn) = (Readers::new(old)?, Readers::new(new)?);
+    let findings = diff::diff(old, new)
+        .into_iter()
+        .map(|finding| {
+            let wire_break = finding.rule.old_reader.breaks() || finding.rule.new_reader.breaks();
+            let counterexample = if wire_break {
+                confirm::counterexample(&finding, &ro, &rn)
+            } else {
+                None
+            };
+            Checked {
+                finding,
+                counterexample,
+            }
+        })
+        .collect();
+    Ok(Comparison {
+        old: old.label.clone(),
+        new: new.label.clone(),
+        old_version: old.version.clone(),
+        new_version: new.version.clone(),
+        findings,
+    })
+}

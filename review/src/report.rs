@@ -1,0 +1,297 @@
+//! Rendering comparisons and reviews: Markdown for a person (a pull-request comment) and JSON for a
+//! machine, with the same content.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::Comparison;
+use crate::catalog::{self, Bump};
+use crate::confirm::Side;
+use crate::review::Review;
+
+/// Markdown of one comparison: a summary line, then every finding with its effects and its
+/// counterexample.
+pub fn comparison_md(c: &Comparison, out: &mut String) {
+    findings_md(c, out, false);
+}
+
+/// Like [`comparison_md`]; with `only_breaking`, the findings that need a major bump or that no
+/// rule classifies are listed and the rest only counted (the older releases of a review).
+pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
+    let breaking = c.breaking().count();
+    let _ = writeln!(
+        out,
+        "**{} → {}**: {} change(s), {} breaking, needs {}.\n",
+        c.old,
+        c.new,
+        c.findings.len(),
+        breaking,
+        bump_needed(c)
+    );
+    if c.findings.is_empty() {
+        out.push_str("No differences.\n\n");
+        return;
+    }
+    let shown: Vec<&crate::Checked> = c
+        .findings
+        .iter()
+        .filter(|f| !only_breaking || f.finding.rule.bump == Bump::Major)
+        .collect();
+    if only_breaking {
+        let _ = writeln!(
+            out,
+            "{} compatible change(s) not listed; {} listed below.\n",
+            c.findings.len() - shown.len(),
+            shown.len()
+        );
+        if shown.is_empty() {
+            return;
+        }
+    }
+    out.push_str("| rule | bump | where | old reader, new records | new reader, old records |\n|---|---|---|---|---|\n");
+    for f in &shown {
+        let r = f.finding.rule;
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | `{}` | {} | {} |",
+            r.id,
+            r.bump,
+            f.finding.at,
+            r.old_reader.as_str(),
+            r.new_reader.as_str()
+        );
+    }
+    out.push('\n');
+    for f in &shown {
+        let r = f.finding.rule;
+        let _ = writeln!(
+            out,
+            "- **`{}`** ({}) `{}`: {}. {}.",
+            r.id, r.bump, f.finding.at, f.finding.detail, r.why
+        );
+        if let Some(x) = &f.counterexample {
+            let side = match x.written_by {
+                Side::Old => &c.old,
+                Side::New => &c.new,
+            };
+            let _ = writeln!(
+                out,
+                "  - counterexample ({}): a `{}` record written by {side}: `{}`",
+                if x.confirmed {
+                    "confirmed"
+                } else {
+                    "not confirmed"
+                },
+                x.kind,
+                compact(&x.record)
+            );
+            for v in &x.verdicts {
+                let _ = writeln!(
+                    out,
+                    "    - {}: {} — {}",
+                    v.reader,
+                    if v.accepts { "accepts" } else { "refuses" },
+                    v.detail
+                );
+            }
+            let _ = writeln!(out, "    - {}", x.note);
+        }
+    }
+    out.push('\n');
+}
+
+/// "a **minor** bump", or "no bump" when nothing changed.
+fn bump_needed(c: &Comparison) -> String {
+    if c.is_empty() {
+        "no bump".to_owned()
+    } else {
+        format!("a **{}** bump", c.required())
+    }
+}
+
+/// A record on one line, cut to a length a comment can hold.
+fn compact(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() <= 600 {
+        return s;
+    }
+    let mut cut = 600;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &s[..cut])
+}
+
+/// JSON of one comparison.
+pub fn comparison_json(c: &Comparison) -> Value {
+    json!({
+        "old": c.old,
+        "new": c.new,
+        "old_version": c.old_version.as_ref().map(ToString::to_string),
+        "new_version": c.new_version.as_ref().map(ToString::to_string),
+        "required_bump": if c.is_empty() { None } else { Some(c.required().as_str()) },
+        "breaking": c.breaking().map(|f| f.finding.rule.id).collect::<Vec<_>>(),
+        "findings": c.findings.iter().map(|f| {
+            let r = f.finding.rule;
+            json!({
+                "rule": r.id,
+                "bump": r.bump.as_str(),
+                "schema": f.finding.at.schema,
+                "def": f.finding.at.def,
+                "member": f.finding.at.member,
+                "detail": f.finding.detail,
+                "old_reader_on_new_records": r.old_reader.as_str(),
+                "new_reader_on_old_records": r.new_reader.as_str(),
+                "counterexample": f.counterexample.as_ref().map(|x| json!({
+                    "kind": x.kind,
+                    "written_by": match x.written_by { Side::Old => "old", Side::New => "new" },
+                    "record": x.record,
+                    "confirmed": x.confirmed,
+                    "note": x.note,
+                    "verdicts": x.verdicts.iter().map(|v| json!({"reader": v.reader, "accepts": v.accepts, "detail": v.detail})).collect::<Vec<_>>(),
+                })),
+            })
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// The pull-request comment of a review.
+pub fn review_md(r: &Review) -> String {
+    let failures = r.failures();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## Schema review {}\n",
+        if failures.is_empty() {
+            "✅ passes"
+        } else {
+            "❌ fails"
+        }
+    );
+    out.push_str("| comparison | changes | breaking | unclassified | required bump | declared bump | version |\n|---|---|---|---|---|---|---|\n");
+    for s in &r.steps {
+        let c = &s.comparison;
+        let _ = writeln!(
+            out,
+            "| {} → {} | {} | {} | {} | {} | {} | {} |",
+            c.old,
+            c.new,
+            c.findings.len(),
+            c.breaking().count(),
+            c.unclassified().count(),
+            if c.is_empty() {
+                "none".to_owned()
+            } else {
+                c.required().to_string()
+            },
+            s.declared.map_or("none".into(), |d| format!(
+                "{d} ({} → {})",
+                c.old_version
+                    .as_ref()
+                    .map_or("?".into(), ToString::to_string),
+                r.version
+            )),
+            if !s.binding {
+                "shown".to_owned()
+            } else if s.version_ok() {
+                "ok".to_owned()
+            } else {
+                "**too small**".to_owned()
+            },
+        );
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "- `schemas/VERSION`: {}\n- CHANGELOG.md: {}\n- generated/: {}\n",
+        r.version,
+        if !r.schemas_changed {
+            "no schema change"
+        } else if r.changelog_ok {
+            "updated"
+        } else {
+            "**not updated**"
+        },
+        if r.stale_generated.is_empty() {
+            "up to date".to_owned()
+        } else {
+            format!(
+                "**stale** ({} files; run `cargo codegen`)",
+                r.stale_generated.len()
+            )
+        },
+    );
+    if !failures.is_empty() {
+        out.push_str("### Why it fails\n\n");
+        for f in &failures {
+            let _ = writeln!(out, "- {f}");
+        }
+        out.push('\n');
+    }
+    // The pull request's own changes in full: against the base, or the newest release without one.
+    let full = r
+        .steps
+        .iter()
+        .position(|s| !s.binding)
+        .unwrap_or(r.steps.len().saturating_sub(1));
+    for (i, s) in r.steps.iter().enumerate() {
+        let _ = writeln!(out, "### {} → {}\n", s.comparison.old, s.comparison.new);
+        findings_md(&s.comparison, &mut out, i != full);
+        let order: Vec<&str> = s.rollout.order.iter().map(|r| r.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "Rollout order: {} — {}.\n",
+            if order.is_empty() {
+                "any".to_owned()
+            } else {
+                order.join(" → ")
+            },
+            s.rollout.why
+        );
+    }
+    out
+}
+
+/// The JSON of a review.
+pub fn review_json(r: &Review) -> Value {
+    json!({
+        "passes": r.failures().is_empty(),
+        "failures": r.failures(),
+        "version": r.version.to_string(),
+        "schemas_changed": r.schemas_changed,
+        "changelog_updated": r.changelog_ok,
+        "stale_generated": r.stale_generated,
+        "comparisons": r.steps.iter().map(|s| {
+            let mut v = comparison_json(&s.comparison);
+            v["declared_bump"] = json!(s.declared.map(Bump::as_str));
+            v["binding"] = json!(s.binding);
+            v["version_ok"] = json!(s.version_ok());
+            v["rollout"] = json!({
+                "order": s.rollout.order.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+                "why": s.rollout.why,
+            });
+            v
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// The catalog as a Markdown page (`docs/review-rules.md`).
+pub fn catalog_md() -> String {
+    let mut out = String::from(
+        "# Schema review rules\n\nEvery change `diagwire diff` and `diagwire review` find is classified under one of these rules. The ids are stable. \"Old reader\" is a reader built before the change given records written after it; \"new reader\" the reverse — bundles are kept, so new readers meet old records as long as the bundles exist. A change no rule classifies is `UNCLASSIFIED` and fails the review. Each rule has a fixture pair under `review/tests/rules/<ID>/`.\n\nThis page is generated: `cargo diagwire rules > docs/review-rules.md`.\n\n| id | change | bump | old reader, new records | new reader, old records | why |\n|---|---|---|---|---|---|\n",
+    );
+    for r in catalog::ALL {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            r.id,
+            r.title,
+            r.bump,
+            r.old_reader.as_str(),
+            r.new_reader.as_str(),
+            r.why
+        );
+    }
+    out
+}

@@ -1,0 +1,156 @@
+//! The rule catalog, rule by rule: each rule has a fixture pair (`tests/rules/<ID>/old/` and `new/`,
+//! a small contract before and after one change) and the findings it must produce
+//! (`expected.txt`, one `RULE_ID place` per line). Every finding whose rule breaks a reader on the
+//! wire must come with a counterexample the readers confirm.
+
+use std::path::{Path, PathBuf};
+
+use diagwire_review::catalog::{self, Effect};
+use diagwire_review::compare;
+use diagwire_review::tree::Tree;
+
+fn rules_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/rules")
+}
+
+/// Compares the fixture pair of `id` and checks its findings and counterexamples.
+#[track_caller]
+fn check(id: &str) {
+    let dir = rules_dir().join(id);
+    let old = Tree::load_dir(&dir.join("old")).unwrap_or_else(|e| panic!("{id}/old: {e:#}"));
+    let new = Tree::load_dir(&dir.join("new")).unwrap_or_else(|e| panic!("{id}/new: {e:#}"));
+    let c = compare(&old, &new).unwrap_or_else(|e| panic!("{id}: {e:#}"));
+    let mut got: Vec<String> = c
+        .findings
+        .iter()
+        .map(|f| format!("{} {}", f.finding.rule.id, f.finding.at))
+        .collect();
+    got.sort();
+    let expected = std::fs::read_to_string(dir.join("expected.txt")).expect("expected.txt");
+    let want: Vec<&str> = expected.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(got, want, "{id}: findings");
+    let rule = catalog::rule(id).expect("a catalog rule");
+    assert!(
+        c.findings.iter().any(|f| f.finding.rule.id == id),
+        "{id}: the fixture does not produce its own rule"
+    );
+    for f in &c.findings {
+        let r = f.finding.rule;
+        let wire_break = r.old_reader.breaks() || r.new_reader.breaks();
+        let api_only = [r.old_reader, r.new_reader].iter().all(|e| !e.breaks());
+        if r.id == "UNCLASSIFIED" || api_only {
+            continue;
+        }
+        assert!(wire_break);
+        let x = f.counterexample.as_ref().unwrap_or_else(|| {
+            panic!("{id}: `{}` at {} has no counterexample", r.id, f.finding.at)
+        });
+        assert!(
+            x.confirmed,
+            "{id}: the counterexample of `{}` is not confirmed: {} {:?}",
+            r.id, x.record, x.verdicts
+        );
+    }
+    let _ = (rule, Effect::Unaffected);
+}
+
+macro_rules! rules {
+    ($($id:ident),* $(,)?) => {
+        $(
+            #[test]
+            #[allow(non_snake_case)]
+            fn $id() {
+                check(stringify!($id));
+            }
+        )*
+
+        const TESTED: &[&str] = &[$(stringify!($id)),*];
+    };
+}
+
+rules!(
+    RECORD_KIND_ADDED,
+    RECORD_KIND_REMOVED,
+    TYPE_ADDED,
+    TYPE_REMOVED,
+    TYPE_KIND_CHANGED,
+    TYPE_MOVED,
+    FIELD_ADDED_OPTIONAL,
+    FIELD_ADDED_REQUIRED,
+    FIELD_REMOVED_OPTIONAL,
+    FIELD_REMOVED_REQUIRED,
+    FIELD_RENAMED,
+    FIELD_REQUIRED_TO_OPTIONAL,
+    FIELD_OPTIONAL_TO_REQUIRED,
+    FIELD_PRESENCE_SPELLING_CHANGED,
+    FIELD_PRESENCE_DEFAULTED,
+    FIELD_PRESENCE_UNDEFAULTED,
+    FIELD_TYPE_CHANGED,
+    INTEGER_WIDENED,
+    INTEGER_NARROWED,
+    BOUND_ADDED,
+    BOUND_LOOSENED,
+    ENUM_VALUE_ADDED_OPEN,
+    ENUM_VALUE_ADDED_CLOSED,
+    ENUM_VALUE_REMOVED_OPEN,
+    ENUM_VALUE_REMOVED_CLOSED,
+    ENUM_OPENED,
+    ENUM_CLOSED,
+    UNION_VARIANT_ADDED_OPEN,
+    UNION_VARIANT_ADDED_CLOSED,
+    UNION_VARIANT_REMOVED,
+    UNION_OPENED,
+    UNION_CLOSED,
+    UNION_TAG_KEY_CHANGED,
+    UNION_TAG_VALUE_CHANGED,
+    UNION_STYLE_CHANGED,
+    FLATTEN_CHANGED,
+    FLATTEN_FIELD_RENAMED,
+    PROVENANCE_WIDENED,
+    PROVENANCE_NARROWED,
+    FIELD_BECAME_DERIVED,
+    FIELD_BECAME_DERIVED_DISCRIMINATED,
+    FIELD_BECAME_REPORTED,
+    UNIT_CHANGED,
+    REQUIRED_FIELDS_REORDERED,
+    ORDER_CHANGED,
+    DESCRIPTION_CHANGED,
+    UNCLASSIFIED,
+);
+
+#[test]
+fn every_rule_has_a_fixture_and_a_test() {
+    for r in catalog::ALL {
+        assert!(
+            rules_dir().join(r.id).join("expected.txt").exists(),
+            "rule `{}` has no fixture",
+            r.id
+        );
+        assert!(TESTED.contains(&r.id), "rule `{}` has no test", r.id);
+    }
+}
+
+#[test]
+fn every_fixture_names_a_rule() {
+    for entry in std::fs::read_dir(rules_dir()).expect("tests/rules") {
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            catalog::rule(&name).is_some(),
+            "tests/rules/{name} names no rule"
+        );
+    }
+}
+
+#[test]
+fn the_rules_page_is_up_to_date() {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/review-rules.md");
+    let on_disk = std::fs::read_to_string(&page).unwrap_or_default();
+    assert!(
+        on_disk == diagwire_review::report::catalog_md(),
+        "docs/review-rules.md is stale: run `cargo diagwire rules > docs/review-rules.md`"
+    );
+}

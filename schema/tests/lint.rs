@@ -1,0 +1,276 @@
+//! The profile lint: one invalid schema per rule (`tests/lint/`), each rejected with its file and
+//! JSON pointer.
+//!
+//! Every lint schema is valid except for the one rule its name says, so loading it reports exactly
+//! one problem; each case below names the rule's behaviour, its schema, and the whole message.
+
+use std::path::Path;
+
+use diagwire_schema::{SchemaFile, load, read_kebab_dir};
+
+const LINT_DIR: &str = "schema/tests/lint";
+
+fn lint_files() -> Vec<SchemaFile> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lint");
+    read_kebab_dir(&dir, LINT_DIR).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+fn lint_file(name: &str) -> SchemaFile {
+    let display = format!("{LINT_DIR}/{name}.schema.json");
+    lint_files()
+        .into_iter()
+        .find(|(path, _, _)| *path == display)
+        .unwrap_or_else(|| panic!("{display} does not exist"))
+}
+
+/// Loads the lint schemas `names` together and checks that the only problem is `message` at
+/// `pointer` of the last one.
+#[track_caller]
+fn check(names: &[&str], pointer: &str, message: &str) {
+    let files: Vec<SchemaFile> = names.iter().map(|n| lint_file(n)).collect();
+    let last = names.last().expect("OK because every case names a schema");
+    let got = match load(&files) {
+        Ok(_) => panic!("the lint accepted {names:?}"),
+        Err(e) => format!("{e:#}"),
+    };
+    let want = format!(
+        "the schemas are outside the profile (schemas/README.md):\n  {LINT_DIR}/{last}.schema.json#{pointer}: {message}"
+    );
+    assert_eq!(got, want);
+}
+
+/// One case: the test name says the behaviour, then the schemas loaded together (the last one is
+/// the offending file), the JSON pointer and the message.
+macro_rules! case {
+    ($test:ident, [$($name:literal),+], $pointer:literal, $message:literal) => {
+        #[test]
+        fn $test() {
+            check(&[$($name),+], $pointer, $message);
+        }
+    };
+}
+
+/// Schemas in `tests/lint/` that are loaded beside a rule's schema rather than on their own.
+const COMPANIONS: &[&str] = &["duplicate-type-name-first"];
+
+#[test]
+fn every_lint_schema_has_a_case() {
+    let this = include_str!("lint.rs");
+    for (path, _, _) in lint_files() {
+        let name = path
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches(".schema.json");
+        let quoted = format!("\"{name}\"");
+        assert!(
+            this.contains(&format!("[{quoted}]"))
+                || this.contains(&format!(", {quoted}]"))
+                || COMPANIONS.contains(&name),
+            "{path} has no case"
+        );
+    }
+}
+
+case!(
+    a_property_without_description_is_rejected,
+    ["missing-description"],
+    "/$defs/Sample/properties/label",
+    "missing `description`"
+);
+
+case!(
+    a_required_property_with_presence_is_rejected,
+    ["required-with-presence"],
+    "/$defs/Sample/properties/name",
+    "a required property has no `x-presence`"
+);
+
+case!(
+    an_optional_property_without_presence_is_rejected,
+    ["optional-without-presence"],
+    "/$defs/Sample/properties/label",
+    "a property that is not required needs `x-presence`: `nullable`, `omittable`, `default` or `skip-default`"
+);
+
+case!(
+    an_optional_property_without_absent_is_rejected,
+    ["optional-without-absent"],
+    "/$defs/Sample/properties/label",
+    "a property that is not required needs `x-absent` saying what its absence means"
+);
+
+case!(
+    a_nullable_property_that_rejects_null_is_rejected,
+    ["nullable-without-null"],
+    "/$defs/Sample/properties/label",
+    "a `nullable` or `omittable` property must accept `null` (add `\"null\"` to `type`, or use `anyOf: [{$ref}, {type: null}]`)"
+);
+
+case!(
+    an_integer_without_format_is_rejected,
+    ["integer-without-format"],
+    "/$defs/Sample/properties/count",
+    "an integer needs `format`: uint8, uint16, uint32, uint64, int32 or int64"
+);
+
+case!(
+    integer_bounds_that_do_not_match_the_format_are_rejected,
+    ["integer-bounds-mismatch"],
+    "/$defs/Sample/properties/count",
+    "a `uint32` integer needs `minimum: 0` and `maximum: 4294967295` so schema and parser accept the same values"
+);
+
+case!(
+    a_number_without_format_double_is_rejected,
+    ["number-without-double"],
+    "/$defs/Sample/properties/ratio",
+    "a number needs `format: double`"
+);
+
+case!(
+    an_integer_without_unit_is_rejected,
+    ["integer-without-unit"],
+    "/$defs/Sample/properties/count",
+    "an integer or number property needs `x-unit`"
+);
+
+case!(
+    an_inline_object_is_rejected,
+    ["inline-object"],
+    "/$defs/Sample/properties/origin",
+    "inline objects are not allowed: name the type in `$defs`"
+);
+
+case!(
+    an_inline_enum_is_rejected,
+    ["inline-enum"],
+    "/$defs/Sample/properties/levels/items",
+    "inline enums are not allowed: name the enum in `$defs`"
+);
+
+case!(
+    any_of_other_than_a_nullable_reference_is_rejected,
+    ["anyof-misuse"],
+    "/$defs/Sample/properties/code/anyOf",
+    "`anyOf` is only allowed as `[{\"$ref\": …}, {\"type\": \"null\"}]`"
+);
+
+case!(
+    additional_properties_on_a_struct_is_rejected,
+    ["additional-properties-on-struct"],
+    "/$defs/Sample/additionalProperties",
+    "`additionalProperties` is not allowed on a struct (structs are open: unknown keys are kept, so there is no `additionalProperties`)"
+);
+
+case!(
+    an_unknown_keyword_is_rejected,
+    ["unknown-keyword"],
+    "/$defs/Sample/properties/name/x-since",
+    "`x-since` is not allowed on a property"
+);
+
+case!(
+    a_ref_that_is_not_a_profile_reference_is_rejected,
+    ["bad-ref"],
+    "/$defs/Sample/properties/peer/$ref",
+    "`common.schema.json#/$defs/NodeId` is not a profile reference (`#/$defs/<Name>` or `urn:diagwire:<stem>#/$defs/<Name>`)"
+);
+
+case!(
+    a_ref_to_an_unknown_definition_is_rejected,
+    ["unknown-ref-target"],
+    "/$defs/Sample/properties/peer",
+    "reference to unknown definition `Missing`"
+);
+
+case!(
+    an_internal_catch_all_that_does_not_list_exactly_the_known_tags_is_rejected,
+    ["internal-catch-all-tags"],
+    "/$defs/Animal/oneOf/2",
+    "the catch-all must exclude exactly the known tags; missing [\"dog\"], extra [\"bird\"]"
+);
+
+case!(
+    an_adjacent_catch_all_that_does_not_list_exactly_the_known_tags_is_rejected,
+    ["adjacent-catch-all-tags"],
+    "/$defs/Signal/oneOf/2",
+    "the catch-all must exclude exactly the known tags [\"Stop\", \"Move\"], it excludes [\"Stop\"]"
+);
+
+case!(
+    an_adjacent_union_used_as_a_property_type_must_be_closed,
+    ["adjacent-union-open-as-property"],
+    "/$defs/Signal",
+    "an adjacent union used as a property type must be a closed object (`additionalProperties: false` on every branch)"
+);
+
+case!(
+    a_flattened_adjacent_union_must_be_open,
+    ["flattened-adjacent-closed"],
+    "/$defs/Sample/allOf",
+    "a flattened adjacent union must be open (no `additionalProperties: false`), because this struct's keys sit beside it"
+);
+
+case!(
+    a_provenance_source_that_is_not_a_property_is_rejected,
+    ["provenance-source-missing"],
+    "/$defs/Sample/properties/latency_ms/x-provenance",
+    "source `latency_source` is not a property of this struct"
+);
+
+case!(
+    a_provenance_source_that_is_not_a_value_source_is_rejected,
+    ["provenance-source-not-value-source"],
+    "/$defs/Sample/properties/latency_source",
+    "a provenance source must be a `ValueSource`"
+);
+
+case!(
+    a_tuple_without_items_false_is_rejected,
+    ["tuple-without-items-false"],
+    "/$defs/Sample/properties/pair",
+    "a tuple needs `items: false` and `minItems` equal to the number of `prefixItems`"
+);
+
+case!(
+    a_default_presence_without_a_zero_default_is_rejected,
+    ["default-without-zero"],
+    "/$defs/Sample/properties/retries",
+    "`default` and `skip-default` properties need `default` set to the type's zero (0, false, [] or \"\")"
+);
+
+case!(
+    an_id_that_does_not_follow_the_file_name_is_rejected,
+    ["id-mismatch"],
+    "/$id",
+    "`$id` must be `urn:diagwire:id_mismatch`"
+);
+
+case!(
+    a_definition_name_that_is_not_pascal_case_is_rejected,
+    ["def-name-not-pascal"],
+    "/$defs/sample_info",
+    "definition name `sample_info` must be PascalCase (it is the Rust type name)"
+);
+
+case!(
+    a_record_kind_declared_twice_is_rejected,
+    ["record-kind-twice"],
+    "/$defs/Second",
+    "record kind `sample` is also declared by `First`"
+);
+
+case!(
+    a_keyword_inside_array_items_outside_the_grammar_is_rejected_by_the_meta_schema,
+    ["unknown-keyword-in-items"],
+    "/$defs/Sample/properties/names/items",
+    "Additional properties are not allowed ('pattern' was unexpected) (profile grammar)"
+);
+
+case!(
+    a_type_name_defined_in_two_files_is_rejected,
+    ["duplicate-type-name-first", "duplicate-type-name"],
+    "/$defs/PresenceProbe",
+    "the name `PresenceProbe` is also defined in schema/tests/lint/duplicate-type-name-first.schema.json; type names are one namespace"
+);
