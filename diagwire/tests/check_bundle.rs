@@ -189,7 +189,7 @@ cases! {
     a_manifest_and_boot_record_disagreeing_on_the_role_is_reported: |run| {
         edit_json(run, "MANIFEST.json", |m| m["nodes"][0]["role"] = "relay".into());
     } => [
-        (Manifest, "run-7/MANIFEST.json:0 /nodes/0/role", "manifest says role Some(\"relay\")"),
+        (Manifest, "run-7/MANIFEST.json:0 /nodes/0/role", "manifest says role \"relay\", `orchestrator/boot.json` says \"orchestrator\""),
     ];
     a_manifest_naming_another_run_than_its_directory_is_reported: |run| {
         edit_json(run, "MANIFEST.json", |m| m["run_id"] = "run-8".into());

@@ -1725,10 +1725,12 @@ impl<'a> Run<'a> {
                 cache
             })
             .collect();
-        let mut relay_session = RelaySession::new(node.relay_status.clone(), ValueSource::Derived);
+        // The node's transport cannot report the relay tunnel's status (`RelayTunnel.status` is
+        // among its API gaps), so the snapshot says `unknown` with a derived source; the relay
+        // session events carry what the node saw.
+        let mut relay_session =
+            RelaySession::new(RelaySessionStatus::Unknown, ValueSource::Derived);
         relay_session.relay_url = Some(RELAY_URL.to_owned());
-        relay_session.status_changed_at_ms = node.relay_changed;
-        relay_session.status_entered_at_ms = node.relay_changed;
         let mut iroh = IrohState::new();
         iroh.home_relay_url = if n == ORCH {
             node.home_relay.clone()

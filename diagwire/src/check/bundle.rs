@@ -376,17 +376,13 @@ fn manifest_against_boots(
             );
         }
         if node.role.as_deref() != Some(boot.role.as_str()) {
-            differs(
-                "role",
-                format!("{:?}", node.role),
-                format!("{:?}", boot.role),
-            );
+            differs("role", shown(node.role.as_deref()), shown(Some(&boot.role)));
         }
         if node.stage_index != boot.stage_index {
             differs(
                 "stage_index",
-                format!("{:?}", node.stage_index),
-                format!("{:?}", boot.stage_index),
+                shown(node.stage_index),
+                shown(boot.stage_index),
             );
         }
         if boot.run_id != m.run_id {
@@ -400,6 +396,11 @@ fn manifest_against_boots(
             ));
         }
     }
+}
+
+/// A value of a manifest or boot field in a message: `"text"`, a number, or `none`.
+fn shown<T: std::fmt::Debug>(value: Option<T>) -> String {
+    value.map_or_else(|| "none".to_owned(), |v| format!("{v:?}"))
 }
 
 /// Each node directory's name against the label the layout derives from its boot record: the
@@ -432,8 +433,9 @@ fn labels_against_boots(seen: &Seen, out: &mut Vec<Problem>) {
                 ProblemKind::Layout,
                 Location::record(boot_file, 0, ""),
                 format!(
-                    "the node directory is `{dir}`, but its boot record (role {:?}, stage index {:?}) gives the label `{base}`",
-                    boot.role, boot.stage_index
+                    "the node directory is `{dir}`, but its boot record (role {}, stage index {}) gives the label `{base}`",
+                    shown(Some(&boot.role)),
+                    shown(boot.stage_index)
                 ),
             ));
         }
