@@ -76,6 +76,7 @@ fn bundle(name: &str) -> String {
 }
 
 const EXAMPLE: &str = "examples/bundles/n3-relay-flap";
+const OLDEST_EXAMPLE: &str = "examples/bundles/n3-relay-flap-oldest";
 const GOLDEN: &str = "compat-tests/fixtures/1.1.0/golden.tar.gz";
 
 #[test]
@@ -92,20 +93,27 @@ fn a_bundle_keeping_every_rule_exits_zero_with_the_rule_coverage_table() {
 }
 
 #[test]
-fn the_example_bundle_passes_and_lists_the_rules_it_never_exercised() {
+fn the_example_bundle_passes_and_exercises_every_rule() {
     let o = diagwire(&["check", EXAMPLE]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let out = stdout(&o);
     assert!(
-        out.contains("911 record(s) read, 0 unreadable. 10 of 17 rule(s) had something to check; **no violation**"),
+        out.contains("1196 record(s) read, 0 unreadable. 17 of 17 rule(s) had something to check; **no violation**"),
         "{out}"
     );
     assert!(
-        out.contains("| `absence.derived_status_unknown` | violation | passed | 74 | 0 | 0 |"),
+        out.contains("| `absence.derived_status_unknown` | violation | passed | 77 | 0 | 0 |"),
         "{out}"
     );
-    assert!(out.contains("Never had anything to check"));
-    assert!(out.contains("`order.prompt_after_barrier`"));
+    assert!(
+        out.contains("| `dial.start_has_outcome` | violation | passed | 25 | 3 | 0 |"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| `order.prompt_after_barrier` | violation | passed | 1 | 0 | 0 |"),
+        "{out}"
+    );
+    assert!(out.contains("Every rule had something to check."), "{out}");
     let j = json(&diagwire(&["check", EXAMPLE, "--format", "json"]));
     let statuses: Vec<&str> = j["check"]["rules"]
         .as_array()
@@ -115,6 +123,22 @@ fn the_example_bundle_passes_and_lists_the_rules_it_never_exercised() {
         .collect();
     assert_eq!(statuses.len(), 17);
     assert!(!statuses.contains(&"failed"), "{statuses:?}");
+}
+
+#[test]
+fn the_oldest_generation_example_passes_and_lists_the_rules_it_never_exercised() {
+    let o = diagwire(&["check", OLDEST_EXAMPLE]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("656 record(s) read, 0 unreadable. 9 of 17 rule(s) had something to check; **no violation**"),
+        "{out}"
+    );
+    assert!(out.contains("Never had anything to check"), "{out}");
+    assert!(
+        out.contains("| `order.prompt_after_barrier` | violation | not exercised | 0 | 0 | 0 |"),
+        "{out}"
+    );
 }
 
 #[test]

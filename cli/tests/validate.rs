@@ -226,7 +226,7 @@ cases! {
         args: &["examples/bundles/n3-relay-flap"],
         exit: 0,
         prints: &[],
-        totals: "1 path(s), 283 file(s), 911 record(s): 911 valid, 0 invalid, 0 problem(s)",
+        totals: "1 path(s), 328 file(s), 1196 record(s): 1196 valid, 0 invalid, 0 problem(s)",
     };
 
     a_file_that_is_not_a_bundle_cannot_be_checked_and_exits_two: Case {
@@ -255,9 +255,10 @@ fn a_truncated_bundle_archive_reports_where_it_breaks_and_exits_one() {
         args: &["{dir}/cut.tar.gz"],
         exit: 1,
         prints: &[
-            "{dir}/cut.tar.gz!n3-relay-flap/stage-0/snapshots/snapshot-000015.json: corrupt or truncated gzip data",
-            "{dir}/cut.tar.gz!n3-relay-flap/MANIFEST.json:0 /nodes/1/snapshots: manifest says 17 snapshots, found 14 snapshot files",
+            "{dir}/cut.tar.gz!n3-relay-flap/stage-0/snapshots/snapshot-000014.json: corrupt or truncated gzip data",
+            "{dir}/cut.tar.gz!n3-relay-flap/MANIFEST.json:0 /nodes/2/snapshots: manifest says 18 snapshots, found 14 snapshot files",
+            "{dir}/cut.tar.gz!n3-relay-flap/MANIFEST.json:0 /nodes/3/label: node `stage-1` is listed but its directory is missing",
         ],
-        totals: "1 path(s), 145 file(s), 463 record(s): 463 valid, 0 invalid, 10 problem(s)",
+        totals: "1 path(s), 186 file(s), 614 record(s): 614 valid, 0 invalid, 10 problem(s)",
     })
 }

@@ -5,12 +5,14 @@
 //! Invariants: no panic; a bundle is read within the reader's caps and never yields an unsafe path;
 //! `parse(serialize(v)) == v`; the schema verdict and the typed parse agree.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Component, Path};
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
 use diagwire::bundle::read::{BundleReader, Limits};
+use diagwire::shape::{PayloadShape, TypeKind, TypeShape, ValueShape};
 use diagwire::v1::{Record, RecordKind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -55,15 +57,36 @@ pub fn record_roundtrip(data: &[u8]) {
     assert_eq!(json, serde_json::to_string(&again).expect("serializes"));
 }
 
-/// The schema accepts a JSON value exactly when the generated type reads it.
+/// The schema accepts a JSON value exactly when the generated type reads it, also when an array or
+/// string is just below, at or just above a length bound that a schema states.
+///
+/// The input is a kind byte, then either JSON text (checked as written) or bytes that drive a record
+/// generator: a valid wire fixture of the kind or an `Arbitrary` record of its type. Each value is
+/// then bent at one place per bounded location ([`bounded_sites`]) to every length of
+/// [`crossing_lengths`], and every bent value is checked too.
 pub fn schema_agreement(data: &[u8]) {
-    let Some((kind, text)) = kind_and_text(data) else {
+    let Some((&k, rest)) = data.split_first() else {
         return;
     };
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
-        return;
+    let kind = RecordKind::ALL[usize::from(k) % RecordKind::ALL.len()];
+    let text = std::str::from_utf8(rest).ok();
+    let mut u = Unstructured::new(rest);
+    let seed = match text.and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok()) {
+        Some(value) => value,
+        None => match generated_record(kind, &mut u) {
+            Some(value) => value,
+            None => return,
+        },
     };
-    let schema = validators().is_valid(kind, &value);
+    assert_agreement(kind, &seed);
+    for bent in bound_crossings(kind, &seed, &mut u) {
+        assert_agreement(kind, &bent);
+    }
+}
+
+/// Panics unless the schema and the typed parse give `value` the same verdict.
+pub fn assert_agreement(kind: RecordKind, value: &serde_json::Value) {
+    let schema = validators().is_valid(kind, value);
     let typed = Record::from_value(kind, value.clone());
     assert_eq!(
         schema,
@@ -71,6 +94,331 @@ pub fn schema_agreement(data: &[u8]) {
         "`{kind}`: schema says {schema}, typed parse says {:?}\n{value}",
         typed.err().map(|e| e.to_string())
     );
+}
+
+/// A record of `kind` made from `u`: one of the kind's valid wire fixtures, or an `Arbitrary`
+/// value of its type; `None` when the bytes run out first.
+pub fn generated_record(kind: RecordKind, u: &mut Unstructured<'_>) -> Option<serde_json::Value> {
+    let fixtures = seed_fixtures(kind);
+    if !fixtures.is_empty() && u.arbitrary::<bool>().ok()? {
+        return u.choose(fixtures).ok().cloned();
+    }
+    arbitrary_record(kind, u)
+}
+
+fn seed_fixtures(kind: RecordKind) -> &'static [serde_json::Value] {
+    static ALL: OnceLock<BTreeMap<RecordKind, Vec<serde_json::Value>>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        RecordKind::ALL
+            .iter()
+            .map(|k| {
+                (
+                    *k,
+                    crate::valid(k.as_str()).iter().map(|f| f.value()).collect(),
+                )
+            })
+            .collect()
+    })
+    .get(&kind)
+    .map_or(&[], Vec::as_slice)
+}
+
+/// An `Arbitrary` record of `kind` as JSON; `None` when the bytes run out first or the kind has no
+/// generator here (`arbitrary_records_cover_every_kind` keeps that list complete).
+pub fn arbitrary_record(kind: RecordKind, u: &mut Unstructured<'_>) -> Option<serde_json::Value> {
+    use diagwire::v1;
+    fn value<T: for<'a> Arbitrary<'a> + Serialize>(
+        u: &mut Unstructured<'_>,
+    ) -> Option<serde_json::Value> {
+        let v = T::arbitrary(u).ok()?;
+        Some(serde_json::to_value(v).expect("an arbitrary record serializes"))
+    }
+    match kind.as_str() {
+        "boot" => value::<v1::Identity>(u),
+        "error" => value::<v1::ErrorBody>(u),
+        "event" => value::<v1::EventRecord>(u),
+        "event_batch" => value::<v1::EventBatch>(u),
+        "finalize" => value::<v1::Finalize>(u),
+        "live" => value::<v1::LiveRecord>(u),
+        "manifest" => value::<v1::Manifest>(u),
+        "post_ack" => value::<v1::PostAck>(u),
+        "runs" => value::<v1::RunsListing>(u),
+        "snapshot" => value::<v1::Snapshot>(u),
+        "vastai" => value::<v1::VastaiRecord>(u),
+        _ => None,
+    }
+}
+
+/// The length keywords whose bounds the agreement target crosses.
+const LENGTH_KEYWORDS: &[&str] = &["minItems", "maxItems", "minLength", "maxLength"];
+
+/// Where a length bound applies: a definition (`NodeId`, an array alias) with an empty path, or a
+/// property of a definition with the path below it (`recent_messages`, `env_vars/items`).
+type BoundAt = (String, String);
+
+/// Every length bound that the current schemas or any release states, by where it applies. Bounds
+/// a later version removed stay here, so every reader's old limits keep being crossed.
+pub fn length_bounds() -> &'static BTreeMap<BoundAt, BTreeSet<u64>> {
+    static BOUNDS: OnceLock<BTreeMap<BoundAt, BTreeSet<u64>>> = OnceLock::new();
+    BOUNDS.get_or_init(|| {
+        let mut out = BTreeMap::new();
+        let contracts = diagwire::releases::READERS
+            .iter()
+            .copied()
+            .chain([&diagwire::v1::CONTRACT]);
+        for contract in contracts {
+            for (_, text) in contract.schema_texts {
+                let doc: serde_json::Value =
+                    serde_json::from_str(text).expect("a shipped schema is JSON");
+                let Some(defs) = doc.get("$defs").and_then(serde_json::Value::as_object) else {
+                    continue;
+                };
+                for (def, schema) in defs {
+                    collect_bounds(def, "", schema, &mut out);
+                    let props = schema
+                        .get("properties")
+                        .and_then(serde_json::Value::as_object);
+                    for (key, prop) in props.into_iter().flatten() {
+                        collect_bounds(def, key, prop, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    })
+}
+
+/// Records the length bounds of `schema` (a definition or property at `path`) and of its items.
+fn collect_bounds(
+    def: &str,
+    path: &str,
+    schema: &serde_json::Value,
+    out: &mut BTreeMap<BoundAt, BTreeSet<u64>>,
+) {
+    for keyword in LENGTH_KEYWORDS {
+        if let Some(n) = schema.get(keyword).and_then(serde_json::Value::as_u64) {
+            out.entry((def.to_owned(), path.to_owned()))
+                .or_default()
+                .insert(n);
+        }
+    }
+    if path.is_empty() && schema.get("properties").is_some() {
+        return;
+    }
+    if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+        collect_bounds(def, &join(path, "items"), items, out);
+    }
+    let prefix = schema
+        .get("prefixItems")
+        .and_then(serde_json::Value::as_array);
+    for (i, item) in prefix.into_iter().flatten().enumerate() {
+        collect_bounds(def, &join(path, &i.to_string()), item, out);
+    }
+}
+
+fn join(path: &str, token: &str) -> String {
+    if path.is_empty() {
+        token.to_owned()
+    } else {
+        format!("{path}/{token}")
+    }
+}
+
+/// The lengths just below, at and just above each bound.
+pub fn crossing_lengths(bounds: &BTreeSet<u64>) -> BTreeSet<usize> {
+    bounds
+        .iter()
+        .flat_map(|&b| [b.saturating_sub(1), b, b + 1])
+        .filter_map(|n| usize::try_from(n).ok())
+        .collect()
+}
+
+/// One array or string of a record that a length bound applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    /// The JSON pointer of the array or string in the record.
+    pub pointer: String,
+    /// Where the bound applies, shared by every site of the same field.
+    pub at: BoundAt,
+}
+
+/// Every array and string of `value` (a record of `kind`) that a length bound of
+/// [`length_bounds`] applies to, found by walking the record with the current shape table.
+pub fn bounded_sites(kind: RecordKind, value: &serde_json::Value) -> Vec<Site> {
+    let contract = &diagwire::v1::CONTRACT;
+    let mut out = Vec::new();
+    if let Some(t) = contract
+        .record(kind.as_str())
+        .and_then(|info| contract.get(info.def))
+    {
+        sites_of_type(t, value, "", &mut out);
+    }
+    out
+}
+
+fn push_site(def: &str, path: &str, value: &serde_json::Value, ptr: &str, out: &mut Vec<Site>) {
+    let at = (def.to_owned(), path.to_owned());
+    if (value.is_array() || value.is_string()) && length_bounds().contains_key(&at) {
+        out.push(Site {
+            pointer: ptr.to_owned(),
+            at,
+        });
+    }
+}
+
+fn sites_of_value(
+    def: &str,
+    path: &str,
+    shape: &ValueShape,
+    value: &serde_json::Value,
+    ptr: &str,
+    out: &mut Vec<Site>,
+) {
+    push_site(def, path, value, ptr, out);
+    match (shape, value) {
+        (ValueShape::Ref(name), _) => {
+            if let Some(t) = diagwire::v1::CONTRACT.get(name) {
+                sites_of_type(t, value, ptr, out);
+            }
+        }
+        (ValueShape::Vec(item), serde_json::Value::Array(items)) => {
+            for (i, v) in items.iter().enumerate() {
+                let p = format!("{ptr}/{i}");
+                sites_of_value(def, &join(path, "items"), item, v, &p, out);
+            }
+        }
+        (ValueShape::Tuple(items), serde_json::Value::Array(values)) => {
+            for (i, (s, v)) in items.iter().zip(values).enumerate() {
+                let p = format!("{ptr}/{i}");
+                sites_of_value(def, &join(path, &i.to_string()), s, v, &p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn sites_of_type(t: &TypeShape, value: &serde_json::Value, ptr: &str, out: &mut Vec<Site>) {
+    let contract = &diagwire::v1::CONTRACT;
+    match &t.kind {
+        TypeKind::Struct {
+            fields, flatten, ..
+        } => {
+            let Some(obj) = value.as_object() else {
+                return;
+            };
+            for f in fields.iter() {
+                if let Some(v) = obj.get(f.key) {
+                    let p = format!("{ptr}/{}", diagwire::shape::escape_pointer(f.key));
+                    sites_of_value(t.name, f.key, &f.value, v, &p, out);
+                }
+            }
+            if let Some(u) = flatten.and_then(|u| contract.get(u)) {
+                sites_of_type(u, value, ptr, out);
+            }
+        }
+        TypeKind::Union {
+            tag,
+            content,
+            variants,
+            ..
+        } => {
+            let variant = value
+                .get(*tag)
+                .and_then(serde_json::Value::as_str)
+                .and_then(|v| variants.iter().find(|x| x.tag == v));
+            match variant.map(|v| &v.payload) {
+                Some(PayloadShape::Def(name)) => {
+                    if let Some(d) = contract.get(name) {
+                        sites_of_type(d, value, ptr, out);
+                    }
+                }
+                Some(PayloadShape::Value(shape)) => {
+                    if let Some((c, v)) = content.and_then(|c| value.get(c).map(|v| (c, v))) {
+                        let p = format!("{ptr}/{}", diagwire::shape::escape_pointer(c));
+                        sites_of_value(t.name, c, shape, v, &p, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        TypeKind::Array(item) => {
+            push_site(t.name, "", value, ptr, out);
+            if let serde_json::Value::Array(items) = value {
+                for (i, v) in items.iter().enumerate() {
+                    sites_of_value(t.name, "items", item, v, &format!("{ptr}/{i}"), out);
+                }
+            }
+        }
+        TypeKind::NodeId | TypeKind::NodeIdHex => push_site(t.name, "", value, ptr, out),
+        TypeKind::Enum { .. } => {}
+    }
+}
+
+/// Copies of `value` with one site per bounded location resized to each of its crossing lengths.
+/// The site is the first of its location, or one chosen by `u` while it has bytes. An array grows
+/// by repeating its own elements (or those of another site of the same location when it is empty);
+/// a string by repeating its characters.
+pub fn bound_crossings(
+    kind: RecordKind,
+    value: &serde_json::Value,
+    u: &mut Unstructured<'_>,
+) -> Vec<serde_json::Value> {
+    let sites = bounded_sites(kind, value);
+    let mut by_place: BTreeMap<&BoundAt, Vec<&Site>> = BTreeMap::new();
+    for s in &sites {
+        by_place.entry(&s.at).or_default().push(s);
+    }
+    let mut out = Vec::new();
+    for (at, places) in by_place {
+        let site = u.choose(&places).copied().unwrap_or(places[0]);
+        let template = places
+            .iter()
+            .filter_map(|s| value.pointer(&s.pointer))
+            .find_map(|v| v.as_array().and_then(|a| a.first()).cloned());
+        for len in crossing_lengths(&length_bounds()[at]) {
+            let mut bent = value.clone();
+            let Some(target) = bent.pointer_mut(&site.pointer) else {
+                continue;
+            };
+            if resize(target, len, template.as_ref()) {
+                out.push(bent);
+            }
+        }
+    }
+    out
+}
+
+/// Resizes an array or string to `len` elements or characters; whether it could.
+fn resize(v: &mut serde_json::Value, len: usize, template: Option<&serde_json::Value>) -> bool {
+    match v {
+        serde_json::Value::Array(items) => {
+            let pool: Vec<serde_json::Value> = if items.is_empty() {
+                template.cloned().into_iter().collect()
+            } else {
+                items.clone()
+            };
+            if len > items.len() && pool.is_empty() {
+                return false;
+            }
+            items.truncate(len);
+            let mut i = 0;
+            while items.len() < len {
+                items.push(pool[i % pool.len()].clone());
+                i += 1;
+            }
+            true
+        }
+        serde_json::Value::String(s) => {
+            let chars: Vec<char> = if s.is_empty() {
+                vec!['a']
+            } else {
+                s.chars().collect()
+            };
+            *s = chars.iter().cycle().take(len).collect();
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Caps small enough that a fuzz input can cross them.

@@ -1,8 +1,8 @@
 //! Every hand-composed legacy fixture: schema-valid, parses, and round-trips to the same JSON value;
 //! every invalid fixture is rejected by both the schema and the typed parse.
 
-use diagwire::v1::RecordKind;
-use diagwire_compat_tests::{check_kind, invalid, valid};
+use diagwire::v1::{Record, RecordKind};
+use diagwire_compat_tests::{check_kind, invalid, valid, validators};
 
 #[test]
 fn boot_records_round_trip() {
@@ -71,4 +71,36 @@ fn every_record_kind_has_valid_and_invalid_fixtures() {
         missing.is_empty(),
         "record kinds without valid and invalid fixtures: {missing:?}"
     );
+}
+
+#[test]
+fn a_snapshot_with_rings_longer_than_the_writer_keeps_is_valid_for_schema_and_types() {
+    let fixture = valid("snapshot")
+        .into_iter()
+        .find(|f| {
+            f.name
+                .ends_with("snap-swim-rings-longer-than-the-writer-keeps.json")
+        })
+        .expect("the long-rings fixture exists");
+    let value = fixture.value();
+    let len = |pointer: &str| {
+        value
+            .pointer(pointer)
+            .and_then(|v| v.as_array())
+            .map(Vec::len)
+    };
+    assert_eq!(
+        len("/body/reachability/0/swim_transition_history"),
+        Some(33),
+        "one more transition than the writer keeps"
+    );
+    assert_eq!(
+        len("/body/swim/recent_messages"),
+        Some(65),
+        "one more message than the writer keeps"
+    );
+    let violations = validators().violations(RecordKind::Snapshot, &value);
+    assert!(violations.is_empty(), "schema: {violations:?}");
+    let parsed = Record::parse(RecordKind::Snapshot, &fixture.text);
+    assert!(parsed.is_ok(), "typed parse: {:?}", parsed.err());
 }

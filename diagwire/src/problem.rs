@@ -67,6 +67,9 @@ pub enum ReadErrorKind {
     TooLarge,
     /// More entries than the entry cap.
     TooManyEntries,
+    /// An archive holds one path both as a file and as a directory (a directory entry or the
+    /// parent of another entry), so extracting it would turn one into the other.
+    PathConflict,
     /// The file system failed, or a path is not a regular file.
     Io,
 }
@@ -83,6 +86,7 @@ impl ReadErrorKind {
             ReadErrorKind::Link => "read.link",
             ReadErrorKind::TooLarge => "read.too_large",
             ReadErrorKind::TooManyEntries => "read.too_many_entries",
+            ReadErrorKind::PathConflict => "read.path_conflict",
             ReadErrorKind::Io => "read.io",
         }
     }

@@ -125,7 +125,7 @@ impl<R: Read> Scanner<R> {
     /// Moves past `n` bytes, keeping the position.
     fn advance(&mut self, n: usize) {
         let bytes = &self.buf[self.start..self.start + n];
-        let newlines = memchr_count(b'\n', bytes);
+        let newlines = count_newlines(bytes);
         self.pos.offset += n as u64;
         if newlines == 0 {
             self.pos.column += n as u64;
@@ -148,11 +148,17 @@ impl<R: Read> Scanner<R> {
                     self.pos.offset = 3;
                 }
             }
-            while self.start < self.buf.len() {
-                match self.buf[self.start] {
-                    b' ' | b'\t' | b'\r' | b'\n' => self.advance(1),
+            while let Some(&b) = self.buf.get(self.start) {
+                match b {
+                    b'\n' => {
+                        self.pos.line += 1;
+                        self.pos.column = 1;
+                    }
+                    b' ' | b'\t' | b'\r' => self.pos.column += 1,
                     b => return Ok(Some(b)),
                 }
+                self.pos.offset += 1;
+                self.start += 1;
             }
             if !self.fill()? {
                 return Ok(None);
@@ -198,6 +204,13 @@ impl<R: Read> Scanner<R> {
                 }
                 i = self.start + consumed;
                 continue;
+            }
+            if depth > 0 {
+                // Inside an array or object only quotes and brackets matter.
+                i += find_structural(&self.buf[i..]);
+                if i >= self.buf.len() {
+                    continue;
+                }
             }
             match self.buf[i] {
                 b'"' => match find_string_end(&self.buf[i + 1..]) {
@@ -260,21 +273,97 @@ impl<R: Read> Scanner<R> {
 fn find_string_end(bytes: &[u8]) -> Option<usize> {
     let mut i = 0;
     loop {
-        let j = bytes[i..].iter().position(|b| *b == b'"' || *b == b'\\')?;
-        i += j;
-        if bytes[i] == b'"' {
-            return Some(i);
+        i += find_quote_or_backslash(&bytes[i..]);
+        match bytes.get(i) {
+            None => return None,
+            Some(b'"') => return Some(i),
+            // A backslash escapes the next byte.
+            Some(_) => {
+                if i + 1 >= bytes.len() {
+                    return None;
+                }
+                i += 2;
+            }
         }
-        // A backslash escapes the next byte.
-        if i + 1 >= bytes.len() {
-            return None;
-        }
-        i += 2;
     }
 }
 
-fn memchr_count(needle: u8, haystack: &[u8]) -> usize {
-    haystack.iter().filter(|b| **b == needle).count()
+// The searches below look at eight bytes at a time (a word): `zero_bytes` flags the bytes of a
+// word that are zero. It can also flag a byte above a zero byte, never below one, so the lowest
+// flagged byte of a word, or of several such masks or'ed together, is always a true match.
+
+const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+
+fn word(chunk: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(chunk);
+    u64::from_le_bytes(w)
+}
+
+fn splat(b: u8) -> u64 {
+    ONES * u64::from(b)
+}
+
+fn zero_bytes(v: u64) -> u64 {
+    v.wrapping_sub(ONES) & !v & HIGHS
+}
+
+/// The index of the first byte matching `flags` (eight bytes at a time) or `is` (the tail), else
+/// the length.
+fn find(bytes: &[u8], flags: impl Fn(u64) -> u64, is: impl Fn(u8) -> bool) -> usize {
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let m = flags(word(chunk));
+        if m != 0 {
+            return at + (m.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + chunks
+        .remainder()
+        .iter()
+        .position(|b| is(*b))
+        .unwrap_or(chunks.remainder().len())
+}
+
+/// The index of the first `"`, `{`, `}`, `[` or `]` in `bytes`, else its length.
+fn find_structural(bytes: &[u8]) -> usize {
+    find(
+        bytes,
+        |w| {
+            // `[` and `]` differ from `{` and `}` only in bit 5.
+            let folded = w | splat(0x20);
+            zero_bytes(folded ^ splat(b'{'))
+                | zero_bytes(folded ^ splat(b'}'))
+                | zero_bytes(w ^ splat(b'"'))
+        },
+        |b| matches!(b, b'"' | b'{' | b'}' | b'[' | b']'),
+    )
+}
+
+/// The index of the first `"` or `\` in `bytes`, else its length.
+fn find_quote_or_backslash(bytes: &[u8]) -> usize {
+    find(
+        bytes,
+        |w| zero_bytes(w ^ splat(b'"')) | zero_bytes(w ^ splat(b'\\')),
+        |b| b == b'"' || b == b'\\',
+    )
+}
+
+/// The number of newlines in `bytes`.
+fn count_newlines(bytes: &[u8]) -> usize {
+    let low = !HIGHS;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut n = 0;
+    for chunk in &mut chunks {
+        let v = word(chunk) ^ splat(b'\n');
+        // The high bit of each byte of `t` is set exactly when that byte of `v` is not zero.
+        let t = ((v & low).wrapping_add(low)) | v;
+        n += (!t & HIGHS).count_ones() as usize;
+    }
+    n + chunks.remainder().iter().filter(|b| **b == b'\n').count()
 }
 
 #[cfg(test)]

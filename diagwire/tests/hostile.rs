@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use diagwire::bundle::BundleContents;
 use diagwire::bundle::read::ReadErrorKind::{
-    Gzip, Io, Link, NotABundle, NotFound, Tar, TooLarge, TooManyEntries, UnsafePath,
+    Gzip, Io, Link, NotABundle, NotFound, PathConflict, Tar, TooLarge, TooManyEntries, UnsafePath,
 };
 use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind, read_all};
 use diagwire::bundle::write::{write_dir, write_tar_gz};
@@ -82,6 +82,42 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
     gz.write_all(bytes).unwrap();
     gz.finish().unwrap()
+}
+
+/// The bytes cut at each offset, each piece gzip'd on its own, then concatenated, as
+/// `cat a.gz b.gz` makes them: one gzip file of several members (RFC 1952), which `gzip -t`
+/// passes and `tar xzf` extracts whole.
+fn gzip_members(bytes: &[u8], cuts: &[usize]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    for &cut in cuts.iter().chain([bytes.len()].iter()) {
+        out.extend(gzip(&bytes[from..cut]));
+        from = cut;
+    }
+    out
+}
+
+/// The bytes with `more` after them.
+fn followed_by(mut bytes: Vec<u8>, more: &[u8]) -> Vec<u8> {
+    bytes.extend_from_slice(more);
+    bytes
+}
+
+/// A regular file entry, without data, whose header's size field holds `field` as is (the
+/// checksum fixed, so only the size is wrong).
+fn with_size_field(name: &str, field: &[u8; 12]) -> (Header, Vec<u8>) {
+    let mut header = raw_header(name.as_bytes(), EntryType::Regular, 0);
+    header.as_old_mut().size = *field;
+    header.set_cksum();
+    (header, vec![])
+}
+
+/// A regular file entry whose header declares `size` bytes but which holds `bytes`.
+fn declaring(name: &str, size: u64, bytes: &[u8]) -> (Header, Vec<u8>) {
+    (
+        raw_header(name.as_bytes(), EntryType::Regular, size),
+        bytes.to_vec(),
+    )
 }
 
 fn manifest() -> (Header, Vec<u8>) {
@@ -275,9 +311,10 @@ fn paths(contents: &BundleContents) -> Vec<&str> {
     contents.files.keys().map(String::as_str).collect()
 }
 
-/// Opening `input` fails with one error of `kind`, located at the path opened.
+/// Opening `input` fails with one error of `kind`, located at the path opened, whose message
+/// holds `saying` (when given).
 #[track_caller]
-fn check_open(input: Input, kind: ReadErrorKind) {
+fn check_open(input: Input, kind: ReadErrorKind, saying: Option<&str>) {
     let tmp = tempfile::tempdir().unwrap();
     let path = input.make(tmp.path());
     let e = BundleReader::open(&path, Limits::default()).expect_err("opens as a bundle");
@@ -288,16 +325,20 @@ fn check_open(input: Input, kind: ReadErrorKind) {
         "{}",
         e.message
     );
+    if let Some(text) = saying {
+        assert!(e.message.contains(text), "{:?} lacks {text:?}", e.message);
+    }
 }
 
 /// Reading `input` yields exactly the files `readable` and the errors `errors`, in this order.
+/// The errors are returned for more checks.
 #[track_caller]
 fn check_read(
     input: Input,
     limits: Limits,
     readable: &[&str],
     errors: &[(ReadErrorKind, At)],
-) -> BundleContents {
+) -> (BundleContents, Vec<ReadError>) {
     let tmp = tempfile::tempdir().unwrap();
     let path = input.make(tmp.path());
     let (contents, got) = read_all(&path, limits).unwrap_or_else(|e| panic!("{e}"));
@@ -305,39 +346,72 @@ fn check_read(
     let want: Vec<_> = errors.iter().map(|&(k, at)| (k, at.of(&path))).collect();
     assert_eq!(located(&got), want, "the errors: {got:#?}");
     assert!(got.iter().all(|e| !e.message.is_empty()), "{got:#?}");
-    contents
+    (contents, got)
 }
 
-/// `name: input => kind;` — opening fails with `kind` at the path opened.
+/// Each error's message holds the text given for it.
+#[track_caller]
+fn check_saying(errors: &[ReadError], saying: &[&str]) {
+    assert_eq!(errors.len(), saying.len(), "{errors:#?}");
+    for (e, text) in errors.iter().zip(saying) {
+        assert!(e.message.contains(text), "{:?} lacks {text:?}", e.message);
+    }
+}
+
+/// Each error is about the file of the run directory given for it (`ReadError::path`).
+#[track_caller]
+fn check_about(errors: &[ReadError], about: &[Option<&str>]) {
+    let got: Vec<Option<&str>> = errors.iter().map(|e| e.path.as_deref()).collect();
+    assert_eq!(got, about, "{errors:#?}");
+}
+
+/// `name: input => kind [, saying text];` — opening fails with `kind` at the path opened, with a
+/// message holding the text.
 macro_rules! open_fails {
-    ($($(#[$meta:meta])* $name:ident: $input:expr => $kind:expr;)*) => {$(
+    (@saying) => { None };
+    (@saying $text:expr) => { Some($text) };
+    ($($(#[$meta:meta])* $name:ident: $input:expr => $kind:expr $(, saying $text:expr)?;)*) => {$(
         $(#[$meta])*
         #[test]
         fn $name() {
-            check_open($input, $kind);
+            check_open($input, $kind, open_fails!(@saying $($text)?));
         }
     )*};
 }
 
-/// `name: input [, limits] => readable files, errors [, then more checks];`
+/// `name: input [, limits] => readable files, errors [, then more checks] [, saying a text per
+/// error] [, about the run-directory path per error];`
 macro_rules! reads {
     (@limits) => { Limits::default() };
     (@limits $limits:expr) => { $limits };
     ($(
         $(#[$meta:meta])*
         $name:ident: $input:expr $(, $limits:expr)? => $readable:expr, $errors:expr
-        $(, then $then:expr)?;
+        $(, then $then:expr)? $(, saying $saying:expr)? $(, about $about:expr)?;
     )*) => {$(
         $(#[$meta])*
         #[test]
         fn $name() {
-            let _contents = check_read($input, reads!(@limits $($limits)?), &$readable, &$errors);
+            let (_contents, _errors) =
+                check_read($input, reads!(@limits $($limits)?), &$readable, &$errors);
             $(($then)(&_contents);)?
+            $(check_saying(&_errors, &$saying);)?
+            $(check_about(&_errors, &$about);)?
         }
     )*};
 }
 
 const SMALL: [&str; 2] = ["MANIFEST.json", "stage-0/boot.json"];
+/// The total limit both the archive and the directory of the same bundle are read under.
+const SAME_TOTAL: u64 = 1024 * 1024;
+/// The small bundle and its first three events files.
+const THREE_EVENTS: [&str; 5] = [
+    "MANIFEST.json",
+    "stage-0/boot.json",
+    "stage-0/events/events-000001.json",
+    "stage-0/events/events-000002.json",
+    "stage-0/events/events-000003.json",
+];
 const BIG: &str = "run-1/stage-0/events/events-000001.json";
 
 fn same_as_small_bundle(contents: &BundleContents) {
@@ -349,13 +423,23 @@ fn same_as_small_bundle(contents: &BundleContents) {
 
 open_fails! {
     missing_path_is_not_found: Missing => NotFound;
-    empty_file_is_not_a_bundle: Input::File("empty.tar.gz", vec![]) => NotABundle;
+    empty_file_is_not_a_bundle:
+        Input::File("empty.tar.gz", vec![]) => NotABundle, saying "not a bundle: an empty file";
     random_bytes_are_not_a_bundle: Input::File("noise.tar.gz", noise(4096)) => NotABundle;
     plain_json_file_is_not_a_bundle:
         Input::File("MANIFEST.json", br#"{"run_id":"run-1","nodes":[]}"#.to_vec()) => NotABundle;
     gzip_of_a_json_file_is_not_a_bundle:
         Input::File("events.json.gz", gzip(br#"[{"monotonic_seq":1}]"#)) => NotABundle;
-    gzip_of_nothing_is_not_a_bundle: Input::File("nothing.tar.gz", gzip(b"")) => NotABundle;
+    gzip_of_nothing_is_not_a_bundle:
+        Input::File("nothing.tar.gz", gzip(b"")) => NotABundle,
+        saying "the gzip data inflates to nothing";
+    // Named like a bundle, but a zip archive by its first bytes.
+    zip_archive_is_not_a_bundle_and_says_it_is_a_zip_archive:
+        Input::File("run-1.tar.gz", followed_by(b"PK\x03\x04\x14\x00".to_vec(), &noise(200)))
+        => NotABundle, saying "a zip archive; bundles are gzip'd or plain tar archives";
+    plain_tar_without_a_run_directory_is_not_a_bundle_and_says_so:
+        Input::File("src.tar", tar_of(vec![file("src/main.rs", b"fn main() {}")]))
+        => NotABundle, saying "holds no MANIFEST.json and no node directories";
     archive_without_entries_is_not_a_bundle: archive(gzip(&tar_of(vec![]))) => NotABundle;
     archive_of_unrelated_files_is_not_a_bundle:
         Input::File("src.tar.gz", gzip(&tar_of(vec![file("src/main.rs", b"fn main() {}")])))
@@ -405,6 +489,51 @@ reads! {
     device_entry_is_a_tar_error_and_never_read:
         archive_around(special("run-1/stage-0/dev", EntryType::Char))
         => SMALL, [(Tar, Entry("run-1/stage-0/dev"))];
+    // Cut inside the manifest's data, inside the boot record's header and at the end-of-archive
+    // marker.
+    multi_member_gzip_is_read_as_one_stream:
+        archive(gzip_members(&small_tar(), &[700, 1024 + 100, 2048])) => SMALL, [];
+    // An empty member between two others, as `cat a.gz empty.gz b.gz` makes it.
+    multi_member_gzip_with_an_empty_member_is_read_as_one_stream:
+        archive(gzip_members(&small_tar(), &[1024, 1024])) => SMALL, [];
+    trailing_garbage_after_the_last_gzip_member_is_a_gzip_error_after_all_files:
+        archive(followed_by(gzip(&small_tar()), b"this is not gzip data"))
+        => SMALL, [(Gzip, Bundle)];
+    // The second member starts at the boot record's header; its first deflate block gets the
+    // reserved block type 3.
+    corrupt_second_gzip_member_is_a_gzip_error_after_the_files_before_it:
+        archive({
+            let tar = small_tar();
+            let first = gzip(&tar[..1024]);
+            let at = first.len() + 10;
+            with_byte(gzip_members(&tar, &[1024]), at, 0xff)
+        })
+        => ["MANIFEST.json"], [(Gzip, Bundle)];
+    tar_size_field_that_is_not_a_number_is_a_tar_error_at_the_entry:
+        archive_around(with_size_field("run-1/stage-0/finalize.json", b"12x4567\x0089ab"))
+        => ["MANIFEST.json"], [(Tar, Entry("run-1/stage-0/finalize.json"))],
+        saying ["the entry header's size field is not a number"],
+        about [Some("stage-0/finalize.json")];
+    // Bytes with the high bit set, which a base-256 reading turns into an enormous size.
+    tar_size_field_of_binary_garbage_is_a_tar_error_at_the_entry:
+        archive_around(with_size_field("run-1/stage-0/finalize.json", &[0xfe; 12]))
+        => ["MANIFEST.json"], [(Tar, Entry("run-1/stage-0/finalize.json"))],
+        saying ["the entry header's size field is not a number"];
+    // 1 TiB, written in GNU base-256: a valid size, past the total limit of 4 GiB.
+    tar_size_past_the_total_limit_is_too_large_at_the_entry_and_never_read:
+        archive_around(declaring("run-1/stage-0/finalize.json", 1 << 40, b"{}"))
+        => ["MANIFEST.json"], [(TooLarge, Entry("run-1/stage-0/finalize.json"))],
+        saying ["the entry's header declares 1099511627776 bytes of data, which would take the \
+                 archive past the total limit"];
+    // 1 MiB declared, 2 bytes there: the archive ends inside the entry's data.
+    tar_size_past_the_end_of_the_archive_is_a_tar_error_at_the_entry:
+        archive(gzip(&tar_of(vec![
+            manifest(),
+            boot(),
+            declaring("run-1/stage-0/finalize.json", 1 << 20, b"{}"),
+        ])))
+        => SMALL, [(Tar, Entry("run-1/stage-0/finalize.json"))],
+        saying ["the archive ends inside an entry"];
     duplicate_entry_keeps_the_later_copy_and_reports_the_earlier_one:
         archive(gzip(&tar_of(vec![
             manifest(),
@@ -413,6 +542,94 @@ reads! {
         ])))
         => SMALL, [(Tar, Entry("run-1/stage-0/boot.json"))],
         then |c: &BundleContents| assert_eq!(c.files["stage-0/boot.json"], b"{\"copy\":2}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// One path both a file and a directory
+
+reads! {
+    entry_inside_a_file_is_a_path_conflict_at_the_later_entry:
+        archive(gzip(&tar_of(vec![
+            manifest(),
+            boot(),
+            file("run-1/stage-0/boot.json/x.json", b"{}"),
+        ])))
+        => ["MANIFEST.json", "stage-0/boot.json", "stage-0/boot.json/x.json"],
+        [(PathConflict, Entry("run-1/stage-0/boot.json/x.json"))],
+        saying ["`run-1/stage-0/boot.json` is a file earlier in the archive; extracting this \
+                 entry would turn that file into a directory"],
+        about [Some("stage-0/boot.json/x.json")];
+    directory_entry_at_the_path_of_a_file_is_a_path_conflict_at_the_directory:
+        archive(gzip(&tar_of(vec![
+            manifest(),
+            boot(),
+            special("run-1/stage-0/boot.json", EntryType::Directory),
+        ])))
+        => SMALL, [(PathConflict, Entry("run-1/stage-0/boot.json"))],
+        saying ["would turn that file into a directory"],
+        about [Some("stage-0/boot.json")];
+    // The old form: a regular entry whose name ends with `/`.
+    old_style_directory_entry_at_the_path_of_a_file_is_a_path_conflict:
+        archive(gzip(&tar_of(vec![manifest(), boot(), file("run-1/stage-0/boot.json/", b"")])))
+        => SMALL, [(PathConflict, Entry("run-1/stage-0/boot.json/"))],
+        saying ["would turn that file into a directory"];
+    file_at_the_path_of_an_earlier_directory_is_a_path_conflict_at_the_file:
+        archive(gzip(&tar_of(vec![
+            manifest(),
+            special("run-1/stage-0/boot.json", EntryType::Directory),
+            boot(),
+        ])))
+        => SMALL, [(PathConflict, Entry("run-1/stage-0/boot.json"))],
+        saying ["`run-1/stage-0/boot.json` is a directory earlier in the archive; extracting \
+                 this file would turn that directory into a file"],
+        about [Some("stage-0/boot.json")];
+    file_at_the_parent_path_of_an_earlier_entry_is_a_path_conflict_at_the_file:
+        archive(gzip(&tar_of(vec![
+            manifest(),
+            file("run-1/stage-0/boot.json/x.json", b"{}"),
+            boot(),
+        ])))
+        => ["MANIFEST.json", "stage-0/boot.json", "stage-0/boot.json/x.json"],
+        [(PathConflict, Entry("run-1/stage-0/boot.json"))],
+        saying ["would turn that directory into a file"];
+    // Each later entry inside the file is reported, and only those.
+    every_entry_inside_a_file_is_a_path_conflict:
+        archive(gzip(&tar_of(vec![
+            manifest(),
+            file("run-1/stage-0/events", b"[]"),
+            special("run-1/stage-0/events/", EntryType::Directory),
+            file("run-1/stage-0/events/events-000001.json", b"[]"),
+            boot(),
+        ])))
+        => [
+            "MANIFEST.json",
+            "stage-0/boot.json",
+            "stage-0/events",
+            "stage-0/events/events-000001.json",
+        ],
+        [
+            (PathConflict, Entry("run-1/stage-0/events/")),
+            (PathConflict, Entry("run-1/stage-0/events/events-000001.json")),
+        ],
+        about [Some("stage-0/events"), Some("stage-0/events/events-000001.json")];
+    path_conflict_outside_the_run_directory_is_reported_without_a_path:
+        archive(gzip(&tar_of(vec![
+            file("notes", b"x"),
+            file("notes/more", b"y"),
+            manifest(),
+            boot(),
+        ])))
+        => SMALL, [(PathConflict, Entry("notes/more"))], about [None];
+    // Directory entries before what they hold, the way the writer lays them out, are no conflict.
+    directories_before_their_files_are_no_path_conflict:
+        archive(gzip(&tar_of(vec![
+            special("run-1/", EntryType::Directory),
+            manifest(),
+            special("run-1/stage-0", EntryType::Directory),
+            special("run-1/stage-0/", EntryType::Directory),
+            boot(),
+        ])))
+        => SMALL, [];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -536,6 +753,50 @@ reads! {
             "stage-0/events/events-000002.json",
             "stage-0/events/events-000003.json",
         ], [(TooLarge, Inside("stage-0/events/events-000004.json"))];
+    // The same bundle as an archive and as a directory, under the same limit: the same files,
+    // then one error at the same file (six events files of 300 KiB; the archive's headers and
+    // padding count too, but three files fit either way).
+    archive_over_the_total_limit_yields_the_files_before_it_then_too_large:
+        archive({
+            let mut out = Vec::new();
+            write_tar_gz(&with_events(small_bundle(), 6, &[b' '; 300 * 1024]), &mut out).unwrap();
+            out
+        }),
+        Limits { max_total_bytes: SAME_TOTAL, ..Limits::default() }
+        => THREE_EVENTS, [(TooLarge, Entry("run-1/stage-0/events/events-000004.json"))],
+        about [Some("stage-0/events/events-000004.json")];
+    directory_over_the_total_limit_yields_the_files_before_it_then_too_large: Tree(|tmp| {
+        write_dir(&with_events(small_bundle(), 6, &[b' '; 300 * 1024]), tmp).unwrap()
+    }), Limits { max_total_bytes: SAME_TOTAL, ..Limits::default() }
+        => THREE_EVENTS, [(TooLarge, Inside("stage-0/events/events-000004.json"))];
+    // The manifest's data would pass the limit: the archive still opens, yields nothing, and
+    // reports the limit at that entry, like a directory whose first file passes it.
+    archive_whose_first_file_passes_the_total_limit_still_opens:
+        archive(gzip(&tar_of(vec![file("run-1/MANIFEST.json", &[b' '; 700]), boot()]))),
+        Limits { max_total_bytes: 600, ..Limits::default() }
+        => [], [(TooLarge, Entry("run-1/MANIFEST.json"))];
+    directory_whose_first_file_passes_the_total_limit_still_opens: Tree(|tmp| {
+        let mut bundle = small_bundle();
+        bundle.files.insert("MANIFEST.json".into(), vec![b' '; 700]);
+        write_dir(&bundle, tmp).unwrap()
+    }), Limits { max_total_bytes: 600, ..Limits::default() }
+        => [], [(TooLarge, Inside("MANIFEST.json"))];
+    // Not even the first header fits: the archive opens, with the limit reported for it.
+    archive_whose_first_header_passes_the_total_limit_still_opens:
+        archive(gzip(&small_tar())), Limits { max_total_bytes: 100, ..Limits::default() }
+        => [], [(TooLarge, Bundle)];
+    // More than the inflating thread's buffers hold (chunks of 256 KiB, a few in flight).
+    archive_larger_than_the_inflating_buffers_yields_every_file:
+        archive(gzip(&tar_of(manifest_and_events(6, &noise(1024 * 1024)))))
+        => [
+            "MANIFEST.json",
+            "stage-0/events/events-000001.json",
+            "stage-0/events/events-000002.json",
+            "stage-0/events/events-000003.json",
+            "stage-0/events/events-000004.json",
+            "stage-0/events/events-000005.json",
+            "stage-0/events/events-000006.json",
+        ], [];
     archive_with_too_many_entries_stops_with_too_many_entries:
         archive(gzip(&tar_of(manifest_and_events(9, b"[]")))),
         Limits { max_entries: 4, ..Limits::default() }

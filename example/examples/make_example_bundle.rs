@@ -1,29 +1,35 @@
-//! Writes the example bundle `n3-relay-flap` into `examples/bundles/n3-relay-flap/` of the repository.
+//! Writes the example bundles into `examples/bundles/` of the repository: `n3-relay-flap` and the
+//! same run as the oldest swactor generation records it, `n3-relay-flap-oldest`.
 //!
-//! Run with `cargo run -p diagwire-example --example make_example_bundle`. The folder is the run
+//! Run with `cargo run -p diagwire-example --example make_example_bundle`. Each folder is the run
 //! directory itself (`MANIFEST.json` at its top); stale files in it are deleted first.
 
 use std::path::Path;
 
 use diagwire::bundle::write::write_dir;
-use diagwire_example::{RUN_ID, n3_relay_flap};
+use diagwire_example::{OLDEST_RUN_ID, RUN_ID, n3_relay_flap, n3_relay_flap_oldest};
 
 fn main() -> std::io::Result<()> {
     let bundles = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("OK because the diagwire-example package sits inside the workspace")
         .join("examples/bundles");
-    let out = bundles.join(RUN_ID);
-    if out.exists() {
-        std::fs::remove_dir_all(&out)?;
+    for (run_id, make) in [
+        (RUN_ID, n3_relay_flap as fn() -> _),
+        (OLDEST_RUN_ID, n3_relay_flap_oldest),
+    ] {
+        let out = bundles.join(run_id);
+        if out.exists() {
+            std::fs::remove_dir_all(&out)?;
+        }
+        let bundle = make();
+        let dir = write_dir(&bundle, &bundles)?;
+        let bytes: usize = bundle.files.values().map(Vec::len).sum();
+        println!(
+            "wrote {} files ({bytes} bytes) to {}",
+            bundle.files.len(),
+            dir.display()
+        );
     }
-    let bundle = n3_relay_flap();
-    let dir = write_dir(&bundle, &bundles)?;
-    let bytes: usize = bundle.files.values().map(Vec::len).sum();
-    println!(
-        "wrote {} files ({bytes} bytes) to {}",
-        bundle.files.len(),
-        dir.display()
-    );
     Ok(())
 }

@@ -1,29 +1,42 @@
-//! The example bundle `n3-relay-flap`: a deterministic, realistic run built from the contract types.
+//! The example bundles: `n3-relay-flap`, a deterministic, realistic run built from the contract
+//! types, and `n3-relay-flap-oldest`, the same run as the oldest swactor generation records it.
 //!
-//! The run has a locally launched orchestrator and three pipeline stages on vast.ai rentals
+//! The run has a locally launched orchestrator, three pipeline stages on vast.ai rentals
 //! (stage-0 in Germany, stage-1 in the Netherlands, stage-2 in the US, whose clock runs 1.3 s
-//! ahead). The orchestrator sits behind a NAT, so it reaches the stages only through the shared
-//! iroh relay; the stages reach each other directly.
+//! ahead) and the iroh relay server they share, which reports its own sessions (role `relay`).
+//! The orchestrator sits behind a NAT, so it reaches the stages only through the relay; the
+//! stages reach each other directly.
 //!
 //! What happens, in collector time (run-relative seconds):
 //!
-//! * 0–12 s: the orchestrator boots, the stages at 6–8 s (host context in every boot record;
-//!   stage-2's rental id was not forwarded, so it is only in `container_id`). Relay sessions go
-//!   `unknown → connecting → connected`; the stages join through the orchestrator and dial each
-//!   other (relayed first, then hole-punched to direct). Each stage runs a shard-fetch subprocess
-//!   that exits with 0, then spawns its Python worker (`worker_ready`).
-//! * 12–21 s: inference requests flow orchestrator → stage-0 → stage-1 → stage-2 → orchestrator.
-//! * 21 s: the relay server goes down. Every node's relay session flips `connected → disconnected
-//!   → connecting`; the orchestrator's `udp_relay` probe is refused (the stages' always times
-//!   out). Stage-2's response to request 3 times out (`InferenceResponseSent` with
-//!   `send_outcome: timeout`). The orchestrator's connections to the stages are lost; the stages'
-//!   redials to the orchestrator time out (`DialOutcome: Timeout`) while the stages keep probing
-//!   each other directly. SWIM probes across the relay time out, and every relay-only peer goes
-//!   `Suspect`, then `Dead`, each transition with its `Transition` snapshot.
-//! * 35.5 s: the relay is back; sessions reconnect, the pending dials succeed, dead-member
-//!   reprobes are acked and the peers come back `Alive`; requests resume about 42 s.
-//! * 53 s: the orchestrator takes an on-demand snapshot, flushes and posts its finalize; the
-//!   stages answer the collector's `snapshot_now` hint before the bundle is assembled 5 s later.
+//! * 0–13 s: the relay and the orchestrator boot, the stages at 6–8 s (host context in every boot
+//!   record; stage-2's rental id was not forwarded, so it is only in `container_id`). Relay
+//!   sessions open and go `unknown → connecting → connected`; the stages join through the
+//!   orchestrator and dial each other (relayed first, then hole-punched to direct), each dial
+//!   with its QUIC handshake. The run's lifecycle follows: pool ready, run planned, stages
+//!   provisioned, weights loaded, edges ready, stages ready, the readiness barrier. Stage-0 serves
+//!   a shard baked into its image and spawns nothing; stage-1 fetches its shard, its first Python
+//!   worker is killed by the OOM killer (signal 9, a `fault_detected`) and the second reports
+//!   `worker_ready`; stage-2 fetches its shard and serves it in process, and its `gpu-probe`
+//!   (`nvidia-smi`) hangs, so its app block declares the GPU memory gaps.
+//! * 13–21 s: inference requests flow orchestrator → stage-0 → stage-1 → stage-2 → orchestrator
+//!   (`prompt_injected`, per-stage steps and objects, `pp.*` events, traced messages).
+//! * 21 s: the relay restarts its listener for a certificate rotation and cannot bind it again
+//!   until 35.5 s: it closes every session (`RelaySessionClosed`, initiator `relay`). Every
+//!   node's relay session flips `connected → disconnected → connecting`; the orchestrator's
+//!   `udp_relay` probe is refused (the stages' always times out). Stage-2's response to request 3
+//!   times out (`InferenceResponseSent` with `send_outcome: timeout`, a `fault_detected`). The
+//!   orchestrator's connections to the stages are lost; the stages' redials to the orchestrator
+//!   time out (`DialOutcome: Timeout`) while the stages keep probing each other directly. SWIM
+//!   probes across the relay time out, and every relay-only peer goes `Suspect`, then `Dead`,
+//!   each transition with its `Transition` snapshot.
+//! * 35.5 s: the relay is back; sessions reopen and reconnect, the pending dials succeed,
+//!   dead-member reprobes are acked and the peers come back `Alive`; requests resume about 38 s.
+//! * About 50 s: the run completes; the orchestrator stops the stages and reports the run torn
+//!   down. At 53 s it takes an on-demand snapshot, flushes, posts its finalize and exits (the
+//!   relay sees its session closed by the peer); the stages see their connections to it closed
+//!   and redial, and those dials are still in flight when the collector assembles the bundle 5 s
+//!   later, after the stages answered its `snapshot_now` hint.
 //!
 //! Each node posts an event batch about every second (with `clock_sample` records of the previous
 //! replies, which reuse the sink's own sequence numbers as swactor's do) and a periodic snapshot
@@ -49,12 +62,39 @@ use diagwire::v1::*;
 /// The run id of the example bundle, which is also the name of its directory.
 pub const RUN_ID: &str = "n3-relay-flap";
 
-/// Builds the example bundle: an orchestrator and three stages through a relay outage, with its
-/// `MANIFEST.json`. The same bytes on every call.
+/// The run id (and directory) of the same run as the oldest swactor generation records it.
+pub const OLDEST_RUN_ID: &str = "n3-relay-flap-oldest";
+
+/// Builds the example bundle: an orchestrator, three stages and their relay through a relay
+/// outage, with its `MANIFEST.json`. The same bytes on every call.
 pub fn n3_relay_flap() -> BundleContents {
+    generate(Generation::Current)
+}
+
+/// The same run as the oldest swactor generation writes it (see `docs/legacy-wire.md`): its 14
+/// event types only (no relay-session, gossip, subprocess, per-probe SWIM, inference-response,
+/// lifecycle or handshake events, no `pp.*` kinds; the worker supervisor's `worker_starting` and
+/// `worker_exited` instead of subprocess events), snapshots without the blocks and fields later
+/// generations added (`relay_server`, `subprocess`, `app`, `actors`, the iroh block's version and
+/// relay session, per-peer `conn_type_source`, kernel counters), the fixed five API gaps, no relay
+/// node, and a manifest without a contract version, writer or vast.ai counts.
+pub fn n3_relay_flap_oldest() -> BundleContents {
+    generate(Generation::Oldest)
+}
+
+/// Which swactor generation writes the records.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Generation {
+    /// Every record kind and field of the current contract.
+    Current,
+    /// The oldest generation's 14 event types and snapshot blocks.
+    Oldest,
+}
+
+fn generate(generation: Generation) -> BundleContents {
     let specs = specs();
     let steps = Script::new(&specs).build();
-    let mut run = Run::new(&specs);
+    let mut run = Run::new(&specs, generation);
     run.play(steps);
     run.into_bundle()
 }
@@ -80,6 +120,10 @@ const RELAY_DOWN: u64 = 21_000;
 const RELAY_BACK: u64 = 35_500;
 /// The orchestrator starts its finalize sequence here.
 const FINALIZE_AT: u64 = 53_000;
+/// The orchestrator's process exits here, after posting its finalize.
+const ORCH_EXIT: u64 = FINALIZE_AT + 100;
+/// No request starts later than this before the end of the run.
+const RUN_DONE: u64 = 50_800;
 /// How long the collector waits after a finalize before it assembles the bundle.
 const FINALIZE_WAIT: u64 = 5_000;
 /// Stages run their loops until here; what arrives after assembly is not in the bundle.
@@ -93,13 +137,30 @@ const PROBE_PERIOD: u64 = 10_000;
 const PROBE_TIMEOUT: u64 = 2_000;
 /// The orchestrator starts a request this often while all its stages are alive.
 const REQUEST_EVERY: u64 = 3_900;
-/// Its first request, once every worker is ready.
-const FIRST_REQUEST: u64 = 12_400;
 /// The recent-messages ring is cut to this many entries.
 const SWIM_RING: usize = 6;
 
 const ORCH: usize = 0;
+/// The SWIM members: the orchestrator and the three stages.
 const NODES: usize = 4;
+/// The relay server's node, which is no SWIM member.
+const RELAY: usize = 4;
+/// Why the relay closed every session at `RELAY_DOWN`.
+const RELAY_CLOSE_REASON: &str = "listener_restart";
+/// Edge ids: edge `EDGE0 + s` carries activations into stage `s`; `EDGE0 + 3` back to the
+/// orchestrator.
+const EDGE0: u64 = 100;
+const LAST_EDGE: u64 = EDGE0 + 3;
+
+/// One-way latency from each member to the relay server.
+const RELAY_LAT: [u64; NODES] = [24, 17, 13, 46];
+/// Bytes per second the relay receives from and sends to each member while its session is open.
+const RELAY_RATE: [(u64, u64); NODES] = [
+    (23_800, 21_100),
+    (6_900, 7_400),
+    (7_700, 6_800),
+    (8_300, 9_100),
+];
 
 /// One-way latency between nodes in ms (orchestrator links go through the relay).
 const LAT: [[u64; NODES]; NODES] = [
@@ -238,6 +299,17 @@ fn specs() -> Vec<Spec> {
             }),
             pid: 57,
         },
+        Plan {
+            role: "relay",
+            stage: None,
+            boot: 0,
+            clock_offset: -6,
+            uplink: 9,
+            relay: [0; 4],
+            hostname: "relay-eu-1",
+            rental: None,
+            pid: 1_187,
+        },
     ];
     plans
         .into_iter()
@@ -281,7 +353,18 @@ fn link_up(specs: &[Spec], a: usize, b: usize, t: u64) -> bool {
     if a != ORCH && b != ORCH {
         return true;
     }
-    !(RELAY_DOWN..link_back(specs, a, b)).contains(&t)
+    t < ORCH_EXIT && !(RELAY_DOWN..link_back(specs, a, b)).contains(&t)
+}
+
+/// The fixed five API gaps the oldest generation lists.
+fn oldest_gaps() -> Vec<ApiGap> {
+    all_gaps().into_iter().take(5).collect()
+}
+
+/// Bytes the relay received from and sent to member `n` over `ms` milliseconds of its session.
+fn relay_bytes(n: usize, ms: u64) -> (u64, u64) {
+    let (rx, tx) = RELAY_RATE[n];
+    (rx * ms / 1_000, tx * ms / 1_000)
 }
 
 fn all_gaps() -> Vec<ApiGap> {
@@ -365,6 +448,12 @@ struct Script<'a> {
     dials: [[Vec<u64>; NODES]; NODES],
     /// When `n` last saw a peer come back alive after the relay went down.
     recovered: [u64; NODES],
+    /// When each stage's weights were loaded, and by which worker generation.
+    loaded: [Option<(u64, u64)>; NODES],
+    /// Where each stage's shard download ran (start, end), when it downloaded one.
+    downloads: [Option<(u64, u64)>; NODES],
+    /// When the orchestrator passed the readiness barrier.
+    barrier: u64,
 }
 
 impl<'a> Script<'a> {
@@ -376,6 +465,9 @@ impl<'a> Script<'a> {
             alive_at: [[None; NODES]; NODES],
             dials: Default::default(),
             recovered: [0; NODES],
+            loaded: [None; NODES],
+            downloads: [None; NODES],
+            barrier: 0,
         }
     }
 
@@ -409,7 +501,11 @@ impl<'a> Script<'a> {
             self.swim(n);
         }
         self.outage();
-        let exit_reason = self.requests();
+        self.readiness();
+        let (exit_reason, last_token) = self.requests();
+        self.teardown(last_token);
+        self.relay_server();
+        self.after_exit();
         self.at(FINALIZE_AT, ORCH, Op::Snapshot(SnapshotTrigger::OnDemand));
         self.at(FINALIZE_AT + 40, ORCH, Op::Flush);
         self.at(FINALIZE_AT + 80, ORCH, Op::Finalize(exit_reason));
@@ -432,6 +528,9 @@ impl<'a> Script<'a> {
         register.stage_index = s.stage;
         let meta_hash = s.meta_hash;
         self.at(b + 120, n, Op::Boot);
+        let mut started = NodeStarted::new(s.hex.clone());
+        started.run_id = Some(RUN_ID.to_owned());
+        self.emit(b + 125, n, started);
         self.emit(
             b + 130,
             n,
@@ -496,20 +595,26 @@ impl<'a> Script<'a> {
         }
     }
 
+    /// Each stage's weights and subprocesses. Stage-0 serves a shard baked into its image in the
+    /// node process and spawns nothing. Stage-1 fetches its shard, and its Python worker is killed
+    /// by the kernel's OOM killer while loading; the second worker loads and reports
+    /// `worker_ready`. Stage-2 fetches its shard and serves it in process; its `gpu-probe`
+    /// (`nvidia-smi`), which should answer within a second, hangs in the driver, so its GPU
+    /// memory is not reported.
     fn subprocesses(&mut self, n: usize) {
         let specs = self.specs;
         let s = &specs[n];
         let i = s.stage.unwrap_or(0);
         let pid = s.pid;
+        let spawn = s.boot + 400;
+        if i == 0 {
+            self.loaded[n] = Some((spawn + 1_000 + self.rng.range(0, 300), 1));
+            return;
+        }
         let fetch_cmd = format!(
             "/opt/venv/bin/python -m n3.fetch_shard --stage {i} --dest /workspace/shard-{i}"
         );
-        let worker_cmd = format!(
-            "/opt/venv/bin/python -m n3.worker --stage {i} --shard /workspace/shard-{i} --listen 127.0.0.1:7100"
-        );
-        let spawn = s.boot + 400;
         let fetch_pid = pid + 4;
-        let worker_pid = pid + 31 + i * 3;
         let fetch_ms = 1_600 + self.rng.range(0, 600);
         self.emit(
             spawn,
@@ -520,11 +625,58 @@ impl<'a> Script<'a> {
         exited.exit_code = Some(0);
         exited.uptime_ms = Some(fetch_ms);
         self.emit(spawn + fetch_ms, n, exited);
-        let worker_at = spawn + fetch_ms + 120;
+        self.downloads[n] = Some((spawn + 2, spawn + fetch_ms + 1));
+        let fetched = spawn + fetch_ms;
+        if i == 2 {
+            self.loaded[n] = Some((fetched + 1_100 + self.rng.range(0, 300), 1));
+            let probe_at = fetched + 1_500;
+            let probe_cmd = "nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader";
+            self.emit(
+                probe_at,
+                n,
+                SubprocessSpawned::new("gpu-probe", pid + 40, probe_cmd),
+            );
+            self.emit(
+                probe_at + 5_000,
+                n,
+                ErrorEvent::new(
+                    "app_introspect",
+                    "gpu-probe (nvidia-smi) has not answered within 5000 ms; AppState.gpu_mem_used_bytes and AppState.gpu_mem_total_bytes are not reported",
+                ),
+            );
+            return;
+        }
+        let worker_cmd = format!(
+            "/opt/venv/bin/python -m n3.worker --stage {i} --shard /workspace/shard-{i} --listen 127.0.0.1:7100"
+        );
+        let first_at = fetched + 120;
+        let first_pid = pid + 31;
+        self.emit(
+            first_at,
+            n,
+            SubprocessSpawned::new("worker", first_pid, worker_cmd.clone()),
+        );
+        let killed_after = 1_050 + self.rng.range(0, 200);
+        let mut killed = SubprocessExited::new("worker", first_pid, worker_cmd.clone());
+        killed.exit_signal = Some(9);
+        killed.uptime_ms = Some(killed_after);
+        self.emit(first_at + killed_after, n, killed);
+        let mut fault = FaultDetected::new(FaultReason::OutOfMemory, FaultComponent::GpuWorkerCtl);
+        fault.run_id = Some(RUN_ID.to_owned());
+        fault.stage_index = Some(i);
+        fault.worker_generation = Some(1);
+        fault.node_id_hex = Some(s.hex.clone());
+        fault.detail = Some(
+            "worker generation 1 killed by the OOM killer (signal 9) while loading; respawning with --max-batch 4"
+                .to_owned(),
+        );
+        self.emit(first_at + killed_after + 3, n, fault);
+        let worker_at = first_at + killed_after + 180;
+        let worker_pid = first_pid + 3;
         self.emit(
             worker_at,
             n,
-            SubprocessSpawned::new("worker", worker_pid, worker_cmd),
+            SubprocessSpawned::new("worker", worker_pid, format!("{worker_cmd} --max-batch 4")),
         );
         let load_ms = 1_200 + self.rng.range(0, 600);
         self.emit(
@@ -538,6 +690,7 @@ impl<'a> Script<'a> {
                 "load_ms": load_ms,
             })))),
         );
+        self.loaded[n] = Some((worker_at + load_ms + 4, 2));
     }
 
     /// One round of the two outbound probes.
@@ -620,7 +773,7 @@ impl<'a> Script<'a> {
                 ),
             );
             self.alive_at[ORCH][k] = Some(orch_alive);
-            self.emit(orch_alive + 3, ORCH, metadata_received(self.specs, k));
+            self.metadata(orch_alive + 3, ORCH, k);
             let resp = j + d + 2 * l + 3;
             self.at(
                 resp,
@@ -641,7 +794,7 @@ impl<'a> Script<'a> {
                 ),
             );
             self.alive_at[k][ORCH] = Some(resp + 1);
-            self.emit(resp + 4, k, metadata_received(self.specs, ORCH));
+            self.metadata(resp + 4, k, ORCH);
             // The orchestrator dials back; its connection goes through the relay too.
             let back = orch_alive + 40;
             self.emit(back, ORCH, dial_started(self.id(k), 1));
@@ -684,7 +837,7 @@ impl<'a> Script<'a> {
             swim_transition(self.id(b), PeerState::Unknown, PeerState::Alive, reason),
         );
         self.alive_at[a][b] = Some(alive);
-        self.emit(alive + 3, a, metadata_received(self.specs, b));
+        self.metadata(alive + 3, a, b);
         let punch = t + d + self.rng.range(1_200, 2_600);
         self.emit(
             punch,
@@ -693,7 +846,45 @@ impl<'a> Script<'a> {
         );
     }
 
+    /// `n` receives `from`'s SWIM metadata, which the gossip layer carried.
+    fn metadata(&mut self, t: u64, n: usize, from: usize) {
+        self.emit(
+            t - 1,
+            n,
+            GossipReceived::new(
+                self.id(from),
+                GossipPayloadKind::Other("node_metadata".to_owned()),
+                96,
+                1,
+            ),
+        );
+        self.emit(t, n, metadata_received(self.specs, from));
+    }
+
+    fn addr(&self, n: usize) -> String {
+        match &self.specs[n].rental {
+            Some(r) => format!("{}:41641", r.ip),
+            None => "192.168.1.23:41641".to_owned(),
+        }
+    }
+
+    /// A successful dial: the QUIC handshake at its end, then the outcome. Links to the
+    /// orchestrator, and the first dial between two stages, go through the relay.
     fn dial_success(&mut self, a: usize, b: usize, t: u64, attempt: u32, duration: u64) {
+        let hs = (2 * lat(a, b) + 14).min(duration - 1);
+        let mut started = HandshakeStarted::new(
+            self.id(b),
+            HandshakeRole::Client,
+            self.addr(a),
+            self.addr(b),
+        );
+        if a == ORCH || b == ORCH || self.dials[a][b].is_empty() {
+            started.via_relay = Some(RELAY_URL.to_owned());
+        }
+        self.emit(t - hs, a, started);
+        let mut done = HandshakeOutcome::new(self.id(b), HandshakeResult::Success, hs - 1);
+        done.cipher_suite_selected = Some("TLS13_AES_128_GCM_SHA256".to_owned());
+        self.emit(t - 1, a, done);
         self.dials[a][b].push(t);
         self.emit(
             t,
@@ -824,11 +1015,7 @@ impl<'a> Script<'a> {
                             .collect();
                         let mut acked = None;
                         if !helpers.is_empty() {
-                            self.emit(
-                                at,
-                                n,
-                                swim_probe(self.id(m), seq, SwimProbeKind::Indirect, None),
-                            );
+                            self.emit(at, n, self.probe_sent(n, m, seq, SwimProbeKind::Indirect));
                             for &h in &helpers {
                                 if link_up(self.specs, n, h, at) {
                                     self.at(
@@ -849,18 +1036,20 @@ impl<'a> Script<'a> {
                                 self.emit(
                                     back,
                                     n,
-                                    SwimProbeAcked::new(self.id(m), seq, SwimProbeKind::Indirect),
+                                    self.probe_acked(n, m, seq, SwimProbeKind::Indirect, at, back),
                                 );
                             }
                             (false, None) => {
                                 self.emit(
                                     t + interval - 100,
                                     n,
-                                    swim_probe(
-                                        self.id(m),
+                                    self.probe_timed_out(
+                                        n,
+                                        m,
                                         seq,
                                         SwimProbeKind::Indirect,
-                                        Some((interval - 100 - timeout) / TICK),
+                                        at,
+                                        (interval - 100 - timeout) / TICK,
                                     ),
                                 );
                             }
@@ -890,11 +1079,7 @@ impl<'a> Script<'a> {
 
     /// A direct probe; returns whether it was acked.
     fn direct_probe(&mut self, n: usize, m: usize, t: u64, seq: u64, timeout: u64) -> bool {
-        self.emit(
-            t,
-            n,
-            swim_probe(self.id(m), seq, SwimProbeKind::Direct, None),
-        );
+        self.emit(t, n, self.probe_sent(n, m, seq, SwimProbeKind::Direct));
         if link_up(self.specs, n, m, t) {
             let l = lat(n, m);
             self.at(t + l, m, Op::Touch(Touch::Ping { from: n, seq }));
@@ -902,17 +1087,64 @@ impl<'a> Script<'a> {
             self.emit(
                 t + rtt,
                 n,
-                SwimProbeAcked::new(self.id(m), seq, SwimProbeKind::Direct),
+                self.probe_acked(n, m, seq, SwimProbeKind::Direct, t, t + rtt),
             );
             true
         } else {
             self.emit(
                 t + timeout,
                 n,
-                swim_probe(self.id(m), seq, SwimProbeKind::Direct, Some(SWIM_CONFIG.1)),
+                self.probe_timed_out(n, m, seq, SwimProbeKind::Direct, t, SWIM_CONFIG.1),
             );
             false
         }
+    }
+
+    /// The trace id of `n`'s SWIM probe `seq`, shared by its sent, acked and timed-out events.
+    fn probe_trace(&self, n: usize, seq: u64) -> String {
+        format!("{}-swim-{seq}", self.specs[n].short())
+    }
+
+    fn probe_sent(&self, n: usize, m: usize, seq: u64, kind: SwimProbeKind) -> SwimProbeSent {
+        let mut sent = SwimProbeSent::new(self.id(m), seq, kind);
+        sent.trace_id = Some(self.probe_trace(n, seq));
+        sent
+    }
+
+    fn probe_acked(
+        &self,
+        n: usize,
+        m: usize,
+        seq: u64,
+        kind: SwimProbeKind,
+        sent: u64,
+        received: u64,
+    ) -> SwimProbeAcked {
+        let mut acked = SwimProbeAcked::new(self.id(m), seq, kind);
+        acked.sent_at_ms = Some(self.specs[n].wall(sent));
+        acked.received_at_ms = Some(self.specs[n].wall(received));
+        acked.rtt_ms = Some(received - sent);
+        acked.rtt_source = Some(ValueSource::Derived);
+        acked.outcome = Some(SwimProbeOutcome::Success);
+        acked.trace_id = Some(self.probe_trace(n, seq));
+        acked
+    }
+
+    fn probe_timed_out(
+        &self,
+        n: usize,
+        m: usize,
+        seq: u64,
+        kind: SwimProbeKind,
+        sent: u64,
+        budget_ticks: u64,
+    ) -> SwimProbeTimedOut {
+        let mut timed_out = SwimProbeTimedOut::new(self.id(m), seq, kind, budget_ticks);
+        timed_out.sent_at_ms = Some(self.specs[n].wall(sent));
+        timed_out.outcome = Some(SwimProbeOutcome::Timeout);
+        timed_out.timeout_budget_ms = Some(budget_ticks * TICK);
+        timed_out.trace_id = Some(self.probe_trace(n, seq));
+        timed_out
     }
 
     fn gossip_window(&self, t: u64) -> bool {
@@ -992,6 +1224,10 @@ impl<'a> Script<'a> {
     }
 
     fn conn_lost(&mut self, a: usize, b: usize, t: u64) {
+        self.conn_closed(a, b, t, "connection lost: timed out");
+    }
+
+    fn conn_closed(&mut self, a: usize, b: usize, t: u64, reason: &str) {
         self.emit(
             t,
             a,
@@ -1000,33 +1236,103 @@ impl<'a> Script<'a> {
         self.emit(
             t + 1,
             a,
-            ConnectionCacheInvalidated::new(
-                self.id(b),
-                self.generation(a, b, t),
-                "connection lost: timed out",
-            ),
+            ConnectionCacheInvalidated::new(self.id(b), self.generation(a, b, t), reason),
         );
     }
 
+    /// The run's lifecycle up to the readiness barrier: the pool, the plan, each stage's weights
+    /// and edges, each stage ready, then the barrier.
+    // Node indexes address several per-node tables at once, not one slice.
+    #[allow(clippy::needless_range_loop)]
+    fn readiness(&mut self) {
+        let specs = self.specs;
+        for k in 0..NODES {
+            let at = self.alive_at[k]
+                .iter()
+                .flatten()
+                .min()
+                .copied()
+                .unwrap_or(specs[k].boot + 1_000);
+            let mut available = NodeAvailable::new(specs[k].hex.clone());
+            available.run_id = Some(RUN_ID.to_owned());
+            self.emit(at + 5, k, available);
+        }
+        let pool = (1..NODES)
+            .filter_map(|k| self.alive_at[ORCH][k])
+            .max()
+            .unwrap_or(0)
+            + 30;
+        let hexes = (0..NODES).map(|k| specs[k].hex.clone()).collect();
+        self.emit(pool, ORCH, PoolReady::new(RUN_ID, hexes));
+        self.emit(pool + 10, ORCH, RunPlanned::new(RUN_ID, 3));
+        for k in 1..NODES {
+            let stage = k as u32 - 1;
+            self.emit(
+                pool + 10 + k as u64,
+                ORCH,
+                StageProvisionStarted::new(RUN_ID, stage, specs[k].hex.clone()),
+            );
+        }
+        for (edge, ring) in [(EDGE0, 1), (LAST_EDGE, 2)] {
+            self.emit(pool + 20, ORCH, EdgeProvisionStarted::new(RUN_ID, edge));
+            let ready = pool + 20 + 2 * lat(ORCH, if edge == EDGE0 { 1 } else { 3 }) + 30;
+            self.emit(ready, ORCH, EdgeReady::new(RUN_ID, edge, ring));
+        }
+        let mut barrier = 0;
+        for k in 1..NODES {
+            let stage = k as u32 - 1;
+            if let Some((from, to)) = self.downloads[k] {
+                self.emit(from, k, WeightsDownloadStarted::new(RUN_ID, stage));
+                self.emit(to, k, WeightsDownloaded::new(RUN_ID, stage));
+            }
+            let (loaded, generation) = self.loaded[k].unwrap_or((pool, 1));
+            self.emit(loaded, k, WeightsLoaded::new(RUN_ID, stage, generation));
+            let provisioned = pool + 10 + k as u64 + lat(ORCH, k);
+            let mut ready_at = loaded;
+            for (j, edge) in [EDGE0 + u64::from(stage), EDGE0 + u64::from(stage) + 1]
+                .into_iter()
+                .enumerate()
+            {
+                let mut started = EdgeProvisionStarted::new(RUN_ID, edge);
+                started.stage_index = Some(stage);
+                let at = provisioned + 5 + j as u64;
+                self.emit(at, k, started);
+                let ready = at + 60 + self.rng.range(0, 80);
+                let mut done = EdgeReady::new(RUN_ID, edge, 10 * k as u64 + j as u64);
+                done.stage_index = Some(stage);
+                self.emit(ready, k, done);
+                ready_at = ready_at.max(ready);
+            }
+            let ready = ready_at + 30;
+            self.emit(ready, k, StageReady::new(RUN_ID, stage));
+            barrier = barrier.max(ready + lat(k, ORCH) + 20);
+        }
+        self.emit(barrier, ORCH, ReadinessBarrierPassed::new(RUN_ID));
+        self.barrier = barrier;
+    }
+
     /// Inference requests through the pipeline; stage-2 answers the orchestrator.
-    /// Returns the orchestrator's exit reason.
-    fn requests(&mut self) -> String {
+    /// Returns the orchestrator's exit reason and when the last token arrived.
+    fn requests(&mut self) -> (String, u64) {
         // The orchestrator pauses while its relay session is down and until every stage is alive.
         let mut starts = Vec::new();
-        let mut t = FIRST_REQUEST;
+        let mut t = self.barrier + 300;
         while t < self.specs[ORCH].relay_lost {
             starts.push(t);
             t += REQUEST_EVERY;
         }
         let mut t = self.recovered[ORCH].max(self.specs[ORCH].relay_back) + 1_000;
-        while t + 2_500 < FINALIZE_AT {
+        while t + 2_500 < RUN_DONE {
             starts.push(t);
             t += REQUEST_EVERY;
         }
         let mut unanswered = Vec::new();
         let mut redial = true;
+        let mut last_token = 0;
         for (i, &t0) in starts.iter().enumerate() {
             let rid = format!("req-{:04}", i + 1);
+            let seq = i as u64 + 1;
+            let object = 1_000 * seq;
             let mut t = t0;
             if t0 > RELAY_BACK && redial {
                 // The orchestrator's cached connection to stage-0 was invalidated in the outage.
@@ -1040,55 +1346,310 @@ impl<'a> Script<'a> {
                 self.cache_hit(ORCH, 1, t);
             }
             let size = 1_800 + self.rng.range(0, 400) as u32;
+            let trace = |hop: u32| format!("{rid}/{hop}");
+            self.emit(t, ORCH, PromptInjected::new(RUN_ID, EDGE0, object, seq));
             self.emit(
                 t + 1,
                 ORCH,
-                message(true, self.id(1), "inference_request", size),
+                traced(
+                    message(true, self.id(1), "inference_request", size),
+                    trace(0),
+                    None,
+                ),
             );
             t += 1 + lat(ORCH, 1);
             self.emit(
                 t,
                 1,
-                message(false, self.id(ORCH), "inference_request", size),
+                traced(
+                    message(false, self.id(ORCH), "inference_request", size),
+                    trace(0),
+                    None,
+                ),
             );
-            for k in 1..3 {
-                t += self.rng.range(340, 430);
-                self.cache_hit(k, k + 1, t);
+            for k in 1..NODES {
+                let stage = k as u32 - 1;
+                let generation = self.loaded[k].map_or(1, |(_, g)| g);
+                let inbound = EDGE0 + u64::from(stage);
+                let ring = 10 * k as u64;
                 self.emit(
                     t + 1,
                     k,
-                    message(true, self.id(k + 1), "activations", 262_144),
+                    ObjectLoaded::new(
+                        RUN_ID,
+                        stage,
+                        inbound,
+                        ring,
+                        object + u64::from(stage),
+                        seq,
+                        generation,
+                    ),
                 );
-                t += 1 + lat(k, k + 1);
-                self.emit(t, k + 1, message(false, self.id(k), "activations", 262_144));
+                let step = 100 * seq + u64::from(stage);
+                let mut started = ExecuteStepStarted::new(RUN_ID, stage, step, generation);
+                started.sequence = Some(seq);
+                self.emit(t + 2, k, started);
+                let compute = self.rng.range(330, 420);
+                if k == 2 {
+                    let depth = self.rng.range(0, 2) as u32;
+                    self.emit(
+                        t + 3,
+                        k,
+                        custom(CustomPayload::PpWorkerDispatch(
+                            PpWorkerDispatchFields::new("forward", depth, rid.clone()),
+                        )),
+                    );
+                    let worked = compute - 9;
+                    self.emit(
+                        t + 3 + worked,
+                        k,
+                        custom(CustomPayload::PpWorkerComplete(
+                            PpWorkerCompleteFields::new(
+                                worked as f64 - 0.25,
+                                "forward",
+                                rid.clone(),
+                            ),
+                        )),
+                    );
+                }
+                t += compute;
+                let mut done = StepCompleted::new(RUN_ID, stage, step, generation);
+                done.sequence = Some(seq);
+                self.emit(t, k, done);
+                self.emit(
+                    t + 1,
+                    k,
+                    ObjectProduced::new(
+                        RUN_ID,
+                        stage,
+                        inbound + 1,
+                        ring + 1,
+                        object + u64::from(stage) + 1,
+                        seq,
+                        generation,
+                    ),
+                );
+                if k == 3 {
+                    let decode = 38.0 + self.rng.range(0, 16) as f64 / 4.0;
+                    let token = 128_000 + self.rng.range(0, 2_000) as u32;
+                    self.emit(
+                        t + 2,
+                        k,
+                        custom(CustomPayload::PpTokenEmitted(PpTokenEmittedFields::new(
+                            decode,
+                            0,
+                            rid.clone(),
+                            token,
+                        ))),
+                    );
+                    break;
+                }
+                self.cache_hit(k, k + 1, t + 2);
+                self.emit(
+                    t + 3,
+                    k,
+                    custom(CustomPayload::PpActivationSent(
+                        PpActivationSentFields::new(262_144, stage, true, rid.clone(), stage + 1),
+                    )),
+                );
+                self.emit(
+                    t + 3,
+                    k,
+                    traced(
+                        message(true, self.id(k + 1), "activations", 262_144),
+                        trace(k as u32),
+                        Some(trace(k as u32 - 1)),
+                    ),
+                );
+                t += 3 + lat(k, k + 1);
+                self.emit(
+                    t,
+                    k + 1,
+                    traced(
+                        message(false, self.id(k), "activations", 262_144),
+                        trace(k as u32),
+                        Some(trace(k as u32 - 1)),
+                    ),
+                );
+                self.emit(
+                    t,
+                    k + 1,
+                    custom(CustomPayload::PpActivationReceived(
+                        PpActivationReceivedFields::new(
+                            262_144,
+                            stage,
+                            true,
+                            rid.clone(),
+                            stage + 1,
+                        ),
+                    )),
+                );
             }
-            t += self.rng.range(340, 430);
+            t += self.rng.range(20, 40);
             let bytes = 3_900 + self.rng.range(0, 700);
             self.cache_hit(3, ORCH, t);
             let (at, outcome) = if link_up(self.specs, 3, ORCH, t) {
                 let at = t + 2 * lat(3, ORCH) + 3;
+                let got = t + lat(3, ORCH);
                 self.emit(
-                    t + lat(3, ORCH),
+                    got,
                     ORCH,
-                    message(false, self.id(3), "inference_response", bytes as u32),
+                    traced(
+                        message(false, self.id(3), "inference_response", bytes as u32),
+                        trace(3),
+                        Some(trace(2)),
+                    ),
                 );
+                let mut received = InferenceResponseReceived::new(self.id(3), rid.clone(), bytes);
+                received.trace_id = Some(trace(3));
+                received.parent_trace_id = Some(trace(2));
+                self.emit(got + 1, ORCH, received);
+                self.emit(
+                    got + 2,
+                    ORCH,
+                    TokenReceived::new(RUN_ID, LAST_EDGE, object + 3, seq),
+                );
+                last_token = got + 2;
                 (at, InferenceSendOutcome::Success)
             } else {
                 unanswered.push(rid.clone());
+                let mut fault = FaultDetected::new(FaultReason::Timeout, FaultComponent::Transport);
+                fault.run_id = Some(RUN_ID.to_owned());
+                fault.stage_index = Some(2);
+                fault.edge_id = Some(LAST_EDGE);
+                fault.node_id_hex = Some(self.specs[ORCH].hex.clone());
+                fault.detail = Some(format!(
+                    "response to {rid} not acknowledged by the orchestrator within {SEND_TIMEOUT} ms"
+                ));
+                self.emit(t + SEND_TIMEOUT + 1, 3, fault);
                 (t + SEND_TIMEOUT, InferenceSendOutcome::Timeout)
             };
-            self.emit(
-                at,
-                3,
-                InferenceResponseSent::new(self.id(ORCH), rid, bytes, outcome),
-            );
+            let mut sent = InferenceResponseSent::new(self.id(ORCH), rid.clone(), bytes, outcome);
+            sent.trace_id = Some(trace(3));
+            sent.parent_trace_id = Some(trace(2));
+            self.emit(at, 3, sent);
         }
-        format!(
+        let reason = format!(
             "pipeline finished: {} of {} requests answered ({}: no response)",
             starts.len() - unanswered.len(),
             starts.len(),
             unanswered.join(", ")
-        )
+        );
+        (reason, last_token)
+    }
+
+    /// The run completes after its last token; the orchestrator stops every stage and reports
+    /// the run torn down once each stage stopped.
+    fn teardown(&mut self, last_token: u64) {
+        let done = last_token + 60;
+        self.emit(done, ORCH, RunCompleted::new(RUN_ID));
+        let mut torn = done;
+        for k in 1..NODES {
+            let stage = k as u32 - 1;
+            let sent = done + 10 + k as u64;
+            self.emit(
+                sent,
+                ORCH,
+                StopRunSent::new(RUN_ID, stage, self.specs[k].hex.clone()),
+            );
+            let stopped = sent + lat(ORCH, k) + 120 + self.rng.range(0, 150);
+            self.emit(stopped, k, StageStopped::new(RUN_ID, stage));
+            torn = torn.max(stopped + lat(k, ORCH) + 300);
+        }
+        self.emit(torn, ORCH, RunTornDown::new(RUN_ID));
+    }
+
+    /// The relay server: its boot and loops, a session per member, every session closed by the
+    /// relay when its listener restarts at `RELAY_DOWN`, reopened when it is back, and the
+    /// orchestrator's closed by the orchestrator when its process exits.
+    fn relay_server(&mut self) {
+        let n = RELAY;
+        self.at(120, n, Op::Boot);
+        let mut k = 1;
+        loop {
+            let t = 5_000 * k + self.rng.range(0, 3);
+            if t >= STAGE_END {
+                break;
+            }
+            self.at(t, n, Op::Snapshot(SnapshotTrigger::Periodic));
+            k += 1;
+        }
+        let mut t = 1_000;
+        while t < STAGE_END {
+            self.at(t, n, Op::Flush);
+            t += 2_000 + self.rng.range(0, 30);
+        }
+        let specs = self.specs;
+        let mut closes = Vec::new();
+        for m in 0..NODES {
+            let s = &specs[m];
+            let hex = s.hex.clone();
+            let opened = s.relay_up - RELAY_LAT[m];
+            self.emit(
+                opened,
+                n,
+                RelaySessionOpened::new(hex.clone(), specs[n].wall(opened)),
+            );
+            let closed = RELAY_DOWN + 3 * m as u64;
+            closes.push((
+                closed,
+                m,
+                opened,
+                RelayCloseInitiator::Relay,
+                RELAY_CLOSE_REASON,
+            ));
+            let reopened = s.relay_back - RELAY_LAT[m];
+            self.emit(
+                reopened,
+                n,
+                RelaySessionOpened::new(hex, specs[n].wall(reopened)),
+            );
+            if m == ORCH {
+                closes.push((
+                    ORCH_EXIT + RELAY_LAT[m],
+                    m,
+                    reopened,
+                    RelayCloseInitiator::Peer,
+                    "client_closed",
+                ));
+            }
+        }
+        for (closed, m, opened, initiator, reason) in closes {
+            let (rx, tx) = relay_bytes(m, closed - opened);
+            self.emit(
+                closed,
+                n,
+                RelaySessionClosed::new(
+                    specs[m].hex.clone(),
+                    specs[n].wall(opened),
+                    specs[n].wall(closed),
+                    closed - opened,
+                    initiator,
+                    reason,
+                    rx,
+                    tx,
+                ),
+            );
+        }
+        self.emit(
+            RELAY_DOWN + 40,
+            n,
+            ErrorEvent::new(
+                "relay_server",
+                "listener restart for certificate rotation: bind 0.0.0.0:443: Address in use (os error 98); retrying every 2 s",
+            ),
+        );
+    }
+
+    /// After the orchestrator's process exits, each stage sees its connection to it closed and
+    /// redials; the redials are still in flight when the collector assembles the bundle.
+    fn after_exit(&mut self) {
+        for k in 1..NODES {
+            let seen = ORCH_EXIT + lat(ORCH, k) + self.rng.range(20, 60);
+            self.conn_closed(k, ORCH, seen, "connection lost: closed by peer");
+            self.emit(seen + 150, k, ConnectionCacheMiss::new(self.id(ORCH)));
+            self.emit(seen + 151, k, dial_started(self.id(ORCH), 1));
+        }
     }
 
     fn cache_hit(&mut self, a: usize, b: usize, t: u64) {
@@ -1118,20 +1679,29 @@ fn swim_transition(peer: NodeId, from: PeerState, to: PeerState, reason: &str) -
     SwimTransition::new(peer, from, to, reason).into()
 }
 
-/// `SwimProbeSent`, or `SwimProbeTimedOut` when a budget is given.
-fn swim_probe(target: NodeId, sequence: u64, kind: SwimProbeKind, budget: Option<u64>) -> Event {
-    match budget {
-        None => SwimProbeSent::new(target, sequence, kind).into(),
-        Some(budget_ticks) => SwimProbeTimedOut::new(target, sequence, kind, budget_ticks).into(),
-    }
-}
-
 fn metadata_received(specs: &[Spec], from: usize) -> Event {
     SwimMetadataReceived::new(specs[from].id, 1, specs[from].meta_hash).into()
 }
 
 fn conn_type_changed(peer: NodeId, old: ConnType, new: ConnType) -> Event {
     IrohConnTypeChanged::new(peer, old, new).into()
+}
+
+/// Sets the causal trace ids of a message event.
+fn traced(event: Event, trace_id: String, parent: Option<String>) -> Event {
+    match event {
+        Event::MessageSent(mut m) => {
+            m.trace_id = Some(trace_id);
+            m.parent_trace_id = parent;
+            m.into()
+        }
+        Event::MessageReceived(mut m) => {
+            m.trace_id = Some(trace_id);
+            m.parent_trace_id = parent;
+            m.into()
+        }
+        other => other,
+    }
 }
 
 fn message(sent: bool, peer: NodeId, kind: &str, size: u32) -> Event {
@@ -1189,7 +1759,20 @@ struct Sub {
     pid: u32,
     cmdline: String,
     spawn_at: u64,
-    exit: Option<(u64, i32)>,
+    /// When it exited, with its exit code or the signal that killed it.
+    exit: Option<(u64, Option<i32>, Option<i32>)>,
+}
+
+/// What a relay server knows of its sessions.
+#[derive(Default)]
+struct RelayView {
+    /// Open sessions: member index → relay wall time of the open.
+    open: BTreeMap<usize, u64>,
+    opens: u64,
+    closes: u64,
+    /// Bytes of closed sessions.
+    bytes: (u64, u64),
+    by_reason: BTreeMap<String, u64>,
 }
 
 struct ProbeSlot {
@@ -1222,6 +1805,13 @@ struct NodeState {
     recent: VecDeque<SwimMessage>,
     subs: Vec<Sub>,
     probes: Vec<ProbeSlot>,
+    relay: RelayView,
+    /// Requests between `ObjectLoaded` and `StepCompleted`.
+    in_flight: u32,
+    /// Steps this node completed.
+    steps: u64,
+    /// Whether the stage was stopped.
+    stopped: bool,
     rng: Rng,
 }
 
@@ -1255,6 +1845,10 @@ impl NodeState {
             home_relay: None,
             recent: VecDeque::new(),
             subs: Vec::new(),
+            relay: RelayView::default(),
+            in_flight: 0,
+            steps: 0,
+            stopped: false,
             probes: vec![
                 slot(ECHO_PROBE, ProbeKind::UdpEcho, ECHO_PROBE_ADDR),
                 slot(RELAY_PROBE, ProbeKind::UdpRelay, RELAY_PROBE_ADDR),
@@ -1281,6 +1875,7 @@ impl NodeState {
 
 struct Run<'a> {
     specs: &'a [Spec],
+    generation: Generation,
     nodes: Vec<NodeState>,
     queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
     ops: Vec<Option<Step>>,
@@ -1292,9 +1887,10 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    fn new(specs: &'a [Spec]) -> Self {
+    fn new(specs: &'a [Spec], generation: Generation) -> Self {
         Run {
             specs,
+            generation,
             nodes: (0..specs.len()).map(NodeState::new).collect(),
             queue: BinaryHeap::new(),
             ops: Vec::new(),
@@ -1325,6 +1921,10 @@ impl<'a> Run<'a> {
             };
             let n = step.node;
             if self.nodes[n].done {
+                continue;
+            }
+            // The oldest generation has no relay observability: its relay posts nothing.
+            if n == RELAY && self.generation == Generation::Oldest {
                 continue;
             }
             match step.op {
@@ -1419,6 +2019,13 @@ impl<'a> Run<'a> {
     fn record(&mut self, n: usize, t: u64, event: Event) {
         let w = self.specs[n].wall(t);
         self.apply(n, w, &event);
+        let event = match self.generation {
+            Generation::Current => event,
+            Generation::Oldest => match self.oldest_event(n, event) {
+                Some(event) => event,
+                None => return,
+            },
+        };
         let node = &mut self.nodes[n];
         node.seq += 1;
         let seq = node.seq;
@@ -1430,8 +2037,82 @@ impl<'a> Run<'a> {
         }
     }
 
+    fn run_id(&self) -> &'static str {
+        match self.generation {
+            Generation::Current => RUN_ID,
+            Generation::Oldest => OLDEST_RUN_ID,
+        }
+    }
+
     fn index_of(&self, id: &NodeId) -> usize {
         self.specs.iter().position(|s| s.id == *id).unwrap_or(ORCH)
+    }
+
+    /// The event as the oldest generation writes it, if it writes it at all.
+    fn oldest_event(&self, n: usize, event: Event) -> Option<Event> {
+        let stage_index = self.specs[n].stage;
+        Some(match event {
+            Event::MessageSent(mut m) => {
+                m.trace_id = None;
+                m.parent_trace_id = None;
+                m.into()
+            }
+            Event::MessageReceived(mut m) => {
+                m.trace_id = None;
+                m.parent_trace_id = None;
+                m.into()
+            }
+            Event::SubprocessSpawned(e) if e.label == "worker" => {
+                custom(CustomPayload::WorkerStarting(Json(json!({
+                    "command": e.command,
+                    "stage_index": stage_index,
+                }))))
+            }
+            Event::SubprocessExited(e) if e.label == "worker" => {
+                let status = match (e.exit_code, e.exit_signal) {
+                    (Some(code), _) => format!("exit status: {code}"),
+                    (None, Some(9)) => "signal: 9 (SIGKILL)".to_owned(),
+                    (None, Some(sig)) => format!("signal: {sig}"),
+                    (None, None) => "unknown".to_owned(),
+                };
+                custom(CustomPayload::WorkerExited(Json(json!({
+                    "python_traceback": null,
+                    "stage_index": stage_index,
+                    "status": status,
+                    "stderr_tail": ["Killed"],
+                    "uptime_ms": e.uptime_ms,
+                }))))
+            }
+            Event::Custom(c) => match c.payload {
+                CustomPayload::IrohApiMissing(mut f) => {
+                    f.fields = oldest_gaps()
+                        .iter()
+                        .map(|g| g.as_ref().to_owned())
+                        .collect();
+                    custom(CustomPayload::IrohApiMissing(f))
+                }
+                CustomPayload::ClockSample(_)
+                | CustomPayload::RegisterName(_)
+                | CustomPayload::WorkerReady(_) => Event::Custom(c),
+                _ => return None,
+            },
+            Event::Error(e) if e.component == "app_introspect" => return None,
+            e @ (Event::SwimTransition(_)
+            | Event::DialStarted(_)
+            | Event::DialOutcome(_)
+            | Event::IrohConnTypeChanged(_)
+            | Event::RelayChanged(_)
+            | Event::SwimMetadataSent(_)
+            | Event::SwimMetadataReceived(_)
+            | Event::ConnectionCacheHit(_)
+            | Event::ConnectionCacheMiss(_)
+            | Event::ConnectionCacheInvalidated(_)
+            | Event::NodeMapUpdate(_)
+            | Event::ProbeSent(_)
+            | Event::ProbeReceived(_)
+            | Event::Error(_)) => e,
+            _ => return None,
+        })
     }
 
     /// Updates node `n`'s view from one of its own events at wall time `w`.
@@ -1542,9 +2223,39 @@ impl<'a> Run<'a> {
             }),
             Event::SubprocessExited(e) => {
                 if let Some(s) = self.nodes[n].subs.iter_mut().find(|s| s.pid == e.pid) {
-                    s.exit = Some((w, e.exit_code.unwrap_or(0)));
+                    s.exit = Some((w, e.exit_code, e.exit_signal));
                 }
             }
+            Event::RelaySessionOpened(e) => {
+                let m = self
+                    .specs
+                    .iter()
+                    .position(|s| s.hex == e.peer_node_id_hex)
+                    .unwrap_or(ORCH);
+                let relay = &mut self.nodes[n].relay;
+                relay.open.insert(m, e.at_ms);
+                relay.opens += 1;
+            }
+            Event::RelaySessionClosed(e) => {
+                let m = self
+                    .specs
+                    .iter()
+                    .position(|s| s.hex == e.peer_node_id_hex)
+                    .unwrap_or(ORCH);
+                let relay = &mut self.nodes[n].relay;
+                relay.open.remove(&m);
+                relay.closes += 1;
+                relay.bytes.0 += e.bytes_rx;
+                relay.bytes.1 += e.bytes_tx;
+                *relay.by_reason.entry(e.close_reason.clone()).or_default() += 1;
+            }
+            Event::ObjectLoaded(_) => self.nodes[n].in_flight += 1,
+            Event::StepCompleted(_) => {
+                let node = &mut self.nodes[n];
+                node.in_flight = node.in_flight.saturating_sub(1);
+                node.steps += 1;
+            }
+            Event::StageStopped(_) => self.nodes[n].stopped = true,
             Event::ProbeSent(e) => {
                 if let Some(p) = self.nodes[n].probes.iter_mut().find(|p| p.kind == e.kind) {
                     p.last_attempted = w;
@@ -1594,8 +2305,14 @@ impl<'a> Run<'a> {
     fn identity(&self, n: usize) -> Identity {
         let s = &self.specs[n];
         let rental = s.rental.as_ref();
-        let mut identity =
-            Identity::new(s.hex.clone(), s.short(), s.role, RUN_ID, s.wall(s.boot), 0);
+        let mut identity = Identity::new(
+            s.hex.clone(),
+            s.short(),
+            s.role,
+            self.run_id(),
+            s.wall(s.boot),
+            0,
+        );
         identity.stage_index = s.stage;
         identity.stage_count = s.stage.map(|_| 3);
         identity.vastai_contract_id = rental
@@ -1610,11 +2327,38 @@ impl<'a> Run<'a> {
         identity.git_sha = Some(GIT_SHA.to_owned());
         identity.iroh_version = Some(IROH_VERSION.to_owned());
         identity.home_relay_url_at_boot = s.is_stage().then(|| RELAY_URL.to_owned());
+        if n == RELAY {
+            identity.host_ip_public = Some("203.0.113.200".to_owned());
+            identity.host_country = Some("DE".to_owned());
+            identity.datacenter_id = Some("fsn1-dc14".to_owned());
+        }
+        if self.generation == Generation::Current {
+            // Host-provider context (contract 1.1.0): what the node derived from its environment.
+            let provider = match (n, rental) {
+                (RELAY, _) => Some((
+                    HostProvider::Other("hetzner".to_owned()),
+                    Some("cx22-4471209"),
+                )),
+                (_, Some(_)) => Some((HostProvider::Vastai, None)),
+                (_, None) => Some((HostProvider::Local, None)),
+            };
+            if let Some((provider, contract)) = provider {
+                identity.host_provider = Some(provider);
+                identity.host_provider_source = Some(ValueSource::Derived);
+                identity.provider_contract_id = contract.map(str::to_owned);
+                identity.provider_contract_id_source = contract.map(|_| ValueSource::Derived);
+            }
+        }
         identity
     }
 
     /// Node `n`'s snapshot at true time `t`.
     fn capture(&mut self, n: usize, t: u64, trigger: SnapshotTrigger) -> Snapshot {
+        if n == RELAY {
+            return self.capture_relay(t, trigger);
+        }
+        let generation = self.generation;
+        let run_id = self.run_id();
         let s = &self.specs[n];
         let w = s.wall(t);
         let identity = self.identity(n);
@@ -1783,6 +2527,14 @@ impl<'a> Run<'a> {
                 probe.last_attempted_at_ms = p.last_attempted;
                 probe.last_rtt_ms = p.last_rtt;
                 probe.last_error = p.last_error.clone();
+                if generation == Generation::Current {
+                    let (port, relay) = match p.kind {
+                        ProbeKind::UdpRelay => (3478, Some(RELAY_URL.to_owned())),
+                        _ => (7777, None),
+                    };
+                    probe.target_port = Some(port);
+                    probe.relay_url = relay;
+                }
                 probe
             })
             .collect();
@@ -1825,24 +2577,31 @@ impl<'a> Run<'a> {
                     let mut out = Subprocess::new(sub.label.clone(), sub.pid, status);
                     out.cmdline = Some(sub.cmdline.clone());
                     match sub.exit {
-                        Some((exit_at, code)) => {
+                        Some((exit_at, code, signal)) => {
                             out.exit_at_ms = Some(exit_at);
-                            out.exit_code = Some(code);
+                            out.exit_code = code;
+                            out.exit_signal = signal;
                         }
                         None => {
                             let up = w.saturating_sub(sub.spawn_at);
-                            let worker = sub.label == "worker";
                             out.parent_pid = Some(s.pid);
                             out.spawn_at_ms = Some(sub.spawn_at);
-                            out.rss_bytes = Some(if worker {
-                                412_000_000 + up.min(2_400) * 2_310_000
-                            } else {
-                                61_000_000 + up * 9_000
-                            });
-                            out.vm_size_bytes =
-                                Some(if worker { 14_800_000_000 } else { 402_000_000 });
-                            out.open_fd_count = Some(if worker { 57 } else { 14 });
-                            out.cpu_ms = Some(up * if worker { 93 } else { 41 } / 100);
+                            // (RSS, virtual size, open fds, CPU per 100 ms of uptime)
+                            let (rss, vm, fds, cpu) = match sub.label.as_str() {
+                                "worker" => (
+                                    412_000_000 + up.min(2_400) * 2_310_000,
+                                    14_800_000_000,
+                                    57,
+                                    93,
+                                ),
+                                // Hung in the driver: its memory stays put, its CPU time climbs.
+                                "gpu-probe" => (9_420_000 + up / 5_000 * 4_096, 211_000_000, 6, 97),
+                                _ => (61_000_000 + up * 9_000, 402_000_000, 14, 41),
+                            };
+                            out.rss_bytes = Some(rss);
+                            out.vm_size_bytes = Some(vm);
+                            out.open_fd_count = Some(fds);
+                            out.cpu_ms = Some(up * cpu / 100);
                         }
                     }
                     out
@@ -1855,6 +2614,77 @@ impl<'a> Run<'a> {
             state
         });
 
+        // The application block of a stage: its worker's status, requests and GPU memory. Stage-2
+        // cannot ask its GPU (its `gpu-probe` hangs), so it declares the gaps.
+        let app = s.stage.map(|i| {
+            let loaded = node.steps > 0 || node.in_flight > 0;
+            let status = if node.stopped {
+                WorkerStatus::Stopped
+            } else if node.in_flight > 0 {
+                WorkerStatus::Busy
+            } else if loaded || age > 6_000 {
+                WorkerStatus::Ready
+            } else {
+                WorkerStatus::Loading
+            };
+            let mut app = AppState::new(i, status);
+            app.in_flight_requests = Some(node.in_flight);
+            app.worker_queue_depth = Some(node.in_flight.saturating_sub(1));
+            app.kv_cache_blocks_max = Some(2_048);
+            app.kv_cache_blocks_used = Some(if node.stopped {
+                0
+            } else {
+                96 + node.steps as u32 * 40
+            });
+            if i == 2 {
+                app.api_gaps = vec![
+                    CaptureGap::AppStateGpuMemUsedBytes,
+                    CaptureGap::AppStateGpuMemTotalBytes,
+                ];
+            } else {
+                app.gpu_mem_total_bytes = Some(25_757_220_864);
+                app.gpu_mem_used_bytes = Some(if age > 5_000 {
+                    17_180_000_000 + node.steps * 1_048_576
+                } else {
+                    1_310_000_000
+                });
+            }
+            app.scraped_at_ms = Some(w - 3);
+            app
+        });
+        // The actor runtime: mailboxes and the scheduler; without `tokio_unstable` the runtime
+        // cannot say how old its oldest pending task is.
+        let actor = |name: &str, depth: u64, processed: u64, p50: f64, p99: f64| {
+            let mut a = ActorStats::new(name, depth, processed, 0);
+            a.oldest_msg_age_ms = (depth > 0).then_some(depth * 37);
+            a.p50_process_ms = Some(p50);
+            a.p99_process_ms = Some(p99);
+            a
+        };
+        let backlog = if n == ORCH && (RELAY_DOWN..RELAY_BACK + 1_000).contains(&t) {
+            (t - RELAY_DOWN) / 1_500
+        } else {
+            0
+        };
+        let mut scheduler = SchedulerStats::new();
+        scheduler.task_count = Some(41 + node.peers.len() as u64 * 6 + backlog);
+        let mut actors = ActorState::new();
+        actors.actors = vec![
+            actor("diag_sink", 0, age / 1_000, 0.5, 2.25),
+            actor(
+                "pipeline",
+                backlog,
+                node.steps * 3 + age / 4_000,
+                1.5,
+                12.75,
+            ),
+            actor("reachability", 0, age / 250, 0.25, 1.5),
+            actor("swim", 0, age / 180, 0.25, 3.5),
+        ];
+        actors.scheduler = Some(scheduler);
+        actors.api_gaps = vec![CaptureGap::SchedulerStatsOldestPendingTaskAgeMs];
+        actors.scraped_at_ms = Some(w - 2);
+
         let mut body = SnapshotBody::new(reachability);
         body.iroh = Some(iroh);
         body.swim = Some(swim);
@@ -1863,6 +2693,50 @@ impl<'a> Run<'a> {
         body.vastai = vastai;
         body.process = Some(process);
         body.subprocess = subprocess;
+        body.app = app;
+        body.actors = Some(actors);
+        if generation == Generation::Oldest {
+            oldest_body(&mut body);
+        }
+        let snapshot_id = format!("{}-{}", s.short(), node.snap_n);
+        Snapshot::new(identity, run_id, snapshot_id, w, node.seq, trigger, body)
+    }
+
+    /// The relay server's snapshot: no SWIM, iroh endpoint or probes, its sessions instead.
+    fn capture_relay(&mut self, t: u64, trigger: SnapshotTrigger) -> Snapshot {
+        let n = RELAY;
+        let s = &self.specs[n];
+        let w = s.wall(t);
+        let identity = self.identity(n);
+        let node = &mut self.nodes[n];
+        let age = t.saturating_sub(s.boot);
+        let relay = &node.relay;
+        let (mut rx, mut tx) = relay.bytes;
+        for (&m, &opened) in &relay.open {
+            let (r, x) = relay_bytes(m, w.saturating_sub(opened));
+            rx += r;
+            tx += x;
+        }
+        let mut server =
+            RelayServer::new(relay.open.len() as u64, relay.opens, relay.closes, rx, tx);
+        server.closes_by_reason = relay
+            .by_reason
+            .iter()
+            .map(|(r, c)| (r.clone(), *c))
+            .collect();
+        let mut process = ProcessStats::new();
+        process.rss_bytes =
+            Some(21_500_000 + relay.open.len() as u64 * 180_000 + node.rng.range(0, 40_000));
+        process.vm_size_bytes = Some(612_000_000);
+        process.open_fd_count = Some(19 + relay.open.len() as u64 * 2);
+        process.cpu_ms = Some(age * 4 / 100 + 60);
+        process.tokio = Some(TokioStats::new(TokioFlavor::MultiThread));
+        process.captured_at_ms = w - 1;
+        let scraped = w - node.rng.range(20, 45);
+        let mut body = SnapshotBody::new(Vec::new());
+        body.host = Some(host_state(s, n, t, scraped));
+        body.process = Some(process);
+        body.relay_server = Some(server);
         let snapshot_id = format!("{}-{}", s.short(), node.snap_n);
         Snapshot::new(identity, RUN_ID, snapshot_id, w, node.seq, trigger, body)
     }
@@ -1876,7 +2750,7 @@ impl<'a> Run<'a> {
             "diagwire-example",
             env!("CARGO_PKG_VERSION"),
         );
-        let mut bundle = Writer::new(RUN_ID, writer);
+        let mut bundle = Writer::new(self.run_id(), writer);
         for (s, node) in self.specs.iter().zip(&self.nodes) {
             if let Some(boot) = &node.boot {
                 bundle.boot(boot);
@@ -1900,7 +2774,48 @@ impl<'a> Run<'a> {
             "the example's labels are safe and no file is added twice: {:?}",
             done.problems
         );
-        done.contents
+        let mut contents = done.contents;
+        if self.generation == Generation::Oldest {
+            // The oldest collector's manifest: no contract version, writer or vast.ai counts.
+            let mut manifest = done.manifest;
+            manifest.contract_version = None;
+            manifest.writer = None;
+            for node in &mut manifest.nodes {
+                node.contract_version = None;
+                node.vastai_records = None;
+            }
+            contents.insert_json(diagwire::layout::MANIFEST, &manifest);
+        }
+        contents
+    }
+}
+
+/// Strips a snapshot body to what the oldest generation writes.
+fn oldest_body(body: &mut SnapshotBody) {
+    body.registry = None;
+    body.relay_server = None;
+    body.subprocess = None;
+    body.app = None;
+    body.actors = None;
+    if let Some(iroh) = &mut body.iroh {
+        iroh.iroh_version = None;
+        iroh.relay_session = None;
+        iroh.api_gaps = oldest_gaps();
+        for peer in &mut iroh.peers {
+            peer.conn_type_source = None;
+        }
+    }
+    if let Some(net) = body.host.as_mut().and_then(|h| h.network.as_mut()) {
+        net.udp_kernel_stats = None;
+        for interface in &mut net.interfaces {
+            interface.counters = None;
+        }
+    }
+    if let Some(probes) = &mut body.probes {
+        for probe in &mut probes.probes {
+            probe.target_port = None;
+            probe.relay_url = None;
+        }
     }
 }
 
@@ -1931,6 +2846,8 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
             0,
             if lossy {
                 40 + secs * 23 / 10
+            } else if n == RELAY {
+                7
             } else {
                 3 + secs / 20
             },
@@ -1964,10 +2881,10 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
     let socket = |local: &str, inode: u64| UdpSocket::new(local, "0.0.0.0:0", "07", inode);
     let mut udp = UdpKernelStats::new();
     udp.in_datagrams = Some(12_400 + secs * 57);
-    udp.no_ports = Some(if n == ORCH {
-        31 + secs / 4
-    } else {
-        2 + secs / 30
+    udp.no_ports = Some(match n {
+        ORCH => 31 + secs / 4,
+        RELAY => 410,
+        _ => 2 + secs / 30,
     });
     udp.in_errors = Some(if lossy { 6 + secs * 4 / 5 } else { 0 });
     udp.out_datagrams = Some(11_900 + secs * 61);
@@ -1992,6 +2909,23 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
         network.conntrack_count = Some(286 + secs * 3 / 2);
         network.ipv6_enabled = Some(true);
         network.resolv_conf_nameservers = vec!["127.0.0.53".to_owned()];
+    } else if n == RELAY {
+        network.interfaces = vec![
+            eth(
+                "eth0",
+                &["203.0.113.200/24", "2001:db8:200::2/64"],
+                2_400_000,
+            ),
+            lo,
+        ];
+        network.default_routes = vec![
+            route(RouteFamily::V4, "0.0.0.0/0", Some("203.0.113.1"), "eth0"),
+            route(RouteFamily::V6, "::/0", Some("fe80::1"), "eth0"),
+        ];
+        network.udp_sockets = vec![socket("0.0.0.0:3478", 77_120), socket("[::]:3478", 77_121)];
+        network.conntrack_count = Some(1_204 + secs / 2);
+        network.ipv6_enabled = Some(true);
+        network.resolv_conf_nameservers = vec!["185.12.64.1".to_owned(), "185.12.64.2".to_owned()];
     } else {
         network.interfaces = vec![eth("eth0", &["172.17.0.2/16"], 410_000)];
         network.default_routes = vec![
@@ -2004,7 +2938,11 @@ fn host_state(s: &Spec, n: usize, t: u64, scraped_at_ms: u64) -> HostState {
     }
     network.udp_kernel_stats = Some(udp);
     network.refreshed_at_ms = refreshed_at_ms;
-    let resolver = if n == ORCH { "127.0.0.53" } else { "8.8.8.8" };
+    let resolver = match n {
+        ORCH => "127.0.0.53",
+        RELAY => "185.12.64.1",
+        _ => "8.8.8.8",
+    };
     let mut dns = DnsResolution::new(COLLECTOR_HOST, refreshed_at_ms);
     dns.a_records = vec!["198.51.100.20".to_owned()];
     dns.resolver_used = Some(resolver.to_owned());

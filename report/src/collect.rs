@@ -13,7 +13,7 @@ use diagwire::layout::{FileKind, Role};
 use diagwire::v1::{
     CustomPayload, DialResult, Event, EventRecord, Identity, Manifest, PeerState, Record, Snapshot,
 };
-use diagwire::{NodeId, Problem, ProblemKind};
+use diagwire::{NodeId, Problem};
 
 use crate::stats::Samples;
 
@@ -217,6 +217,8 @@ pub struct Subprocess {
     pub rss: Option<(u64, u64)>,
     /// CPU time likewise.
     pub cpu_ms: Option<(u64, u64)>,
+    /// Known from the legacy worker events only: `pid` is the worker's number on its node.
+    pub legacy: bool,
 }
 
 /// The bucket of a stage's worker.
@@ -352,6 +354,8 @@ struct Pass {
     latest_probes: BTreeMap<String, (u64, Vec<ProbeRow>)>,
     /// Per node: first and latest host counters (time, counter → value).
     host_first: BTreeMap<String, (u64, BTreeMap<String, u64>)>,
+    /// How many legacy `worker_starting` events each node wrote.
+    legacy_workers: BTreeMap<String, u32>,
     host_last: BTreeMap<String, (u64, BTreeMap<String, u64>)>,
     /// Per relay node: the latest report time and totals.
     relay_latest: BTreeMap<String, (u64, RelayTotals)>,
@@ -837,13 +841,42 @@ impl Pass {
                     });
                 e.exited = Some((x.exit_code, x.exit_signal, x.uptime_ms));
             }
-            Event::Custom(c) => {
-                if matches!(c.payload, CustomPayload::WorkerReady(_)) {
+            Event::Custom(c) => match &c.payload {
+                CustomPayload::WorkerReady(_) => {
                     self.ready.insert(label.to_owned());
                 }
-            }
+                // The oldest writers report their worker with these instead of the subprocess
+                // events: one worker per stage, no PID.
+                CustomPayload::WorkerStarting(_) => {
+                    let n = self.legacy_workers.entry(label.to_owned()).or_default();
+                    *n += 1;
+                    let n = *n;
+                    self.legacy_worker(label, n).spawned = true;
+                }
+                CustomPayload::WorkerExited(fields) => {
+                    let (code, signal) = legacy_exit_status(fields.get("status"));
+                    let uptime = fields.get("uptime_ms").and_then(serde_json::Value::as_u64);
+                    let n = *self.legacy_workers.entry(label.to_owned()).or_insert(1);
+                    self.legacy_worker(label, n).exited = Some((code, signal, uptime));
+                }
+                _ => {}
+            },
             _ => {}
         }
+    }
+
+    /// The `n`th worker (from 1) of a node that writes the legacy `worker_starting` and
+    /// `worker_exited` events, which carry no PID: kept under `n` in place of one.
+    fn legacy_worker(&mut self, label: &str, n: u32) -> &mut Subprocess {
+        self.subs
+            .entry((label.to_owned(), LEGACY_WORKER.to_owned(), n))
+            .or_insert_with(|| Subprocess {
+                node: label.to_owned(),
+                label: LEGACY_WORKER.to_owned(),
+                pid: n,
+                legacy: true,
+                ..Subprocess::default()
+            })
     }
 
     fn probe_done(
@@ -1007,6 +1040,30 @@ impl Pass {
     }
 }
 
+/// The subprocess label under which a legacy worker is shown.
+const LEGACY_WORKER: &str = "worker";
+
+/// The exit code or signal in a legacy `worker_exited` status, as Rust's `ExitStatus` prints it
+/// (`exit status: 1`, `signal: 9 (SIGKILL)`); neither when it says something else.
+fn legacy_exit_status(status: Option<&serde_json::Value>) -> (Option<i32>, Option<i32>) {
+    let text = status
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let number = |rest: &str| {
+        rest.trim()
+            .split(|c: char| !c.is_ascii_digit() && c != '-')
+            .next()
+            .and_then(|n| n.parse().ok())
+    };
+    if let Some(rest) = text.strip_prefix("exit status:") {
+        (number(rest), None)
+    } else if let Some(rest) = text.strip_prefix("signal:") {
+        (None, number(rest))
+    } else {
+        (None, None)
+    }
+}
+
 fn subprocess_rows(
     nodes: &BTreeMap<String, Node>,
     subs: &BTreeMap<(String, String, u32), Subprocess>,
@@ -1021,7 +1078,7 @@ fn subprocess_rows(
                     node: label.clone(),
                     label: "-".into(),
                     bucket: Bucket::NeverSpawned,
-                    detail: "no `SubprocessSpawned` event and no subprocess in any snapshot".into(),
+                    detail: "no `SubprocessSpawned` or `worker_starting` event and no subprocess in any snapshot".into(),
                 });
             }
             continue;
@@ -1060,7 +1117,11 @@ fn subprocess_rows(
             };
             out.push(SubprocessRow {
                 node: label.clone(),
-                label: format!("{} (pid {})", s.label, s.pid),
+                label: if s.legacy {
+                    format!("{} #{} (legacy events, no pid)", s.label, s.pid)
+                } else {
+                    format!("{} (pid {})", s.label, s.pid)
+                },
                 bucket,
                 detail,
             });
@@ -1110,6 +1171,14 @@ fn absences(s: &Summary, swim_probes: bool, gossip: bool, closes: bool) -> Vec<A
                 section: "kernel network drops",
                 why: format!("`{}` posted no host block: its host introspector is not installed, or the host is not Linux", n.label),
             });
+        } else if n.with_host > 0 && !s.drop_series.keys().any(|(node, _)| *node == n.label) {
+            out.push(Absence {
+                section: "kernel network drops",
+                why: format!(
+                    "`{}` posted host blocks without drop or error counters: its writer predates them",
+                    n.label
+                ),
+            });
         }
         if n.snapshots > 0 && n.with_probes == 0 {
             out.push(Absence {
@@ -1147,6 +1216,5 @@ fn absences(s: &Summary, swim_probes: bool, gossip: bool, closes: bool) -> Vec<A
             why: "no `InferenceResponseSent` events: no request was answered in the run, or the writers predate the event".into(),
         });
     }
-    let _ = ProblemKind::Parse;
     out
 }

@@ -360,6 +360,10 @@ fn drops(s: &Summary, span: (u64, u64), o: &mut String) {
         .filter(|(_, v)| v.first().map(|f| f.1) != v.last().map(|l| l.1))
         .take(12)
         .collect();
+    if s.drop_series.is_empty() {
+        o.push_str("<p>No node posted drop or error counters (see Absence).</p></section>");
+        return;
+    }
     if moving.is_empty() {
         o.push_str("<p>No drop or error counter moved.</p></section>");
         return;

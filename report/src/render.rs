@@ -292,7 +292,9 @@ pub fn markdown(s: &Summary) -> String {
     }
 
     o.push_str("## Kernel network drops\n\n");
-    if s.kernel_drops.is_empty() {
+    if s.drop_series.is_empty() {
+        o.push_str("No node posted drop or error counters (see Absence).\n\n");
+    } else if s.kernel_drops.is_empty() {
         o.push_str(
             "No drop or error counter moved between a node's first and last host snapshot.\n\n",
         );

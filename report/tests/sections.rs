@@ -104,10 +104,11 @@ fn run_and_nodes_count_what_each_node_posted() {
         out.contains("| `stage-0` | stage | 02020202 | 1 | 0 | no |"),
         "{out}"
     );
-    assert!(
-        out.contains("written against contract 1.1.0 by sim `tests` 0"),
-        "{out}"
+    let declared = format!(
+        "written against contract {} by sim `tests` 0",
+        diagwire::v1::CONTRACT_VERSION
     );
+    assert!(out.contains(&declared), "{out}");
 }
 
 #[test]

@@ -476,7 +476,11 @@ impl Cx<'_> {
                 catalog::FLATTEN_CHANGED,
                 name,
                 None,
-                format!("the union `{name}` absorbs is now {ub:?}, was {ua:?}"),
+                format!(
+                    "the union `{name}` absorbs is now {}, was {}",
+                    ub.map_or("none".to_string(), |u| format!("`{u}`")),
+                    ua.map_or("none".to_string(), |u| format!("`{u}`"))
+                ),
                 vec!["/allOf", "/x-flatten"],
                 Subject::Def(name.into()),
             );
@@ -595,7 +599,11 @@ impl Cx<'_> {
                 rule,
                 def,
                 Some(f),
-                format!("`{def}.{f}` `{bound}` is now {nb:?}, was {ob:?}"),
+                format!(
+                    "`{def}.{f}` `{bound}` is now {}, was {}",
+                    stated(nb),
+                    stated(ob)
+                ),
                 vec![&at(bound)],
                 subject(),
             );
@@ -1140,4 +1148,9 @@ fn unclassified(old: &Tree, new: &Tree, found: &[Finding]) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// A bound as a reviewer reads it: its value, or "absent".
+fn stated<T: std::fmt::Display>(bound: Option<T>) -> String {
+    bound.map_or_else(|| "absent".to_string(), |b| b.to_string())
 }

@@ -711,8 +711,8 @@ fn a_reported_relay_status_keeps_the_rule() {
     passes(run, "absence.derived_status_unknown");
 }
 
-/// A copy of the example bundle in which every snapshot of a node other than the orchestrator
-/// presents an inferred relay status as an observation (`connected` with `status_source:
+/// A copy of the example bundle in which every snapshot of a stage presents an inferred relay
+/// status as an observation (`connected` with `status_source:
 /// derived`): the bundle a writer that guesses would produce. Returns the directory and how many snapshots it changed.
 fn example_with_guessed_relay_statuses() -> (tempfile::TempDir, PathBuf, u64) {
     let example = common::repo().join("examples/bundles/n3-relay-flap");
@@ -731,7 +731,10 @@ fn example_with_guessed_relay_statuses() -> (tempfile::TempDir, PathBuf, u64) {
             }
             let mut bytes = std::fs::read(&path).unwrap();
             let is_snapshot = path.parent().is_some_and(|p| p.ends_with("snapshots"));
-            if is_snapshot && !path.starts_with(example.join("orchestrator")) {
+            let is_stage = path.strip_prefix(&example).is_ok_and(|p| {
+                p.starts_with("stage-0") || p.starts_with("stage-1") || p.starts_with("stage-2")
+            });
+            if is_snapshot && is_stage {
                 let mut v: Value = serde_json::from_slice(&bytes).unwrap();
                 v["body"]["iroh"]["relay_session"]["status"] = "connected".into();
                 bytes = serde_json::to_vec_pretty(&v).unwrap();
@@ -749,18 +752,57 @@ fn the_example_bundle_keeps_every_rule_and_names_the_idle_ones() {
     let example = common::repo().join("examples/bundles/n3-relay-flap");
     let report = common::check_path(&example).report;
     assert!(report.passed(), "{}", report.to_markdown());
-    // Every snapshot's relay session is derived and says unknown.
-    assert!(
+    // Every member's snapshot (23 + 3 × 18) has a relay session, derived and unknown.
+    assert_eq!(
         report
             .rule("absence.derived_status_unknown")
             .unwrap()
-            .checked
-            > 0
+            .checked,
+        77
     );
-    // The example has no lifecycle events: those rules say so instead of passing.
+    // The example has the whole run lifecycle, so every rule has something to check.
     let idle: Vec<&str> = report.not_exercised().map(|r| r.id.as_str()).collect();
+    assert!(idle.is_empty(), "{idle:?}");
+    for (id, checked) in [
+        ("run.one_terminal_outcome", 1),
+        ("order.prompt_after_barrier", 1),
+        ("order.stage_ready_after_local_readiness", 3),
+        ("fault.known_values", 4),
+        ("dial.start_has_outcome", 25),
+    ] {
+        assert_eq!(report.rule(id).unwrap().checked, checked, "{id}");
+    }
+    // The three redials after the orchestrator exited are still in flight at the end.
+    assert_eq!(
+        report.rule("dial.start_has_outcome").unwrap().inconclusive,
+        3
+    );
     assert!(
-        idle.contains(&"run.one_terminal_outcome") && idle.contains(&"order.prompt_after_barrier")
+        report
+            .to_markdown()
+            .contains("Every rule had something to check.")
+    );
+}
+
+#[test]
+fn the_oldest_generation_example_keeps_every_rule_and_names_the_idle_ones() {
+    let example = common::repo().join("examples/bundles/n3-relay-flap-oldest");
+    let report = common::check_path(&example).report;
+    assert!(report.passed(), "{}", report.to_markdown());
+    // That generation writes no lifecycle events and no relay session: those rules say so.
+    let idle: Vec<&str> = report.not_exercised().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        idle,
+        [
+            "identity.scope_fields",
+            "fault.known_values",
+            "order.prompt_after_barrier",
+            "order.stage_ready_after_local_readiness",
+            "order.torn_down_after_teardown",
+            "run.one_terminal_outcome",
+            "run.terminal_outcome_recorded",
+            "absence.derived_status_unknown",
+        ]
     );
     assert!(report.to_markdown().contains("Never had anything to check"));
 }

@@ -381,6 +381,23 @@ const PROP_KEYS: &[&str] = &[
     "examples",
 ];
 
+/// Validation keywords of JSON Schema that state a bound no generated type checks; none is in the
+/// profile.
+const UNENFORCED_KEYS: &[&str] = &[
+    "maxLength",
+    "minLength",
+    "pattern",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minProperties",
+    "maxProperties",
+    "multipleOf",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+];
+
 /// Lowers and checks every file. Files are `(path for messages, stem, parsed document)`.
 pub(crate) fn lower(files: &[(String, String, J)]) -> Result<Model, Problems> {
     let mut problems = Problems::new();
@@ -680,9 +697,14 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
 fn lower_prop(cx: &mut Ctx<'_>, ptr: &str, name: &str, p: &J, required: bool) -> Option<Prop> {
     for (k, _) in p.as_obj().unwrap_or_default() {
         if !PROP_KEYS.contains(&k.as_str()) {
+            let hint = if UNENFORCED_KEYS.contains(&k.as_str()) {
+                " (the typed parse does not enforce it, so the schema would refuse records the types accept: state the bound in `description`)"
+            } else {
+                ""
+            };
             cx.err(
                 &format!("{ptr}/{}", esc(k)),
-                format!("`{k}` is not allowed on a property"),
+                format!("`{k}` is not allowed on a property{hint}"),
             );
         }
     }

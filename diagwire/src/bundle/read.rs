@@ -11,8 +11,17 @@
 //! [`BundleReader::files`] then yields the regular files of the run directory one at a time, so
 //! memory holds one file's bytes at most. Directories are yielded sorted by path; archives in archive
 //! order, which is sorted for archives written by [`super::write::write_tar_gz`] and by the
-//! collector. An archive is read twice: a first pass, when opening, indexes the entries and finds the
-//! run directory; a second pass, during iteration, yields the files.
+//! collector. An archive is read twice: a first pass, when opening, indexes the entries, finds the
+//! run directory, the duplicates and the paths that are both a file and a directory; a second
+//! pass, during iteration, yields the files. (One pass would not do: the last copy of a duplicate
+//! wins, a second run directory makes the archive ambiguous, and [`BundleReader::file_count`] and
+//! [`Stream::progress`] are known before the first file; all of that needs the whole index.)
+//!
+//! Gzip data is inflated on a thread of its own in both passes, which hands the tar reader chunks
+//! of 256 KiB through a bounded channel (a few chunks wait at most, so memory stays bounded), so
+//! that inflating overlaps with what the consumer does with each file; dropping the reader stops
+//! the thread. A gzip file of several members (RFC 1952; `cat a.gz b.gz`, the tar stream split
+//! anywhere) is one stream, as `gzip -d` and `tar xzf` read it.
 //!
 //! Nothing is trusted. Every problem is a [`ReadError`] with a [`ReadErrorKind`] and a location
 //! (the bundle path, `<bundle>!<entry name>` for an archive entry, or the file path inside a
@@ -23,23 +32,41 @@
 //! * symbolic and hard links, in archives and in directories, are [`ReadErrorKind::Link`] and are
 //!   never followed (in a directory, a regular file with more than one name is a hard link);
 //! * an entry larger than [`Limits::max_file_bytes`] is [`ReadErrorKind::TooLarge`] and is never read
-//!   into memory; once the uncompressed archive (or, for a directory, the files read) passes
-//!   [`Limits::max_total_bytes`], reading stops with [`ReadErrorKind::TooLarge`]; past
-//!   [`Limits::max_entries`] entries it stops with [`ReadErrorKind::TooManyEntries`];
+//!   into memory; once the uncompressed archive (or, for a directory, the files read) would pass
+//!   [`Limits::max_total_bytes`], reading stops with one [`ReadErrorKind::TooLarge`] at the entry or
+//!   file that passes it, after the files before it, the same for an archive and a directory (an
+//!   entry whose header declares more data than the limit leaves is not read at all); past
+//!   [`Limits::max_entries`] entries it stops with [`ReadErrorKind::TooManyEntries`]. A cap never
+//!   makes opening fail: an archive whose run directory a cap hides opens with no files to yield;
 //! * corrupt or truncated data is [`ReadErrorKind::Gzip`] or [`ReadErrorKind::Tar`] (the files
-//!   before the damage are still yielded);
+//!   before the damage are still yielded), and so are bytes after the last gzip member that are
+//!   not one; a header whose size field is not a number is a [`ReadErrorKind::Tar`] at that entry,
+//!   where reading stops (where the next header starts is unknown);
 //! * devices, fifos and sparse files are reported and never opened;
-//! * an archive holding the same path twice yields the last copy and reports the earlier ones.
+//! * an archive holding the same path twice yields the last copy and reports the earlier ones;
+//! * an archive holding one path both as a regular file and as a directory (a directory entry, or
+//!   the parent of another entry), which extracting would turn from one into the other, is
+//!   [`ReadErrorKind::PathConflict`] at the later of the two entries; the files are still yielded;
+//! * a file that is not a bundle is [`ReadErrorKind::NotABundle`] with what it is instead: empty, a
+//!   gzip file that inflates to nothing or to something not tar, a zip, bzip2, xz, zstd or 7-Zip
+//!   file, or an archive without a run directory.
 //!
 //! Regular files outside the run directory (beside it in a wrapping directory or archive) are
 //! ignored; in an archive, problems with entries anywhere are reported. The reader never writes
 //! anything.
+//!
+//! The tar reader is written here instead of using `tar::Archive` (only the crate's header type is
+//! used): `Archive` buffers GNU long names and PAX headers whole however large they are, and
+//! gives up on a bad header without saying which entry it belongs to or how far the stream got,
+//! which the caps and the located errors need. Inflating is `flate2`'s `MultiGzDecoder`; the
+//! thread and its channel are the standard library's.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use super::BundleContents;
 use crate::layout::{BundlePath, Role, parse_bundle_path};
@@ -51,7 +78,8 @@ pub struct Limits {
     /// The largest file that is read, in bytes.
     pub max_file_bytes: u64,
     /// The most bytes read in total: the uncompressed size of an archive (headers included), or the
-    /// sum of the files read from a directory.
+    /// sum of the files read from a directory. The files before the one that would pass it are
+    /// yielded, then one [`ReadErrorKind::TooLarge`].
     pub max_total_bytes: u64,
     /// The most entries (files, directories, links, …) looked at.
     pub max_entries: usize,
@@ -819,7 +847,7 @@ const MAX_NAME_BYTES: usize = 4096;
 const MAX_PAX_BYTES: u64 = 64 * 1024;
 
 /// An error message tagged with the layer it came from, carried inside an `io::Error`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Tagged {
     kind: ReadErrorKind,
     message: String,
@@ -871,7 +899,8 @@ fn classify(e: io::Error) -> Fail {
     }
 }
 
-/// Opens the uncompressed tar stream of an archive.
+/// Opens the uncompressed tar stream of an archive. Gzip data is inflated on a thread of its own
+/// (see [`Inflater`]); the members of a multi-member gzip file are read, in order, as one stream.
 fn open_stream(path: &Path, gzip: bool) -> io::Result<Box<dyn Read>> {
     let file = TagReader {
         inner: File::open(path)?,
@@ -879,13 +908,161 @@ fn open_stream(path: &Path, gzip: bool) -> io::Result<Box<dyn Read>> {
     };
     let buffered = BufReader::with_capacity(64 * 1024, file);
     Ok(if gzip {
-        Box::new(TagReader {
-            inner: flate2::bufread::GzDecoder::new(buffered),
+        let inflate = TagReader {
+            inner: flate2::bufread::MultiGzDecoder::new(buffered),
             kind: ReadErrorKind::Gzip,
-        })
+        };
+        Box::new(Inflater::spawn(inflate)?)
     } else {
         Box::new(buffered)
     })
+}
+
+/// The bytes the inflating thread hands over at a time.
+const CHUNK_BYTES: usize = 256 * 1024;
+/// The chunks that may wait between the inflating thread and the reader: with the one being filled
+/// and the one being read, at most `CHUNK_SLOTS + 2` chunks exist at once.
+const CHUNK_SLOTS: usize = 4;
+
+/// A reader whose bytes come from another reader running on a thread of its own, so that
+/// inflating overlaps with what the consumer does with the bytes. The thread sends chunks of
+/// [`CHUNK_BYTES`] through a bounded channel (it blocks while [`CHUNK_SLOTS`] chunks wait), and the
+/// reader hands emptied chunks back to be filled again, so memory stays bounded. An error ends the
+/// stream: it is forwarded with its tag and message, and every later read returns it again.
+/// Dropping the reader closes the channel, so the thread's next send fails and it ends; the drop
+/// waits for that (at most one chunk's work).
+struct Inflater {
+    chunks: Option<mpsc::Receiver<io::Result<Vec<u8>>>>,
+    spare: mpsc::SyncSender<Vec<u8>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    current: Vec<u8>,
+    at: usize,
+    /// The error that ended the stream, to return again.
+    failed: Option<(io::ErrorKind, Option<Tagged>, String)>,
+}
+
+impl Inflater {
+    fn spawn(mut inner: impl Read + Send + 'static) -> io::Result<Inflater> {
+        let (chunk_tx, chunks) = mpsc::sync_channel::<io::Result<Vec<u8>>>(CHUNK_SLOTS);
+        let (spare, spare_rx) = mpsc::sync_channel::<Vec<u8>>(CHUNK_SLOTS + 2);
+        let work = move || {
+            loop {
+                let mut chunk = spare_rx.try_recv().unwrap_or_default();
+                chunk.resize(CHUNK_BYTES, 0);
+                let mut filled = 0;
+                let mut failure = None;
+                while filled < CHUNK_BYTES {
+                    match inner.read(&mut chunk[filled..]) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            failure = Some(e);
+                            break;
+                        }
+                    }
+                }
+                let end = failure.is_some() || filled < CHUNK_BYTES;
+                chunk.truncate(filled);
+                // A failed send means the reader is gone: stop.
+                if filled > 0 && chunk_tx.send(Ok(chunk)).is_err() {
+                    return;
+                }
+                if let Some(e) = failure {
+                    let _ = chunk_tx.send(Err(e));
+                }
+                if end {
+                    return;
+                }
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name("diagwire-inflate".to_owned())
+            .spawn(work)?;
+        Ok(Inflater {
+            chunks: Some(chunks),
+            spare,
+            thread: Some(thread),
+            current: Vec::new(),
+            at: 0,
+            failed: None,
+        })
+    }
+
+    fn again(&self) -> Option<io::Error> {
+        let (kind, tagged, message) = self.failed.as_ref()?;
+        Some(match tagged {
+            Some(t) => io::Error::other(t.clone()),
+            None => io::Error::new(*kind, message.clone()),
+        })
+    }
+
+    /// Waits for the next chunk; `false` at the end of the stream.
+    fn next_chunk(&mut self) -> io::Result<bool> {
+        if let Some(e) = self.again() {
+            return Err(e);
+        }
+        let Some(chunks) = &self.chunks else {
+            return Ok(false);
+        };
+        match chunks.recv() {
+            Ok(Ok(chunk)) => {
+                let done = std::mem::replace(&mut self.current, chunk);
+                // The thread may be gone or have enough spares: then the chunk is just freed.
+                let _ = self.spare.try_send(done);
+                self.at = 0;
+                Ok(true)
+            }
+            Ok(Err(e)) => {
+                let tagged = e
+                    .get_ref()
+                    .and_then(|i| i.downcast_ref::<Tagged>())
+                    .cloned();
+                self.failed = Some((e.kind(), tagged, e.to_string()));
+                Err(e)
+            }
+            Err(mpsc::RecvError) => {
+                self.chunks = None;
+                let panicked = self.thread.take().is_some_and(|t| t.join().is_err());
+                if panicked {
+                    self.failed = Some((
+                        io::ErrorKind::Other,
+                        Some(Tagged {
+                            kind: ReadErrorKind::Gzip,
+                            message: "the inflating thread failed".to_owned(),
+                        }),
+                        String::new(),
+                    ));
+                    return Err(self.again().expect("OK because it was just set"));
+                }
+                Ok(false)
+            }
+        }
+    }
+}
+
+impl Read for Inflater {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.current.len() {
+            if buf.is_empty() || !self.next_chunk()? {
+                return Ok(0);
+            }
+        }
+        let n = buf.len().min(self.current.len() - self.at);
+        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+impl Drop for Inflater {
+    fn drop(&mut self) {
+        // Closing the channel makes the thread's next send fail.
+        self.chunks = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// One logical archive entry: extension headers (GNU long names, PAX) already applied.
@@ -897,6 +1074,27 @@ struct RawEntry {
     kind: tar::EntryType,
     size: u64,
     data_pos: u64,
+    /// Why the header cannot be used (its size is not a number): nothing after it can be read.
+    problem: Option<Fail>,
+}
+
+/// The value of a tar header's size field: octal digits (between optional spaces, ended by a
+/// space or NUL), or GNU base-256 (a first byte of `0x80`, then a big-endian number); `None` when
+/// it is neither. A base-256 size beyond `u64` comes out as `u64::MAX`.
+fn parse_size(field: &[u8]) -> Option<u64> {
+    if field.first() == Some(&0x80) {
+        return Some(field[1..].iter().fold(0u64, |n, &b| {
+            n.checked_mul(256)
+                .and_then(|n| n.checked_add(u64::from(b)))
+                .unwrap_or(u64::MAX)
+        }));
+    }
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    let text = std::str::from_utf8(&field[..end]).ok()?.trim_matches(' ');
+    if text.is_empty() || !text.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        return None;
+    }
+    u64::from_str_radix(text, 8).ok()
 }
 
 /// A minimal tar reader over an uncompressed stream that never buffers more than it was asked
@@ -1026,30 +1224,45 @@ impl Walker {
                     format!("the header at byte {header_pos} is corrupt (checksum mismatch)"),
                 ));
             }
-            let mut size = header.entry_size().map_err(|e| {
-                (
-                    ReadErrorKind::Tar,
-                    format!("the header at byte {header_pos} is corrupt ({e})"),
-                )
-            })?;
+            let size_field = parse_size(&header.as_old().size);
             let kind = header.entry_type();
-            let padded = |size: u64| -> Result<u64, Fail> {
-                size.checked_add(BLOCK - 1)
-                    .map(|s| s & !(BLOCK - 1))
-                    .ok_or((
-                        ReadErrorKind::Tar,
-                        format!("the header at byte {header_pos} declares an impossible size"),
-                    ))
-            };
+            let padded = |size: u64| size.checked_add(BLOCK - 1).map(|s| s & !(BLOCK - 1));
             let extension = match kind {
                 tar::EntryType::GNULongName => Some((&mut long_name, MAX_NAME_BYTES as u64 + 1)),
                 tar::EntryType::GNULongLink => Some((&mut long_link, MAX_NAME_BYTES as u64 + 1)),
                 tar::EntryType::XHeader => Some((&mut pax, MAX_PAX_BYTES)),
                 _ => None,
             };
+            let extension_size = || {
+                let what = match kind {
+                    tar::EntryType::XHeader => "PAX extended header",
+                    tar::EntryType::XGlobalHeader => "PAX global header",
+                    tar::EntryType::GNULongLink => "GNU long link name header",
+                    _ => "GNU long name header",
+                };
+                let size = size_field.ok_or_else(|| {
+                    (
+                        ReadErrorKind::Tar,
+                        format!(
+                            "the size field of the {what} at byte {header_pos} is not a number; \
+                             the header is corrupt"
+                        ),
+                    )
+                })?;
+                let total = padded(size).ok_or_else(|| {
+                    (
+                        ReadErrorKind::Tar,
+                        format!(
+                            "the {what} at byte {header_pos} declares {size} bytes, more than \
+                             any archive holds; the header is corrupt"
+                        ),
+                    )
+                })?;
+                Ok::<_, Fail>((size, total))
+            };
             if let Some((slot, max)) = extension {
                 pending = true;
-                let total = padded(size)?;
+                let (size, total) = extension_size()?;
                 if slot.is_some() {
                     name_problem =
                         Some("two extension headers of the same kind for one entry".to_owned());
@@ -1077,10 +1290,19 @@ impl Walker {
                 continue;
             }
             if kind == tar::EntryType::XGlobalHeader {
-                let total = padded(size)?;
+                let (_, total) = extension_size()?;
                 self.discard(total)?;
                 continue;
             }
+            let mut problem = None;
+            let mut size = size_field.unwrap_or_else(|| {
+                problem = Some(
+                    "the entry header's size field is not a number; the header is \
+                                corrupt, so the rest of the archive cannot be read"
+                        .to_owned(),
+                );
+                0
+            });
             let mut name = long_name.unwrap_or_else(|| header.path_bytes().into_owned());
             let mut link = long_link.or_else(|| header.link_name_bytes().map(|l| l.into_owned()));
             if let Some(pax) = &pax {
@@ -1095,12 +1317,15 @@ impl Walker {
                         b"size" => match ext.value().ok().and_then(|v| v.parse::<u64>().ok()) {
                             Some(s) => size = s,
                             None => {
-                                return Err((
-                                    ReadErrorKind::Tar,
-                                    format!(
-                                        "the PAX header before byte {header_pos} has an invalid size"
-                                    ),
-                                ));
+                                problem = problem.or_else(|| {
+                                    Some(
+                                        "the size in the entry's PAX extended header is not a \
+                                         number; the header is corrupt, so the rest of the \
+                                         archive cannot be read"
+                                            .to_owned(),
+                                    )
+                                });
+                                size = 0;
                             }
                         },
                         _ => {}
@@ -1113,7 +1338,21 @@ impl Walker {
                 ));
                 name.truncate(MAX_NAME_BYTES);
             }
-            self.skip = padded(size)?;
+            if problem.is_none() {
+                match padded(size) {
+                    Some(total) => self.skip = total,
+                    None => {
+                        problem = Some(format!(
+                            "the entry header declares {size} bytes of data, more than any \
+                             archive holds; the header is corrupt, so the rest of the archive \
+                             cannot be read"
+                        ));
+                    }
+                }
+            }
+            if problem.is_some() {
+                size = 0;
+            }
             return Ok(Some(RawEntry {
                 name,
                 name_problem,
@@ -1121,6 +1360,7 @@ impl Walker {
                 kind,
                 size,
                 data_pos: self.pos,
+                problem: problem.map(|message| (ReadErrorKind::Tar, message)),
             }));
         }
     }
@@ -1205,6 +1445,8 @@ enum Indexed {
         error: ReadError,
     },
     Error(ReadError),
+    /// An entry passed over quietly (a directory).
+    Quiet,
 }
 
 fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
@@ -1228,15 +1470,10 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
     } else if got == 512 && &magic[257..262] == b"ustar" {
         false
     } else {
-        let what = if got == 0 {
-            "an empty file"
-        } else {
-            "neither a directory nor a gzip'd or plain tar archive"
-        };
         return Err(ReadError::new(
             ReadErrorKind::NotABundle,
             here,
-            format!("not a bundle: {what}"),
+            format!("not a bundle: {}", not_an_archive(&magic[..got])),
         ));
     };
 
@@ -1244,6 +1481,8 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
     let stream = open_stream(path, gzip).map_err(io_error)?;
     let mut walker = Walker::new(stream, limits);
     let mut indexed: Vec<(u64, Indexed)> = Vec::new();
+    // The paths of the entries, to find paths that are both a file and a directory.
+    let mut nodes: Vec<Node> = Vec::new();
     let mut tail: Vec<ReadError> = Vec::new();
     let mut entries = 0usize;
     let mut ended = false;
@@ -1259,7 +1498,8 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
             Err((kind, message)) => {
                 if entries == 0 && kind == ReadErrorKind::Tar {
                     let message = if walker.pos == 0 {
-                        "not a bundle: the archive is empty".to_owned()
+                        "not a bundle: the gzip data inflates to nothing (no tar archive inside)"
+                            .to_owned()
                     } else {
                         format!("not a bundle: the data is not a tar archive ({message})")
                     };
@@ -1283,6 +1523,20 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
         }
         let shown = String::from_utf8_lossy(&entry.name).into_owned();
         let location = format!("{here}!{shown}");
+        let usable = match normalize_entry_name(&entry.name) {
+            Ok(name) if !name.is_empty() && entry.name_problem.is_none() => Some(name),
+            _ => None,
+        };
+        if let Some((kind, message)) = entry.problem {
+            // The header itself is unusable: where the next entry starts is unknown.
+            let mut error = ReadError::new(kind, location, message);
+            if let Some(name) = usable {
+                error = error.about(name);
+            }
+            broken = Some(error.clone());
+            indexed.push((entry.data_pos, Indexed::Error(error)));
+            break;
+        }
         let item = classify_entry(&entry, &location, limits).map(|item| match item {
             // Remember which path a refused entry had, so that it still counts as present.
             Indexed::Error(e) => match normalize_entry_name(&entry.name) {
@@ -1291,56 +1545,101 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
             },
             other => other,
         });
-        if let Some(item) = item {
-            indexed.push((entry.data_pos, item));
+        let at = indexed.len();
+        indexed.push((entry.data_pos, item.unwrap_or(Indexed::Quiet)));
+        if let Some(name) = &usable {
+            let dir = is_directory(&entry);
+            nodes.push(Node::new(name, dir, at, &location));
         }
-        // Move past the data now, so that damage inside it is found and located here.
+        // Move past the data now, so that damage inside it is found and located here. Data that
+        // would pass the total limit is not read at all.
         let left = std::mem::take(&mut walker.skip);
-        if let Err((kind, message)) = walker.discard(left) {
-            if matches!(indexed.last(), Some((pos, _)) if *pos == entry.data_pos) {
-                indexed.pop();
-            }
+        let moved = if walker.pos.saturating_add(left) > limits.max_total_bytes {
+            Err((
+                ReadErrorKind::TooLarge,
+                format!(
+                    "the entry's header declares {} bytes of data, which would take the archive \
+                     past the total limit of {} bytes; reading stopped here",
+                    entry.size, limits.max_total_bytes
+                ),
+            ))
+        } else {
+            walker.discard(left)
+        };
+        if let Err((kind, message)) = moved {
             let error = ReadError::new(kind, location, message);
             broken = Some(error.clone());
-            indexed.push((entry.data_pos, Indexed::Error(error)));
+            let file = matches!(
+                indexed[at].1,
+                Indexed::File { .. } | Indexed::TooLarge { .. }
+            );
+            indexed[at].1 = match usable {
+                // A file cut by the total limit still tells where the run directory is.
+                Some(name) if file && kind == ReadErrorKind::TooLarge => {
+                    Indexed::TooLarge { name, error }
+                }
+                Some(name) => Indexed::Error(error.about(name)),
+                None => Indexed::Error(error),
+            };
             break;
         }
     }
     if ended && gzip {
-        if let Err((kind, message)) = walker.drain() {
+        if let Err((kind, mut message)) = walker.drain() {
+            if kind == ReadErrorKind::Gzip {
+                // A damaged trailer, or bytes after the last member that are not a gzip member.
+                message.push_str(", after the end of the tar archive");
+            }
             tail.push(ReadError::new(kind, &here, message));
         }
     }
     drop(walker);
+    let mut conflicts = path_conflicts(&nodes);
+    drop(nodes);
 
     // Find the run directory among the regular files.
     let names: Vec<&str> = indexed
         .iter()
         .filter_map(|(_, item)| match item {
             Indexed::File { name, .. } | Indexed::TooLarge { name, .. } => Some(name.as_str()),
-            Indexed::Error(_) => None,
+            Indexed::Error(_) | Indexed::Quiet => None,
         })
         .collect();
     let run_dir = match find_run_dir(&names) {
-        Ok(run_dir) => run_dir,
+        Ok(run_dir) => Some(run_dir),
         Err(why) => {
-            // A damaged archive says more about itself than "not a bundle".
-            let damage = broken.or_else(|| tail.first().cloned());
-            return Err(damage.unwrap_or_else(|| {
-                ReadError::new(
-                    ReadErrorKind::NotABundle,
-                    &here,
-                    format!("not a bundle: the archive {why}"),
+            let capped = |e: &ReadError| {
+                matches!(
+                    e.kind,
+                    ReadErrorKind::TooLarge | ReadErrorKind::TooManyEntries
                 )
-            }));
+            };
+            if broken.iter().chain(&tail).any(capped) {
+                // A cap stopped the first pass before the run directory showed: the bundle opens,
+                // yields no file, and reports the cap like any other archive past it.
+                None
+            } else {
+                // A damaged archive says more about itself than "not a bundle".
+                let damage = broken.or_else(|| tail.first().cloned());
+                return Err(damage.unwrap_or_else(|| {
+                    ReadError::new(
+                        ReadErrorKind::NotABundle,
+                        &here,
+                        format!("not a bundle: the archive {why}"),
+                    )
+                }));
+            }
         }
+    };
+    let inside = |name: &str| -> Option<String> {
+        strip_run_dir(name, run_dir.as_deref()?).map(str::to_owned)
     };
 
     // Keep the files of the run directory (the last copy of a duplicate) and every error.
     let mut last_copy: HashMap<&str, usize> = HashMap::new();
     for (i, (_, item)) in indexed.iter().enumerate() {
         if let Indexed::File { name, .. } = item {
-            if strip_run_dir(name, &run_dir).is_some() {
+            if inside(name).is_some() {
                 last_copy.insert(name.as_str(), i);
             }
         }
@@ -1352,47 +1651,46 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
     let mut items = Vec::new();
     for (i, (data_pos, item)) in indexed.into_iter().enumerate() {
         let what = match item {
-            Indexed::Error(e) => {
-                let inside = e.path.as_deref().and_then(|p| strip_run_dir(p, &run_dir));
-                ArchiveAction::Error(ReadError {
-                    path: inside.map(str::to_owned),
-                    ..e
-                })
-            }
-            Indexed::TooLarge { error, name } => {
-                let inside = strip_run_dir(&name, &run_dir).map(str::to_owned);
-                ArchiveAction::Error(ReadError {
-                    path: inside,
-                    ..error
-                })
-            }
+            Indexed::Quiet => None,
+            Indexed::Error(e) => Some(ArchiveAction::Error(ReadError {
+                path: e.path.as_deref().and_then(inside),
+                ..e
+            })),
+            Indexed::TooLarge { error, name } => Some(ArchiveAction::Error(ReadError {
+                path: inside(&name),
+                ..error
+            })),
             Indexed::File {
                 name,
                 size,
                 location,
-            } => {
-                let Some(rel) = strip_run_dir(&name, &run_dir) else {
-                    continue;
-                };
-                if last_copy.get(&name) != Some(&i) {
-                    ArchiveAction::Error(
-                        ReadError::new(
-                            ReadErrorKind::Tar,
-                            location,
-                            "a duplicate entry; a later entry with the same path replaces it",
-                        )
-                        .about(rel),
-                    )
-                } else {
-                    ArchiveAction::File {
-                        rel: rel.to_owned(),
-                        size,
+            } => match inside(&name) {
+                None => None,
+                Some(rel) if last_copy.get(&name) != Some(&i) => Some(ArchiveAction::Error(
+                    ReadError::new(
+                        ReadErrorKind::Tar,
                         location,
-                    }
-                }
-            }
+                        "a duplicate entry; a later entry with the same path replaces it",
+                    )
+                    .about(rel),
+                )),
+                Some(rel) => Some(ArchiveAction::File {
+                    rel,
+                    size,
+                    location,
+                }),
+            },
         };
-        items.push(ArchiveItem { data_pos, what });
+        if let Some(what) = what {
+            items.push(ArchiveItem { data_pos, what });
+        }
+        if let Some(e) = conflicts.remove(&i) {
+            let what = ArchiveAction::Error(ReadError {
+                path: e.path.as_deref().and_then(inside),
+                ..e
+            });
+            items.push(ArchiveItem { data_pos, what });
+        }
     }
     let file_count = items
         .iter()
@@ -1405,10 +1703,12 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
             ArchiveAction::Error(_) => 0,
         })
         .sum();
-    let run_id = match run_dir.rsplit_once('/') {
-        _ if run_dir.is_empty() => archive_stem(path),
-        Some((_, name)) => name.to_owned(),
-        None => run_dir,
+    let run_id = match run_dir {
+        Some(run_dir) if !run_dir.is_empty() => match run_dir.rsplit_once('/') {
+            Some((_, name)) => name.to_owned(),
+            None => run_dir,
+        },
+        _ => archive_stem(path),
     };
     Ok(BundleReader {
         source: path.to_path_buf(),
@@ -1419,6 +1719,181 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
         file_count,
         file_bytes,
     })
+}
+
+/// Whether an archive entry makes a directory when extracted.
+fn is_directory(entry: &RawEntry) -> bool {
+    match entry.kind {
+        tar::EntryType::Directory => true,
+        // An old-style directory entry.
+        tar::EntryType::Regular | tar::EntryType::Continuous => {
+            entry.name.ends_with(b"/") && entry.size == 0
+        }
+        _ => false,
+    }
+}
+
+/// The path of one archive entry, for [`path_conflicts`].
+struct Node {
+    /// The normalized name with each `/` turned into a NUL byte (which no name holds), so that
+    /// sorting the keys puts every path right before the paths inside it.
+    key: Vec<u8>,
+    dir: bool,
+    /// The entry's index among the indexed entries, which is also its place in the archive.
+    at: usize,
+    name: String,
+    location: String,
+}
+
+impl Node {
+    fn new(name: &str, dir: bool, at: usize, location: &str) -> Node {
+        let key = name
+            .bytes()
+            .map(|b| if b == b'/' { 0 } else { b })
+            .collect();
+        Node {
+            key,
+            dir,
+            at,
+            name: name.to_owned(),
+            location: location.to_owned(),
+        }
+    }
+}
+
+/// The entries whose path another entry earlier in the archive makes the other kind of thing: a
+/// file at a path that is a directory (an entry of its own, or the parent of another entry), or a
+/// directory entry or an entry inside a path that is a file. Keyed by the later entry's index,
+/// one error each. Extracting such an archive turns one into the other (or fails), so what a
+/// person extracts is not what the reader reads. Sorting the paths puts each path right before
+/// the paths inside it, so one walk with a stack of the enclosing files finds every conflict in
+/// `O(n log n)`, whatever the depth of the names.
+fn path_conflicts(nodes: &[Node]) -> HashMap<usize, ReadError> {
+    struct Frame {
+        /// The node of this file.
+        node: usize,
+        /// The earliest file on the stack with a shorter path (an enclosing file).
+        enclosing: Option<usize>,
+        /// The earliest file on the stack up to and including this one.
+        earliest: usize,
+        /// The earliest entry inside this file's path or a directory entry at it.
+        inside: Option<usize>,
+    }
+    let min = |a: Option<usize>, b: Option<usize>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let within = |outer: &[u8], path: &[u8]| {
+        path.len() >= outer.len()
+            && path.starts_with(outer)
+            && (path.len() == outer.len() || path[outer.len()] == 0)
+    };
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&nodes[a], &nodes[b]);
+        (&a.key, a.dir, a.at).cmp(&(&b.key, b.dir, b.at))
+    });
+    let mut found: HashMap<usize, ReadError> = HashMap::new();
+    let mut report = |node: &Node, message: String| {
+        found.entry(node.at).or_insert_with(|| {
+            ReadError::new(ReadErrorKind::PathConflict, &node.location, message).about(&node.name)
+        });
+    };
+    let mut stack: Vec<Frame> = Vec::new();
+    let close = |stack: &mut Vec<Frame>, report: &mut dyn FnMut(&Node, String)| {
+        let frame = stack.pop().expect("OK because the stack is not empty");
+        let file = &nodes[frame.node];
+        if let Some(first) = frame.inside.filter(|&i| i < frame.node) {
+            let earlier = &nodes[first];
+            let message = if earlier.dir && earlier.key == file.key {
+                format!(
+                    "`{}` is a directory earlier in the archive; extracting this file would turn \
+                     that directory into a file",
+                    earlier.name
+                )
+            } else {
+                format!(
+                    "`{}` earlier in the archive makes this path a directory; extracting this \
+                     file would turn that directory into a file",
+                    earlier.name
+                )
+            };
+            report(file, message);
+        }
+        if let Some(parent) = stack.last_mut() {
+            parent.inside = min(parent.inside, frame.inside);
+            if nodes[parent.node].key != file.key {
+                parent.inside = min(parent.inside, Some(frame.node));
+            }
+        }
+    };
+    for i in order {
+        let node = &nodes[i];
+        while stack
+            .last()
+            .is_some_and(|top| !within(&nodes[top.node].key, &node.key))
+        {
+            close(&mut stack, &mut report);
+        }
+        let same = stack
+            .last()
+            .is_some_and(|top| nodes[top.node].key == node.key);
+        let earlier_file = match stack.last() {
+            None => None,
+            Some(top) if same && !node.dir => top.enclosing,
+            Some(top) => Some(top.earliest),
+        };
+        if let Some(file) = earlier_file.filter(|&f| f < i) {
+            report(
+                node,
+                format!(
+                    "`{}` is a file earlier in the archive; extracting this entry would turn that \
+                     file into a directory",
+                    nodes[file].name
+                ),
+            );
+        }
+        if node.dir {
+            if let Some(top) = stack.last_mut() {
+                top.inside = min(top.inside, Some(i));
+            }
+        } else {
+            let (enclosing, earliest) = match stack.last() {
+                None => (None, i),
+                Some(top) if same => (top.enclosing, top.earliest.min(i)),
+                Some(top) => (Some(top.earliest), top.earliest.min(i)),
+            };
+            stack.push(Frame {
+                node: i,
+                enclosing,
+                earliest,
+                inside: None,
+            });
+        }
+    }
+    while !stack.is_empty() {
+        close(&mut stack, &mut report);
+    }
+    found
+}
+
+/// What a file that is neither a gzip'd nor a plain tar archive is, from its first bytes.
+fn not_an_archive(start: &[u8]) -> String {
+    let known: [(&[u8], &str); 6] = [
+        (b"PK\x03\x04", "a zip archive"),
+        (b"PK\x05\x06", "an empty zip archive"),
+        (b"BZh", "a bzip2-compressed file"),
+        (b"\xfd7zXZ\x00", "an xz-compressed file"),
+        (b"\x28\xb5\x2f\xfd", "a zstd-compressed file"),
+        (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    ];
+    if start.is_empty() {
+        return "an empty file".to_owned();
+    }
+    match known.iter().find(|(magic, _)| start.starts_with(magic)) {
+        Some((_, what)) => format!("{what}; bundles are gzip'd or plain tar archives"),
+        None => "neither a directory nor a gzip'd or plain tar archive".to_owned(),
+    }
 }
 
 /// What to do with one archive entry, judged from its header; `None` to pass over it quietly.
@@ -1627,5 +2102,78 @@ impl Files<'_> {
                 return Err(changed());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Yields `good` bytes, then fails with a tagged error.
+    struct FailsAfter {
+        good: usize,
+    }
+
+    impl Read for FailsAfter {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.good == 0 {
+                return Err(io::Error::other(Tagged {
+                    kind: ReadErrorKind::Gzip,
+                    message: "bad block".to_owned(),
+                }));
+            }
+            let n = buf.len().min(self.good);
+            buf[..n].fill(7);
+            self.good -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn inflater_hands_over_every_byte_in_order() {
+        let data: Vec<u8> = (0..3 * CHUNK_BYTES + 123)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let mut got = Vec::new();
+        Inflater::spawn(io::Cursor::new(data.clone()))
+            .unwrap()
+            .read_to_end(&mut got)
+            .unwrap();
+        assert_eq!(got, data);
+    }
+
+    #[test]
+    fn inflater_forwards_an_error_after_the_bytes_before_it_and_repeats_it() {
+        let mut r = Inflater::spawn(FailsAfter {
+            good: CHUNK_BYTES + 10,
+        })
+        .unwrap();
+        let mut got = Vec::new();
+        let e = r.read_to_end(&mut got).unwrap_err();
+        assert_eq!(got.len(), CHUNK_BYTES + 10);
+        assert_eq!(
+            classify(e),
+            (
+                ReadErrorKind::Gzip,
+                "corrupt or truncated gzip data (bad block)".to_owned()
+            )
+        );
+        let again = r.read(&mut [0; 16]).unwrap_err();
+        assert_eq!(
+            classify(again).1,
+            "corrupt or truncated gzip data (bad block)"
+        );
+    }
+
+    /// The source never ends, so only a failed send stops the thread: dropping the reader returns
+    /// only once the thread has ended.
+    #[test]
+    fn dropping_the_inflater_stops_its_thread() {
+        let mut r = Inflater::spawn(io::repeat(1)).unwrap();
+        let mut buf = [0; 1000];
+        r.read_exact(&mut buf).unwrap();
+        let thread = r.thread.take().unwrap();
+        drop(r);
+        thread.join().unwrap();
     }
 }

@@ -433,7 +433,7 @@ pub struct PeerReachability {
     ///
     /// Absent: SWIM has not recorded any transition for this peer.
     pub current_swim_opinion_since_ms: Option<u64>,
-    /// The most recent SWIM transitions for this peer, oldest first, at most 32 (older ones are evicted).
+    /// The most recent SWIM transitions for this peer, oldest first. The writer keeps at most 32 (older ones are evicted); a later writer may keep more, so readers accept any length.
     ///
     /// Wire: `swim_transition_history` — required.
     pub swim_transition_history: Vec<StateTransition>,

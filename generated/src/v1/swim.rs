@@ -36,7 +36,7 @@ pub struct SwimState {
     ///
     /// Absent: SWIM knows no peer yet.
     pub peers: Vec<SwimPeer>,
-    /// The most recently received SWIM messages, oldest first, at most 64.
+    /// The most recently received SWIM messages, oldest first. The writer keeps at most 64 (older ones are evicted); a later writer may keep more, so readers accept any length.
     ///
     /// Wire: `recent_messages` — left out when equal to the default; a missing key reads as the default.
     ///

@@ -1,0 +1,727 @@
+//! The validator's cost against its baselines, measured in one run: `gzip -dc`, the typed decode
+//! of the same records, and the memory the `diagwire validate` process needs.
+//!
+//! Run it by hand (it is not a test; timings mean nothing in CI):
+//!
+//! ```text
+//! cargo bench -p diagwire-cli --bench validate
+//! DIAGWIRE_BENCH_1GB=1 cargo bench -p diagwire-cli --bench validate   # also the 1 GB bundle
+//! ```
+//!
+//! Environment: `DIAGWIRE_BENCH_MB` the size of the main bundle in MB uncompressed (default 100),
+//! `DIAGWIRE_BENCH_RUNS` the runs behind each median (default 5), `DIAGWIRE_BENCH_1GB=1` adds a
+//! 1 GB bundle to the memory measurements (slow: generating it alone takes about a minute).
+//!
+//! Bundles are generated deterministically from the example run `n3-relay-flap`
+//! (`diagwire-example`): its four nodes are copied into several clusters with new node ids, and
+//! the run is repeated epoch after epoch with its clocks and sequence numbers shifted, every event
+//! file holding a few of the example's batches. The bundle's layout and manifest come from the
+//! library's [`diagwire::bundle::Writer`]; the files are written straight into a gzip'd tar (level
+//! 6, as the collector writes them) in a temporary directory, so the generator never holds the
+//! bundle in memory. Every generated bundle must validate clean, or the bench stops.
+//!
+//! What it measures (medians; the runs of the cases compared are interleaved round by round, so a
+//! change of machine load hits them alike):
+//!
+//! * `gzip -dc` of the archive into `/dev/null` against `diagwire validate` of it (the release
+//!   binary, as a child process): target ratio ≤ 1.5;
+//! * in process, where the time of a bundle check goes: the bundle reader alone
+//!   (`BundleReader::open` and `stream()`, every file drained) against the whole check
+//!   (`Checker::check_bundle`), the difference being the checking;
+//! * every record file of the bundle in memory: the typed decode (`Record::parse` of the file as
+//!   its kind) against `Checker::check_text` (target ratio ≤ 1.3), and against the streamed check
+//!   (`Options::in_memory_bytes` 0, the path of files over `IN_MEMORY`);
+//! * the peak RSS of `diagwire validate` on bundles of 10 MB, 100 MB and (optionally) 1 GB:
+//!   target < 64 MB. Read from GNU time (`/usr/bin/time -f %M`) when it is installed, else by
+//!   sampling the child's `VmHWM` in `/proc` until it exits.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::File;
+use std::hint::black_box;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use diagwire::bundle::Writer;
+use diagwire::bundle::read::{BundleReader, Limits};
+use diagwire::check::{Checker, Options, Report};
+use diagwire::layout::{self, FileKind, Role};
+use diagwire::v1::{BundleWriter, Manifest, Record, RecordKind, WriterKind};
+use diagwire::validate::Validators;
+use flate2::{Compression, GzBuilder};
+use serde_json::Value;
+
+const MB: u64 = 1_000_000;
+/// How far one epoch shifts the run's clocks.
+const EPOCH_MS: u64 = 120_000;
+/// How far one epoch shifts the nodes' sequence numbers.
+const EPOCH_SEQ: u64 = 100_000;
+/// Node clusters (copies of the example's four nodes).
+const CLUSTERS: usize = 4;
+/// The example's event batches in one events file.
+const BATCHES_PER_FILE: usize = 4;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; there are no other arguments.
+    let main_mb = env_u64("DIAGWIRE_BENCH_MB", 100).max(1);
+    let runs = env_u64("DIAGWIRE_BENCH_RUNS", 5).max(1) as usize;
+    let gigabyte = std::env::var("DIAGWIRE_BENCH_1GB").is_ok_and(|v| v == "1");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let template = Template::new();
+    let validators = Validators::new().expect("the validators build");
+
+    let mut rss_sizes = vec![10, 100];
+    if gigabyte {
+        rss_sizes.push(1000);
+    }
+    if !rss_sizes.contains(&main_mb) {
+        rss_sizes.push(main_mb);
+        rss_sizes.sort_unstable();
+    }
+    let mut bundles = Vec::new();
+    for &mb in &rss_sizes {
+        let path = dir.path().join(format!("bench-{mb}mb.tar.gz"));
+        let started = Instant::now();
+        let made = template
+            .write(mb * MB, &path)
+            .expect("the bundle is written");
+        eprintln!(
+            "generated {} ({} files, {:.1} MB uncompressed, {:.1} MB compressed) in {:.1} s",
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default(),
+            made.files,
+            made.raw_bytes as f64 / MB as f64,
+            made.gz_bytes as f64 / MB as f64,
+            started.elapsed().as_secs_f64()
+        );
+        expect_clean(&path);
+        bundles.push((mb, path, made));
+    }
+    let (_, main_path, main_made) = bundles
+        .iter()
+        .find(|(mb, _, _)| *mb == main_mb)
+        .expect("the main bundle is generated");
+
+    // 1. `gzip -dc` against `diagwire validate`.
+    let mut gzip = Vec::new();
+    let mut validate = Vec::new();
+    for _ in 0..runs {
+        gzip.push(time_child(Command::new("gzip").arg("-dc").arg(main_path)));
+        validate.push(time_child(
+            Command::new(env!("CARGO_BIN_EXE_diagwire"))
+                .arg("validate")
+                .arg(main_path),
+        ));
+    }
+
+    // 2. In process: the reader alone against the whole check.
+    let mut reading = Vec::new();
+    let mut checking = Vec::new();
+    let mut report = Report::default();
+    for _ in 0..runs {
+        reading.push(time(|| read_only(main_path)));
+        checking.push(time(|| {
+            report = check_bundle(&validators, main_path);
+        }));
+    }
+
+    // 3. Records in memory: typed decode against the check.
+    let files = load_records(main_path);
+    let record_bytes: u64 = files.iter().map(|(_, _, b)| b.len() as u64).sum();
+    let mut decode = Vec::new();
+    let mut check = Vec::new();
+    let mut streamed = Vec::new();
+    let mut decoded_records = 0;
+    let mut checked = Report::default();
+    let stream_options = Options {
+        in_memory_bytes: 0,
+        ..Options::default()
+    };
+    for _ in 0..runs {
+        decode.push(time(|| decoded_records = typed_decode(&files)));
+        check.push(time(|| {
+            checked = check_records(&validators, Options::default(), &files)
+        }));
+        streamed.push(time(|| {
+            let r = check_records(&validators, stream_options, &files);
+            assert_eq!(r.records, checked.records, "both checks count alike");
+        }));
+    }
+    assert!(checked.is_clean(), "the records check clean: {checked:?}");
+
+    // 4. Peak RSS.
+    let mut rss = Vec::new();
+    for (mb, path, made) in &bundles {
+        let (kb, method) = peak_rss_kb(path);
+        rss.push((*mb, made.raw_bytes, kb, method));
+    }
+
+    // The table.
+    let (gz, val) = (median(&gzip), median(&validate));
+    let (rd, ck) = (median(&reading), median(&checking));
+    let (de, ch, st) = (median(&decode), median(&check), median(&streamed));
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    println!();
+    println!(
+        "input: {:.1} MB uncompressed, {:.1} MB gzip'd, {} files ({} record files, {:.1} MB), {} records; {} runs per median",
+        main_made.raw_bytes as f64 / MB as f64,
+        main_made.gz_bytes as f64 / MB as f64,
+        main_made.files,
+        files.len(),
+        record_bytes as f64 / MB as f64,
+        report.records,
+        runs
+    );
+    println!();
+    println!("| measurement | median | ratio | target |");
+    println!("| --- | ---: | ---: | --- |");
+    println!("| `gzip -dc` | {} | 1.00 | |", ms(gz));
+    let r = ratio(val, gz);
+    println!(
+        "| `diagwire validate` | {} | {r:.2} | ≤ 1.5 × gzip -dc: {} |",
+        ms(val),
+        met(r <= 1.5)
+    );
+    println!(
+        "| in process: bundle reader alone (stream, every file drained) | {} | {:.2} | |",
+        ms(rd),
+        ratio(rd, gz)
+    );
+    println!(
+        "| in process: whole bundle check | {} | {:.2} | |",
+        ms(ck),
+        ratio(ck, gz)
+    );
+    println!(
+        "| in process: checking (whole check − reader) | {} | {:.2} | |",
+        ms(ck.saturating_sub(rd)),
+        ratio(ck.saturating_sub(rd), gz)
+    );
+    println!(
+        "| typed decode of every record file | {} | 1.00 | |",
+        ms(de)
+    );
+    let r = ratio(ch, de);
+    println!(
+        "| check of every record file | {} | {r:.2} | ≤ 1.3 × typed decode: {} |",
+        ms(ch),
+        met(r <= 1.3)
+    );
+    let r = ratio(st, de);
+    println!(
+        "| check of every record file, streamed (files over IN_MEMORY) | {} | {r:.2} | ≤ 1.3 × typed decode: {} |",
+        ms(st),
+        met(r <= 1.3)
+    );
+    for (mb, raw, kb, method) in &rss {
+        println!(
+            "| peak RSS of `diagwire validate`, {:.0} MB bundle ({method}) | {:.1} MB | | < 64 MB: {} |",
+            *raw as f64 / MB as f64,
+            *kb as f64 / 1024.0,
+            met(*kb < 64 * 1024)
+        );
+        let _ = mb;
+    }
+    assert_eq!(
+        decoded_records, checked.records,
+        "decode and check count alike"
+    );
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn time(f: impl FnOnce()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
+}
+
+/// Runs a child with its output discarded and times it; it must succeed.
+fn time_child(cmd: &mut Command) -> Duration {
+    let start = Instant::now();
+    let status = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("the command runs");
+    let elapsed = start.elapsed();
+    assert!(status.success(), "{cmd:?} failed: {status}");
+    elapsed
+}
+
+/// Stops the bench unless `diagwire validate` finds the bundle clean.
+fn expect_clean(path: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+        .arg("validate")
+        .arg(path)
+        .output()
+        .expect("diagwire validate runs");
+    assert!(
+        out.status.success(),
+        "the generated bundle does not validate clean:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .take(20)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// The bundle reader alone: every file of the stream read to its end.
+fn read_only(path: &Path) {
+    let mut reader = BundleReader::open(path, Limits::default()).expect("the bundle opens");
+    let mut stream = reader.stream();
+    let mut buf = vec![0u8; 64 << 10];
+    for item in stream.by_ref() {
+        let mut file = item.expect("the bundle reads");
+        loop {
+            match io::Read::read(&mut file, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    black_box(&buf[..n]);
+                }
+                Err(e) => panic!("reading failed: {e}"),
+            }
+        }
+    }
+}
+
+fn check_bundle(validators: &Validators, path: &Path) -> Report {
+    let mut reader = BundleReader::open(path, Limits::default()).expect("the bundle opens");
+    let mut report = Report::default();
+    Checker::new(validators, Options::default()).check_bundle(
+        &mut reader,
+        &mut |_, _| {},
+        &mut report,
+    );
+    assert!(report.is_clean(), "the bundle checks clean");
+    report
+}
+
+/// Every record file of a bundle: its location, its kind and its bytes.
+fn load_records(path: &Path) -> Vec<(String, RecordKind, Vec<u8>)> {
+    let mut reader = BundleReader::open(path, Limits::default()).expect("the bundle opens");
+    reader
+        .files()
+        .map(|f| f.expect("the bundle reads"))
+        .filter_map(|f| Some((f.location, f.role.record_kind()?, f.bytes)))
+        .collect()
+}
+
+/// The typed decode of every file, as a reader of the files decodes them; the number of records.
+fn typed_decode(files: &[(String, RecordKind, Vec<u8>)]) -> usize {
+    let mut n = 0;
+    for (_, kind, bytes) in files {
+        let text = std::str::from_utf8(bytes).expect("UTF-8");
+        let record = Record::parse(*kind, text).expect("the record decodes");
+        n += match &record {
+            Record::EventBatch(b) => b.len(),
+            _ => 1,
+        };
+        black_box(record);
+    }
+    n
+}
+
+fn check_records(
+    validators: &Validators,
+    options: Options,
+    files: &[(String, RecordKind, Vec<u8>)],
+) -> Report {
+    let mut checker = Checker::new(validators, options);
+    let mut report = Report::default();
+    for (file, kind, bytes) in files {
+        checker.check_text(file, bytes, *kind, &mut report);
+    }
+    report
+}
+
+/// The peak RSS of `diagwire validate` of `path`, in KiB, and how it was measured.
+fn peak_rss_kb(path: &Path) -> (u64, &'static str) {
+    let gnu_time = Path::new("/usr/bin/time");
+    if gnu_time.exists() {
+        let out = Command::new(gnu_time)
+            .args(["-f", "%M"])
+            .arg(env!("CARGO_BIN_EXE_diagwire"))
+            .arg("validate")
+            .arg(path)
+            .stdout(Stdio::null())
+            .output()
+            .expect("time runs");
+        let text = String::from_utf8_lossy(&out.stderr);
+        if let Some(kb) = text.lines().last().and_then(|l| l.trim().parse().ok()) {
+            assert!(out.status.success(), "diagwire validate failed");
+            return (kb, "GNU time");
+        }
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+        .arg("validate")
+        .arg(path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("diagwire validate starts");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            if let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kb);
+            }
+        }
+        if let Some(s) = child.try_wait().expect("wait") {
+            assert!(s.success(), "diagwire validate failed");
+            return (peak, "/proc VmHWM sampled");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generator.
+
+/// One node of the example run, as JSON values.
+struct TemplateNode {
+    id: [u8; 32],
+    boot: Value,
+    batches: Vec<Value>,
+    snapshots: Vec<Value>,
+    finalize: Option<Value>,
+}
+
+/// The example run, and the bytes one epoch of one cluster takes.
+struct Template {
+    nodes: Vec<TemplateNode>,
+    span: (u64, u64),
+    epoch_bytes: u64,
+}
+
+/// What was written.
+struct Made {
+    files: usize,
+    raw_bytes: u64,
+    gz_bytes: u64,
+}
+
+/// How one copy of a node differs from the example's: node ids, clocks, sequence numbers.
+struct Shift<'a> {
+    ids: &'a HashMap<[u8; 32], [u8; 32]>,
+    hexes: &'a [(String, String)],
+    ms: u64,
+    seq: u64,
+}
+
+impl Shift<'_> {
+    fn apply(&self, v: &mut Value, key: &str) {
+        match v {
+            Value::Array(items) => {
+                if items.len() == 32 {
+                    let mut id = [0u8; 32];
+                    let all = items.iter().zip(id.iter_mut()).all(|(x, b)| {
+                        x.as_u64()
+                            .and_then(|n| u8::try_from(n).ok())
+                            .map(|n| *b = n)
+                            .is_some()
+                    });
+                    if all {
+                        if let Some(to) = self.ids.get(&id) {
+                            *v = Value::from(to.to_vec());
+                            return;
+                        }
+                    }
+                }
+                for item in items {
+                    self.apply(item, key);
+                }
+            }
+            Value::Object(map) => {
+                for (k, item) in map.iter_mut() {
+                    self.apply(item, k);
+                }
+            }
+            Value::String(s) => {
+                for (from, to) in self.hexes {
+                    if s.contains(from.as_str()) {
+                        *s = s.replace(from.as_str(), to);
+                    }
+                }
+            }
+            Value::Number(n) => {
+                if let Some(x) = n.as_u64() {
+                    if key.ends_with("_ms") && x > 1_000_000_000_000 {
+                        *v = Value::from(x + self.ms);
+                    } else if key == "monotonic_seq" {
+                        *v = Value::from(x + self.seq);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn hex(id: &[u8; 32]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// splitmix64, for the node ids of the copies.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn id(&mut self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        for chunk in out.chunks_mut(8) {
+            chunk.copy_from_slice(&self.next().to_le_bytes());
+        }
+        out
+    }
+}
+
+fn pretty(v: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(v).expect("a value serializes");
+    bytes.push(b'\n');
+    bytes
+}
+
+impl Template {
+    fn new() -> Template {
+        let example = diagwire_example::n3_relay_flap();
+        let json = |path: &str| -> Value {
+            serde_json::from_slice(&example.files[path]).expect("the example's files are JSON")
+        };
+        let manifest: Manifest =
+            serde_json::from_value(json(layout::MANIFEST)).expect("the example's manifest");
+        let mut nodes = Vec::new();
+        for node in &manifest.nodes {
+            let hex = node.node_id_hex.0.clone();
+            let mut id = [0u8; 32];
+            for (i, b) in id.iter_mut().enumerate() {
+                *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex");
+            }
+            let mut batches = Vec::new();
+            let mut snapshots = Vec::new();
+            let prefix = format!("{}/", node.label);
+            for (path, bytes) in example.files.range(prefix.clone()..) {
+                if !path.starts_with(&prefix) {
+                    break;
+                }
+                match layout::parse_bundle_path(path).role {
+                    Role::Numbered(FileKind::Events, _) => {
+                        batches.push(serde_json::from_slice(bytes).expect("JSON"))
+                    }
+                    Role::Numbered(FileKind::Snapshot, _) => {
+                        snapshots.push(serde_json::from_slice(bytes).expect("JSON"))
+                    }
+                    _ => {}
+                }
+            }
+            let finalize = node
+                .finalize_recorded
+                .then(|| json(&format!("{}/finalize.json", node.label)));
+            nodes.push(TemplateNode {
+                id,
+                boot: json(&format!("{}/boot.json", node.label)),
+                batches,
+                snapshots,
+                finalize,
+            });
+        }
+        let span = (
+            manifest.run_start_collector_ms.unwrap_or(0),
+            manifest.run_end_collector_ms.unwrap_or(0),
+        );
+        let epoch_bytes = example
+            .files
+            .iter()
+            .filter(|(p, _)| p.contains("/events/") || p.contains("/snapshots/"))
+            .map(|(_, b)| b.len() as u64)
+            .sum();
+        Template {
+            nodes,
+            span,
+            epoch_bytes,
+        }
+    }
+
+    /// Writes a bundle of about `target` bytes uncompressed as a gzip'd tar at `path`.
+    fn write(&self, target: u64, path: &Path) -> io::Result<Made> {
+        let epochs = target.div_ceil(self.epoch_bytes * CLUSTERS as u64).max(1);
+        let run_id = format!("bench-{}mb", target / MB);
+        let mut rng = Rng(0x7661_6c69_6461_7465);
+        // Per cluster: template id → copy id.
+        let clusters: Vec<HashMap<[u8; 32], [u8; 32]>> = (0..CLUSTERS)
+            .map(|_| self.nodes.iter().map(|n| (n.id, rng.id())).collect())
+            .collect();
+        let hexes: Vec<Vec<(String, String)>> = clusters
+            .iter()
+            .map(|ids| {
+                let mut pairs: Vec<(String, String)> =
+                    ids.iter().map(|(a, b)| (hex(a), hex(b))).collect();
+                pairs.push((diagwire_example::RUN_ID.to_owned(), run_id.clone()));
+                pairs
+            })
+            .collect();
+        let shift = |c: usize, epoch: u64| Shift {
+            ids: &clusters[c],
+            hexes: &hexes[c],
+            ms: epoch * EPOCH_MS,
+            seq: epoch * EPOCH_SEQ,
+        };
+        // The layout and manifest from the Writer, with the numbered files as placeholders that
+        // are generated while the archive is written.
+        let writer = BundleWriter::new(WriterKind::Sim, "diagwire-validate-bench", "0");
+        let mut bundle = Writer::new(run_id.clone(), writer);
+        let mut plan: HashMap<(String, FileKind, u64), Gen> = HashMap::new();
+        for (c, ids) in clusters.iter().enumerate() {
+            for (t, node) in self.nodes.iter().enumerate() {
+                let hex_id = hex(&ids[&node.id]);
+                let mut boot = node.boot.clone();
+                shift(c, 0).apply(&mut boot, "");
+                bundle.add_file(&hex_id, FileKind::Boot, Some(1), pretty(&boot));
+                let (mut events, mut snaps) = (0, 0);
+                for epoch in 0..epochs {
+                    for first in (0..node.batches.len()).step_by(BATCHES_PER_FILE) {
+                        events += 1;
+                        bundle.add_file(&hex_id, FileKind::Events, Some(events), Vec::new());
+                        let what = GenFile::Events { first };
+                        plan.insert(
+                            (hex_id.clone(), FileKind::Events, events),
+                            (c, t, epoch, what),
+                        );
+                    }
+                    for index in 0..node.snapshots.len() {
+                        snaps += 1;
+                        bundle.add_file(&hex_id, FileKind::Snapshot, Some(snaps), Vec::new());
+                        let what = GenFile::Snapshot { index };
+                        plan.insert(
+                            (hex_id.clone(), FileKind::Snapshot, snaps),
+                            (c, t, epoch, what),
+                        );
+                    }
+                }
+                if let Some(f) = &node.finalize {
+                    let mut f = f.clone();
+                    shift(c, epochs - 1).apply(&mut f, "");
+                    bundle.add_file(&hex_id, FileKind::Finalize, Some(1), pretty(&f));
+                }
+            }
+        }
+        bundle.collector_span(self.span.0, self.span.1 + (epochs - 1) * EPOCH_MS);
+        let done = bundle.finish();
+        assert!(done.problems.is_empty(), "{:?}", done.problems);
+        let labels: HashMap<&str, &str> = done
+            .manifest
+            .nodes
+            .iter()
+            .map(|n| (n.label.as_str(), n.node_id_hex.0.as_str()))
+            .collect();
+
+        let out = BufWriter::with_capacity(1 << 20, File::create(path)?);
+        let gz = GzBuilder::new().mtime(0).write(out, Compression::new(6));
+        let mut tar = tar::Builder::new(gz);
+        append_dir(&mut tar, &run_id)?;
+        let mut dirs = BTreeSet::new();
+        let mut made = Made {
+            files: 0,
+            raw_bytes: 0,
+            gz_bytes: 0,
+        };
+        for (rel, bytes) in &done.contents.files {
+            let generated;
+            let bytes = if bytes.is_empty() {
+                let at = layout::parse_bundle_path(rel);
+                let (Some(label), Role::Numbered(kind, seq)) = (at.node.as_deref(), at.role) else {
+                    panic!("a placeholder at {rel}");
+                };
+                let key = (labels[label].to_owned(), kind, seq);
+                let (c, t, epoch, what) = &plan[&key];
+                let node = &self.nodes[*t];
+                let mut value = match what {
+                    GenFile::Events { first } => Value::Array(
+                        node.batches[*first..(*first + BATCHES_PER_FILE).min(node.batches.len())]
+                            .iter()
+                            .flat_map(|b| b.as_array().cloned().unwrap_or_default())
+                            .collect(),
+                    ),
+                    GenFile::Snapshot { index } => node.snapshots[*index].clone(),
+                };
+                shift(*c, *epoch).apply(&mut value, "");
+                generated = pretty(&value);
+                &generated
+            } else {
+                bytes
+            };
+            let mut end = 0;
+            while let Some(slash) = rel[end..].find('/') {
+                end += slash;
+                if dirs.insert(rel[..end].to_owned()) {
+                    append_dir(&mut tar, &format!("{run_id}/{}", &rel[..end]))?;
+                }
+                end += 1;
+            }
+            let mut header = header(tar::EntryType::Regular, 0o644, bytes.len() as u64);
+            tar.append_data(&mut header, format!("{run_id}/{rel}"), bytes.as_slice())?;
+            made.files += 1;
+            made.raw_bytes += bytes.len() as u64;
+        }
+        let mut out = tar.into_inner()?.finish()?;
+        out.flush()?;
+        drop(out);
+        made.gz_bytes = std::fs::metadata(path)?.len();
+        Ok(made)
+    }
+}
+
+/// Which example file a placeholder is made from: (cluster, template node, epoch, file).
+type Gen = (usize, usize, u64, GenFile);
+
+enum GenFile {
+    Events { first: usize },
+    Snapshot { index: usize },
+}
+
+fn append_dir<W: Write>(tar: &mut tar::Builder<W>, path: &str) -> io::Result<()> {
+    let mut header = header(tar::EntryType::Directory, 0o755, 0);
+    tar.append_data(&mut header, format!("{path}/"), io::empty())
+}
+
+fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(kind);
+    header.set_mode(mode);
+    header.set_size(size);
+    header.set_mtime(0);
+    header.set_uid(0);
+    header.set_gid(0);
+    header
+}

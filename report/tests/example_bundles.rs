@@ -1,0 +1,159 @@
+//! The summary of the shipped example bundles: every section has data or names its absence.
+
+use std::path::{Path, PathBuf};
+
+use diagwire::bundle::read::Limits;
+use diagwire_report::collect::Bucket;
+use diagwire_report::{render, summarize};
+
+fn example(run: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/bundles")
+        .join(run)
+}
+
+#[test]
+fn the_example_fills_every_section() {
+    let s = summarize(&example("n3-relay-flap"), Limits::default()).expect("summary");
+    let j = render::json(&s);
+    assert_eq!(j["run"]["nodes"], 5);
+    assert_eq!(j["validation"]["records"], 1196);
+    assert_eq!(j["validation"]["problems"], 0);
+    // Relay sessions: 4 closed by the relay when its listener restarted, 1 by the orchestrator.
+    let totals = &j["relay_totals"][0];
+    assert_eq!(totals["relay"], "relay");
+    assert_eq!(
+        (&totals["active"], &totals["opens"], &totals["closes"]),
+        (&3.into(), &8.into(), &5.into())
+    );
+    let sessions = j["relay_sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 4);
+    assert_eq!(
+        sessions
+            .iter()
+            .filter(|c| c["initiator"] == "relay" && c["reason"] == "listener_restart")
+            .count(),
+        3
+    );
+    // Dials: three redials of the orchestrator are still in flight at the end.
+    let dials = j["dials"].as_array().unwrap();
+    let orch = dials.iter().find(|d| d["peer"] == "orchestrator").unwrap();
+    assert_eq!(
+        (
+            &orch["started"],
+            &orch["succeeded"],
+            &orch["failed"],
+            &orch["in_flight"]
+        ),
+        (&15.into(), &6.into(), &6.into(), &3.into())
+    );
+    // Every subprocess bucket appears.
+    let buckets: Vec<(String, Bucket)> = s
+        .subprocesses
+        .iter()
+        .map(|r| (r.node.clone(), r.bucket))
+        .collect();
+    for (node, bucket) in [
+        ("stage-0", Bucket::NeverSpawned),
+        ("stage-1", Bucket::Exited),
+        ("stage-1", Bucket::Healthy),
+        ("stage-2", Bucket::Stuck),
+    ] {
+        assert!(
+            buckets.contains(&(node.to_owned(), bucket)),
+            "{node} {bucket:?}: {buckets:?}"
+        );
+    }
+    // Gossip of two kinds; the orchestrator gets no piggyback, the relay is no SWIM member.
+    assert_eq!(
+        render::gossip_gaps(&s),
+        [
+            "`orchestrator` received no `swim_piggyback` gossip from anyone.",
+            "`relay` received no `node_metadata` gossip from anyone.",
+            "`relay` received no `swim_piggyback` gossip from anyone.",
+        ]
+    );
+    // Kernel drops rise on the lossy stage-1 host.
+    let drops: Vec<(String, String, i128)> = s
+        .kernel_drops
+        .iter()
+        .filter(|(n, _, _)| n == "stage-1")
+        .cloned()
+        .collect();
+    assert!(
+        drops.contains(&("stage-1".into(), "udp.rcvbuf_errors".into(), 32)),
+        "{drops:?}"
+    );
+    let md = render::markdown(&s);
+    assert!(
+        !md.contains("Not observed: no node of the run has the role `relay`"),
+        "{md}"
+    );
+    assert!(!md.contains("No `GossipReceived` events."));
+}
+
+#[test]
+fn the_oldest_generation_example_names_what_it_lacks() {
+    let s = summarize(&example("n3-relay-flap-oldest"), Limits::default()).expect("summary");
+    let j = render::json(&s);
+    assert_eq!(j["run"]["nodes"], 4);
+    assert_eq!(j["run"]["contract_version"], serde_json::Value::Null);
+    assert_eq!(j["validation"]["records"], 656);
+    assert_eq!(j["validation"]["problems"], 0);
+    let sections: Vec<&str> = s.absent.iter().map(|a| a.section).collect();
+    for section in [
+        "relay sessions",
+        "probe RTT distribution",
+        "gossip receipts",
+        "inference responses",
+    ] {
+        assert!(sections.contains(&section), "{section}: {sections:?}");
+    }
+    // Workers are known from the legacy worker events: stage-1's first is killed, its second
+    // comes up; the other stages never start one.
+    let workers: Vec<(String, String, &str)> = j["subprocesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["node"].as_str().unwrap().to_owned(),
+                r["label"].as_str().unwrap().to_owned(),
+                r["bucket"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        workers,
+        [
+            ("stage-0".into(), "-".into(), "never_spawned"),
+            (
+                "stage-1".into(),
+                "worker #1 (legacy events, no pid)".into(),
+                "exited"
+            ),
+            (
+                "stage-1".into(),
+                "worker #2 (legacy events, no pid)".into(),
+                "healthy"
+            ),
+            ("stage-2".into(), "-".into(), "never_spawned"),
+        ]
+    );
+    // Its host blocks have no drop counters: said once per node, not "nothing moved".
+    let drops = s
+        .absent
+        .iter()
+        .filter(|a| a.section == "kernel network drops")
+        .count();
+    assert_eq!(drops, 4);
+    let md = render::markdown(&s);
+    assert!(
+        md.contains("the writers predate per-probe SWIM events"),
+        "{md}"
+    );
+    assert!(
+        md.contains("No node posted drop or error counters (see Absence)."),
+        "{md}"
+    );
+}
