@@ -1549,7 +1549,7 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
         indexed.push((entry.data_pos, item.unwrap_or(Indexed::Quiet)));
         if let Some(name) = &usable {
             let dir = is_directory(&entry);
-            nodes.push(Node::new(name, dir, at, &location));
+            nodes.push(Node::new(name, dir, at, &shown));
         }
         // Move past the data now, so that damage inside it is found and located here. Data that
         // would pass the total limit is not read at all.
@@ -1594,7 +1594,7 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
         }
     }
     drop(walker);
-    let mut conflicts = path_conflicts(&nodes);
+    let mut conflicts = path_conflicts(&nodes, &here);
     drop(nodes);
 
     // Find the run directory among the regular files.
@@ -1644,11 +1644,12 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
             }
         }
     }
-    let last_copy: HashMap<String, usize> = last_copy
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-    let mut items = Vec::new();
+    // By index rather than by name, so that no name is copied for it.
+    let mut is_last_copy = vec![false; indexed.len()];
+    for i in last_copy.into_values() {
+        is_last_copy[i] = true;
+    }
+    let mut items = Vec::with_capacity(indexed.len());
     for (i, (data_pos, item)) in indexed.into_iter().enumerate() {
         let what = match item {
             Indexed::Quiet => None,
@@ -1666,7 +1667,7 @@ fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> 
                 location,
             } => match inside(&name) {
                 None => None,
-                Some(rel) if last_copy.get(&name) != Some(&i) => Some(ArchiveAction::Error(
+                Some(rel) if !is_last_copy[i] => Some(ArchiveAction::Error(
                     ReadError::new(
                         ReadErrorKind::Tar,
                         location,
@@ -1736,17 +1737,19 @@ fn is_directory(entry: &RawEntry) -> bool {
 /// The path of one archive entry, for [`path_conflicts`].
 struct Node {
     /// The normalized name with each `/` turned into a NUL byte (which no name holds), so that
-    /// sorting the keys puts every path right before the paths inside it.
-    key: Vec<u8>,
+    /// sorting the keys puts every path right before the paths inside it. The name and the
+    /// location are rebuilt from it for the few entries that conflict: an archive may hold
+    /// hundreds of thousands of entries, and this list lives until the first pass ends.
+    key: Box<[u8]>,
     dir: bool,
     /// The entry's index among the indexed entries, which is also its place in the archive.
     at: usize,
-    name: String,
-    location: String,
+    /// The name as the archive spells it, when that differs from the normalized name.
+    spelled: Option<Box<str>>,
 }
 
 impl Node {
-    fn new(name: &str, dir: bool, at: usize, location: &str) -> Node {
+    fn new(name: &str, dir: bool, at: usize, spelled: &str) -> Node {
         let key = name
             .bytes()
             .map(|b| if b == b'/' { 0 } else { b })
@@ -1755,8 +1758,26 @@ impl Node {
             key,
             dir,
             at,
-            name: name.to_owned(),
-            location: location.to_owned(),
+            spelled: (spelled != name).then(|| spelled.into()),
+        }
+    }
+
+    /// The normalized name.
+    fn name(&self) -> String {
+        let bytes = self
+            .key
+            .iter()
+            .map(|&b| if b == 0 { b'/' } else { b })
+            .collect();
+        // OK because the key came from a `&str` with only `/` bytes replaced.
+        String::from_utf8(bytes).unwrap_or_default()
+    }
+
+    /// Where the entry is: `archive!name` as the archive spells the name.
+    fn location(&self, archive: &str) -> String {
+        match &self.spelled {
+            Some(spelled) => format!("{archive}!{spelled}"),
+            None => format!("{archive}!{}", self.name()),
         }
     }
 }
@@ -1768,7 +1789,7 @@ impl Node {
 /// person extracts is not what the reader reads. Sorting the paths puts each path right before
 /// the paths inside it, so one walk with a stack of the enclosing files finds every conflict in
 /// `O(n log n)`, whatever the depth of the names.
-fn path_conflicts(nodes: &[Node]) -> HashMap<usize, ReadError> {
+fn path_conflicts(nodes: &[Node], archive: &str) -> HashMap<usize, ReadError> {
     struct Frame {
         /// The node of this file.
         node: usize,
@@ -1796,7 +1817,8 @@ fn path_conflicts(nodes: &[Node]) -> HashMap<usize, ReadError> {
     let mut found: HashMap<usize, ReadError> = HashMap::new();
     let mut report = |node: &Node, message: String| {
         found.entry(node.at).or_insert_with(|| {
-            ReadError::new(ReadErrorKind::PathConflict, &node.location, message).about(&node.name)
+            ReadError::new(ReadErrorKind::PathConflict, node.location(archive), message)
+                .about(node.name())
         });
     };
     let mut stack: Vec<Frame> = Vec::new();
@@ -1809,13 +1831,13 @@ fn path_conflicts(nodes: &[Node]) -> HashMap<usize, ReadError> {
                 format!(
                     "`{}` is a directory earlier in the archive; extracting this file would turn \
                      that directory into a file",
-                    earlier.name
+                    earlier.name()
                 )
             } else {
                 format!(
                     "`{}` earlier in the archive makes this path a directory; extracting this \
                      file would turn that directory into a file",
-                    earlier.name
+                    earlier.name()
                 )
             };
             report(file, message);
@@ -1849,7 +1871,7 @@ fn path_conflicts(nodes: &[Node]) -> HashMap<usize, ReadError> {
                 format!(
                     "`{}` is a file earlier in the archive; extracting this entry would turn that \
                      file into a directory",
-                    nodes[file].name
+                    nodes[file].name()
                 ),
             );
         }
