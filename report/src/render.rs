@@ -28,6 +28,14 @@ fn opt(v: Option<impl ToString>) -> String {
     v.map_or_else(|| "?".to_owned(), |x| clean(&x.to_string()))
 }
 
+/// A value the record spells (such as iroh's connection type `None`), in code quotes, or `?`.
+fn code(v: Option<impl ToString>) -> String {
+    v.map_or_else(
+        || "?".to_owned(),
+        |x| format!("`{}`", clean(&x.to_string())),
+    )
+}
+
 fn ms(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_owned(), |x| x.to_string())
 }
@@ -167,10 +175,10 @@ pub fn markdown(s: &Summary) -> String {
                 clean(&d.reason),
                 clean(&d.observer),
                 clean(&d.peer),
-                opt(d.observer_conn.as_ref()),
+                code(d.observer_conn.as_ref()),
                 clean(&d.peer),
                 clean(&d.observer),
-                opt(d.peer_conn.as_ref()),
+                code(d.peer_conn.as_ref()),
                 clean(&d.observer),
                 match d.observer_probe_ok {
                     Some(true) => "yes",
@@ -459,7 +467,9 @@ pub fn gossip_gaps(s: &Summary) -> Vec<String> {
     let kinds: std::collections::BTreeSet<&String> = s.gossip.keys().map(|(_, k)| k).collect();
     let mut out = Vec::new();
     for n in s.nodes.values() {
-        if n.events == 0 {
+        // A relay server forwards traffic for the mesh but is not a member of it: it gossips
+        // with no one, so its receiving none says nothing.
+        if n.events == 0 || n.role.as_deref() == Some("relay") {
             continue;
         }
         for k in &kinds {
