@@ -29,6 +29,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("bundle_targz", bundle_targz),
     ("bundle_dir", bundle_dir),
     ("cross_version", cross_version),
+    ("record_file", record_file),
 ];
 
 /// Splits an input into a record kind (its first byte) and JSON text (the rest).
@@ -463,6 +464,60 @@ fn read_bundle(path: &Path) {
     if let Ok(mut reader) = BundleReader::open(path, limits) {
         let _ = diagwire::check::bundle::check_bundle(validators(), &mut reader, &mut |_, _| {});
     }
+}
+
+/// A reader that hands out its bytes a few at a time, so the scanner refills its buffer at every
+/// place a value can be cut.
+struct Trickle<'a> {
+    bytes: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(self.bytes.len()).min(buf.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        self.step = self.step % 7 + 1;
+        Ok(n)
+    }
+}
+
+/// Checking a record file of arbitrary bytes (a kind byte, then the file) never panics, and the
+/// in-memory check, the streamed check and the streamed check of a reader that returns a few
+/// bytes per read give the same report.
+pub fn record_file(data: &[u8]) {
+    use diagwire::check::{Checker, Options, Report};
+    let Some((&k, text)) = data.split_first() else {
+        return;
+    };
+    let kind = RecordKind::ALL[usize::from(k) % RecordKind::ALL.len()];
+    let check = |in_memory_bytes: u64, reader: &mut dyn std::io::Read| {
+        let options = Options {
+            in_memory_bytes,
+            ..Options::default()
+        };
+        let mut report = Report::default();
+        let size = Some(text.len() as u64);
+        let mut checker = Checker::new(validators(), options);
+        // Reading from memory cannot fail.
+        let _ = checker.check_reader("input.json", kind, size, reader, &mut report);
+        report
+    };
+    let in_memory = check(u64::MAX, &mut &text[..]);
+    let streamed = check(0, &mut &text[..]);
+    let trickled = check(
+        0,
+        &mut Trickle {
+            bytes: text,
+            step: 1,
+        },
+    );
+    assert_eq!(in_memory, streamed, "in memory and streamed differ");
+    assert_eq!(
+        streamed, trickled,
+        "streamed in one read and in small reads differ"
+    );
 }
 
 /// Opening a bundle from arbitrary bytes never panics, never yields an unsafe path and stays within

@@ -97,6 +97,7 @@ fn every_fuzz_target_has_a_replay_test() {
         "bundle_targz",
         "bundle_dir",
         "cross_version",
+        "record_file",
     ];
     let names: Vec<&str> = TARGETS.iter().map(|(n, _)| *n).collect();
     assert_eq!(names, listed);
@@ -140,6 +141,16 @@ fn bundle_dir_corpus_replays() {
 #[test]
 fn bundle_dir_holds_on_generated_inputs() {
     generated("bundle_dir");
+}
+
+#[test]
+fn record_file_corpus_replays() {
+    replay("record_file");
+}
+
+#[test]
+fn record_file_holds_on_generated_inputs() {
+    generated("record_file");
 }
 
 #[test]

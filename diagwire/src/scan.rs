@@ -192,7 +192,10 @@ impl<R: Read> Scanner<R> {
                 if consumed > self.max_record {
                     return Err(ScanError::TooLarge(self.max_record, at));
                 }
-                if !self.fill()? {
+                // `fill` may move the bytes kept to the front of the buffer.
+                let more = self.fill()?;
+                i = self.start + consumed;
+                if !more {
                     // A scalar may end at the end of the stream.
                     if depth == 0 && consumed > 0 {
                         break;
@@ -202,7 +205,6 @@ impl<R: Read> Scanner<R> {
                         at,
                     ));
                 }
-                i = self.start + consumed;
                 continue;
             }
             if depth > 0 {
@@ -444,6 +446,28 @@ mod tests {
             values("\"abc", 1 << 20),
             Err(ScanError::Syntax(_, _))
         ));
+    }
+
+    #[test]
+    fn a_scalar_at_the_end_of_the_stream_after_consumed_bytes_is_whole() {
+        // The buffer moves its kept bytes to the front when the end of the stream is found.
+        for text in ["[1,2", "[1, 22", "[\"ab\",3"] {
+            let mut s = Scanner::new(text.as_bytes(), 100);
+            assert_eq!(s.peek().expect("peek"), Some(b'['));
+            s.bump();
+            let mut got = Vec::new();
+            while let Some(b) = s.peek().expect("peek") {
+                if b == b',' {
+                    s.bump();
+                    continue;
+                }
+                got.push(
+                    String::from_utf8_lossy(s.value(MAX_DEPTH).expect("value").0).into_owned(),
+                );
+            }
+            let want: Vec<&str> = text[1..].split(',').map(str::trim).collect();
+            assert_eq!(got, want, "{text}");
+        }
     }
 
     #[test]

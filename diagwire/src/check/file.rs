@@ -99,7 +99,9 @@ impl Checker<'_> {
         if size.is_some_and(|s| s <= in_memory) {
             let mut buf = std::mem::take(&mut self.buf);
             buf.clear();
-            let read = reader.take(in_memory + 1).read_to_end(&mut buf);
+            let read = reader
+                .take(in_memory.saturating_add(1))
+                .read_to_end(&mut buf);
             let result = match read {
                 Ok(_) if buf.len() as u64 <= in_memory => match fast(kind, &buf, keep) {
                     Some((n, kept)) => {
