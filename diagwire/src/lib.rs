@@ -63,6 +63,7 @@ pub use diagwire_runtime::arb;
 /// The version of the contract the [`v1`] types were generated from.
 pub const CONTRACT_VERSION: &str = v1::CONTRACT_VERSION;
 
+pub mod canonical;
 pub mod layout;
 pub mod problem;
 pub mod scan;

@@ -840,7 +840,7 @@ pub struct RelaySessionClosed {
     ///
     /// Wire: `duration_ms` — required.
     pub duration_ms: u64,
-    /// Which side ended the session.
+    /// Which side ended the session; `remote` and `idle_timeout` are deprecated spellings (see `RelayCloseInitiator`).
     ///
     /// Wire: `close_initiator` — required.
     pub close_initiator: RelayCloseInitiator,
@@ -925,6 +925,12 @@ pub struct GossipReceived {
     ///
     /// Wire: `item_count` — required.
     pub item_count: u32,
+    /// Causal trace id of the gossip message the payload arrived in (the sender's `MessageSent.trace_id`), a 128-bit id written as 32 lowercase hex characters, so the receipt joins the causal chain of the message that carried it. Added in contract 1.2.0.
+    ///
+    /// Wire: `trace_id` — left out when absent.
+    ///
+    /// Absent: The writer does not thread causal trace ids (every writer before contract 1.2.0).
+    pub trace_id: Option<String>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -942,6 +948,7 @@ impl GossipReceived {
             payload_kind,
             payload_bytes,
             item_count,
+            trace_id: None,
             extra: Default::default(),
         }
     }
@@ -951,6 +958,7 @@ impl GossipReceived {
     payload_kind: GossipPayloadKind = "payload_kind" req,
     payload_bytes: u32 = "payload_bytes" req,
     item_count: u32 = "item_count" req,
+    trace_id: Option<String> = "trace_id" omit,
 } flat {} extra { extra });
 /// A child process owned by this node was started. Replaces the legacy `worker_starting` custom event.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -971,6 +979,14 @@ pub struct SubprocessSpawned {
     ///
     /// Wire: `command` — required.
     pub command: String,
+    /// Generation of the GPU worker process this child is, when the child is a stage's worker; it goes up by one on every worker restart, so a record of an earlier generation is never mistaken for the current worker. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The child is not a GPU worker, or the writer does not track worker generations (every writer before contract 1.2.0).
+    pub worker_generation: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -982,6 +998,7 @@ impl SubprocessSpawned {
             label: label.into(),
             pid,
             command: command.into(),
+            worker_generation: None,
             extra: Default::default(),
         }
     }
@@ -990,6 +1007,7 @@ impl SubprocessSpawned {
     label: String = "label" req,
     pid: u32 = "pid" req,
     command: String = "command" req,
+    worker_generation: Option<u64> = "worker_generation" omit,
 } flat {} extra { extra });
 /// A child process owned by this node ended. Replaces the legacy `worker_exited` custom event. For a pid the introspector never registered, the label is `unknown-pid-<pid>`, the command is empty and the uptime is `null`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -1010,6 +1028,14 @@ pub struct SubprocessExited {
     ///
     /// Wire: `command` — required.
     pub command: String,
+    /// Generation of the GPU worker process this child was, when the child is a stage's worker; it goes up by one on every worker restart, so a record of an earlier generation is never mistaken for the current worker. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The child is not a GPU worker, or the writer does not track worker generations (every writer before contract 1.2.0).
+    pub worker_generation: Option<u64>,
     /// The child's exit status code.
     ///
     /// Unit: `exit-code`.
@@ -1045,6 +1071,7 @@ impl SubprocessExited {
             label: label.into(),
             pid,
             command: command.into(),
+            worker_generation: None,
             exit_code: None,
             exit_signal: None,
             uptime_ms: None,
@@ -1056,6 +1083,7 @@ impl SubprocessExited {
     label: String = "label" req,
     pid: u32 = "pid" req,
     command: String = "command" req,
+    worker_generation: Option<u64> = "worker_generation" omit,
     exit_code: Option<i32> = "exit_code" null,
     exit_signal: Option<i32> = "exit_signal" null,
     uptime_ms: Option<u64> = "uptime_ms" null,
@@ -1124,6 +1152,12 @@ pub struct SwimMetadataReceived {
     ///
     /// Wire: `payload_hash` — required.
     pub payload_hash: u64,
+    /// Causal trace id of the SWIM message the metadata arrived in (the sender's `MessageSent.trace_id`), a 128-bit id written as 32 lowercase hex characters, so the receipt joins the causal chain of the message that carried it. Added in contract 1.2.0.
+    ///
+    /// Wire: `trace_id` — left out when absent.
+    ///
+    /// Absent: The writer does not thread causal trace ids (every writer before contract 1.2.0).
+    pub trace_id: Option<String>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -1135,6 +1169,7 @@ impl SwimMetadataReceived {
             peer,
             version,
             payload_hash,
+            trace_id: None,
             extra: Default::default(),
         }
     }
@@ -1143,6 +1178,7 @@ impl SwimMetadataReceived {
     peer: NodeId = "peer" req,
     version: u64 = "version" req,
     payload_hash: u64 = "payload_hash" req,
+    trace_id: Option<String> = "trace_id" omit,
 } flat {} extra { extra });
 /// A send to a peer reused a cached iroh connection.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -1576,7 +1612,7 @@ pub struct SwimProbeAcked {
     ///
     /// Absence discriminator: read it through [`Self::rtt_ms_provenance`].
     pub rtt_ms: Option<u64>,
-    /// How `rtt_ms` was obtained: `derived` when computed as the receive time minus the send time, `iroh` when the transport measured it.
+    /// How `rtt_ms` was obtained: `measured` when swactor's SWIM layer timed the probe itself (from contract 1.2.0; 1.1.0 writers wrote `iroh` for the same measurement, a spelling readers still take as measured and writers no longer use), `derived` when computed afterwards as the receive time minus the send time.
     ///
     /// Wire: `rtt_source` — left out when absent.
     ///
@@ -1626,7 +1662,7 @@ impl SwimProbeAcked {
     }
     /// How `rtt_ms` was obtained, or why it is absent.
     ///
-    /// `rtt_source` says whether a present value was reported (`iroh`) or derived.
+    /// `rtt_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn rtt_ms_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
         ::diagwire_runtime::Provenance::resolve(
             self.rtt_ms.as_ref(),
@@ -1697,7 +1733,7 @@ pub struct SwimProbeTimedOut {
     ///
     /// Absence discriminator: read it through [`Self::rtt_ms_provenance`].
     pub rtt_ms: Option<u64>,
-    /// How `rtt_ms` was obtained: `derived` when computed as the receive time minus the send time, `iroh` when the transport measured it.
+    /// How `rtt_ms` was obtained: `measured` when swactor's SWIM layer timed the probe itself (from contract 1.2.0; 1.1.0 writers wrote `iroh` for the same measurement, a spelling readers still take as measured and writers no longer use), `derived` when computed afterwards as the receive time minus the send time.
     ///
     /// Wire: `rtt_source` — left out when absent.
     ///
@@ -1752,7 +1788,7 @@ impl SwimProbeTimedOut {
     }
     /// How `rtt_ms` was obtained, or why it is absent.
     ///
-    /// `rtt_source` says whether a present value was reported (`iroh`) or derived.
+    /// `rtt_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn rtt_ms_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
         ::diagwire_runtime::Provenance::resolve(
             self.rtt_ms.as_ref(),
@@ -1930,10 +1966,16 @@ pub struct HandshakeStarted {
     ///
     /// Wire: `cipher_suite_offered` — left out when absent.
     ///
-    /// Absent: The transport does not expose the offer. Listed in `api_gaps` under `Handshake.cipher_suite_offered`: could not be asked, never read as an empty offer.
+    /// Absent: The transport does not expose the offer. Listed in the event's `api_gaps` under `Handshake.cipher_suite_offered`: could not be asked, never read as an empty offer.
     ///
     /// Absence discriminator: read it through [`Self::cipher_suite_offered_provenance`].
     pub cipher_suite_offered: Option<Vec<String>>,
+    /// Canonical names of the values of this event the transport cannot provide (`Handshake.cipher_suite_offered`); a reader must read the matching absent fields as "could not ask". Added in contract 1.2.0.
+    ///
+    /// Wire: `api_gaps` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: No gap is declared: an absent value the event names was not observed (every writer before contract 1.2.0 says nothing more).
+    pub api_gaps: Vec<ApiGap>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -1953,6 +1995,7 @@ impl HandshakeStarted {
             remote_addr: remote_addr.into(),
             via_relay: None,
             cipher_suite_offered: None,
+            api_gaps: Default::default(),
             extra: Default::default(),
         }
     }
@@ -1980,6 +2023,7 @@ impl HandshakeStarted {
     remote_addr: String = "remote_addr" req,
     via_relay: Option<String> = "via_relay" omit,
     cipher_suite_offered: Option<Vec<String>> = "cipher_suite_offered" omit,
+    api_gaps: Vec<ApiGap> = "api_gaps" skip,
 } flat {} extra { extra });
 /// A cryptographic handshake with a peer finished, with its result and duration.
 #[derive(Debug, Clone, PartialEq)]
@@ -2010,10 +2054,16 @@ pub struct HandshakeOutcome {
     ///
     /// Wire: `cipher_suite_selected` — left out when absent.
     ///
-    /// Absent: The handshake did not succeed, or the transport does not expose the choice (then listed in `api_gaps` under `Handshake.cipher_suite_selected`: could not be asked).
+    /// Absent: The handshake did not succeed, or the transport does not expose the choice (then listed in the event's `api_gaps` under `Handshake.cipher_suite_selected`: could not be asked).
     ///
     /// Absence discriminator: read it through [`Self::cipher_suite_selected_provenance`].
     pub cipher_suite_selected: Option<String>,
+    /// Canonical names of the values of this event the transport cannot provide (`Handshake.cipher_suite_selected`); a reader must read the matching absent fields as "could not ask". Added in contract 1.2.0.
+    ///
+    /// Wire: `api_gaps` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: No gap is declared: an absent value the event names was not observed (every writer before contract 1.2.0 says nothing more).
+    pub api_gaps: Vec<ApiGap>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -2027,6 +2077,7 @@ impl HandshakeOutcome {
             error: None,
             duration_ms,
             cipher_suite_selected: None,
+            api_gaps: Default::default(),
             extra: Default::default(),
         }
     }
@@ -2053,6 +2104,7 @@ impl HandshakeOutcome {
     error: Option<String> = "error" omit,
     duration_ms: u64 = "duration_ms" req,
     cipher_suite_selected: Option<String> = "cipher_suite_selected" omit,
+    api_gaps: Vec<ApiGap> = "api_gaps" skip,
 } flat {} extra { extra });
 /// One packet this node sent or received, below the message level, so that fragmentation, acknowledgement timing and retransmits are visible. The payload itself is not stored; its hash lets a simulated run be matched against a production run of the same workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -2087,6 +2139,12 @@ pub struct WirePacket {
     ///
     /// Wire: `via` — required.
     pub via: WirePacketVia,
+    /// Canonical names of the packet values the platform cannot provide (`WirePacket.ttl`, `WirePacket.ecn` of `l3`); a reader must read the matching absent fields as "could not ask". Added in contract 1.2.0.
+    ///
+    /// Wire: `api_gaps` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: No gap is declared: an absent value the event names was not observed (every writer before contract 1.2.0 says nothing more).
+    pub api_gaps: Vec<ApiGap>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -2108,6 +2166,7 @@ impl WirePacket {
             payload_hash,
             payload_len,
             via,
+            api_gaps: Default::default(),
             extra: Default::default(),
         }
     }
@@ -2119,6 +2178,7 @@ impl WirePacket {
     payload_hash: u64 = "payload_hash" req,
     payload_len: u32 = "payload_len" req,
     via: WirePacketVia = "via" req,
+    api_gaps: Vec<ApiGap> = "api_gaps" skip,
 } flat {} extra { extra });
 /// A node's process started booting. Boot then ends in `node_available` or `node_faulted`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -3348,7 +3408,7 @@ pub struct WirePacketL3 {
     ///
     /// Wire: `ttl` — left out when absent.
     ///
-    /// Absent: The platform does not report it for this packet. Listed in `api_gaps` under `WirePacket.ttl`: could not be asked, never read as zero.
+    /// Absent: The platform does not report it for this packet. Listed in the `WirePacket` event's `api_gaps` under `WirePacket.ttl`: could not be asked, never read as zero.
     ///
     /// Absence discriminator: read it through [`Self::ttl_provenance`].
     pub ttl: Option<u8>,
@@ -3356,7 +3416,7 @@ pub struct WirePacketL3 {
     ///
     /// Wire: `ecn` — left out when absent.
     ///
-    /// Absent: The platform does not report it for this packet. Listed in `api_gaps` under `WirePacket.ecn`: could not be asked.
+    /// Absent: The platform does not report it for this packet. Listed in the `WirePacket` event's `api_gaps` under `WirePacket.ecn`: could not be asked.
     ///
     /// Absence discriminator: read it through [`Self::ecn_provenance`].
     pub ecn: Option<EcnCodepoint>,
@@ -4229,6 +4289,14 @@ pub struct PpWorkerDispatchFields {
     ///
     /// Wire: `request_id` — required.
     pub request_id: String,
+    /// Generation of the GPU worker process the operation was handed to; it goes up by one on every worker restart, so a record of an earlier generation is never mistaken for the current worker. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The writer does not track worker generations (every writer before contract 1.2.0); the generation is not known, never 0.
+    pub worker_generation: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -4244,6 +4312,7 @@ impl PpWorkerDispatchFields {
             op: op.into(),
             queue_depth_at_dispatch,
             request_id: request_id.into(),
+            worker_generation: None,
             extra: Default::default(),
         }
     }
@@ -4252,6 +4321,7 @@ impl PpWorkerDispatchFields {
     op: String = "op" req,
     queue_depth_at_dispatch: u32 = "queue_depth_at_dispatch" req,
     request_id: String = "request_id" req,
+    worker_generation: Option<u64> = "worker_generation" omit,
 } flat {} extra { extra });
 /// One operation a stage's worker finished.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -4276,6 +4346,14 @@ pub struct PpWorkerCompleteFields {
     ///
     /// Wire: `request_id` — required.
     pub request_id: String,
+    /// Generation of the GPU worker process that finished the operation; it goes up by one on every worker restart, so a record of an earlier generation is never mistaken for the current worker. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The writer does not track worker generations (every writer before contract 1.2.0); the generation is not known, never 0.
+    pub worker_generation: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -4291,6 +4369,7 @@ impl PpWorkerCompleteFields {
             duration_ms,
             op: op.into(),
             request_id: request_id.into(),
+            worker_generation: None,
             extra: Default::default(),
         }
     }
@@ -4299,6 +4378,7 @@ impl PpWorkerCompleteFields {
     duration_ms: f64 = "duration_ms" req,
     op: String = "op" req,
     request_id: String = "request_id" req,
+    worker_generation: Option<u64> = "worker_generation" omit,
 } flat {} extra { extra });
 /// Result of one dial attempt (swactor `DialOutcome`): a bare string for the fixed outcomes, or `{"Error": "<text>"}` for any other error.
 #[derive(Debug, Clone, PartialEq)]
@@ -4389,7 +4469,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DialResult {
         deserializer.deserialize_any(V)
     }
 }
-/// Which side ended a relay session: the `relay` itself, the `remote` node, or an `idle_timeout`. Added in 1.1.0: `peer` (the remote node closed it; the seed's name for what 1.0.0 writers call `remote`), `transport` (the underlying connection failed) and `unknown` (the relay could not tell).
+/// Which side ended a relay session. From contract 1.2.0 the canonical sides are `relay` (the relay itself), `peer` (the remote node), `transport` (the underlying connection failed) and `unknown` (the relay could not tell), and writers write only these. Deprecated, still read: `remote` is a synonym of `peer` (what 1.0.0 writers wrote; count it as `peer`), and `idle_timeout` is a reason rather than a side (the relay closed an idle session: count it as `relay` with reason `idle_timeout`; a writer from 1.2.0 writes `relay` and puts `idle_timeout` in `close_reason`). `diagwire::canonical::relay_close` folds the deprecated values.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum RelayCloseInitiator {
@@ -4416,17 +4496,20 @@ pub enum RelayCloseInitiator {
     Transport = "transport",
     Unknown = "unknown",
 } other { Other });
-/// Kind of a gossip payload. Today only `swim_piggyback` (SWIM membership updates) is written; other layers may add their own kinds.
+/// Kind of a gossip payload: `swim_piggyback` (SWIM membership updates) and, from contract 1.2.0, `name_registry` (name-registry entries), so "this node never received any name-registry gossip" is the same question for every writer; other layers may add their own kinds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum GossipPayloadKind {
     /// `swim_piggyback`.
     SwimPiggyback,
+    /// `name_registry`.
+    NameRegistry,
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
 ::diagwire_runtime::str_enum!(GossipPayloadKind {
     SwimPiggyback = "swim_piggyback",
+    NameRegistry = "name_registry",
 } other { Other });
 /// Phase of a SWIM probe: `direct` (a ping sent straight to the target) or `indirect` (ping requests sent through other members after the direct phase timed out).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
