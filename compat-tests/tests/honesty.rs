@@ -370,3 +370,43 @@ fn a_nat_binding_names_its_class_or_says_it_could_not_ask() {
         Provenance::Reported(&NatClass::Unknown)
     );
 }
+
+// Item 6: the timeout event is written at the timeout, so a late acknowledgement is its own event.
+#[test]
+fn a_late_acknowledgement_is_its_own_event_and_the_timeout_says_nothing_about_it() {
+    let timed_out = fixture("event", "v1-1-swim-probe-timed-out-probe-record.json");
+    let t: EventRecord = parse(&timed_out);
+    let Event::SwimProbeTimedOut(t) = &t.event else {
+        panic!("not a SwimProbeTimedOut")
+    };
+    let mut late = timed_out.clone();
+    let map = late.as_object_mut().unwrap();
+    map.retain(|k, _| {
+        [
+            "node_id",
+            "monotonic_seq",
+            "wall_ms",
+            "target",
+            "sequence",
+            "kind",
+            "trace_id",
+        ]
+        .contains(&k.as_str())
+    });
+    map.insert("type".into(), json!("SwimProbeLateAcked"));
+    map.insert("rtt_ms".into(), json!(3_180));
+    let l: EventRecord = parse(&late);
+    let Event::SwimProbeLateAcked(l) = &l.event else {
+        panic!("not a SwimProbeLateAcked")
+    };
+    // Joined on (target, sequence, kind), as every probe event is.
+    assert_eq!(
+        (&l.target, l.sequence, &l.kind),
+        (&t.target, t.sequence, &t.kind)
+    );
+    assert_eq!(l.rtt_ms, 3_180);
+    // A 1.1.0 reader keeps the new event whole and writes it back.
+    let old: v1_1_0::EventRecord = parse(&late);
+    assert!(matches!(old.event, v1_1_0::Event::Other(ref o) if o.tag == "SwimProbeLateAcked"));
+    round_trips::<v1_1_0::EventRecord>(&late);
+}

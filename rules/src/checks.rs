@@ -632,10 +632,12 @@ impl<'c> Checker<'c> {
                                 continue;
                             };
                             eval.checked += 1;
-                            if inst.declares(gap)
-                                && present(inst.obj, f.key)
-                                && inst.obj.get(src).and_then(Value::as_str) == Some("iroh")
-                            {
+                            let said = inst.obj.get(src).and_then(Value::as_str);
+                            if let Some(said) = said.filter(|s| {
+                                inst.declares(gap)
+                                    && present(inst.obj, f.key)
+                                    && diagwire::REPORTED_SOURCES.contains(s)
+                            }) {
                                 let fnd = finding(
                                     rule,
                                     at(&format!("{}/{}", inst.ptr, f.key)),
@@ -653,7 +655,7 @@ impl<'c> Checker<'c> {
                                         },
                                     ],
                                     format!(
-                                        "`{}.{}` says it was reported natively (`{src}: iroh`) while the block's `api_gaps` declares `{gap}`, the gap that says it cannot be asked for",
+                                        "`{}.{}` says it was reported natively (`{src}: {said}`) while the block's `api_gaps` declares `{gap}`, the gap that says it cannot be asked for",
                                         inst.type_name, f.key
                                     ),
                                 );

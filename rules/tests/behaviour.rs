@@ -905,6 +905,25 @@ fn a_value_reported_natively_while_its_gap_is_declared_is_found() {
 }
 
 #[test]
+fn a_value_the_driver_reported_while_its_gap_is_declared_is_found() {
+    let mut run = base();
+    let mut app = AppState::new(0, WorkerStatus::Busy);
+    app.gpu_mem_used_bytes = Some(1 << 30);
+    app.gpu_mem_source = Some(ValueSource::Driver);
+    app.api_gaps.push(CaptureGap::AppStateGpuMemUsedBytes);
+    app.api_gaps.push(CaptureGap::AppStateGpuMemTotalBytes);
+    run.node_mut("stage-0").snapshots[2].body.app = Some(app);
+    let f = violates(run, "absence.gap_not_contradicted");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].location.pointer, "/body/app/gpu_mem_used_bytes");
+    assert!(
+        f[0].message.contains("`gpu_mem_source: driver`"),
+        "{}",
+        f[0].message
+    );
+}
+
+#[test]
 fn a_reported_value_without_its_gap_keeps_the_rule() {
     let mut run = base();
     let iroh = run.node_mut("stage-0").snapshots[2]

@@ -174,6 +174,8 @@ pub enum Event {
     RunTornDown(RunTornDown),
     /// `type: fault_detected`. A component detected a fault that the node and run fault events do not cover, at any scope: a stage, edge, ring, object, compute step or worker. The scope fields present say what the fault concerns.
     FaultDetected(FaultDetected),
+    /// `type: SwimProbeLateAcked`. An acknowledgement arrived for a SWIM probe whose budget had already run out (its `SwimProbeTimedOut` was emitted at the timeout), so a reader can tell a narrow miss from a probe never answered. Added in contract 1.2.0; writers before it put a late acknowledgement's round trip on the timeout event (`SwimProbeTimedOut.rtt_ms`), which could only be written after the fact.
+    SwimProbeLateAcked(SwimProbeLateAcked),
     /// A variant this version of the contract does not know: its tag and every other key, written back unchanged.
     Other(
         #[cfg_attr(feature = "arbitrary", arbitrary(with = arbitrary_other_event))]
@@ -466,6 +468,11 @@ impl From<FaultDetected> for Event {
         Event::FaultDetected(v)
     }
 }
+impl From<SwimProbeLateAcked> for Event {
+    fn from(v: SwimProbeLateAcked) -> Self {
+        Event::SwimProbeLateAcked(v)
+    }
+}
 ::diagwire_runtime::internal_union!(Event, EventDecoder, "Event", tag "type" {
     SwimTransition(SwimTransitionDecoder) = "SwimTransition",
     DialStarted(DialStartedDecoder) = "DialStarted",
@@ -523,6 +530,7 @@ impl From<FaultDetected> for Event {
     StageStopped(StageStoppedDecoder) = "stage_stopped",
     RunTornDown(RunTornDownDecoder) = "run_torn_down",
     FaultDetected(FaultDetectedDecoder) = "fault_detected",
+    SwimProbeLateAcked(SwimProbeLateAckedDecoder) = "SwimProbeLateAcked",
 } other { Other });
 /// SWIM changed its opinion of a peer. Each one also triggers a snapshot with a `Transition` trigger.
 #[derive(Debug, Clone, PartialEq)]
@@ -1618,13 +1626,13 @@ pub struct SwimProbeAcked {
     ///
     /// Absent: `rtt_ms` is absent as well, or the record comes from a writer that did not say; read the value as derived from the two timestamps.
     pub rtt_source: Option<ValueSource>,
-    /// How the probe ended; `success` for an acknowledged probe.
+    /// How the probe ended: always `success` for an acknowledged probe. `timeout` is not an outcome of this event (an acknowledgement after the budget is a `SwimProbeLateAcked` beside the `SwimProbeTimedOut`); the value type is shared with the timeout event, so the schema cannot refuse it, and a record with it is a writer bug.
     ///
     /// Wire: `outcome` — left out when absent.
     ///
     /// Absent: Not recorded (every 1.0.0 writer); an acknowledged probe is a success.
     pub outcome: Option<SwimProbeOutcome>,
-    /// The probe's configured time budget in milliseconds: the same budget as `budget_ticks` of the timeout event, converted to time.
+    /// The probe's configured time budget in milliseconds: the same budget as `budget_ticks` of the timeout event, converted to time; the canonical statement of the budget, comparable across runs whatever their tick length.
     ///
     /// Unit: `ms`.
     ///
@@ -1703,7 +1711,7 @@ pub struct SwimProbeTimedOut {
     ///
     /// Wire: `kind` — required.
     pub kind: SwimProbeKind,
-    /// The configured probe timeout that elapsed.
+    /// The configured probe timeout that elapsed, in SWIM ticks. The same budget as `timeout_budget_ms`, which says it in milliseconds and is the one to compare across runs (tick lengths differ); required since 1.0.0, so writers keep writing both.
     ///
     /// Unit: `ticks`.
     ///
@@ -1723,7 +1731,7 @@ pub struct SwimProbeTimedOut {
     ///
     /// Absent: Not recorded; the `wall_ms` of the matching `SwimProbeSent` is the send time. Every 1.0.0 writer leaves it out.
     pub sent_at_ms: Option<u64>,
-    /// Round-trip time of an acknowledgement that arrived after the budget ran out, so a reader can tell a narrow miss from a probe never answered.
+    /// Round-trip time of an acknowledgement that arrived after the budget ran out, so a reader can tell a narrow miss from a probe never answered. Deprecated from contract 1.2.0: the timeout event is emitted when the budget runs out, before any late acknowledgement, so writers leave this out and emit `SwimProbeLateAcked` when one arrives; readers still read it in older records.
     ///
     /// Unit: `ms`.
     ///
@@ -1745,7 +1753,7 @@ pub struct SwimProbeTimedOut {
     ///
     /// Absent: Not recorded (every 1.0.0 writer); read it as `timeout`.
     pub outcome: Option<SwimProbeOutcome>,
-    /// The probe's configured time budget in milliseconds: the same budget as `budget_ticks` of the timeout event, converted to time.
+    /// The probe's configured time budget in milliseconds: the same budget as `budget_ticks` of the timeout event, converted to time; the canonical statement of the budget, comparable across runs whatever their tick length.
     ///
     /// Unit: `ms`.
     ///
@@ -1807,6 +1815,71 @@ impl SwimProbeTimedOut {
     rtt_ms: Option<u64> = "rtt_ms" omit,
     rtt_source: Option<ValueSource> = "rtt_source" omit,
     outcome: Option<SwimProbeOutcome> = "outcome" omit,
+    timeout_budget_ms: Option<u64> = "timeout_budget_ms" omit,
+    trace_id: Option<String> = "trace_id" omit,
+} flat {} extra { extra });
+/// An acknowledgement arrived for a SWIM probe whose budget had already run out (its `SwimProbeTimedOut` was emitted at the timeout), so a reader can tell a narrow miss from a probe never answered. Added in contract 1.2.0; writers before it put a late acknowledgement's round trip on the timeout event (`SwimProbeTimedOut.rtt_ms`), which could only be written after the fact.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub struct SwimProbeLateAcked {
+    /// The peer that was probed.
+    ///
+    /// Wire: `target` — required.
+    pub target: NodeId,
+    /// SWIM sequence number of the probe, as in `SwimProbeSent` and `SwimProbeTimedOut`.
+    ///
+    /// Unit: `sequence`.
+    ///
+    /// Wire: `sequence` — required.
+    pub sequence: u64,
+    /// The probe phase whose acknowledgement arrived late.
+    ///
+    /// Wire: `kind` — required.
+    pub kind: SwimProbeKind,
+    /// Round-trip time of the late acknowledgement: from sending the ping to receiving its acknowledgement, as SWIM timed it. Always measured, since the event exists only because the acknowledgement arrived.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `rtt_ms` — required.
+    pub rtt_ms: u64,
+    /// The budget the probe exceeded, as in `SwimProbeTimedOut.timeout_budget_ms`.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `timeout_budget_ms` — left out when absent.
+    ///
+    /// Absent: Not recorded; take it from the matching `SwimProbeTimedOut`.
+    pub timeout_budget_ms: Option<u64>,
+    /// Causal trace id of the probe message, the same as on its `SwimProbeSent` and `SwimProbeTimedOut`.
+    ///
+    /// Wire: `trace_id` — left out when absent.
+    ///
+    /// Absent: The writer does not thread causal trace ids.
+    pub trace_id: Option<String>,
+    /// Keys this version of the contract does not know, kept and written back unchanged.
+    pub extra: ::diagwire_runtime::Extra,
+}
+impl SwimProbeLateAcked {
+    /// Builds the value from its required fields (`target`, `sequence`, `kind`, `rtt_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(target: NodeId, sequence: u64, kind: SwimProbeKind, rtt_ms: u64) -> Self {
+        Self {
+            target,
+            sequence,
+            kind,
+            rtt_ms,
+            timeout_budget_ms: None,
+            trace_id: None,
+            extra: Default::default(),
+        }
+    }
+}
+::diagwire_runtime::object!(SwimProbeLateAcked, SwimProbeLateAckedDecoder, "SwimProbeLateAcked" {
+    target: NodeId = "target" req,
+    sequence: u64 = "sequence" req,
+    kind: SwimProbeKind = "kind" req,
+    rtt_ms: u64 = "rtt_ms" req,
     timeout_budget_ms: Option<u64> = "timeout_budget_ms" omit,
     trace_id: Option<String> = "trace_id" omit,
 } flat {} extra { extra });

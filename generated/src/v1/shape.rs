@@ -479,6 +479,7 @@ pub static TYPES: &[TypeShape] = &[
                 ::diagwire_runtime::shape::VariantShape { tag: "stage_stopped", payload: Pl::Def("StageStopped") },
                 ::diagwire_runtime::shape::VariantShape { tag: "run_torn_down", payload: Pl::Def("RunTornDown") },
                 ::diagwire_runtime::shape::VariantShape { tag: "fault_detected", payload: Pl::Def("FaultDetected") },
+                ::diagwire_runtime::shape::VariantShape { tag: "SwimProbeLateAcked", payload: Pl::Def("SwimProbeLateAcked") },
             ],
         },
     },
@@ -2192,6 +2193,23 @@ pub static TYPES: &[TypeShape] = &[
         name: "SwimProbeKind",
         schema: "event",
         kind: K::Enum { values: &["direct", "indirect"], open: true },
+    },
+    TypeShape {
+        name: "SwimProbeLateAcked",
+        schema: "event",
+        kind: K::Struct {
+            fields: &[
+                F::new("target", V::Ref("NodeId"), P::Required),
+                F::new("sequence", V::Int(W::U64), P::Required).unit("sequence"),
+                F::new("kind", V::Ref("SwimProbeKind"), P::Required),
+                F::new("rtt_ms", V::Int(W::U64), P::Required).unit("ms"),
+                F::new("timeout_budget_ms", V::Int(W::U64), P::Omittable).unit("ms"),
+                F::new("trace_id", V::Str, P::Omittable),
+            ],
+            flatten: None,
+            consts: &[("type", "SwimProbeLateAcked")],
+            keeps_extra: true,
+        },
     },
     TypeShape {
         name: "SwimProbeOutcome",
