@@ -112,6 +112,9 @@ pub struct RelayTotals {
     pub bytes_tx: u64,
     /// Closes by reason.
     pub by_reason: Vec<(String, u64)>,
+    /// False when the relay could not count its sessions (`counters_source: unavailable`): the
+    /// five counters are placeholders, not an idle relay.
+    pub counted: bool,
 }
 
 /// One probe's latest state on one node.
@@ -645,6 +648,10 @@ impl Pass {
                 bytes_rx: r.bytes_rx_total,
                 bytes_tx: r.bytes_tx_total,
                 by_reason: r.closes_by_reason.clone(),
+                counted: !matches!(
+                    r.active_sessions_provenance(),
+                    diagwire::Provenance::Unavailable(_)
+                ),
             };
             if self.relay_latest.get(label).is_none_or(|(t0, _)| t >= *t0) {
                 self.relay_latest.insert(label.to_owned(), (t, totals));
