@@ -79,7 +79,8 @@ pub struct RelayClose {
     pub relay: String,
     /// The peer whose session closed.
     pub peer: String,
-    /// Who closed it.
+    /// Who closed it, as a canonical side (`diagwire::canonical::relay_close`: a `remote` of 1.0.0
+    /// writers reads `peer`, an `idle_timeout` reads `relay`).
     pub initiator: String,
     /// The relay's reason.
     pub reason: String,
@@ -735,7 +736,10 @@ impl Pass {
                 let close = RelayClose {
                     relay: label.to_owned(),
                     peer: x.peer_node_id_hex.0.clone(),
-                    initiator: x.close_initiator.to_string(),
+                    // One side, one string: `remote` counts as `peer`, `idle_timeout` as `relay`.
+                    initiator: diagwire::canonical::relay_close(&x.close_initiator)
+                        .0
+                        .to_string(),
                     reason: x.close_reason.clone(),
                     duration_ms: x.duration_ms,
                     bytes_in: x.bytes_rx,
