@@ -431,7 +431,7 @@ fn provenance_accessors(s: &StructDef) -> Vec<TokenStream> {
         let mut text = format!("How `{}` was obtained, or why it is absent.\n\n", p.name);
         if let Some(src) = &pv.source {
             text.push_str(&format!(
-                "`{src}` says whether a present value was reported (`iroh`) or derived. "
+                "`{src}` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). "
             ));
         }
         match &pv.gap {

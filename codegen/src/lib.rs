@@ -144,7 +144,7 @@ pub fn generate(root: &Path) -> Result<Vec<Output>> {
     let mut readers = Vec::new();
     let mut modules: Vec<(Version, String)> = Vec::new();
     let mut constructor_calls = Vec::new();
-    let current_model = diagwire_schema::load(&current_files)?;
+    let current_model = diagwire_schema::load_current(&current_files)?;
     // The newest release is the current contract when the schemas have not changed since.
     let current_released = releases.last().is_some_and(|v| *v == version)
         && same_texts(root, &format!("schemas/releases/{version}"), "schemas")?;

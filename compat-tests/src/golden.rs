@@ -14,15 +14,24 @@ pub fn path(version: &str) -> PathBuf {
     fixtures_dir().join(version).join("golden.tar.gz")
 }
 
-fn valid_fixtures(kind: &str, include_1_1: bool) -> Vec<Value> {
+/// The minor version a wire fixture needs: `v1-<minor>-…` names a fixture of the fields that minor
+/// version added; every other fixture is of 1.0.0.
+fn fixture_minor(name: &str) -> u64 {
+    let file = Path::new(name)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.strip_prefix("v1-")
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The valid wire fixtures of `kind` that a release of minor version `minor` knows.
+fn valid_fixtures(kind: &str, minor: u64) -> Vec<Value> {
     crate::valid(kind)
         .into_iter()
-        .filter(|f| {
-            include_1_1
-                || !Path::new(&f.name)
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("v1-1-"))
-        })
+        .filter(|f| fixture_minor(&f.name) <= minor)
         .map(|f| f.value())
         .collect()
 }
@@ -31,13 +40,18 @@ fn valid_fixtures(kind: &str, include_1_1: bool) -> Vec<Value> {
 /// and snapshots spread over the nodes, the vast.ai records on the first node, and a manifest that
 /// agrees with the files.
 pub fn bundle_for(version: &str) -> BundleContents {
-    let newer = version != "1.0.0";
-    let boots = valid_fixtures("boot", newer);
-    let batches = valid_fixtures("event_batch", newer);
-    let events = valid_fixtures("event", newer);
-    let snapshots = valid_fixtures("snapshot", newer);
-    let vastai = valid_fixtures("vastai", newer);
-    let finalize = valid_fixtures("finalize", newer);
+    let minor: u64 = version
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse().ok())
+        .expect("a release version is major.minor.patch");
+    let newer = minor > 0;
+    let boots = valid_fixtures("boot", minor);
+    let batches = valid_fixtures("event_batch", minor);
+    let events = valid_fixtures("event", minor);
+    let snapshots = valid_fixtures("snapshot", minor);
+    let vastai = valid_fixtures("vastai", minor);
+    let finalize = valid_fixtures("finalize", minor);
     let mut b = BundleContents::new(format!("golden-{version}"));
     let mut nodes = Vec::new();
     for (i, boot) in boots.iter().enumerate() {

@@ -47,8 +47,8 @@
 
 pub use diagwire_generated::{releases, v1};
 pub use diagwire_runtime::{
-    Contract, Extra, Json, NodeId, NodeIdHex, ParseNodeIdError, Provenance, RecordInfo,
-    Unavailable, UnknownRecordKind, UnknownVariant,
+    Contract, Extra, Json, NodeId, NodeIdHex, ParseNodeIdError, Provenance, REPORTED_SOURCES,
+    RecordInfo, UNAVAILABLE_SOURCE, Unavailable, UnknownRecordKind, UnknownVariant,
 };
 
 /// Calls a macro for every ordered pair of contract readers (feature `releases`): see
@@ -63,6 +63,7 @@ pub use diagwire_runtime::arb;
 /// The version of the contract the [`v1`] types were generated from.
 pub const CONTRACT_VERSION: &str = v1::CONTRACT_VERSION;
 
+pub mod canonical;
 pub mod layout;
 pub mod problem;
 pub mod scan;

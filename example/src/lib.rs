@@ -2642,6 +2642,7 @@ impl<'a> Run<'a> {
                     CaptureGap::AppStateGpuMemTotalBytes,
                 ];
             } else {
+                app.gpu_mem_source = Some(ValueSource::Driver);
                 app.gpu_mem_total_bytes = Some(25_757_220_864);
                 app.gpu_mem_used_bytes = Some(if age > 5_000 {
                     17_180_000_000 + node.steps * 1_048_576
@@ -2656,6 +2657,7 @@ impl<'a> Run<'a> {
         // cannot say how old its oldest pending task is.
         let actor = |name: &str, depth: u64, processed: u64, p50: f64, p99: f64| {
             let mut a = ActorStats::new(name, depth, processed, 0);
+            a.mailbox_source = Some(ValueSource::Measured);
             a.oldest_msg_age_ms = (depth > 0).then_some(depth * 37);
             a.p50_process_ms = Some(p50);
             a.p99_process_ms = Some(p99);
@@ -2719,6 +2721,7 @@ impl<'a> Run<'a> {
         }
         let mut server =
             RelayServer::new(relay.open.len() as u64, relay.opens, relay.closes, rx, tx);
+        server.counters_source = Some(ValueSource::Relay);
         server.closes_by_reason = relay
             .by_reason
             .iter()

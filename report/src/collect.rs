@@ -79,7 +79,8 @@ pub struct RelayClose {
     pub relay: String,
     /// The peer whose session closed.
     pub peer: String,
-    /// Who closed it.
+    /// Who closed it, as a canonical side (`diagwire::canonical::relay_close`: a `remote` of 1.0.0
+    /// writers reads `peer`, an `idle_timeout` reads `relay`).
     pub initiator: String,
     /// The relay's reason.
     pub reason: String,
@@ -112,6 +113,9 @@ pub struct RelayTotals {
     pub bytes_tx: u64,
     /// Closes by reason.
     pub by_reason: Vec<(String, u64)>,
+    /// False when the relay could not count its sessions (`counters_source: unavailable`): the
+    /// five counters are placeholders, not an idle relay.
+    pub counted: bool,
 }
 
 /// One probe's latest state on one node.
@@ -645,6 +649,10 @@ impl Pass {
                 bytes_rx: r.bytes_rx_total,
                 bytes_tx: r.bytes_tx_total,
                 by_reason: r.closes_by_reason.clone(),
+                counted: !matches!(
+                    r.active_sessions_provenance(),
+                    diagwire::Provenance::Unavailable(_)
+                ),
             };
             if self.relay_latest.get(label).is_none_or(|(t0, _)| t >= *t0) {
                 self.relay_latest.insert(label.to_owned(), (t, totals));
@@ -728,7 +736,10 @@ impl Pass {
                 let close = RelayClose {
                     relay: label.to_owned(),
                     peer: x.peer_node_id_hex.0.clone(),
-                    initiator: x.close_initiator.to_string(),
+                    // One side, one string: `remote` counts as `peer`, `idle_timeout` as `relay`.
+                    initiator: diagwire::canonical::relay_close(&x.close_initiator)
+                        .0
+                        .to_string(),
                     reason: x.close_reason.clone(),
                     duration_ms: x.duration_ms,
                     bytes_in: x.bytes_rx,

@@ -200,6 +200,19 @@ pub fn markdown(s: &Summary) -> String {
             .iter()
             .map(|(r, n)| format!("{} {n}", clean(r)))
             .collect();
+        if !t.counted {
+            let _ = writeln!(
+                o,
+                "`{}`: could not count its sessions (its session counters are placeholders, not an idle relay); closes by reason: {}.\n",
+                clean(&t.relay),
+                if reasons.is_empty() {
+                    "none".into()
+                } else {
+                    reasons.join(", ")
+                }
+            );
+            continue;
+        }
         let _ = writeln!(
             o,
             "`{}`: {} active, {} opened, {} closed, {} bytes in, {} bytes out; closes by reason: {}.\n",
@@ -525,8 +538,10 @@ pub fn json(s: &Summary) -> Value {
             "observer_conn_type": d.observer_conn, "peer_conn_type": d.peer_conn, "observer_probe_ok": d.observer_probe_ok,
         })),
         "relay_totals": s.relay_totals.iter().map(|t| json!({
-            "relay": t.relay, "active": t.active, "opens": t.opens, "closes": t.closes,
-            "bytes_rx": t.bytes_rx, "bytes_tx": t.bytes_tx,
+            "relay": t.relay, "counted": t.counted,
+            "active": t.counted.then_some(t.active), "opens": t.counted.then_some(t.opens),
+            "closes": t.counted.then_some(t.closes),
+            "bytes_rx": t.counted.then_some(t.bytes_rx), "bytes_tx": t.counted.then_some(t.bytes_tx),
             "closes_by_reason": t.by_reason.iter().map(|(r, n)| json!({"reason": r, "count": n})).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "relay_sessions": s.relay_closes.iter().map(|c| json!({

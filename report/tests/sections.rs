@@ -295,6 +295,68 @@ fn relay_sessions_join_the_relays_close_with_the_nodes_last_failure() {
 }
 
 #[test]
+fn relay_closes_name_the_canonical_side_whatever_spelling_the_relay_wrote() {
+    let mut r = Run::new();
+    r.boot(9, "relay", None)
+        .boot(1, "stage", Some(0))
+        .boot(2, "stage", Some(1));
+    let close = |peer: u8, initiator: RelayCloseInitiator, reason: &str| {
+        Event::from(RelaySessionClosed::new(
+            hex(peer),
+            T0,
+            T0 + 10_000,
+            10_000,
+            initiator,
+            reason,
+            10,
+            20,
+        ))
+    };
+    r.events(
+        9,
+        vec![
+            (
+                10_000,
+                close(1, RelayCloseInitiator::Remote, "client_closed"),
+            ),
+            (
+                11_000,
+                close(2, RelayCloseInitiator::IdleTimeout, "no traffic"),
+            ),
+        ],
+    );
+    let s = r.summary();
+    let sides: Vec<(&str, &str)> = s
+        .relay_closes
+        .iter()
+        .map(|c| (c.peer.as_str(), c.initiator.as_str()))
+        .collect();
+    assert_eq!(sides, [("stage-0", "peer"), ("stage-1", "relay")]);
+}
+
+#[test]
+fn a_relay_that_cannot_count_its_sessions_is_not_reported_as_idle() {
+    let mut r = Run::new();
+    r.boot(9, "relay", None).boot(1, "stage", Some(0));
+    let mut report = RelayServer::new(0, 0, 0, 0, 0);
+    report.counters_source = Some(ValueSource::Unavailable);
+    let mut body = SnapshotBody::new(vec![]);
+    body.relay_server = Some(report);
+    r.snapshot(9, "relay", 20_000, body);
+    let s = r.summary();
+    assert!(!s.relay_totals[0].counted);
+    let out = md(&s);
+    assert!(
+        out.contains("`relay`: could not count its sessions (its session counters are placeholders, not an idle relay); closes by reason: none."),
+        "{out}"
+    );
+    assert!(!out.contains("0 active"), "{out}");
+    let j = render::json(&s);
+    assert_eq!(j["relay_totals"][0]["counted"], false);
+    assert!(j["relay_totals"][0]["active"].is_null());
+}
+
+#[test]
 fn probe_outcomes_come_from_each_nodes_latest_probe_block() {
     let mut r = Run::new();
     r.boot(1, "stage", Some(0));

@@ -71,6 +71,8 @@ pub enum Check {
     ManifestRun,
     /// Values of the listed open enums are among the contract's values.
     KnownValues(KnownValues),
+    /// A field of an event never holds one of the listed values.
+    ForbiddenValues(ForbiddenValues),
     /// An event needs earlier events.
     Precedes(Precedes),
     /// No listed event comes after an event.
@@ -120,6 +122,19 @@ pub struct ScopeFields {
 pub struct KnownValues {
     /// Names of open string enums of the contract.
     pub types: Vec<String>,
+}
+
+/// Values an event's field never holds, although its type allows them (a value type shared with
+/// another event, whose values do not all make sense here).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForbiddenValues {
+    /// The event type.
+    pub event: String,
+    /// The field of the event.
+    pub field: String,
+    /// The values it never holds.
+    pub values: Vec<String>,
 }
 
 /// An earlier event an event needs: one of type `event` whose `match` fields equal the event's.
@@ -340,6 +355,7 @@ fn parse_check(name: &str, p: Value) -> Result<Check, String> {
         "node_directory" => no_params(&p).map(|()| Check::NodeDirectory)?,
         "manifest_run" => no_params(&p).map(|()| Check::ManifestRun)?,
         "known_values" => Check::KnownValues(params(p)?),
+        "forbidden_values" => Check::ForbiddenValues(params(p)?),
         "precedes" => Check::Precedes(params(p)?),
         "not_before" => Check::NotBefore(params(p)?),
         "count" => Check::Count(params(p)?),
@@ -418,6 +434,12 @@ fn validate(check: &Check) -> Result<(), String> {
         Check::KnownValues(k) => {
             for t in &k.types {
                 enum_values(t).ok_or_else(|| format!("`{t}` is not a string enum"))?;
+            }
+        }
+        Check::ForbiddenValues(f) => {
+            event_with_fields(&f.event, std::slice::from_ref(&f.field))?;
+            if f.values.is_empty() {
+                return Err("`values` is empty".into());
             }
         }
         Check::Precedes(p) => {

@@ -25,8 +25,8 @@ use serde_json::Value;
 
 use crate::blocks::{self, GapBlock};
 use crate::catalog::{
-    Catalog, Check, Count, DialSide, KnownValues, Precedes, Rule, ScopeFields, SourceImplies,
-    event_fields, event_variants,
+    Catalog, Check, Count, DialSide, ForbiddenValues, KnownValues, Precedes, Rule, ScopeFields,
+    SourceImplies, event_fields, event_variants,
 };
 use crate::report::{CheckReport, Finding, RuleResult, Witness};
 
@@ -299,6 +299,10 @@ impl<'c> Checker<'c> {
                         value_tags.extend(tags_with(&|f| {
                             matches!(f.value, ValueShape::Ref(t) if k.types.iter().any(|n| n == t))
                         }));
+                        State::Stateless
+                    }
+                    Check::ForbiddenValues(f) => {
+                        value_tags.extend(known_tag(&f.event));
                         State::Stateless
                     }
                     Check::ManifestRun => {
@@ -632,10 +636,12 @@ impl<'c> Checker<'c> {
                                 continue;
                             };
                             eval.checked += 1;
-                            if inst.declares(gap)
-                                && present(inst.obj, f.key)
-                                && inst.obj.get(src).and_then(Value::as_str) == Some("iroh")
-                            {
+                            let said = inst.obj.get(src).and_then(Value::as_str);
+                            if let Some(said) = said.filter(|s| {
+                                inst.declares(gap)
+                                    && present(inst.obj, f.key)
+                                    && diagwire::REPORTED_SOURCES.contains(s)
+                            }) {
                                 let fnd = finding(
                                     rule,
                                     at(&format!("{}/{}", inst.ptr, f.key)),
@@ -653,7 +659,7 @@ impl<'c> Checker<'c> {
                                         },
                                     ],
                                     format!(
-                                        "`{}.{}` says it was reported natively (`{src}: iroh`) while the block's `api_gaps` declares `{gap}`, the gap that says it cannot be asked for",
+                                        "`{}.{}` says it was reported natively (`{src}: {said}`) while the block's `api_gaps` declares `{gap}`, the gap that says it cannot be asked for",
                                         inst.type_name, f.key
                                     ),
                                 );
@@ -879,6 +885,9 @@ impl<'c> Checker<'c> {
             match &rule.check {
                 Check::ScopeFields(s) => scope_fields(rule, eval, s, v, &loc, finalized_opts),
                 Check::KnownValues(k) => known_values(rule, eval, k, tag, v, &loc, finalized_opts),
+                Check::ForbiddenValues(f) => {
+                    forbidden_values(rule, eval, f, tag, v, &loc, finalized_opts)
+                }
                 _ => {}
             }
             match (&rule.check, &mut eval.state) {
@@ -1309,6 +1318,40 @@ fn known_values(
             );
             push(eval, fnd, opts);
         }
+    }
+}
+
+fn forbidden_values(
+    rule: &Rule,
+    eval: &mut Eval,
+    f: &ForbiddenValues,
+    tag: &str,
+    v: &Value,
+    loc: &Location,
+    opts: Options,
+) {
+    if tag != f.event {
+        return;
+    }
+    eval.checked += 1;
+    let Some(val) = v.get(&f.field).and_then(Value::as_str) else {
+        return;
+    };
+    if f.values.iter().any(|x| x == val) {
+        let fnd = finding(
+            rule,
+            with_pointer(loc, &format!("/{}", f.field)),
+            vec![Witness {
+                location: loc.clone(),
+                value: v.clone(),
+            }],
+            format!(
+                "`{tag}.{}` is `{val}`, which this event never holds (never: {})",
+                f.field,
+                f.values.join(", ")
+            ),
+        );
+        push(eval, fnd, opts);
     }
 }
 

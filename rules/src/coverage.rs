@@ -43,6 +43,9 @@ pub struct FieldStats {
     pub api_gap: u64,
     /// Absent without a declared gap: not observed.
     pub not_observed: u64,
+    /// The paired source field says `unavailable`: could not ask, whatever value is written beside
+    /// it.
+    pub source_unavailable: u64,
 }
 
 impl FieldStats {
@@ -54,11 +57,18 @@ impl FieldStats {
         self.derived += o.derived;
         self.api_gap += o.api_gap;
         self.not_observed += o.not_observed;
+        self.source_unavailable += o.source_unavailable;
     }
 
-    /// The provenance mix: reported, derived, could not ask, not observed.
+    /// The provenance mix: reported, derived, could not ask (a declared gap or a source that says
+    /// `unavailable`), not observed.
     pub fn mix(&self) -> [u64; 4] {
-        [self.reported, self.derived, self.api_gap, self.not_observed]
+        [
+            self.reported,
+            self.derived,
+            self.api_gap + self.source_unavailable,
+            self.not_observed,
+        ]
     }
 }
 
@@ -320,6 +330,9 @@ impl Coverage {
                         Provenance::Unavailable(diagwire::Unavailable::NotObserved) => {
                             s.not_observed += 1
                         }
+                        Provenance::Unavailable(diagwire::Unavailable::SourceUnavailable) => {
+                            s.source_unavailable += 1
+                        }
                     }
                 }
             }
@@ -385,6 +398,7 @@ impl Coverage {
                                     o["unavailable"] = json!({
                                         "api_gap": c.api_gap,
                                         "not_observed": c.not_observed,
+                                        "source_unavailable": c.source_unavailable,
                                     });
                                 }
                                 (f.key.to_owned(), o)
@@ -526,21 +540,22 @@ impl Coverage {
         );
         let _ = writeln!(
             s,
-            "| role | field | instances | reported | derived | could not ask (gap) | not observed |"
+            "| role | field | instances | reported | derived | could not ask (gap) | could not ask (source) | not observed |"
         );
-        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|");
+        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
         for (role, r) in &self.roles {
             for (t, st) in &r.types {
                 for (f, fs) in struct_fields(t).unwrap_or(&[]).iter().zip(&st.fields) {
                     if has_provenance(f) {
                         let _ = writeln!(
                             s,
-                            "| {role} | `{t}.{}` | {} | {} | {} | {} | {} |",
+                            "| {role} | `{t}.{}` | {} | {} | {} | {} | {} | {} |",
                             f.key,
                             st.instances,
                             fs.reported,
                             fs.derived,
                             fs.api_gap,
+                            fs.source_unavailable,
                             fs.not_observed
                         );
                     }

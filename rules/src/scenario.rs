@@ -502,6 +502,11 @@ pub fn generate(p: &Params) -> Run {
                 if back >= quiet {
                     break;
                 }
+                // The acknowledgement that brings the peer back, just before the transition.
+                let mut acked =
+                    SwimProbeAcked::new(ids[b], t / 1_000, diagwire::v1::SwimProbeKind::Direct);
+                acked.outcome = Some(diagwire::v1::SwimProbeOutcome::Success);
+                plans[a].emit(back - 1, acked);
                 plans[a].emit(
                     back,
                     SwimTransition::new(

@@ -288,6 +288,34 @@ fn faults_with_stable_values_keep_known_values() {
     passes(base(), "fault.known_values");
 }
 
+// swim.acked_not_timed_out
+
+fn acked(outcome: SwimProbeOutcome) -> SwimProbeAcked {
+    let mut a = SwimProbeAcked::new(diagwire::NodeId([9; 32]), 412, SwimProbeKind::Direct);
+    a.outcome = Some(outcome);
+    a
+}
+
+#[test]
+fn an_acknowledged_probe_that_says_timeout_is_found() {
+    let mut run = base();
+    let a = acked(SwimProbeOutcome::Timeout);
+    run.node_mut("stage-0").push(a);
+    let f = violates(run, "swim.acked_not_timed_out");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].location.pointer, "/outcome");
+    assert!(f[0].message.contains("`timeout`"), "{}", f[0].message);
+    assert_eq!(witness_types(&f[0]), ["SwimProbeAcked"]);
+}
+
+#[test]
+fn an_acknowledged_probe_that_succeeded_keeps_the_rule() {
+    let mut run = base();
+    let a = acked(SwimProbeOutcome::Success);
+    run.node_mut("stage-0").push(a);
+    passes(run, "swim.acked_not_timed_out");
+}
+
 // order.prompt_after_barrier
 
 #[test]
@@ -789,13 +817,15 @@ fn the_oldest_generation_example_keeps_every_rule_and_names_the_idle_ones() {
     let example = common::repo().join("examples/bundles/n3-relay-flap-oldest");
     let report = common::check_path(&example).report;
     assert!(report.passed(), "{}", report.to_markdown());
-    // That generation writes no lifecycle events and no relay session: those rules say so.
+    // That generation writes no lifecycle events, no relay session and no per-probe SWIM events:
+    // those rules say so.
     let idle: Vec<&str> = report.not_exercised().map(|r| r.id.as_str()).collect();
     assert_eq!(
         idle,
         [
             "identity.scope_fields",
             "fault.known_values",
+            "swim.acked_not_timed_out",
             "order.prompt_after_barrier",
             "order.stage_ready_after_local_readiness",
             "order.torn_down_after_teardown",
@@ -899,6 +929,25 @@ fn a_value_reported_natively_while_its_gap_is_declared_is_found() {
     assert_eq!(f[0].witness[1].location.pointer, "/body/iroh/api_gaps");
     assert!(
         f[0].message.contains("`RemoteInfo.conn_type`"),
+        "{}",
+        f[0].message
+    );
+}
+
+#[test]
+fn a_value_the_driver_reported_while_its_gap_is_declared_is_found() {
+    let mut run = base();
+    let mut app = AppState::new(0, WorkerStatus::Busy);
+    app.gpu_mem_used_bytes = Some(1 << 30);
+    app.gpu_mem_source = Some(ValueSource::Driver);
+    app.api_gaps.push(CaptureGap::AppStateGpuMemUsedBytes);
+    app.api_gaps.push(CaptureGap::AppStateGpuMemTotalBytes);
+    run.node_mut("stage-0").snapshots[2].body.app = Some(app);
+    let f = violates(run, "absence.gap_not_contradicted");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].location.pointer, "/body/app/gpu_mem_used_bytes");
+    assert!(
+        f[0].message.contains("`gpu_mem_source: driver`"),
         "{}",
         f[0].message
     );

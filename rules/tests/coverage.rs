@@ -131,6 +131,31 @@ fn a_value_absent_without_its_gap_reads_not_observed() {
 }
 
 #[test]
+fn a_required_zero_whose_source_says_unavailable_reads_could_not_ask() {
+    let mut run = base();
+    let mut skeleton = RelayServer::new(0, 0, 0, 0, 0);
+    skeleton.counters_source = Some(ValueSource::Unavailable);
+    let mut counting = RelayServer::new(0, 2, 2, 10, 10);
+    counting.counters_source = Some(ValueSource::Relay);
+    let snapshots = &mut run.node_mut("stage-0").snapshots;
+    snapshots[0].body.relay_server = Some(skeleton);
+    snapshots[1].body.relay_server = Some(counting);
+    let c = coverage(run);
+    let (n, active) = field(&c, "stage", "RelayServer", "active_sessions");
+    assert_eq!(n, 2);
+    assert_eq!(
+        (
+            active.source_unavailable,
+            active.reported,
+            active.api_gap,
+            active.not_observed
+        ),
+        (1, 1, 0, 0)
+    );
+    assert_eq!(active.mix(), [1, 0, 1, 0]);
+}
+
+#[test]
 fn optional_fields_count_present_null_and_left_out() {
     let run = base();
     let with_rtt = count(

@@ -19,7 +19,7 @@ pub mod arb;
 pub use de::{Decoder, DecoderVisitor, FieldSeed, KeySeed, Pending};
 pub use id::{NodeId, NodeIdHex, ParseNodeIdError};
 pub use json::{Extra, Json};
-pub use provenance::{Provenance, Unavailable};
+pub use provenance::{Provenance, REPORTED_SOURCES, UNAVAILABLE_SOURCE, Unavailable};
 
 /// Writes a value's keys into a map being serialized: how structs, flattened unions and internal
 /// unions compose into one JSON object.

@@ -23,7 +23,18 @@ pub enum Unavailable {
     /// The producer could ask but has not observed a value (the field's `x-absent` text says what
     /// that means for this field).
     NotObserved,
+    /// The paired source field says `unavailable`: the writer could not ask, so a value written
+    /// beside it (a field the schema requires) is a placeholder. Read as "could not ask", never as
+    /// zero.
+    SourceUnavailable,
 }
+
+/// The `ValueSource` values that name a native report: the transport (`iroh`), the host
+/// orchestrator, a device driver, swactor's own measurement, or the relay server's counters.
+pub const REPORTED_SOURCES: &[&str] = &["iroh", "orchestrator", "driver", "measured", "relay"];
+
+/// The `ValueSource` value that says the writer could not ask.
+pub const UNAVAILABLE_SOURCE: &str = "unavailable";
 
 impl<T> Provenance<T> {
     /// The value, whether reported or derived.
@@ -41,8 +52,9 @@ impl<T> Provenance<T> {
 
     /// Decides the provenance of a value from its optional source field and its optional api gap.
     ///
-    /// `source` is the paired source field's value (`iroh` = reported, `derived` = derived; an
-    /// unrecognised source counts as derived, since it is not a native report); `gap` is the gap
+    /// `source` is the paired source field's value (one of [`REPORTED_SOURCES`] = reported,
+    /// `unavailable` = could not ask, whatever value is written beside it; `derived` and any
+    /// unrecognised source count as derived, since they are not a native report); `gap` is the gap
     /// name and whether the record's `api_gaps` declares it.
     pub fn resolve(
         value: Option<T>,
@@ -51,7 +63,11 @@ impl<T> Provenance<T> {
     ) -> Self {
         let gap_declared = gap.is_some_and(|(_, declared)| declared);
         match (value, source) {
-            (Some(v), Some("iroh")) => Provenance::Reported(v),
+            (_, Some(UNAVAILABLE_SOURCE)) => match gap {
+                Some((name, true)) => Provenance::Unavailable(Unavailable::ApiGap(name)),
+                _ => Provenance::Unavailable(Unavailable::SourceUnavailable),
+            },
+            (Some(v), Some(s)) if REPORTED_SOURCES.contains(&s) => Provenance::Reported(v),
             (Some(v), Some(_)) => Provenance::Derived(v),
             (Some(v), None) if gap_declared => Provenance::Derived(v),
             (Some(v), None) => Provenance::Reported(v),

@@ -6,6 +6,7 @@
 //! offending schema. Nothing here writes a file.
 
 mod enforced;
+mod honesty;
 pub mod model;
 pub mod ordered;
 
@@ -76,17 +77,21 @@ pub fn load_dir(dir: &Path, display: &str) -> Result<model::Model> {
 /// Lowers the schemas being edited (`schemas/`) like [`load`], and also refuses every keyword that
 /// states a bound the typed parse does not enforce (`minItems` or `maxItems` on an array that is not
 /// a tuple, `maxItems` on a tuple, `pattern` on a `hex64` id, a `node-id-bytes` id not bounded to 32
-/// integers), so the schema and the types give every record the same verdict.
+/// integers), so the schema and the types give every record the same verdict; and refuses every
+/// absence discriminator a reader could not answer "could not ask" through (a gap name no
+/// `api_gaps` list can hold, a `*_source` that is not a linked `ValueSource`, an always-present
+/// value without a source that can say `unavailable`).
 ///
 /// [`load`] accepts such bounds because frozen releases, and the older trees a review compares
 /// with, were written before this rule and never change.
 pub fn load_current(files: &[SchemaFile]) -> Result<model::Model> {
     let m = load(files)?;
-    let unenforced = enforced::problems(files);
-    if unenforced.is_empty() {
+    let mut current = enforced::problems(files);
+    current.extend(honesty::problems(files));
+    if current.is_empty() {
         Ok(m)
     } else {
-        Err(problems(unenforced))
+        Err(problems(current))
     }
 }
 

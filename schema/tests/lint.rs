@@ -72,6 +72,39 @@ fn a_frozen_tree_with_a_bound_the_types_do_not_enforce_still_loads() {
     }
 }
 
+/// The lint schemas whose one problem is an absence discriminator a reader cannot answer "could
+/// not ask" through: also a rule of the schemas being edited only (1.1.0 was frozen before it).
+const DISCRIMINATORS: &[&str] = &[
+    "gap-not-declared",
+    "source-not-value-source-type",
+    "source-not-linked",
+    "provenance-value-always-present",
+];
+
+#[test]
+fn a_frozen_tree_with_a_discriminator_that_cannot_say_could_not_ask_still_loads() {
+    for name in DISCRIMINATORS {
+        if let Err(e) = load(&[lint_file(name)]) {
+            panic!("{name}: {e:#}");
+        }
+    }
+}
+
+#[test]
+fn the_frozen_1_1_0_schemas_break_the_discriminator_rules_the_current_ones_keep() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/releases/1.1.0");
+    let err = match load_current_dir(&dir, "schemas/releases/1.1.0") {
+        Ok(_) => panic!("1.1.0 passes the current rules, so they would not have caught its gaps"),
+        Err(e) => format!("{e:#}"),
+    };
+    for want in [
+        "event.schema.json#/$defs/HandshakeStarted/properties/cipher_suite_offered/x-provenance/gap: gap `Handshake.cipher_suite_offered` is not declared",
+        "iroh.schema.json#/$defs/FlowState/properties/cwnd_packets/x-provenance: `cwnd_packets` is always present",
+    ] {
+        assert!(err.contains(want), "missing `{want}` in:\n{err}");
+    }
+}
+
 #[test]
 fn the_current_schemas_state_only_bounds_the_typed_parse_enforces() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas");
@@ -359,4 +392,32 @@ case!(
     ["max-length-on-string"],
     "/$defs/Sample/properties/label/maxLength",
     "`maxLength` is not allowed on a property (the typed parse does not enforce it, so the schema would refuse records the types accept: state the bound in `description`)"
+);
+
+case!(
+    a_gap_no_gap_list_can_name_is_rejected,
+    ["gap-not-declared"],
+    "/$defs/Sample/properties/latency_ms/x-provenance/gap",
+    "gap `Sample.jitter_ms` is not declared: it is not a value of the item type of any `api_gaps` list, so no record can say the value could not be asked for"
+);
+
+case!(
+    a_source_property_that_is_not_a_value_source_is_rejected,
+    ["source-not-value-source-type"],
+    "/$defs/Sample/properties/latency_source",
+    "`latency_source` is named as a provenance source but is not the shared `ValueSource`: use `ValueSource` (optional), or give the property another name"
+);
+
+case!(
+    a_value_source_no_discriminator_names_is_rejected,
+    ["source-not-linked"],
+    "/$defs/Sample/properties/latency_source",
+    "`latency_source` is a `ValueSource` that no property's `x-provenance.source` names, so no accessor reads it: link the value it describes"
+);
+
+case!(
+    an_always_present_discriminated_value_without_a_source_is_rejected,
+    ["provenance-value-always-present"],
+    "/$defs/Sample/properties/count/x-provenance",
+    "`count` is always present, so without a source that can say `unavailable` its accessor never answers \"could not ask\": make it optional, or name a `ValueSource` source (with the value `unavailable`)"
 );

@@ -80,7 +80,7 @@ impl PathReport {
     }
     /// How `conn_type` was obtained, or why it is absent.
     ///
-    /// `conn_type_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
+    /// `conn_type_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
     pub fn conn_type_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -108,7 +108,7 @@ impl PathReport {
     }
     /// How `relay_url` was obtained, or why it is absent.
     ///
-    /// `relay_url_source` says whether a present value was reported (`iroh`) or derived.
+    /// `relay_url_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn relay_url_provenance(&self) -> ::diagwire_runtime::Provenance<&String> {
         ::diagwire_runtime::Provenance::resolve(
             self.relay_url.as_ref(),

@@ -1742,5 +1742,1083 @@ mod v1_1_0 {
         v1::Teardown::new(contract_id)
     }
 }
+/// The constructors of release 1.2.0, called on the current types.
+mod v1_2_0 {
+    use diagwire::v1;
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_postack(clock: v1::ClockEcho) -> v1::PostAck {
+        v1::PostAck::new(clock)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_clockecho(
+        node_send_ms_echoed: u64,
+        collector_recv_ms: u64,
+        collector_send_ms: u64,
+    ) -> v1::ClockEcho {
+        v1::ClockEcho::new(node_send_ms_echoed, collector_recv_ms, collector_send_ms)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_hints() -> v1::Hints {
+        v1::Hints::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_errorbody(error: String) -> v1::ErrorBody {
+        v1::ErrorBody::new(error)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_runsummary(
+        run_id: String,
+        finalize_received: bool,
+        nodes: Vec<v1::RunNodeSummary>,
+    ) -> v1::RunSummary {
+        v1::RunSummary::new(run_id, finalize_received, nodes)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_runnodesummary(
+        node_id: String,
+        boot_recorded: bool,
+        event_batches: u64,
+        snapshots: u64,
+        finalize_recorded: bool,
+    ) -> v1::RunNodeSummary {
+        v1::RunNodeSummary::new(
+            node_id,
+            boot_recorded,
+            event_batches,
+            snapshots,
+            finalize_recorded,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_liverecord(
+        run_id: String,
+        node_id: String,
+        kind: v1::collector::RecordKind,
+        recv_ms: u64,
+        seq: u64,
+        body: diagwire::Json,
+    ) -> v1::LiveRecord {
+        v1::LiveRecord::new(run_id, node_id, kind, recv_ms, seq, body)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_eventrecord(
+        node_id: v1::NodeId,
+        monotonic_seq: u64,
+        wall_ms: u64,
+        event: v1::Event,
+    ) -> v1::EventRecord {
+        v1::EventRecord::new(node_id, monotonic_seq, wall_ms, event)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimtransition(
+        peer: v1::NodeId,
+        from: v1::PeerState,
+        to: v1::PeerState,
+        reason: String,
+    ) -> v1::SwimTransition {
+        v1::SwimTransition::new(peer, from, to, reason)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_dialstarted(
+        peer: v1::NodeId,
+        attempt: u32,
+        timeout_ms: u64,
+    ) -> v1::DialStarted {
+        v1::DialStarted::new(peer, attempt, timeout_ms)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_dialoutcome(
+        peer: v1::NodeId,
+        attempt: u32,
+        outcome: v1::DialResult,
+        duration_ms: u64,
+    ) -> v1::DialOutcome {
+        v1::DialOutcome::new(peer, attempt, outcome, duration_ms)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_irohconntypechanged(
+        peer: v1::NodeId,
+        old: v1::ConnType,
+        new: v1::ConnType,
+    ) -> v1::IrohConnTypeChanged {
+        v1::IrohConnTypeChanged::new(peer, old, new)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_relaychanged() -> v1::RelayChanged {
+        v1::RelayChanged::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_relaysessionstatechanged(
+        from_status: v1::RelaySessionStatus,
+        to_status: v1::RelaySessionStatus,
+    ) -> v1::RelaySessionStateChanged {
+        v1::RelaySessionStateChanged::new(from_status, to_status)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_relaysessionopened(
+        peer_node_id_hex: v1::NodeIdHex,
+        at_ms: u64,
+    ) -> v1::RelaySessionOpened {
+        v1::RelaySessionOpened::new(peer_node_id_hex, at_ms)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_relaysessionclosed(
+        peer_node_id_hex: v1::NodeIdHex,
+        opened_at_ms: u64,
+        closed_at_ms: u64,
+        duration_ms: u64,
+        close_initiator: v1::RelayCloseInitiator,
+        close_reason: String,
+        bytes_rx: u64,
+        bytes_tx: u64,
+    ) -> v1::RelaySessionClosed {
+        v1::RelaySessionClosed::new(
+            peer_node_id_hex,
+            opened_at_ms,
+            closed_at_ms,
+            duration_ms,
+            close_initiator,
+            close_reason,
+            bytes_rx,
+            bytes_tx,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_gossipreceived(
+        source_peer: v1::NodeId,
+        payload_kind: v1::GossipPayloadKind,
+        payload_bytes: u32,
+        item_count: u32,
+    ) -> v1::GossipReceived {
+        v1::GossipReceived::new(source_peer, payload_kind, payload_bytes, item_count)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_subprocessspawned(
+        label: String,
+        pid: u32,
+        command: String,
+    ) -> v1::SubprocessSpawned {
+        v1::SubprocessSpawned::new(label, pid, command)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_subprocessexited(
+        label: String,
+        pid: u32,
+        command: String,
+    ) -> v1::SubprocessExited {
+        v1::SubprocessExited::new(label, pid, command)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimmetadatasent(
+        version: u64,
+        payload_hash: u64,
+    ) -> v1::SwimMetadataSent {
+        v1::SwimMetadataSent::new(version, payload_hash)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimmetadatareceived(
+        peer: v1::NodeId,
+        version: u64,
+        payload_hash: u64,
+    ) -> v1::SwimMetadataReceived {
+        v1::SwimMetadataReceived::new(peer, version, payload_hash)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_connectioncachehit(
+        peer: v1::NodeId,
+        generation: u64,
+    ) -> v1::ConnectionCacheHit {
+        v1::ConnectionCacheHit::new(peer, generation)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_connectioncachemiss(peer: v1::NodeId) -> v1::ConnectionCacheMiss {
+        v1::ConnectionCacheMiss::new(peer)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_connectioncacheinvalidated(
+        peer: v1::NodeId,
+        generation: u64,
+        reason: String,
+    ) -> v1::ConnectionCacheInvalidated {
+        v1::ConnectionCacheInvalidated::new(peer, generation, reason)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_nodemapupdate(
+        peer: v1::NodeId,
+        from_source: String,
+        accepted: bool,
+    ) -> v1::NodeMapUpdate {
+        v1::NodeMapUpdate::new(peer, from_source, accepted)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_messagesent(
+        peer: v1::NodeId,
+        kind: String,
+        size: u32,
+    ) -> v1::MessageSent {
+        v1::MessageSent::new(peer, kind, size)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_messagereceived(
+        peer: v1::NodeId,
+        kind: String,
+        size: u32,
+    ) -> v1::MessageReceived {
+        v1::MessageReceived::new(peer, kind, size)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_probesent(target: String, kind: v1::ProbeKind) -> v1::ProbeSent {
+        v1::ProbeSent::new(target, kind)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_probereceived(
+        target: String,
+        kind: v1::ProbeKind,
+        outcome: v1::ProbeOutcome,
+    ) -> v1::ProbeReceived {
+        v1::ProbeReceived::new(target, kind, outcome)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimprobesent(
+        target: v1::NodeId,
+        sequence: u64,
+        kind: v1::SwimProbeKind,
+    ) -> v1::SwimProbeSent {
+        v1::SwimProbeSent::new(target, sequence, kind)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimprobeacked(
+        target: v1::NodeId,
+        sequence: u64,
+        kind: v1::SwimProbeKind,
+    ) -> v1::SwimProbeAcked {
+        v1::SwimProbeAcked::new(target, sequence, kind)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimprobetimedout(
+        target: v1::NodeId,
+        sequence: u64,
+        kind: v1::SwimProbeKind,
+        budget_ticks: u64,
+    ) -> v1::SwimProbeTimedOut {
+        v1::SwimProbeTimedOut::new(target, sequence, kind, budget_ticks)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimprobelateacked(
+        target: v1::NodeId,
+        sequence: u64,
+        kind: v1::SwimProbeKind,
+        rtt_ms: u64,
+    ) -> v1::SwimProbeLateAcked {
+        v1::SwimProbeLateAcked::new(target, sequence, kind, rtt_ms)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_inferenceresponsesent(
+        target_peer: v1::NodeId,
+        request_id: String,
+        byte_size: u64,
+        send_outcome: v1::InferenceSendOutcome,
+    ) -> v1::InferenceResponseSent {
+        v1::InferenceResponseSent::new(target_peer, request_id, byte_size, send_outcome)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_inferenceresponsereceived(
+        source_peer: v1::NodeId,
+        request_id: String,
+        byte_size: u64,
+    ) -> v1::InferenceResponseReceived {
+        v1::InferenceResponseReceived::new(source_peer, request_id, byte_size)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_handshakestarted(
+        peer: v1::NodeId,
+        role: v1::HandshakeRole,
+        local_addr: String,
+        remote_addr: String,
+    ) -> v1::HandshakeStarted {
+        v1::HandshakeStarted::new(peer, role, local_addr, remote_addr)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_handshakeoutcome(
+        peer: v1::NodeId,
+        outcome: v1::HandshakeResult,
+        duration_ms: u64,
+    ) -> v1::HandshakeOutcome {
+        v1::HandshakeOutcome::new(peer, outcome, duration_ms)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_wirepacket(
+        direction: v1::PacketDirection,
+        l3: v1::WirePacketL3,
+        l4: v1::WirePacketL4,
+        payload_hash: u64,
+        payload_len: u32,
+        via: v1::WirePacketVia,
+    ) -> v1::WirePacket {
+        v1::WirePacket::new(direction, l3, l4, payload_hash, payload_len, via)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_nodestarted(node_id_hex: v1::NodeIdHex) -> v1::NodeStarted {
+        v1::NodeStarted::new(node_id_hex)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_nodeavailable(node_id_hex: v1::NodeIdHex) -> v1::NodeAvailable {
+        v1::NodeAvailable::new(node_id_hex)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_nodefaulted(
+        node_id_hex: v1::NodeIdHex,
+        reason: v1::FaultReason,
+        component: v1::FaultComponent,
+    ) -> v1::NodeFaulted {
+        v1::NodeFaulted::new(node_id_hex, reason, component)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_poolready(
+        run_id: String,
+        node_ids_hex: Vec<v1::NodeIdHex>,
+    ) -> v1::PoolReady {
+        v1::PoolReady::new(run_id, node_ids_hex)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_runplanned(run_id: String, stage_count: u32) -> v1::RunPlanned {
+        v1::RunPlanned::new(run_id, stage_count)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_stageprovisionstarted(
+        run_id: String,
+        stage_index: u32,
+        node_id_hex: v1::NodeIdHex,
+    ) -> v1::StageProvisionStarted {
+        v1::StageProvisionStarted::new(run_id, stage_index, node_id_hex)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_weightsdownloadstarted(
+        run_id: String,
+        stage_index: u32,
+    ) -> v1::WeightsDownloadStarted {
+        v1::WeightsDownloadStarted::new(run_id, stage_index)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_weightsdownloaded(
+        run_id: String,
+        stage_index: u32,
+    ) -> v1::WeightsDownloaded {
+        v1::WeightsDownloaded::new(run_id, stage_index)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_weightsloaded(
+        run_id: String,
+        stage_index: u32,
+        worker_generation: u64,
+    ) -> v1::WeightsLoaded {
+        v1::WeightsLoaded::new(run_id, stage_index, worker_generation)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_edgeprovisionstarted(
+        run_id: String,
+        edge_id: u64,
+    ) -> v1::EdgeProvisionStarted {
+        v1::EdgeProvisionStarted::new(run_id, edge_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_edgeready(run_id: String, edge_id: u64, ring_id: u64) -> v1::EdgeReady {
+        v1::EdgeReady::new(run_id, edge_id, ring_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_stageready(run_id: String, stage_index: u32) -> v1::StageReady {
+        v1::StageReady::new(run_id, stage_index)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_readinessbarrierpassed(run_id: String) -> v1::ReadinessBarrierPassed {
+        v1::ReadinessBarrierPassed::new(run_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_promptinjected(
+        run_id: String,
+        edge_id: u64,
+        object_id: u64,
+        sequence: u64,
+    ) -> v1::PromptInjected {
+        v1::PromptInjected::new(run_id, edge_id, object_id, sequence)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_objectloaded(
+        run_id: String,
+        stage_index: u32,
+        edge_id: u64,
+        ring_id: u64,
+        object_id: u64,
+        sequence: u64,
+        worker_generation: u64,
+    ) -> v1::ObjectLoaded {
+        v1::ObjectLoaded::new(
+            run_id,
+            stage_index,
+            edge_id,
+            ring_id,
+            object_id,
+            sequence,
+            worker_generation,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_executestepstarted(
+        run_id: String,
+        stage_index: u32,
+        step_id: u64,
+        worker_generation: u64,
+    ) -> v1::ExecuteStepStarted {
+        v1::ExecuteStepStarted::new(run_id, stage_index, step_id, worker_generation)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_objectproduced(
+        run_id: String,
+        stage_index: u32,
+        edge_id: u64,
+        ring_id: u64,
+        object_id: u64,
+        sequence: u64,
+        worker_generation: u64,
+    ) -> v1::ObjectProduced {
+        v1::ObjectProduced::new(
+            run_id,
+            stage_index,
+            edge_id,
+            ring_id,
+            object_id,
+            sequence,
+            worker_generation,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_stepcompleted(
+        run_id: String,
+        stage_index: u32,
+        step_id: u64,
+        worker_generation: u64,
+    ) -> v1::StepCompleted {
+        v1::StepCompleted::new(run_id, stage_index, step_id, worker_generation)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_tokenreceived(
+        run_id: String,
+        edge_id: u64,
+        object_id: u64,
+        sequence: u64,
+    ) -> v1::TokenReceived {
+        v1::TokenReceived::new(run_id, edge_id, object_id, sequence)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_runcompleted(run_id: String) -> v1::RunCompleted {
+        v1::RunCompleted::new(run_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_runfaulted(
+        run_id: String,
+        reason: v1::FaultReason,
+        component: v1::FaultComponent,
+    ) -> v1::RunFaulted {
+        v1::RunFaulted::new(run_id, reason, component)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_stoprunsent(
+        run_id: String,
+        stage_index: u32,
+        node_id_hex: v1::NodeIdHex,
+    ) -> v1::StopRunSent {
+        v1::StopRunSent::new(run_id, stage_index, node_id_hex)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_stagestopped(run_id: String, stage_index: u32) -> v1::StageStopped {
+        v1::StageStopped::new(run_id, stage_index)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_runtorndown(run_id: String) -> v1::RunTornDown {
+        v1::RunTornDown::new(run_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_faultdetected(
+        reason: v1::FaultReason,
+        component: v1::FaultComponent,
+    ) -> v1::FaultDetected {
+        v1::FaultDetected::new(reason, component)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_wirepacketl3(src_ip: String, dst_ip: String) -> v1::WirePacketL3 {
+        v1::WirePacketL3::new(src_ip, dst_ip)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_wirepacketl4(
+        kind: v1::WirePacketL4Kind,
+        src_port: u16,
+        dst_port: u16,
+        len: u32,
+    ) -> v1::WirePacketL4 {
+        v1::WirePacketL4::new(kind, src_port, dst_port, len)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_wirepacketvia(local_iface: String) -> v1::WirePacketVia {
+        v1::WirePacketVia::new(local_iface)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_errorevent(component: String, message: String) -> v1::ErrorEvent {
+        v1::ErrorEvent::new(component, message)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_customevent(payload: v1::CustomPayload) -> v1::CustomEvent {
+        v1::CustomEvent::new(payload)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_clocksamplefields(
+        node_send_ms_echoed: u64,
+        collector_recv_ms: u64,
+        collector_send_ms: u64,
+    ) -> v1::ClockSampleFields {
+        v1::ClockSampleFields::new(
+            node_send_ms_echoed,
+            collector_recv_ms,
+            collector_send_ms,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_irohapimissingfields(
+        iroh_version: String,
+        fields: Vec<String>,
+        note: String,
+    ) -> v1::IrohApiMissingFields {
+        v1::IrohApiMissingFields::new(iroh_version, fields, note)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_registernamefields(
+        name: String,
+        actor_addr_hex: String,
+        our_node_id_hex: v1::NodeIdHex,
+        wall_ms: u64,
+    ) -> v1::RegisterNameFields {
+        v1::RegisterNameFields::new(name, actor_addr_hex, our_node_id_hex, wall_ms)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_pptokenemittedfields(
+        decode_ms: f64,
+        position: u32,
+        request_id: String,
+        token_id: u32,
+    ) -> v1::PpTokenEmittedFields {
+        v1::PpTokenEmittedFields::new(decode_ms, position, request_id, token_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_ppactivationsentfields(
+        bytes: u64,
+        from_stage: u32,
+        is_prefill: bool,
+        request_id: String,
+        to_stage: u32,
+    ) -> v1::PpActivationSentFields {
+        v1::PpActivationSentFields::new(
+            bytes,
+            from_stage,
+            is_prefill,
+            request_id,
+            to_stage,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_ppactivationreceivedfields(
+        bytes: u64,
+        from_stage: u32,
+        is_prefill: bool,
+        request_id: String,
+        to_stage: u32,
+    ) -> v1::PpActivationReceivedFields {
+        v1::PpActivationReceivedFields::new(
+            bytes,
+            from_stage,
+            is_prefill,
+            request_id,
+            to_stage,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_ppworkerdispatchfields(
+        op: String,
+        queue_depth_at_dispatch: u32,
+        request_id: String,
+    ) -> v1::PpWorkerDispatchFields {
+        v1::PpWorkerDispatchFields::new(op, queue_depth_at_dispatch, request_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_ppworkercompletefields(
+        duration_ms: f64,
+        op: String,
+        request_id: String,
+    ) -> v1::PpWorkerCompleteFields {
+        v1::PpWorkerCompleteFields::new(duration_ms, op, request_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_finalize() -> v1::Finalize {
+        v1::Finalize::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_hoststate() -> v1::HostState {
+        v1::HostState::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_hostnetwork() -> v1::HostNetwork {
+        v1::HostNetwork::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_netinterface(name: String, up: bool) -> v1::NetInterface {
+        v1::NetInterface::new(name, up)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_interfacecounters(
+        rx_bytes: u64,
+        rx_packets: u64,
+        rx_errors: u64,
+        rx_dropped: u64,
+        tx_bytes: u64,
+        tx_packets: u64,
+        tx_errors: u64,
+        tx_dropped: u64,
+    ) -> v1::InterfaceCounters {
+        v1::InterfaceCounters::new(
+            rx_bytes,
+            rx_packets,
+            rx_errors,
+            rx_dropped,
+            tx_bytes,
+            tx_packets,
+            tx_errors,
+            tx_dropped,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_route(
+        family: v1::RouteFamily,
+        destination: String,
+        interface: String,
+    ) -> v1::Route {
+        v1::Route::new(family, destination, interface)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_udpsocket(
+        local_addr: String,
+        remote_addr: String,
+        state: String,
+        inode: u64,
+    ) -> v1::UdpSocket {
+        v1::UdpSocket::new(local_addr, remote_addr, state, inode)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_udpkernelstats() -> v1::UdpKernelStats {
+        v1::UdpKernelStats::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_dnsresolution(
+        hostname: String,
+        resolved_at_ms: u64,
+    ) -> v1::DnsResolution {
+        v1::DnsResolution::new(hostname, resolved_at_ms)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_identity(
+        node_id_hex: v1::NodeIdHex,
+        node_id_short: String,
+        role: String,
+        run_id: String,
+        process_start_unix_ms: u64,
+        boot_sequence: u32,
+    ) -> v1::Identity {
+        v1::Identity::new(
+            node_id_hex,
+            node_id_short,
+            role,
+            run_id,
+            process_start_unix_ms,
+            boot_sequence,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_irohstate() -> v1::IrohState {
+        v1::IrohState::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_irohpeer(peer_node_id_hex: v1::NodeIdHex) -> v1::IrohPeer {
+        v1::IrohPeer::new(peer_node_id_hex)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_transportaddr(addr: String, usage: v1::AddrUsage) -> v1::TransportAddr {
+        v1::TransportAddr::new(addr, usage)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_metricsample(
+        group: String,
+        name: String,
+        value: v1::MetricValue,
+    ) -> v1::MetricSample {
+        v1::MetricSample::new(group, name, value)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_histogram(count: u64, sum: f64) -> v1::Histogram {
+        v1::Histogram::new(count, sum)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_connectioncache(
+        peer_node_id_hex: v1::NodeIdHex,
+        generation: u64,
+    ) -> v1::ConnectionCache {
+        v1::ConnectionCache::new(peer_node_id_hex, generation)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_relaysession(
+        status: v1::RelaySessionStatus,
+        status_source: v1::ValueSource,
+    ) -> v1::RelaySession {
+        v1::RelaySession::new(status, status_source)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_flowstate(
+        peer_node_id_hex: v1::NodeIdHex,
+        remote_addr: String,
+        cwnd_packets: u64,
+        rtt_estimate_ms: u64,
+        bytes_in_flight: u64,
+        retransmits_total: u64,
+    ) -> v1::FlowState {
+        v1::FlowState::new(
+            peer_node_id_hex,
+            remote_addr,
+            cwnd_packets,
+            rtt_estimate_ms,
+            bytes_in_flight,
+            retransmits_total,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_natbinding(
+        local_addr: String,
+        observed_remote_addr: String,
+    ) -> v1::NatBinding {
+        v1::NatBinding::new(local_addr, observed_remote_addr)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_linkestimate(
+        peer_node_id_hex: v1::NodeIdHex,
+        bandwidth_bps_observed: u64,
+        loss_rate_observed: f64,
+        one_way_delay_ms_estimated: u64,
+        measurement_window_ms: u64,
+    ) -> v1::LinkEstimate {
+        v1::LinkEstimate::new(
+            peer_node_id_hex,
+            bandwidth_bps_observed,
+            loss_rate_observed,
+            one_way_delay_ms_estimated,
+            measurement_window_ms,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_linkapplied(
+        peer_node_id_hex: v1::NodeIdHex,
+        bandwidth_bps: u64,
+        one_way_delay_ms: u32,
+        jitter_ms: u32,
+        loss_ppm: u32,
+    ) -> v1::LinkApplied {
+        v1::LinkApplied::new(
+            peer_node_id_hex,
+            bandwidth_bps,
+            one_way_delay_ms,
+            jitter_ms,
+            loss_ppm,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_manifest(run_id: String) -> v1::Manifest {
+        v1::Manifest::new(run_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_bundlewriter(
+        kind: v1::WriterKind,
+        name: String,
+        version: String,
+    ) -> v1::BundleWriter {
+        v1::BundleWriter::new(kind, name, version)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_manifestnode(
+        node_id_hex: v1::NodeIdHex,
+        label: String,
+    ) -> v1::ManifestNode {
+        v1::ManifestNode::new(node_id_hex, label)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_snapshot(
+        identity: v1::Identity,
+        run_id: String,
+        snapshot_id: String,
+        wall_ms: u64,
+        monotonic_seq: u64,
+        trigger: v1::SnapshotTrigger,
+        body: v1::SnapshotBody,
+    ) -> v1::Snapshot {
+        v1::Snapshot::new(
+            identity,
+            run_id,
+            snapshot_id,
+            wall_ms,
+            monotonic_seq,
+            trigger,
+            body,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_snapshotbody(
+        reachability: Vec<v1::PeerReachability>,
+    ) -> v1::SnapshotBody {
+        v1::SnapshotBody::new(reachability)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_peerreachability(
+        peer_node_id_hex: v1::NodeIdHex,
+        current_swim_opinion: v1::PeerState,
+        swim_transition_history: Vec<v1::StateTransition>,
+    ) -> v1::PeerReachability {
+        v1::PeerReachability::new(
+            peer_node_id_hex,
+            current_swim_opinion,
+            swim_transition_history,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_statetransition(
+        from: v1::PeerState,
+        to: v1::PeerState,
+        at_ms: u64,
+        reason: String,
+    ) -> v1::StateTransition {
+        v1::StateTransition::new(from, to, at_ms, reason)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimstate(
+        config: v1::SwimConfig,
+        self_node_id_hex: v1::NodeIdHex,
+        self_incarnation: u64,
+        metadata_local_version: u64,
+    ) -> v1::SwimState {
+        v1::SwimState::new(
+            config,
+            self_node_id_hex,
+            self_incarnation,
+            metadata_local_version,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimconfig(
+        probe_interval_ticks: u64,
+        probe_timeout_ticks: u64,
+        suspicion_timeout_ticks: u64,
+        indirect_probes_k: u32,
+        dead_reprobe_interval_ticks: u64,
+        gossip_fanout_lambda: u32,
+        max_piggyback: u32,
+        probe_mode: String,
+    ) -> v1::SwimConfig {
+        v1::SwimConfig::new(
+            probe_interval_ticks,
+            probe_timeout_ticks,
+            suspicion_timeout_ticks,
+            indirect_probes_k,
+            dead_reprobe_interval_ticks,
+            gossip_fanout_lambda,
+            max_piggyback,
+            probe_mode,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimpeer(
+        peer_node_id_hex: v1::NodeIdHex,
+        state: v1::PeerState,
+        incarnation: u64,
+    ) -> v1::SwimPeer {
+        v1::SwimPeer::new(peer_node_id_hex, state, incarnation)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_swimmessage(
+        kind: v1::SwimMessageKind,
+        peer_node_id_hex: v1::NodeIdHex,
+        at_ms: u64,
+    ) -> v1::SwimMessage {
+        v1::SwimMessage::new(kind, peer_node_id_hex, at_ms)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_registry(tombstone_count: u64, clock: u64) -> v1::Registry {
+        v1::Registry::new(tombstone_count, clock)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_registryentry(
+        name: String,
+        actor_addr_hex: String,
+        owner_node_id_hex: v1::NodeIdHex,
+        generation: u64,
+    ) -> v1::RegistryEntry {
+        v1::RegistryEntry::new(name, actor_addr_hex, owner_node_id_hex, generation)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_probestate() -> v1::ProbeState {
+        v1::ProbeState::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_probe(
+        target: String,
+        kind: v1::ProbeKind,
+        last_outcome: v1::ProbeOutcome,
+        attempts: u64,
+        successes: u64,
+    ) -> v1::Probe {
+        v1::Probe::new(target, kind, last_outcome, attempts, successes)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_vastaicontext() -> v1::VastaiContext {
+        v1::VastaiContext::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_processstats() -> v1::ProcessStats {
+        v1::ProcessStats::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_tokiostats(flavor: v1::TokioFlavor) -> v1::TokioStats {
+        v1::TokioStats::new(flavor)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_relayserver(
+        active_sessions: u64,
+        total_opens: u64,
+        total_closes: u64,
+        bytes_rx_total: u64,
+        bytes_tx_total: u64,
+    ) -> v1::RelayServer {
+        v1::RelayServer::new(
+            active_sessions,
+            total_opens,
+            total_closes,
+            bytes_rx_total,
+            bytes_tx_total,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_subprocessstate() -> v1::SubprocessState {
+        v1::SubprocessState::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_subprocess(
+        label: String,
+        pid: u32,
+        status: v1::SubprocessStatus,
+    ) -> v1::Subprocess {
+        v1::Subprocess::new(label, pid, status)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_appstate(
+        stage_index: u32,
+        worker_status: v1::WorkerStatus,
+    ) -> v1::AppState {
+        v1::AppState::new(stage_index, worker_status)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_actorstate() -> v1::ActorState {
+        v1::ActorState::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_actorstats(
+        name: String,
+        mailbox_depth: u64,
+        total_msgs_processed: u64,
+        total_msgs_dropped: u64,
+    ) -> v1::ActorStats {
+        v1::ActorStats::new(
+            name,
+            mailbox_depth,
+            total_msgs_processed,
+            total_msgs_dropped,
+        )
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_schedulerstats() -> v1::SchedulerStats {
+        v1::SchedulerStats::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_vastairecord(
+        v: u32,
+        vastai_node: v1::VastaiNodeRef,
+        source: v1::VastaiSource,
+        seq: u64,
+        wall_ms: u64,
+        body: v1::VastaiBody,
+    ) -> v1::VastaiRecord {
+        v1::VastaiRecord::new(v, vastai_node, source, seq, wall_ms, body)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_vastainoderef() -> v1::VastaiNodeRef {
+        v1::VastaiNodeRef::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_instanceobservation(id: u64) -> v1::InstanceObservation {
+        v1::InstanceObservation::new(id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_hostsample(cpu: v1::CpuSample, mem: v1::MemSample) -> v1::HostSample {
+        v1::HostSample::new(cpu, mem)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_cpusample() -> v1::CpuSample {
+        v1::CpuSample::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_memsample() -> v1::MemSample {
+        v1::MemSample::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_gpusample(index: u32) -> v1::GpuSample {
+        v1::GpuSample::new(index)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_disksample(device: String) -> v1::DiskSample {
+        v1::DiskSample::new(device)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_netsample(iface: String) -> v1::NetSample {
+        v1::NetSample::new(iface)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_cgroupsample() -> v1::CgroupSample {
+        v1::CgroupSample::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_logbatch(stream: v1::LogStream, lines: Vec<v1::LogLine>) -> v1::LogBatch {
+        v1::LogBatch::new(stream, lines)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_logline(wall_ms: u64, line: u64, text: String) -> v1::LogLine {
+        v1::LogLine::new(wall_ms, line, text)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_deploystart() -> v1::DeployStart {
+        v1::DeployStart::new()
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_contractleased(contract_id: u64) -> v1::ContractLeased {
+        v1::ContractLeased::new(contract_id)
+    }
+    #[allow(dead_code, clippy::too_many_arguments)]
+    pub fn new_teardown(contract_id: u64) -> v1::Teardown {
+        v1::Teardown::new(contract_id)
+    }
+}
 /// Structs per release whose constructor is called above.
-pub const CALLED: &[(&str, usize)] = &[("1.0.0", 90usize), ("1.1.0", 136usize)];
+pub const CALLED: &[(&str, usize)] = &[
+    ("1.0.0", 90usize),
+    ("1.1.0", 136usize),
+    ("1.2.0", 137usize),
+];

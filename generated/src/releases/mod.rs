@@ -6,7 +6,7 @@
 //! release is a module of its own behind the feature `releases`, so a build that does not
 //! read old data compiles the contract once.
 /// The released versions, oldest first.
-pub const RELEASES: &[&str] = &["1.0.0", "1.1.0"];
+pub const RELEASES: &[&str] = &["1.0.0", "1.1.0", "1.2.0"];
 /// Release 1.0.0 (feature `releases`).
 #[cfg(feature = "releases")]
 #[rustfmt::skip]
@@ -15,13 +15,15 @@ pub mod v1_0_0;
 #[cfg(feature = "releases")]
 #[rustfmt::skip]
 pub mod v1_1_0;
+/// Release 1.2.0: the current schemas are this release, so its reader is [`crate::v1`].
+pub use crate::v1 as v1_2_0;
 /// Every contract reader: each release, oldest first, then the current schemas when they
 /// are not released yet.
 #[cfg(feature = "releases")]
 pub static READERS: &[&::diagwire_runtime::Contract] = &[
     &v1_0_0::CONTRACT,
     &v1_1_0::CONTRACT,
-    &crate::v1::CONTRACT,
+    &v1_2_0::CONTRACT,
 ];
 
 /// Calls `$cell!(W, R)` for every ordered pair (writer, reader) of the contract readers in

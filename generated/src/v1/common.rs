@@ -47,7 +47,7 @@ pub enum ConnType {
     Mixed = "Mixed",
     None = "None",
 } other {});
-/// How a discriminated value was obtained: `iroh` means the transport library reported it natively; `derived` means swactor inferred it (for example a relay status inferred from whether a home-relay URL exists). The absence-discriminator half of a value/source pair.
+/// How a discriminated value was obtained: `iroh` means the transport library reported it natively; `derived` means swactor inferred it (for example a relay status inferred from whether a home-relay URL exists). The absence-discriminator half of a value/source pair. From contract 1.2.0 a native report names who reported it: `orchestrator` (the host orchestrator forwarded the value, such as the host provider), `driver` (read from a device driver, such as GPU memory), `measured` (swactor timed or counted it itself, such as a SWIM round trip) and `relay` (the relay server's own counters); `unavailable` says the writer could not ask, so the value beside it, when the schema requires one, is a placeholder and never a genuine zero. Records of 1.1.0 wrote `iroh` for every native report; readers take `iroh`, `orchestrator`, `driver`, `measured` and `relay` as reported, `unavailable` as could not ask, and any other value as derived.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum ValueSource {
@@ -55,12 +55,27 @@ pub enum ValueSource {
     Iroh,
     /// `derived`.
     Derived,
+    /// `orchestrator`.
+    Orchestrator,
+    /// `driver`.
+    Driver,
+    /// `measured`.
+    Measured,
+    /// `relay`.
+    Relay,
+    /// `unavailable`.
+    Unavailable,
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
 ::diagwire_runtime::str_enum!(ValueSource {
     Iroh = "iroh",
     Derived = "derived",
+    Orchestrator = "orchestrator",
+    Driver = "driver",
+    Measured = "measured",
+    Relay = "relay",
+    Unavailable = "unavailable",
 } other { Other });
 /// Health of the node's tunnel to its home relay: `connected`, `connecting`, `disconnected`, or `unknown` (the transport did not say; the paired source field tells whether that is a reported or a derived answer).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -174,6 +174,8 @@ pub enum Event {
     RunTornDown(RunTornDown),
     /// `type: fault_detected`. A component detected a fault that the node and run fault events do not cover, at any scope: a stage, edge, ring, object, compute step or worker. The scope fields present say what the fault concerns.
     FaultDetected(FaultDetected),
+    /// `type: SwimProbeLateAcked`. An acknowledgement arrived for a SWIM probe whose budget had already run out (its `SwimProbeTimedOut` was emitted at the timeout), so a reader can tell a narrow miss from a probe never answered. Added in contract 1.2.0; writers before it put a late acknowledgement's round trip on the timeout event (`SwimProbeTimedOut.rtt_ms`), which could only be written after the fact.
+    SwimProbeLateAcked(SwimProbeLateAcked),
     /// A variant this version of the contract does not know: its tag and every other key, written back unchanged.
     Other(
         #[cfg_attr(feature = "arbitrary", arbitrary(with = arbitrary_other_event))]
@@ -466,6 +468,11 @@ impl From<FaultDetected> for Event {
         Event::FaultDetected(v)
     }
 }
+impl From<SwimProbeLateAcked> for Event {
+    fn from(v: SwimProbeLateAcked) -> Self {
+        Event::SwimProbeLateAcked(v)
+    }
+}
 ::diagwire_runtime::internal_union!(Event, EventDecoder, "Event", tag "type" {
     SwimTransition(SwimTransitionDecoder) = "SwimTransition",
     DialStarted(DialStartedDecoder) = "DialStarted",
@@ -523,6 +530,7 @@ impl From<FaultDetected> for Event {
     StageStopped(StageStoppedDecoder) = "stage_stopped",
     RunTornDown(RunTornDownDecoder) = "run_torn_down",
     FaultDetected(FaultDetectedDecoder) = "fault_detected",
+    SwimProbeLateAcked(SwimProbeLateAckedDecoder) = "SwimProbeLateAcked",
 } other { Other });
 /// SWIM changed its opinion of a peer. Each one also triggers a snapshot with a `Transition` trigger.
 #[derive(Debug, Clone, PartialEq)]
@@ -840,7 +848,7 @@ pub struct RelaySessionClosed {
     ///
     /// Wire: `duration_ms` — required.
     pub duration_ms: u64,
-    /// Which side ended the session.
+    /// Which side ended the session; `remote` and `idle_timeout` are deprecated spellings (see `RelayCloseInitiator`).
     ///
     /// Wire: `close_initiator` — required.
     pub close_initiator: RelayCloseInitiator,
@@ -925,6 +933,12 @@ pub struct GossipReceived {
     ///
     /// Wire: `item_count` — required.
     pub item_count: u32,
+    /// Causal trace id of the gossip message the payload arrived in (the sender's `MessageSent.trace_id`), a 128-bit id written as 32 lowercase hex characters, so the receipt joins the causal chain of the message that carried it. Added in contract 1.2.0.
+    ///
+    /// Wire: `trace_id` — left out when absent.
+    ///
+    /// Absent: The writer does not thread causal trace ids (every writer before contract 1.2.0).
+    pub trace_id: Option<String>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -942,6 +956,7 @@ impl GossipReceived {
             payload_kind,
             payload_bytes,
             item_count,
+            trace_id: None,
             extra: Default::default(),
         }
     }
@@ -951,6 +966,7 @@ impl GossipReceived {
     payload_kind: GossipPayloadKind = "payload_kind" req,
     payload_bytes: u32 = "payload_bytes" req,
     item_count: u32 = "item_count" req,
+    trace_id: Option<String> = "trace_id" omit,
 } flat {} extra { extra });
 /// A child process owned by this node was started. Replaces the legacy `worker_starting` custom event.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -971,6 +987,14 @@ pub struct SubprocessSpawned {
     ///
     /// Wire: `command` — required.
     pub command: String,
+    /// Generation of the GPU worker process this child is, when the child is a stage's worker; it goes up by one on every worker restart, so a record of an earlier generation is never mistaken for the current worker. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The child is not a GPU worker, or the writer does not track worker generations (every writer before contract 1.2.0).
+    pub worker_generation: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -982,6 +1006,7 @@ impl SubprocessSpawned {
             label: label.into(),
             pid,
             command: command.into(),
+            worker_generation: None,
             extra: Default::default(),
         }
     }
@@ -990,6 +1015,7 @@ impl SubprocessSpawned {
     label: String = "label" req,
     pid: u32 = "pid" req,
     command: String = "command" req,
+    worker_generation: Option<u64> = "worker_generation" omit,
 } flat {} extra { extra });
 /// A child process owned by this node ended. Replaces the legacy `worker_exited` custom event. For a pid the introspector never registered, the label is `unknown-pid-<pid>`, the command is empty and the uptime is `null`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -1010,6 +1036,14 @@ pub struct SubprocessExited {
     ///
     /// Wire: `command` — required.
     pub command: String,
+    /// Generation of the GPU worker process this child was, when the child is a stage's worker; it goes up by one on every worker restart, so a record of an earlier generation is never mistaken for the current worker. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The child is not a GPU worker, or the writer does not track worker generations (every writer before contract 1.2.0).
+    pub worker_generation: Option<u64>,
     /// The child's exit status code.
     ///
     /// Unit: `exit-code`.
@@ -1045,6 +1079,7 @@ impl SubprocessExited {
             label: label.into(),
             pid,
             command: command.into(),
+            worker_generation: None,
             exit_code: None,
             exit_signal: None,
             uptime_ms: None,
@@ -1056,6 +1091,7 @@ impl SubprocessExited {
     label: String = "label" req,
     pid: u32 = "pid" req,
     command: String = "command" req,
+    worker_generation: Option<u64> = "worker_generation" omit,
     exit_code: Option<i32> = "exit_code" null,
     exit_signal: Option<i32> = "exit_signal" null,
     uptime_ms: Option<u64> = "uptime_ms" null,
@@ -1124,6 +1160,12 @@ pub struct SwimMetadataReceived {
     ///
     /// Wire: `payload_hash` — required.
     pub payload_hash: u64,
+    /// Causal trace id of the SWIM message the metadata arrived in (the sender's `MessageSent.trace_id`), a 128-bit id written as 32 lowercase hex characters, so the receipt joins the causal chain of the message that carried it. Added in contract 1.2.0.
+    ///
+    /// Wire: `trace_id` — left out when absent.
+    ///
+    /// Absent: The writer does not thread causal trace ids (every writer before contract 1.2.0).
+    pub trace_id: Option<String>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -1135,6 +1177,7 @@ impl SwimMetadataReceived {
             peer,
             version,
             payload_hash,
+            trace_id: None,
             extra: Default::default(),
         }
     }
@@ -1143,6 +1186,7 @@ impl SwimMetadataReceived {
     peer: NodeId = "peer" req,
     version: u64 = "version" req,
     payload_hash: u64 = "payload_hash" req,
+    trace_id: Option<String> = "trace_id" omit,
 } flat {} extra { extra });
 /// A send to a peer reused a cached iroh connection.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -1576,19 +1620,19 @@ pub struct SwimProbeAcked {
     ///
     /// Absence discriminator: read it through [`Self::rtt_ms_provenance`].
     pub rtt_ms: Option<u64>,
-    /// How `rtt_ms` was obtained: `derived` when computed as the receive time minus the send time, `iroh` when the transport measured it.
+    /// How `rtt_ms` was obtained: `measured` when swactor's SWIM layer timed the probe itself (from contract 1.2.0; 1.1.0 writers wrote `iroh` for the same measurement, a spelling readers still take as measured and writers no longer use), `derived` when computed afterwards as the receive time minus the send time.
     ///
     /// Wire: `rtt_source` — left out when absent.
     ///
     /// Absent: `rtt_ms` is absent as well, or the record comes from a writer that did not say; read the value as derived from the two timestamps.
     pub rtt_source: Option<ValueSource>,
-    /// How the probe ended; `success` for an acknowledged probe.
+    /// How the probe ended: always `success` for an acknowledged probe. `timeout` is not an outcome of this event (an acknowledgement after the budget is a `SwimProbeLateAcked` beside the `SwimProbeTimedOut`); the value type is shared with the timeout event, so the schema cannot refuse it, and a record with it is a writer bug.
     ///
     /// Wire: `outcome` — left out when absent.
     ///
     /// Absent: Not recorded (every 1.0.0 writer); an acknowledged probe is a success.
     pub outcome: Option<SwimProbeOutcome>,
-    /// The probe's configured time budget in milliseconds: the same budget as `budget_ticks` of the timeout event, converted to time.
+    /// The probe's configured time budget in milliseconds: the same budget as `budget_ticks` of the timeout event, converted to time; the canonical statement of the budget, comparable across runs whatever their tick length.
     ///
     /// Unit: `ms`.
     ///
@@ -1626,7 +1670,7 @@ impl SwimProbeAcked {
     }
     /// How `rtt_ms` was obtained, or why it is absent.
     ///
-    /// `rtt_source` says whether a present value was reported (`iroh`) or derived.
+    /// `rtt_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn rtt_ms_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
         ::diagwire_runtime::Provenance::resolve(
             self.rtt_ms.as_ref(),
@@ -1667,7 +1711,7 @@ pub struct SwimProbeTimedOut {
     ///
     /// Wire: `kind` — required.
     pub kind: SwimProbeKind,
-    /// The configured probe timeout that elapsed.
+    /// The configured probe timeout that elapsed, in SWIM ticks. The same budget as `timeout_budget_ms`, which says it in milliseconds and is the one to compare across runs (tick lengths differ); required since 1.0.0, so writers keep writing both.
     ///
     /// Unit: `ticks`.
     ///
@@ -1687,7 +1731,7 @@ pub struct SwimProbeTimedOut {
     ///
     /// Absent: Not recorded; the `wall_ms` of the matching `SwimProbeSent` is the send time. Every 1.0.0 writer leaves it out.
     pub sent_at_ms: Option<u64>,
-    /// Round-trip time of an acknowledgement that arrived after the budget ran out, so a reader can tell a narrow miss from a probe never answered.
+    /// Round-trip time of an acknowledgement that arrived after the budget ran out, so a reader can tell a narrow miss from a probe never answered. Deprecated from contract 1.2.0: the timeout event is emitted when the budget runs out, before any late acknowledgement, so writers leave this out and emit `SwimProbeLateAcked` when one arrives; readers still read it in older records.
     ///
     /// Unit: `ms`.
     ///
@@ -1697,7 +1741,7 @@ pub struct SwimProbeTimedOut {
     ///
     /// Absence discriminator: read it through [`Self::rtt_ms_provenance`].
     pub rtt_ms: Option<u64>,
-    /// How `rtt_ms` was obtained: `derived` when computed as the receive time minus the send time, `iroh` when the transport measured it.
+    /// How `rtt_ms` was obtained: `measured` when swactor's SWIM layer timed the probe itself (from contract 1.2.0; 1.1.0 writers wrote `iroh` for the same measurement, a spelling readers still take as measured and writers no longer use), `derived` when computed afterwards as the receive time minus the send time.
     ///
     /// Wire: `rtt_source` — left out when absent.
     ///
@@ -1709,7 +1753,7 @@ pub struct SwimProbeTimedOut {
     ///
     /// Absent: Not recorded (every 1.0.0 writer); read it as `timeout`.
     pub outcome: Option<SwimProbeOutcome>,
-    /// The probe's configured time budget in milliseconds: the same budget as `budget_ticks` of the timeout event, converted to time.
+    /// The probe's configured time budget in milliseconds: the same budget as `budget_ticks` of the timeout event, converted to time; the canonical statement of the budget, comparable across runs whatever their tick length.
     ///
     /// Unit: `ms`.
     ///
@@ -1752,7 +1796,7 @@ impl SwimProbeTimedOut {
     }
     /// How `rtt_ms` was obtained, or why it is absent.
     ///
-    /// `rtt_source` says whether a present value was reported (`iroh`) or derived.
+    /// `rtt_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn rtt_ms_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
         ::diagwire_runtime::Provenance::resolve(
             self.rtt_ms.as_ref(),
@@ -1771,6 +1815,71 @@ impl SwimProbeTimedOut {
     rtt_ms: Option<u64> = "rtt_ms" omit,
     rtt_source: Option<ValueSource> = "rtt_source" omit,
     outcome: Option<SwimProbeOutcome> = "outcome" omit,
+    timeout_budget_ms: Option<u64> = "timeout_budget_ms" omit,
+    trace_id: Option<String> = "trace_id" omit,
+} flat {} extra { extra });
+/// An acknowledgement arrived for a SWIM probe whose budget had already run out (its `SwimProbeTimedOut` was emitted at the timeout), so a reader can tell a narrow miss from a probe never answered. Added in contract 1.2.0; writers before it put a late acknowledgement's round trip on the timeout event (`SwimProbeTimedOut.rtt_ms`), which could only be written after the fact.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub struct SwimProbeLateAcked {
+    /// The peer that was probed.
+    ///
+    /// Wire: `target` — required.
+    pub target: NodeId,
+    /// SWIM sequence number of the probe, as in `SwimProbeSent` and `SwimProbeTimedOut`.
+    ///
+    /// Unit: `sequence`.
+    ///
+    /// Wire: `sequence` — required.
+    pub sequence: u64,
+    /// The probe phase whose acknowledgement arrived late.
+    ///
+    /// Wire: `kind` — required.
+    pub kind: SwimProbeKind,
+    /// Round-trip time of the late acknowledgement: from sending the ping to receiving its acknowledgement, as SWIM timed it. Always measured, since the event exists only because the acknowledgement arrived.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `rtt_ms` — required.
+    pub rtt_ms: u64,
+    /// The budget the probe exceeded, as in `SwimProbeTimedOut.timeout_budget_ms`.
+    ///
+    /// Unit: `ms`.
+    ///
+    /// Wire: `timeout_budget_ms` — left out when absent.
+    ///
+    /// Absent: Not recorded; take it from the matching `SwimProbeTimedOut`.
+    pub timeout_budget_ms: Option<u64>,
+    /// Causal trace id of the probe message, the same as on its `SwimProbeSent` and `SwimProbeTimedOut`.
+    ///
+    /// Wire: `trace_id` — left out when absent.
+    ///
+    /// Absent: The writer does not thread causal trace ids.
+    pub trace_id: Option<String>,
+    /// Keys this version of the contract does not know, kept and written back unchanged.
+    pub extra: ::diagwire_runtime::Extra,
+}
+impl SwimProbeLateAcked {
+    /// Builds the value from its required fields (`target`, `sequence`, `kind`, `rtt_ms`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(target: NodeId, sequence: u64, kind: SwimProbeKind, rtt_ms: u64) -> Self {
+        Self {
+            target,
+            sequence,
+            kind,
+            rtt_ms,
+            timeout_budget_ms: None,
+            trace_id: None,
+            extra: Default::default(),
+        }
+    }
+}
+::diagwire_runtime::object!(SwimProbeLateAcked, SwimProbeLateAckedDecoder, "SwimProbeLateAcked" {
+    target: NodeId = "target" req,
+    sequence: u64 = "sequence" req,
+    kind: SwimProbeKind = "kind" req,
+    rtt_ms: u64 = "rtt_ms" req,
     timeout_budget_ms: Option<u64> = "timeout_budget_ms" omit,
     trace_id: Option<String> = "trace_id" omit,
 } flat {} extra { extra });
@@ -1930,10 +2039,16 @@ pub struct HandshakeStarted {
     ///
     /// Wire: `cipher_suite_offered` — left out when absent.
     ///
-    /// Absent: The transport does not expose the offer. Listed in `api_gaps` under `Handshake.cipher_suite_offered`: could not be asked, never read as an empty offer.
+    /// Absent: The transport does not expose the offer. Listed in the event's `api_gaps` under `Handshake.cipher_suite_offered`: could not be asked, never read as an empty offer.
     ///
     /// Absence discriminator: read it through [`Self::cipher_suite_offered_provenance`].
     pub cipher_suite_offered: Option<Vec<String>>,
+    /// Canonical names of the values of this event the transport cannot provide (`Handshake.cipher_suite_offered`); a reader must read the matching absent fields as "could not ask". Added in contract 1.2.0.
+    ///
+    /// Wire: `api_gaps` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: No gap is declared: an absent value the event names was not observed (every writer before contract 1.2.0 says nothing more).
+    pub api_gaps: Vec<ApiGap>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -1953,6 +2068,7 @@ impl HandshakeStarted {
             remote_addr: remote_addr.into(),
             via_relay: None,
             cipher_suite_offered: None,
+            api_gaps: Default::default(),
             extra: Default::default(),
         }
     }
@@ -1980,6 +2096,7 @@ impl HandshakeStarted {
     remote_addr: String = "remote_addr" req,
     via_relay: Option<String> = "via_relay" omit,
     cipher_suite_offered: Option<Vec<String>> = "cipher_suite_offered" omit,
+    api_gaps: Vec<ApiGap> = "api_gaps" skip,
 } flat {} extra { extra });
 /// A cryptographic handshake with a peer finished, with its result and duration.
 #[derive(Debug, Clone, PartialEq)]
@@ -2010,10 +2127,16 @@ pub struct HandshakeOutcome {
     ///
     /// Wire: `cipher_suite_selected` — left out when absent.
     ///
-    /// Absent: The handshake did not succeed, or the transport does not expose the choice (then listed in `api_gaps` under `Handshake.cipher_suite_selected`: could not be asked).
+    /// Absent: The handshake did not succeed, or the transport does not expose the choice (then listed in the event's `api_gaps` under `Handshake.cipher_suite_selected`: could not be asked).
     ///
     /// Absence discriminator: read it through [`Self::cipher_suite_selected_provenance`].
     pub cipher_suite_selected: Option<String>,
+    /// Canonical names of the values of this event the transport cannot provide (`Handshake.cipher_suite_selected`); a reader must read the matching absent fields as "could not ask". Added in contract 1.2.0.
+    ///
+    /// Wire: `api_gaps` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: No gap is declared: an absent value the event names was not observed (every writer before contract 1.2.0 says nothing more).
+    pub api_gaps: Vec<ApiGap>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -2027,6 +2150,7 @@ impl HandshakeOutcome {
             error: None,
             duration_ms,
             cipher_suite_selected: None,
+            api_gaps: Default::default(),
             extra: Default::default(),
         }
     }
@@ -2053,6 +2177,7 @@ impl HandshakeOutcome {
     error: Option<String> = "error" omit,
     duration_ms: u64 = "duration_ms" req,
     cipher_suite_selected: Option<String> = "cipher_suite_selected" omit,
+    api_gaps: Vec<ApiGap> = "api_gaps" skip,
 } flat {} extra { extra });
 /// One packet this node sent or received, below the message level, so that fragmentation, acknowledgement timing and retransmits are visible. The payload itself is not stored; its hash lets a simulated run be matched against a production run of the same workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -2087,6 +2212,12 @@ pub struct WirePacket {
     ///
     /// Wire: `via` — required.
     pub via: WirePacketVia,
+    /// Canonical names of the packet values the platform cannot provide (`WirePacket.ttl`, `WirePacket.ecn` of `l3`); a reader must read the matching absent fields as "could not ask". Added in contract 1.2.0.
+    ///
+    /// Wire: `api_gaps` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: No gap is declared: an absent value the event names was not observed (every writer before contract 1.2.0 says nothing more).
+    pub api_gaps: Vec<ApiGap>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -2108,6 +2239,7 @@ impl WirePacket {
             payload_hash,
             payload_len,
             via,
+            api_gaps: Default::default(),
             extra: Default::default(),
         }
     }
@@ -2119,6 +2251,7 @@ impl WirePacket {
     payload_hash: u64 = "payload_hash" req,
     payload_len: u32 = "payload_len" req,
     via: WirePacketVia = "via" req,
+    api_gaps: Vec<ApiGap> = "api_gaps" skip,
 } flat {} extra { extra });
 /// A node's process started booting. Boot then ends in `node_available` or `node_faulted`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -3348,7 +3481,7 @@ pub struct WirePacketL3 {
     ///
     /// Wire: `ttl` — left out when absent.
     ///
-    /// Absent: The platform does not report it for this packet. Listed in `api_gaps` under `WirePacket.ttl`: could not be asked, never read as zero.
+    /// Absent: The platform does not report it for this packet. Listed in the `WirePacket` event's `api_gaps` under `WirePacket.ttl`: could not be asked, never read as zero.
     ///
     /// Absence discriminator: read it through [`Self::ttl_provenance`].
     pub ttl: Option<u8>,
@@ -3356,7 +3489,7 @@ pub struct WirePacketL3 {
     ///
     /// Wire: `ecn` — left out when absent.
     ///
-    /// Absent: The platform does not report it for this packet. Listed in `api_gaps` under `WirePacket.ecn`: could not be asked.
+    /// Absent: The platform does not report it for this packet. Listed in the `WirePacket` event's `api_gaps` under `WirePacket.ecn`: could not be asked.
     ///
     /// Absence discriminator: read it through [`Self::ecn_provenance`].
     pub ecn: Option<EcnCodepoint>,
@@ -4229,6 +4362,14 @@ pub struct PpWorkerDispatchFields {
     ///
     /// Wire: `request_id` — required.
     pub request_id: String,
+    /// Generation of the GPU worker process the operation was handed to; it goes up by one on every worker restart, so a record of an earlier generation is never mistaken for the current worker. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The writer does not track worker generations (every writer before contract 1.2.0); the generation is not known, never 0.
+    pub worker_generation: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -4244,6 +4385,7 @@ impl PpWorkerDispatchFields {
             op: op.into(),
             queue_depth_at_dispatch,
             request_id: request_id.into(),
+            worker_generation: None,
             extra: Default::default(),
         }
     }
@@ -4252,6 +4394,7 @@ impl PpWorkerDispatchFields {
     op: String = "op" req,
     queue_depth_at_dispatch: u32 = "queue_depth_at_dispatch" req,
     request_id: String = "request_id" req,
+    worker_generation: Option<u64> = "worker_generation" omit,
 } flat {} extra { extra });
 /// One operation a stage's worker finished.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -4276,6 +4419,14 @@ pub struct PpWorkerCompleteFields {
     ///
     /// Wire: `request_id` — required.
     pub request_id: String,
+    /// Generation of the GPU worker process that finished the operation; it goes up by one on every worker restart, so a record of an earlier generation is never mistaken for the current worker. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The writer does not track worker generations (every writer before contract 1.2.0); the generation is not known, never 0.
+    pub worker_generation: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -4291,6 +4442,7 @@ impl PpWorkerCompleteFields {
             duration_ms,
             op: op.into(),
             request_id: request_id.into(),
+            worker_generation: None,
             extra: Default::default(),
         }
     }
@@ -4299,6 +4451,7 @@ impl PpWorkerCompleteFields {
     duration_ms: f64 = "duration_ms" req,
     op: String = "op" req,
     request_id: String = "request_id" req,
+    worker_generation: Option<u64> = "worker_generation" omit,
 } flat {} extra { extra });
 /// Result of one dial attempt (swactor `DialOutcome`): a bare string for the fixed outcomes, or `{"Error": "<text>"}` for any other error.
 #[derive(Debug, Clone, PartialEq)]
@@ -4389,7 +4542,7 @@ impl<'de> ::diagwire_runtime::private::serde::Deserialize<'de> for DialResult {
         deserializer.deserialize_any(V)
     }
 }
-/// Which side ended a relay session: the `relay` itself, the `remote` node, or an `idle_timeout`. Added in 1.1.0: `peer` (the remote node closed it; the seed's name for what 1.0.0 writers call `remote`), `transport` (the underlying connection failed) and `unknown` (the relay could not tell).
+/// Which side ended a relay session. From contract 1.2.0 the canonical sides are `relay` (the relay itself), `peer` (the remote node), `transport` (the underlying connection failed) and `unknown` (the relay could not tell), and writers write only these. Deprecated, still read: `remote` is a synonym of `peer` (what 1.0.0 writers wrote; count it as `peer`), and `idle_timeout` is a reason rather than a side (the relay closed an idle session: count it as `relay` with reason `idle_timeout`; a writer from 1.2.0 writes `relay` and puts `idle_timeout` in `close_reason`). `diagwire::canonical::relay_close` folds the deprecated values.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum RelayCloseInitiator {
@@ -4416,17 +4569,20 @@ pub enum RelayCloseInitiator {
     Transport = "transport",
     Unknown = "unknown",
 } other { Other });
-/// Kind of a gossip payload. Today only `swim_piggyback` (SWIM membership updates) is written; other layers may add their own kinds.
+/// Kind of a gossip payload: `swim_piggyback` (SWIM membership updates) and, from contract 1.2.0, `name_registry` (name-registry entries), so "this node never received any name-registry gossip" is the same question for every writer; other layers may add their own kinds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum GossipPayloadKind {
     /// `swim_piggyback`.
     SwimPiggyback,
+    /// `name_registry`.
+    NameRegistry,
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
 ::diagwire_runtime::str_enum!(GossipPayloadKind {
     SwimPiggyback = "swim_piggyback",
+    NameRegistry = "name_registry",
 } other { Other });
 /// Phase of a SWIM probe: `direct` (a ping sent straight to the target) or `indirect` (ping requests sent through other members after the direct phase timed out).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

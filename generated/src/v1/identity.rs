@@ -124,11 +124,11 @@ pub struct Identity {
     ///
     /// Absence discriminator: read it through [`Self::host_provider_provenance`].
     pub host_provider: Option<HostProvider>,
-    /// How `host_provider` was obtained: `derived` when the node guessed it from its own environment (for example vast.ai variables being present, or none at all meaning a local machine) instead of being told by the orchestrator; `iroh`, the `ValueSource` value for a native report, or no source at all, when the orchestrator forwarded it. Added in contract 1.1.0.
+    /// How `host_provider` was obtained: `derived` when the node guessed it from its own environment (for example vast.ai variables being present, or none at all meaning a local machine) instead of being told by the orchestrator; `orchestrator` when the orchestrator forwarded it (from contract 1.2.0; 1.1.0 writers wrote `iroh` for the same meaning, a spelling readers still take as `orchestrator` and writers no longer use); `unavailable` when the writer could not ask the orchestrator (then `host_provider` is absent). Added in contract 1.1.0.
     ///
     /// Wire: `host_provider_source` — left out when absent.
     ///
-    /// Absent: `host_provider` is absent too, or it was forwarded by the orchestrator and so is a reported value.
+    /// Absent: `host_provider` is absent too and the writer does not say why (not observed), or a 1.1.0 writer had it forwarded by the orchestrator and so it is a reported value.
     pub host_provider_source: Option<ValueSource>,
     /// The hosting provider's rental (contract, lease or instance) id for this node's machine, in its own field so it never has to be read out of `container_id`; enough to re-rent the machine or to match provider-side logs. On vast.ai it is the contract id and equals `vastai_contract_id`, which writers keep filling for 1.0.0 readers. Added in contract 1.1.0.
     ///
@@ -138,11 +138,11 @@ pub struct Identity {
     ///
     /// Absence discriminator: read it through [`Self::provider_contract_id_provenance`].
     pub provider_contract_id: Option<String>,
-    /// How `provider_contract_id` was obtained: `derived` when the node inferred it itself (for example from vast.ai's `$CONTAINER_ID`, which holds the instance id) rather than receiving it from the orchestrator, which had it when the lease was made; `iroh`, the `ValueSource` value for a native report, or no source at all, when the orchestrator forwarded it. Added in contract 1.1.0.
+    /// How `provider_contract_id` was obtained: `derived` when the node inferred it itself (for example from vast.ai's `$CONTAINER_ID`, which holds the instance id) rather than receiving it from the orchestrator, which had it when the lease was made; `orchestrator` when the orchestrator forwarded it (from contract 1.2.0; 1.1.0 writers wrote `iroh` for the same meaning, a spelling readers still take as `orchestrator` and writers no longer use); `unavailable` when the writer could not ask the orchestrator (then `provider_contract_id` is absent). Added in contract 1.1.0.
     ///
     /// Wire: `provider_contract_id_source` — left out when absent.
     ///
-    /// Absent: `provider_contract_id` is absent too, or it was forwarded by the orchestrator and so is a reported value.
+    /// Absent: `provider_contract_id` is absent too and the writer does not say why (not observed), or a 1.1.0 writer had it forwarded by the orchestrator and so it is a reported value.
     pub provider_contract_id_source: Option<ValueSource>,
     /// The provider's id of the offer the rental was made from (on vast.ai the ask/offer id the orchestrator accepted), forwarded by the orchestrator so a reader can tell which listing, and so which machine type and price, was rented. Added in contract 1.1.0.
     ///
@@ -193,7 +193,7 @@ impl Identity {
     }
     /// How `host_provider` was obtained, or why it is absent.
     ///
-    /// `host_provider_source` says whether a present value was reported (`iroh`) or derived.
+    /// `host_provider_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn host_provider_provenance(
         &self,
     ) -> ::diagwire_runtime::Provenance<&HostProvider> {
@@ -205,7 +205,7 @@ impl Identity {
     }
     /// How `provider_contract_id` was obtained, or why it is absent.
     ///
-    /// `provider_contract_id_source` says whether a present value was reported (`iroh`) or derived.
+    /// `provider_contract_id_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn provider_contract_id_provenance(
         &self,
     ) -> ::diagwire_runtime::Provenance<&String> {

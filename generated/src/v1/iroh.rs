@@ -203,7 +203,7 @@ impl IrohPeer {
     }
     /// How `conn_type` was obtained, or why it is absent.
     ///
-    /// `conn_type_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
+    /// `conn_type_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
     pub fn conn_type_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -719,7 +719,7 @@ impl RelaySession {
     }
     /// How `status` was obtained, or why it is absent.
     ///
-    /// `status_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `RelayTunnel.status`, an absent value means "could not ask" and a present one was derived.
+    /// `status_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). `api_gaps` is the gap list that applies to this value: when it names `RelayTunnel.status`, an absent value means "could not ask" and a present one was derived.
     pub fn status_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -807,7 +807,7 @@ impl RelaySession {
     tx_bytes_total: Option<u64> = "tx_bytes_total" omit,
     rx_bytes_total: Option<u64> = "rx_bytes_total" omit,
 } flat {} extra { extra });
-/// Canonical name of a value the linked iroh version cannot provide. The five `RemoteInfo.*`/`TransportAddrInfo.source` names concern per-peer fields, the five `RelayTunnel.*` names the relay session; each names the field whose absence must be read as "could not ask". From contract 1.1.0, `IrohState.flows`, `IrohState.nat_bindings` and `IrohState.links` declare that the whole list cannot be asked for, so an absent list means "could not ask" rather than "none".
+/// Canonical name of a value the linked iroh version cannot provide. The five `RemoteInfo.*`/`TransportAddrInfo.source` names concern per-peer fields, the five `RelayTunnel.*` names the relay session; each names the field whose absence must be read as "could not ask". From contract 1.1.0, `IrohState.flows`, `IrohState.nat_bindings` and `IrohState.links` declare that the whole list cannot be asked for, so an absent list means "could not ask" rather than "none". From contract 1.2.0, `Handshake.*` and `WirePacket.*` name the per-event values of the `HandshakeStarted`, `HandshakeOutcome` and `WirePacket` events, whose own `api_gaps` lists them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum ApiGap {
@@ -837,6 +837,14 @@ pub enum ApiGap {
     IrohStateNatBindings,
     /// `IrohState.links`.
     IrohStateLinks,
+    /// `Handshake.cipher_suite_offered`.
+    HandshakeCipherSuiteOffered,
+    /// `Handshake.cipher_suite_selected`.
+    HandshakeCipherSuiteSelected,
+    /// `WirePacket.ttl`.
+    WirePacketTtl,
+    /// `WirePacket.ecn`.
+    WirePacketEcn,
     /// A value this version of the contract does not know, kept as written.
     Other(String),
 }
@@ -854,6 +862,10 @@ pub enum ApiGap {
     IrohStateFlows = "IrohState.flows",
     IrohStateNatBindings = "IrohState.nat_bindings",
     IrohStateLinks = "IrohState.links",
+    HandshakeCipherSuiteOffered = "Handshake.cipher_suite_offered",
+    HandshakeCipherSuiteSelected = "Handshake.cipher_suite_selected",
+    WirePacketTtl = "WirePacket.ttl",
+    WirePacketEcn = "WirePacket.ecn",
 } other { Other });
 /// Congestion-control state of one QUIC flow to a peer at capture time, as the transport's congestion controller and RTT estimator see it. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -882,17 +894,19 @@ pub struct FlowState {
     ///
     /// Absence discriminator: read it through [`Self::cwnd_packets_provenance`].
     pub cwnd_packets: u64,
-    /// How `cwnd_packets` was obtained: `derived` when converted from a window the transport reports in bytes (divided by the path's maximum packet size); `iroh` or no source when the transport reported it in packets.
+    /// How `cwnd_packets` was obtained: `iroh` when the transport reported it in packets; `derived` when converted from a window the transport reports in bytes (divided by the path's maximum packet size); `unavailable` when the transport's congestion controller does not expose a window, so the required `cwnd_packets` is a placeholder 0. From contract 1.2.0 writers always write it; only 1.1.0 records leave it out.
     ///
     /// Wire: `cwnd_packets_source` — left out when absent.
     ///
-    /// Absent: The window was reported in packets natively.
+    /// Absent: A 1.1.0 writer, for which absence meant a window reported in packets natively; read it as `iroh`. Writers from contract 1.2.0 never leave it out.
     pub cwnd_packets_source: Option<ValueSource>,
     /// The transport's smoothed round-trip-time estimate for the flow.
     ///
     /// Unit: `ms`.
     ///
     /// Wire: `rtt_estimate_ms` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::rtt_estimate_ms_provenance`].
     pub rtt_estimate_ms: u64,
     /// The transport's round-trip-time variation estimate for the flow.
     ///
@@ -907,13 +921,23 @@ pub struct FlowState {
     /// Unit: `bytes`.
     ///
     /// Wire: `bytes_in_flight` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::bytes_in_flight_provenance`].
     pub bytes_in_flight: u64,
     /// Packets retransmitted on the flow since it opened (cumulative; readers compute rates across snapshots).
     ///
     /// Unit: `count`.
     ///
     /// Wire: `retransmits_total` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::retransmits_total_provenance`].
     pub retransmits_total: u64,
+    /// How `rtt_estimate_ms`, `bytes_in_flight` and `retransmits_total` were obtained: `iroh` when the transport's congestion controller and RTT estimator reported them; `unavailable` when the transport does not expose them for this flow, so the three required numbers are placeholder zeros and never an idle, loss-free flow. Added in contract 1.2.0.
+    ///
+    /// Wire: `stats_source` — left out when absent.
+    ///
+    /// Absent: A writer before contract 1.2.0, which wrote the three values only when the transport reported them; read them as `iroh`.
+    pub stats_source: Option<ValueSource>,
     /// Fraction of packets lost over the transport's recent window, from 0 (none) to 1 (all).
     ///
     /// Unit: `ratio`.
@@ -950,17 +974,48 @@ impl FlowState {
             rtt_variance_ms: None,
             bytes_in_flight,
             retransmits_total,
+            stats_source: None,
             packet_loss_rate_recent: None,
             extra: Default::default(),
         }
     }
     /// How `cwnd_packets` was obtained, or why it is absent.
     ///
-    /// `cwnd_packets_source` says whether a present value was reported (`iroh`) or derived.
+    /// `cwnd_packets_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn cwnd_packets_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
         ::diagwire_runtime::Provenance::resolve(
             Some(&self.cwnd_packets),
             self.cwnd_packets_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `rtt_estimate_ms` was obtained, or why it is absent.
+    ///
+    /// `stats_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn rtt_estimate_ms_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.rtt_estimate_ms),
+            self.stats_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `bytes_in_flight` was obtained, or why it is absent.
+    ///
+    /// `stats_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn bytes_in_flight_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.bytes_in_flight),
+            self.stats_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `retransmits_total` was obtained, or why it is absent.
+    ///
+    /// `stats_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn retransmits_total_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.retransmits_total),
+            self.stats_source.as_ref().map(|s| s.as_str()),
             None,
         )
     }
@@ -975,6 +1030,7 @@ impl FlowState {
     rtt_variance_ms: Option<u64> = "rtt_variance_ms" omit,
     bytes_in_flight: u64 = "bytes_in_flight" req,
     retransmits_total: u64 = "retransmits_total" req,
+    stats_source: Option<ValueSource> = "stats_source" omit,
     packet_loss_rate_recent: Option<f64> = "packet_loss_rate_recent" omit,
 } flat {} extra { extra });
 /// One NAT binding as the path-discovery layer sees it: a local socket and the public address it is mapped to, with its refresh history. Added in contract 1.1.0.
@@ -1022,6 +1078,20 @@ pub struct NatBinding {
     ///
     /// Absent: The node sends no dedicated keepalives for this binding, or the transport does not say.
     pub keepalive_interval_ms: Option<u64>,
+    /// Class of the NAT in front of this binding, which parity between simulated and production runs is judged per: `cone` (endpoint-independent mapping), `symmetric` (a new mapping per destination), `pmp` (mapped through NAT-PMP or PCP), `upnp` (mapped through UPnP IGD), or `unknown` (the writer tried to classify it and could not). Added in contract 1.2.0.
+    ///
+    /// Wire: `nat_class` — left out when absent.
+    ///
+    /// Absent: Not classified: read `nat_class_provenance`, which tells a writer that could not ask (`nat_class_source: "unavailable"`) from one that did not say (every writer before contract 1.2.0).
+    ///
+    /// Absence discriminator: read it through [`Self::nat_class_provenance`].
+    pub nat_class: Option<NatClass>,
+    /// How `nat_class` was obtained: `iroh` when the transport's path discovery classified the NAT, `derived` when the writer inferred it (for example from mappings that differ per destination), `unavailable` when the writer cannot classify NATs at all. Added in contract 1.2.0.
+    ///
+    /// Wire: `nat_class_source` — left out when absent.
+    ///
+    /// Absent: The writer does not say how the class was obtained (every writer before contract 1.2.0).
+    pub nat_class_source: Option<ValueSource>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -1039,8 +1109,20 @@ impl NatBinding {
             last_refreshed_ms: None,
             refresh_count: None,
             keepalive_interval_ms: None,
+            nat_class: None,
+            nat_class_source: None,
             extra: Default::default(),
         }
+    }
+    /// How `nat_class` was obtained, or why it is absent.
+    ///
+    /// `nat_class_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn nat_class_provenance(&self) -> ::diagwire_runtime::Provenance<&NatClass> {
+        ::diagwire_runtime::Provenance::resolve(
+            self.nat_class.as_ref(),
+            self.nat_class_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
     }
 }
 ::diagwire_runtime::object!(NatBinding, NatBindingDecoder, "NatBinding" {
@@ -1050,7 +1132,33 @@ impl NatBinding {
     last_refreshed_ms: Option<u64> = "last_refreshed_ms" omit,
     refresh_count: Option<u64> = "refresh_count" omit,
     keepalive_interval_ms: Option<u64> = "keepalive_interval_ms" omit,
+    nat_class: Option<NatClass> = "nat_class" omit,
+    nat_class_source: Option<ValueSource> = "nat_class_source" omit,
 } flat {} extra { extra });
+/// Class of a NAT as the parity of simulated and production runs is judged: `cone`, `symmetric`, `pmp` (NAT-PMP or PCP), `upnp` (UPnP IGD), `unknown` (classification tried and failed). Open: a newer writer may name finer classes. Added in contract 1.2.0.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum NatClass {
+    /// `cone`.
+    Cone,
+    /// `symmetric`.
+    Symmetric,
+    /// `pmp`.
+    Pmp,
+    /// `upnp`.
+    Upnp,
+    /// `unknown`.
+    Unknown,
+    /// A value this version of the contract does not know, kept as written.
+    Other(String),
+}
+::diagwire_runtime::str_enum!(NatClass {
+    Cone = "cone",
+    Symmetric = "symmetric",
+    Pmp = "pmp",
+    Upnp = "upnp",
+    Unknown = "unknown",
+} other { Other });
 /// Passive estimate of the link to one peer, made from observed flow behaviour over a measurement window. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
@@ -1065,12 +1173,16 @@ pub struct LinkEstimate {
     /// Unit: `bits-per-s`.
     ///
     /// Wire: `bandwidth_bps_observed` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::bandwidth_bps_observed_provenance`].
     pub bandwidth_bps_observed: u64,
     /// Fraction of packets lost towards the peer over the window, from 0 (none) to 1 (all).
     ///
     /// Unit: `ratio`.
     ///
     /// Wire: `loss_rate_observed` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::loss_rate_observed_provenance`].
     #[cfg_attr(
         feature = "arbitrary",
         arbitrary(with = ::diagwire_runtime::arb::finite_f64)
@@ -1081,6 +1193,8 @@ pub struct LinkEstimate {
     /// Unit: `ms`.
     ///
     /// Wire: `one_way_delay_ms_estimated` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::one_way_delay_ms_estimated_provenance`].
     pub one_way_delay_ms_estimated: u64,
     /// Length of the window the estimate was made over.
     ///
@@ -1088,6 +1202,12 @@ pub struct LinkEstimate {
     ///
     /// Wire: `measurement_window_ms` — required.
     pub measurement_window_ms: u64,
+    /// How the three estimates were obtained: `measured` when the writer estimated them from flow behaviour over the window; `unavailable` when it could not (too little traffic in the window, or no estimator), so the required estimates are placeholder zeros, never an idle, loss-free, zero-delay link. Added in contract 1.2.0.
+    ///
+    /// Wire: `estimate_source` — left out when absent.
+    ///
+    /// Absent: A writer before contract 1.2.0, which wrote an estimate only when it had one; read the values as measured.
+    pub estimate_source: Option<ValueSource>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -1107,8 +1227,43 @@ impl LinkEstimate {
             loss_rate_observed,
             one_way_delay_ms_estimated,
             measurement_window_ms,
+            estimate_source: None,
             extra: Default::default(),
         }
+    }
+    /// How `bandwidth_bps_observed` was obtained, or why it is absent.
+    ///
+    /// `estimate_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn bandwidth_bps_observed_provenance(
+        &self,
+    ) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.bandwidth_bps_observed),
+            self.estimate_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `loss_rate_observed` was obtained, or why it is absent.
+    ///
+    /// `estimate_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn loss_rate_observed_provenance(&self) -> ::diagwire_runtime::Provenance<&f64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.loss_rate_observed),
+            self.estimate_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `one_way_delay_ms_estimated` was obtained, or why it is absent.
+    ///
+    /// `estimate_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn one_way_delay_ms_estimated_provenance(
+        &self,
+    ) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.one_way_delay_ms_estimated),
+            self.estimate_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
     }
 }
 ::diagwire_runtime::object!(LinkEstimate, LinkEstimateDecoder, "LinkEstimate" {
@@ -1117,6 +1272,7 @@ impl LinkEstimate {
     loss_rate_observed: f64 = "loss_rate_observed" req,
     one_way_delay_ms_estimated: u64 = "one_way_delay_ms_estimated" req,
     measurement_window_ms: u64 = "measurement_window_ms" req,
+    estimate_source: Option<ValueSource> = "estimate_source" omit,
 } flat {} extra { extra });
 /// Simulated runs only: the link parameters the simulator applied between this node and one peer, the ground truth that `LinkEstimate` values are compared with. Mirrors one entry of the bundle's `sim/links_applied.json`, seen from this node. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -324,36 +324,52 @@ pub enum TokioFlavor {
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 #[non_exhaustive]
 pub struct RelayServer {
-    /// Sessions open at scrape time.
+    /// Sessions open at scrape time. Read through `counters_source`: a relay that cannot count writes 0 here with `counters_source: "unavailable"`.
     ///
     /// Unit: `count`.
     ///
     /// Wire: `active_sessions` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::active_sessions_provenance`].
     pub active_sessions: u64,
-    /// Sessions opened so far.
+    /// Sessions opened so far. Read through `counters_source`: a relay that cannot count writes 0 here with `counters_source: "unavailable"`.
     ///
     /// Unit: `count`.
     ///
     /// Wire: `total_opens` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::total_opens_provenance`].
     pub total_opens: u64,
-    /// Sessions closed so far.
+    /// Sessions closed so far. Read through `counters_source`: a relay that cannot count writes 0 here with `counters_source: "unavailable"`.
     ///
     /// Unit: `count`.
     ///
     /// Wire: `total_closes` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::total_closes_provenance`].
     pub total_closes: u64,
-    /// Bytes received from clients, summed over closed sessions.
+    /// Bytes received from clients, summed over closed sessions. Read through `counters_source`: a relay that cannot count writes 0 here with `counters_source: "unavailable"`.
     ///
     /// Unit: `bytes`.
     ///
     /// Wire: `bytes_rx_total` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::bytes_rx_total_provenance`].
     pub bytes_rx_total: u64,
-    /// Bytes sent to clients, summed over closed sessions.
+    /// Bytes sent to clients, summed over closed sessions. Read through `counters_source`: a relay that cannot count writes 0 here with `counters_source: "unavailable"`.
     ///
     /// Unit: `bytes`.
     ///
     /// Wire: `bytes_tx_total` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::bytes_tx_total_provenance`].
     pub bytes_tx_total: u64,
+    /// How the five session counters were obtained: `relay` when the relay binary counted its sessions; `unavailable` when the writer could not ask (a skeleton relay without session accounting writes the required counters as 0), so the zeros are placeholders, not an idle relay. Added in contract 1.2.0.
+    ///
+    /// Wire: `counters_source` — left out when absent.
+    ///
+    /// Absent: A writer before contract 1.2.0: the counters were counted by the relay, as far as the record can say; read them as reported.
+    pub counters_source: Option<ValueSource>,
     /// Closed sessions counted per relay-assigned close reason, as `[reason, count]` pairs sorted by reason.
     ///
     /// Wire: `closes_by_reason` — left out when equal to the default; a missing key reads as the default.
@@ -387,10 +403,61 @@ impl RelayServer {
             total_closes,
             bytes_rx_total,
             bytes_tx_total,
+            counters_source: None,
             closes_by_reason: Default::default(),
             scraped_at_ms: Default::default(),
             extra: Default::default(),
         }
+    }
+    /// How `active_sessions` was obtained, or why it is absent.
+    ///
+    /// `counters_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn active_sessions_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.active_sessions),
+            self.counters_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `total_opens` was obtained, or why it is absent.
+    ///
+    /// `counters_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn total_opens_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.total_opens),
+            self.counters_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `total_closes` was obtained, or why it is absent.
+    ///
+    /// `counters_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn total_closes_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.total_closes),
+            self.counters_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `bytes_rx_total` was obtained, or why it is absent.
+    ///
+    /// `counters_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn bytes_rx_total_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.bytes_rx_total),
+            self.counters_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `bytes_tx_total` was obtained, or why it is absent.
+    ///
+    /// `counters_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn bytes_tx_total_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.bytes_tx_total),
+            self.counters_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
     }
 }
 ::diagwire_runtime::object!(RelayServer, RelayServerDecoder, "RelayServer" {
@@ -399,6 +466,7 @@ impl RelayServer {
     total_closes: u64 = "total_closes" req,
     bytes_rx_total: u64 = "bytes_rx_total" req,
     bytes_tx_total: u64 = "bytes_tx_total" req,
+    counters_source: Option<ValueSource> = "counters_source" omit,
     closes_by_reason: Vec<(String, u64)> = "closes_by_reason" skip,
     scraped_at_ms: u64 = "scraped_at_ms" dflt,
 } flat {} extra { extra });
@@ -532,6 +600,14 @@ pub struct Subprocess {
     ///
     /// Absent: Not recorded by the writer (swactor's introspector always writes one, falling back to the registered command).
     pub cmdline: Option<String>,
+    /// Generation of the GPU worker process this subprocess is, when it is a stage's worker; it goes up by one on every worker restart, so state of an earlier generation is never mistaken for the current worker's. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The subprocess is not a GPU worker, or the writer does not track worker generations (every writer before contract 1.2.0); never read as generation 0.
+    pub worker_generation: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -553,6 +629,7 @@ impl Subprocess {
             open_fd_count: None,
             cpu_ms: None,
             cmdline: None,
+            worker_generation: None,
             extra: Default::default(),
         }
     }
@@ -571,6 +648,7 @@ impl Subprocess {
     open_fd_count: Option<u64> = "open_fd_count" omit,
     cpu_ms: Option<u64> = "cpu_ms" omit,
     cmdline: Option<String> = "cmdline" omit,
+    worker_generation: Option<u64> = "worker_generation" omit,
 } flat {} extra { extra });
 /// Lifecycle state of a subprocess: `running` (its `/proc` entry exists), `exited` (an exit was reported), `unknown` (no exit reported but no `/proc` entry found, or not Linux). A plain string in swactor, so new states such as `zombie` are kept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -657,11 +735,11 @@ pub struct AppState {
     ///
     /// Absence discriminator: read it through [`Self::gpu_mem_total_bytes_provenance`].
     pub gpu_mem_total_bytes: Option<u64>,
-    /// How the two `gpu_mem_*` values were obtained: `derived` when modelled or estimated (for example by a simulator's per-node accounting) rather than read from the GPU driver; `iroh`, the `ValueSource` value for a native report, or no source at all, when read from the driver.
+    /// How the two `gpu_mem_*` values were obtained: `derived` when modelled or estimated (for example by a simulator's per-node accounting) rather than read from the GPU driver; `driver` when read from the GPU driver (from contract 1.2.0; 1.1.0 writers wrote `iroh` or no source for the same meaning, spellings readers still take as a driver report and writers no longer use); `unavailable` when the writer could not ask the driver (then both values are absent, and `api_gaps` names them when the host has no GPU access at all).
     ///
     /// Wire: `gpu_mem_source` — left out when absent.
     ///
-    /// Absent: Both `gpu_mem_*` values are absent, or they were read natively from the driver.
+    /// Absent: Both `gpu_mem_*` values are absent, or a 1.1.0 writer read them from the driver.
     pub gpu_mem_source: Option<ValueSource>,
     /// Canonical names of the values of this block the writer cannot provide on this host or runtime; a reader must read the matching absent fields as "could not ask".
     ///
@@ -677,6 +755,14 @@ pub struct AppState {
     ///
     /// Absent: The writer did not record a separate read time; take the snapshot's `wall_ms`.
     pub scraped_at_ms: Option<u64>,
+    /// Generation of the GPU worker process whose state this is; it goes up by one on every worker restart, so state of an earlier generation is never mistaken for the current worker's. Added in contract 1.2.0.
+    ///
+    /// Unit: `generation`.
+    ///
+    /// Wire: `worker_generation` — left out when absent.
+    ///
+    /// Absent: The writer does not track worker generations (every writer before contract 1.2.0), or no worker has started yet; never read as generation 0.
+    pub worker_generation: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -696,12 +782,13 @@ impl AppState {
             gpu_mem_source: None,
             api_gaps: Default::default(),
             scraped_at_ms: None,
+            worker_generation: None,
             extra: Default::default(),
         }
     }
     /// How `gpu_mem_used_bytes` was obtained, or why it is absent.
     ///
-    /// `gpu_mem_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_used_bytes`, an absent value means "could not ask" and a present one was derived.
+    /// `gpu_mem_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_used_bytes`, an absent value means "could not ask" and a present one was derived.
     pub fn gpu_mem_used_bytes_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -717,7 +804,7 @@ impl AppState {
     }
     /// How `gpu_mem_total_bytes` was obtained, or why it is absent.
     ///
-    /// `gpu_mem_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_total_bytes`, an absent value means "could not ask" and a present one was derived.
+    /// `gpu_mem_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_total_bytes`, an absent value means "could not ask" and a present one was derived.
     pub fn gpu_mem_total_bytes_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -744,6 +831,7 @@ impl AppState {
     gpu_mem_source: Option<ValueSource> = "gpu_mem_source" omit,
     api_gaps: Vec<CaptureGap> = "api_gaps" skip,
     scraped_at_ms: Option<u64> = "scraped_at_ms" omit,
+    worker_generation: Option<u64> = "worker_generation" omit,
 } flat {} extra { extra });
 /// Lifecycle state of a stage's inference worker: `starting`, `loading` (downloading or loading weights), `ready` (idle, can take work), `busy` (executing a step), `stopped` (shut down on request), `exited` (the worker process ended on its own), `faulted` (failed and cannot take work), `unknown`. Open: other states are kept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -855,11 +943,13 @@ pub struct ActorStats {
     ///
     /// Wire: `name` — required.
     pub name: String,
-    /// Messages waiting in the actor's mailbox at capture time.
+    /// Messages waiting in the actor's mailbox at capture time. Read through `mailbox_source`: a runtime that cannot see its mailboxes writes 0 with `mailbox_source: "unavailable"`.
     ///
     /// Unit: `count`.
     ///
     /// Wire: `mailbox_depth` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::mailbox_depth_provenance`].
     pub mailbox_depth: u64,
     /// How long the oldest waiting message has been in the mailbox.
     ///
@@ -875,12 +965,20 @@ pub struct ActorStats {
     ///
     /// Wire: `total_msgs_processed` — required.
     pub total_msgs_processed: u64,
-    /// Messages addressed to the actor that were discarded (full mailbox, or the actor stopped) since it started.
+    /// Messages addressed to the actor that were discarded (full mailbox, or the actor stopped) since it started. Read through `mailbox_source`: a runtime that does not count drops writes 0 with `mailbox_source: "unavailable"`.
     ///
     /// Unit: `count`.
     ///
     /// Wire: `total_msgs_dropped` — required.
+    ///
+    /// Absence discriminator: read it through [`Self::total_msgs_dropped_provenance`].
     pub total_msgs_dropped: u64,
+    /// How `mailbox_depth` and `total_msgs_dropped` were obtained: `measured` when the actor runtime counted them; `unavailable` when it cannot see the mailbox (for example an actor whose mailbox is an unbounded channel without a length), so both required numbers are placeholder zeros, never an empty mailbox that drops nothing. Added in contract 1.2.0.
+    ///
+    /// Wire: `mailbox_source` — left out when absent.
+    ///
+    /// Absent: A writer before contract 1.2.0; read the values as measured.
+    pub mailbox_source: Option<ValueSource>,
     /// Median time the actor took to handle one message, over the writer's recent window; fractional because most handlers finish in under a millisecond.
     ///
     /// Unit: `ms`.
@@ -923,10 +1021,31 @@ impl ActorStats {
             oldest_msg_age_ms: None,
             total_msgs_processed,
             total_msgs_dropped,
+            mailbox_source: None,
             p50_process_ms: None,
             p99_process_ms: None,
             extra: Default::default(),
         }
+    }
+    /// How `mailbox_depth` was obtained, or why it is absent.
+    ///
+    /// `mailbox_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn mailbox_depth_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.mailbox_depth),
+            self.mailbox_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
+    }
+    /// How `total_msgs_dropped` was obtained, or why it is absent.
+    ///
+    /// `mailbox_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
+    pub fn total_msgs_dropped_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
+        ::diagwire_runtime::Provenance::resolve(
+            Some(&self.total_msgs_dropped),
+            self.mailbox_source.as_ref().map(|s| s.as_str()),
+            None,
+        )
     }
 }
 ::diagwire_runtime::object!(ActorStats, ActorStatsDecoder, "ActorStats" {
@@ -935,6 +1054,7 @@ impl ActorStats {
     oldest_msg_age_ms: Option<u64> = "oldest_msg_age_ms" omit,
     total_msgs_processed: u64 = "total_msgs_processed" req,
     total_msgs_dropped: u64 = "total_msgs_dropped" req,
+    mailbox_source: Option<ValueSource> = "mailbox_source" omit,
     p50_process_ms: Option<f64> = "p50_process_ms" omit,
     p99_process_ms: Option<f64> = "p99_process_ms" omit,
 } flat {} extra { extra });

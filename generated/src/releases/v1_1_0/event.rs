@@ -1626,7 +1626,7 @@ impl SwimProbeAcked {
     }
     /// How `rtt_ms` was obtained, or why it is absent.
     ///
-    /// `rtt_source` says whether a present value was reported (`iroh`) or derived.
+    /// `rtt_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn rtt_ms_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
         ::diagwire_runtime::Provenance::resolve(
             self.rtt_ms.as_ref(),
@@ -1752,7 +1752,7 @@ impl SwimProbeTimedOut {
     }
     /// How `rtt_ms` was obtained, or why it is absent.
     ///
-    /// `rtt_source` says whether a present value was reported (`iroh`) or derived.
+    /// `rtt_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn rtt_ms_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
         ::diagwire_runtime::Provenance::resolve(
             self.rtt_ms.as_ref(),

@@ -193,7 +193,7 @@ impl Identity {
     }
     /// How `host_provider` was obtained, or why it is absent.
     ///
-    /// `host_provider_source` says whether a present value was reported (`iroh`) or derived.
+    /// `host_provider_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn host_provider_provenance(
         &self,
     ) -> ::diagwire_runtime::Provenance<&HostProvider> {
@@ -205,7 +205,7 @@ impl Identity {
     }
     /// How `provider_contract_id` was obtained, or why it is absent.
     ///
-    /// `provider_contract_id_source` says whether a present value was reported (`iroh`) or derived.
+    /// `provider_contract_id_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn provider_contract_id_provenance(
         &self,
     ) -> ::diagwire_runtime::Provenance<&String> {

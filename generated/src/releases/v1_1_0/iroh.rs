@@ -203,7 +203,7 @@ impl IrohPeer {
     }
     /// How `conn_type` was obtained, or why it is absent.
     ///
-    /// `conn_type_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
+    /// `conn_type_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). `api_gaps` is the gap list that applies to this value: when it names `RemoteInfo.conn_type`, an absent value means "could not ask" and a present one was derived.
     pub fn conn_type_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -719,7 +719,7 @@ impl RelaySession {
     }
     /// How `status` was obtained, or why it is absent.
     ///
-    /// `status_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `RelayTunnel.status`, an absent value means "could not ask" and a present one was derived.
+    /// `status_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). `api_gaps` is the gap list that applies to this value: when it names `RelayTunnel.status`, an absent value means "could not ask" and a present one was derived.
     pub fn status_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -956,7 +956,7 @@ impl FlowState {
     }
     /// How `cwnd_packets` was obtained, or why it is absent.
     ///
-    /// `cwnd_packets_source` says whether a present value was reported (`iroh`) or derived.
+    /// `cwnd_packets_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written).
     pub fn cwnd_packets_provenance(&self) -> ::diagwire_runtime::Provenance<&u64> {
         ::diagwire_runtime::Provenance::resolve(
             Some(&self.cwnd_packets),

@@ -701,7 +701,7 @@ impl AppState {
     }
     /// How `gpu_mem_used_bytes` was obtained, or why it is absent.
     ///
-    /// `gpu_mem_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_used_bytes`, an absent value means "could not ask" and a present one was derived.
+    /// `gpu_mem_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_used_bytes`, an absent value means "could not ask" and a present one was derived.
     pub fn gpu_mem_used_bytes_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
@@ -717,7 +717,7 @@ impl AppState {
     }
     /// How `gpu_mem_total_bytes` was obtained, or why it is absent.
     ///
-    /// `gpu_mem_source` says whether a present value was reported (`iroh`) or derived. `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_total_bytes`, an absent value means "could not ask" and a present one was derived.
+    /// `gpu_mem_source` says whether a present value was reported (`iroh`, `orchestrator`, `driver`, `measured`, `relay`) or derived, or that the writer could not ask (`unavailable`: then the accessor says so whatever value is written). `api_gaps` is the gap list that applies to this value: when it names `AppState.gpu_mem_total_bytes`, an absent value means "could not ask" and a present one was derived.
     pub fn gpu_mem_total_bytes_provenance<G: AsRef<str>>(
         &self,
         api_gaps: &[G],
