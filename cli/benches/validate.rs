@@ -51,6 +51,7 @@ use diagwire::check::{Checker, Options, Report};
 use diagwire::layout::{self, FileKind, Role};
 use diagwire::v1::{BundleWriter, Manifest, Record, RecordKind, WriterKind};
 use diagwire::validate::Validators;
+use diagwire_example::Rng;
 use flate2::{Compression, GzBuilder};
 use serde_json::Value;
 
@@ -517,27 +518,6 @@ fn hex(id: &[u8; 32]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// splitmix64, for the node ids of the copies.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn id(&mut self) -> [u8; 32] {
-        let mut out = [0u8; 32];
-        for chunk in out.chunks_mut(8) {
-            chunk.copy_from_slice(&self.next().to_le_bytes());
-        }
-        out
-    }
-}
-
 fn pretty(v: &Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(v).expect("a value serializes");
     bytes.push(b'\n');
@@ -611,7 +591,7 @@ impl Template {
         let mut rng = Rng(0x7661_6c69_6461_7465);
         // Per cluster: template id → copy id.
         let clusters: Vec<HashMap<[u8; 32], [u8; 32]>> = (0..CLUSTERS)
-            .map(|_| self.nodes.iter().map(|n| (n.id, rng.id())).collect())
+            .map(|_| self.nodes.iter().map(|n| (n.id, rng.bytes32())).collect())
             .collect();
         let hexes: Vec<Vec<(String, String)>> = clusters
             .iter()

@@ -382,8 +382,8 @@ fn all_gaps() -> Vec<ApiGap> {
     ]
 }
 
-/// A tiny deterministic PRNG (splitmix64) for jitter.
-struct Rng(u64);
+/// A tiny deterministic PRNG (splitmix64) for jitter and node ids; the bundle bench uses it too.
+pub struct Rng(pub u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -399,7 +399,8 @@ impl Rng {
         lo + self.next() % (hi - lo + 1)
     }
 
-    fn bytes32(&mut self) -> [u8; 32] {
+    /// 32 bytes, such as a node id.
+    pub fn bytes32(&mut self) -> [u8; 32] {
         let mut out = [0u8; 32];
         for chunk in out.chunks_mut(8) {
             chunk.copy_from_slice(&self.next().to_le_bytes());
