@@ -13,6 +13,7 @@
 
 pub mod docs;
 pub mod emit;
+pub mod proto;
 pub mod release;
 
 use std::fs;
@@ -56,6 +57,9 @@ pub const OUTPUT_DIRS: &[(&str, &str)] = &[
     ("generated/schemas", "json"),
     (FEATURES_OUT, "rs"),
     (docs::DOCS_OUT, "md"),
+    (proto::PROTO_OUT, "proto"),
+    (proto::PROTO_OUT, "json"),
+    (proto::PROTO_OUT, "rs"),
 ];
 
 /// Reads the feature schemas of [`FEATURES_DIR`] (kebab-case file names).
@@ -215,6 +219,7 @@ pub fn generate(root: &Path) -> Result<Vec<Output>> {
             .into_iter()
             .map(|(p, s)| (PathBuf::from(p), s)),
     );
+    out.extend(proto::outputs(root, &released, &current_model, &version)?);
     out.extend(generate_features(root)?);
     out.sort();
     Ok(out)
