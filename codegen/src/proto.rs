@@ -1050,7 +1050,8 @@ mod tests {
         )
         .expect("a removed name stays reserved");
         // (case, table, frozen releases, message)
-        let cases: Vec<(&str, Numbers, Vec<(Version, Numbers)>, &str)> = vec![
+        type Case = (&'static str, Numbers, Vec<(Version, Numbers)>, &'static str);
+        let cases: Vec<Case> = vec![
             (
                 "number changed",
                 nums(&[("M", &[("a", 4), ("b", 2)])]),
