@@ -8,8 +8,9 @@
 //! `generated/src/` (the current contract as `v1`, one reader per frozen release that differs from
 //! it, the release table), `generated/schemas/` (the schema texts the crate compiles in, so the
 //! crate is self-contained), `codegen-features/src/features/` (every feature schema rendered on its
-//! own, compiled and tested there), and [`CONSTRUCTORS_TEST`] (calls of every released
-//! constructor against the current types).
+//! own, compiled and tested there), [`CONSTRUCTORS_TEST`] (calls of every released
+//! constructor against the current types), and [`proto`]'s `.proto` files and codec layouts in
+//! `generated/proto/` with the number file `proto/numbers.json`.
 
 pub mod docs;
 pub mod emit;
