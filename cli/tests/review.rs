@@ -282,10 +282,17 @@ fn scratch_repo() -> tempfile::TempDir {
         "codegen-features/src/features",
         "docs/reference",
         "compat-tests/tests/released_constructors",
+        "generated/proto",
+        "proto/releases",
     ] {
         copy(rel);
     }
     std::fs::copy(repo().join("CHANGELOG.md"), dir.path().join("CHANGELOG.md")).expect("changelog");
+    std::fs::copy(
+        repo().join("proto/numbers.json"),
+        dir.path().join("proto/numbers.json"),
+    )
+    .expect("protobuf numbers");
     git(dir.path(), &["init", "-q"]);
     git(dir.path(), &["add", "-A"]);
     git(

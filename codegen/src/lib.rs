@@ -8,11 +8,13 @@
 //! `generated/src/` (the current contract as `v1`, one reader per frozen release that differs from
 //! it, the release table), `generated/schemas/` (the schema texts the crate compiles in, so the
 //! crate is self-contained), `codegen-features/src/features/` (every feature schema rendered on its
-//! own, compiled and tested there), and [`CONSTRUCTORS_TEST`] (calls of every released
-//! constructor against the current types).
+//! own, compiled and tested there), [`CONSTRUCTORS_TEST`] (calls of every released
+//! constructor against the current types), and [`proto`]'s `.proto` files and codec layouts in
+//! `generated/proto/` with the number file `proto/numbers.json`.
 
 pub mod docs;
 pub mod emit;
+pub mod proto;
 pub mod release;
 
 use std::fs;
@@ -56,6 +58,9 @@ pub const OUTPUT_DIRS: &[(&str, &str)] = &[
     ("generated/schemas", "json"),
     (FEATURES_OUT, "rs"),
     (docs::DOCS_OUT, "md"),
+    (proto::PROTO_OUT, "proto"),
+    (proto::PROTO_OUT, "json"),
+    (proto::PROTO_OUT, "rs"),
 ];
 
 /// Reads the feature schemas of [`FEATURES_DIR`] (kebab-case file names).
@@ -215,6 +220,7 @@ pub fn generate(root: &Path) -> Result<Vec<Output>> {
             .into_iter()
             .map(|(p, s)| (PathBuf::from(p), s)),
     );
+    out.extend(proto::outputs(root, &released, &current_model, &version)?);
     out.extend(generate_features(root)?);
     out.sort();
     Ok(out)

@@ -3,7 +3,8 @@
 //! `cargo codegen release` copies the current schemas into the folder of the version in
 //! `schemas/VERSION` and appends their fingerprints to `schemas/releases/FROZEN`; the tests then fail
 //! if a released file changes, disappears or appears, or if the current schemas differ from the
-//! release of the current version (a schema change needs a new version).
+//! release of the current version (a schema change needs a new version). The release's protobuf
+//! field numbers are frozen in `proto/releases/<version>.json` at the same time.
 
 use std::fs;
 use std::path::Path;
@@ -57,6 +58,14 @@ pub fn cut(root: &Path) -> Result<String> {
         ));
     }
     fs::write(root.join(FROZEN), lines)?;
+    // The protobuf numbers of the release are frozen beside the schemas, never regenerated.
+    let files = crate::read_schemas(root, &format!("schemas/releases/{version}"))?;
+    let model = diagwire_schema::load(&files)?;
+    let numbers = crate::proto::update_numbers(&crate::proto::read_numbers(root)?, &[&model]);
+    let frozen = crate::proto::freeze(&numbers, &model)?;
+    let frozen_dir = root.join(crate::proto::FROZEN_DIR);
+    fs::create_dir_all(&frozen_dir)?;
+    fs::write(frozen_dir.join(format!("{version}.json")), frozen.render())?;
     Ok(format!(
         "released {version}: schemas/releases/{version}/. Record it in CHANGELOG.md and commit."
     ))

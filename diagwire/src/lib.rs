@@ -60,6 +60,11 @@ pub use diagwire_generated::release_pairs;
 #[cfg(feature = "arbitrary")]
 pub use diagwire_runtime::arb;
 
+/// The lossless protobuf encoding of every record kind (feature `proto`): JSON ↔ protobuf with the
+/// layout of any release, and length-delimited record streams. See `docs/protobuf.md`.
+#[cfg(feature = "proto")]
+pub use diagwire_proto as proto;
+
 /// The version of the contract the [`v1`] types were generated from.
 pub const CONTRACT_VERSION: &str = v1::CONTRACT_VERSION;
 
