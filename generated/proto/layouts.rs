@@ -4,5 +4,6 @@
 pub const LAYOUTS: &[(&str, &str)] = &[
     ("1.0.0", include_str!("diagwire/releases/v1_0_0.layout.json")),
     ("1.1.0", include_str!("diagwire/releases/v1_1_0.layout.json")),
+    ("1.2.0", include_str!("diagwire/releases/v1_2_0.layout.json")),
     ("current", include_str!("diagwire/v1.layout.json")),
 ];
