@@ -864,8 +864,9 @@ pub fn check_frozen(numbers: &Numbers, frozen: &[(Version, Numbers)]) -> Result<
 }
 
 /// Every proto output: the number file, a `.proto` and a layout per release and for the current
-/// schemas, and `layouts.rs`, the index `diagwire-proto` compiles in. A release is rendered with
-/// its frozen numbers, and the table must agree with every one of them ([`check_frozen`]).
+/// schemas, and `layouts.rs`, the index `diagwire-generated` compiles in (feature `proto`) for
+/// `diagwire-proto`. A release is rendered with its frozen numbers, and the table must agree with
+/// every one of them ([`check_frozen`]).
 pub fn outputs(
     root: &Path,
     releases: &[(Version, Model)],

@@ -16,12 +16,9 @@ pub mod stream;
 pub use codec::{Error, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, encode};
 pub use layout::Layout;
 
-mod layouts {
-    include!("../../generated/proto/layouts.rs");
-}
-
-/// The layout text of every release, oldest first, then of the current schemas (`"current"`).
-pub use layouts::LAYOUTS;
+/// The layout text of every release, oldest first, then of the current schemas (`"current"`),
+/// compiled into `diagwire-generated` beside the types of the same schemas.
+pub use diagwire_generated::proto::LAYOUTS;
 
 /// The layout of `version` (a release such as `"1.0.0"`, or `"current"`).
 pub fn layout(version: &str) -> Option<&'static Layout> {
