@@ -68,7 +68,11 @@ pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
         let _ = writeln!(
             out,
             "- **`{}`** ({}) `{}`: {}. {}.",
-            r.id, r.bump, f.finding.at, f.finding.detail, r.why
+            r.id,
+            r.bump,
+            f.finding.at,
+            f.finding.detail,
+            sentence(r.why)
         );
         if let Some(x) = &f.counterexample {
             let side = match x.written_by {
@@ -294,4 +298,13 @@ pub fn catalog_md() -> String {
         );
     }
     out
+}
+
+/// `text` with its first letter in upper case, to stand as a sentence of its own.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
