@@ -112,6 +112,7 @@ impl Report {
     }
 
     /// Adds a problem, kept when under the run's cap.
+    #[cfg(feature = "bundle")]
     pub(crate) fn push(&mut self, options: &Options, problem: Problem) {
         self.problem_count += 1;
         if self.problems.len() < options.max_problems {
