@@ -289,11 +289,8 @@ fn time_child(cmd: &mut Command) -> Duration {
         .status()
         .expect("the command runs");
     let elapsed = start.elapsed();
-    // `check` exits 1 when it finds violations: the synthetic run repeats one run's lifecycle
-    // epoch after epoch, which the ordering and terminal-outcome rules flag; its time still counts.
     let is_check = cmd.get_args().any(|a| a == "check");
-    let ok = status.success() || (is_check && status.code() == Some(1));
-    assert!(ok, "{cmd:?} failed: {status}");
+    assert!(finished(status, is_check), "{cmd:?} failed: {status}");
     elapsed
 }
 
@@ -384,6 +381,13 @@ fn check_records(
     report
 }
 
+/// Whether a bundle command ran through. `check` exits 1 when it finds violations: the synthetic
+/// run repeats one run's lifecycle epoch after epoch, which the ordering and terminal-outcome rules
+/// flag; its time and memory still count.
+fn finished(status: std::process::ExitStatus, is_check: bool) -> bool {
+    status.success() || (is_check && status.code() == Some(1))
+}
+
 /// The peak RSS of `diagwire ARGS PATH`, in KiB, and how it was measured.
 fn peak_rss_kb(args: &[&str], path: &Path) -> (u64, &'static str) {
     let gnu_time = Path::new("/usr/bin/time");
@@ -398,8 +402,10 @@ fn peak_rss_kb(args: &[&str], path: &Path) -> (u64, &'static str) {
             .expect("time runs");
         let text = String::from_utf8_lossy(&out.stderr);
         if let Some(kb) = text.lines().last().and_then(|l| l.trim().parse().ok()) {
-            let ok = out.status.success() || (args[0] == "check" && out.status.code() == Some(1));
-            assert!(ok, "diagwire {args:?} failed");
+            assert!(
+                finished(out.status, args[0] == "check"),
+                "diagwire {args:?} failed"
+            );
             return (kb, "GNU time");
         }
     }
@@ -423,8 +429,7 @@ fn peak_rss_kb(args: &[&str], path: &Path) -> (u64, &'static str) {
             }
         }
         if let Some(s) = child.try_wait().expect("wait") {
-            let ok = s.success() || (args[0] == "check" && s.code() == Some(1));
-            assert!(ok, "diagwire {args:?} failed");
+            assert!(finished(s, args[0] == "check"), "diagwire {args:?} failed");
             return (peak, "/proc VmHWM sampled");
         }
         std::thread::sleep(Duration::from_millis(2));

@@ -32,10 +32,18 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("record_file", record_file),
 ];
 
+/// Splits an input into a record kind (its first byte) and the bytes after it.
+fn kind_and_rest(data: &[u8]) -> Option<(RecordKind, &[u8])> {
+    let (&k, rest) = data.split_first()?;
+    Some((
+        RecordKind::ALL[usize::from(k) % RecordKind::ALL.len()],
+        rest,
+    ))
+}
+
 /// Splits an input into a record kind (its first byte) and JSON text (the rest).
 fn kind_and_text(data: &[u8]) -> Option<(RecordKind, &str)> {
-    let (&k, rest) = data.split_first()?;
-    let kind = RecordKind::ALL[usize::from(k) % RecordKind::ALL.len()];
+    let (kind, rest) = kind_and_rest(data)?;
     Some((kind, std::str::from_utf8(rest).ok()?))
 }
 
@@ -66,10 +74,9 @@ pub fn record_roundtrip(data: &[u8]) {
 /// then bent at one place per bounded location ([`bounded_sites`]) to every length of
 /// [`crossing_lengths`], and every bent value is checked too.
 pub fn schema_agreement(data: &[u8]) {
-    let Some((&k, rest)) = data.split_first() else {
+    let Some((kind, rest)) = kind_and_rest(data) else {
         return;
     };
-    let kind = RecordKind::ALL[usize::from(k) % RecordKind::ALL.len()];
     let text = std::str::from_utf8(rest).ok();
     let mut u = Unstructured::new(rest);
     let seed = match text.and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok()) {
@@ -488,10 +495,9 @@ impl std::io::Read for Trickle<'_> {
 /// bytes per read give the same report.
 pub fn record_file(data: &[u8]) {
     use diagwire::check::{Checker, Options, Report};
-    let Some((&k, text)) = data.split_first() else {
+    let Some((kind, text)) = kind_and_rest(data) else {
         return;
     };
-    let kind = RecordKind::ALL[usize::from(k) % RecordKind::ALL.len()];
     let check = |in_memory_bytes: u64, reader: &mut dyn std::io::Read| {
         let options = Options {
             in_memory_bytes,

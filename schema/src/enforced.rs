@@ -10,28 +10,19 @@
 //! rule and keep their bounds, so [`crate::load`] accepts them; [`crate::load_current`] applies it
 //! to the schemas being edited.
 
-use crate::model::Problems;
+use crate::model::{Problems, definitions, esc};
 use crate::ordered::J;
 
 /// Every keyword of `files` that states a bound the typed parse does not enforce. The files have
 /// passed [`crate::load`], so they are inside the rest of the profile.
 pub(crate) fn problems(files: &[(String, String, J)]) -> Problems {
     let mut out = Problems::new();
-    for (path, _, doc) in files {
-        let Some(defs) = doc.get("$defs").and_then(J::as_obj) else {
-            continue;
-        };
-        for (name, def) in defs {
-            let ptr = format!("/$defs/{}", esc(name));
-            let mut at = |p: &str, msg: String| out.push(format!("{path}#{p}: {msg}"));
-            definition(&ptr, def, &mut at);
-        }
+    for (path, name, def) in definitions(files) {
+        let ptr = format!("/$defs/{}", esc(name));
+        let mut at = |p: &str, msg: String| out.push(format!("{path}#{p}: {msg}"));
+        definition(&ptr, def, &mut at);
     }
     out
-}
-
-fn esc(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 fn definition(ptr: &str, def: &J, at: &mut impl FnMut(&str, String)) {

@@ -17,7 +17,7 @@
 //! Frozen releases were written before these rules, so [`crate::load`] accepts them and
 //! [`crate::load_current`] applies them.
 
-use crate::model::Problems;
+use crate::model::{Problems, definitions, esc};
 use crate::ordered::J;
 
 /// `*_source` properties that are not provenance sources: 1.0.0 fields whose name predates the
@@ -33,87 +33,78 @@ pub(crate) fn problems(files: &[(String, String, J)]) -> Problems {
     let declared = declared_gaps(files);
     let sources = value_source_values(files);
     let mut out = Problems::new();
-    for (path, _, doc) in files {
-        let Some(defs) = doc.get("$defs").and_then(J::as_obj) else {
+    for (path, name, def) in definitions(files) {
+        let Some(props) = def.get("properties").and_then(J::as_obj) else {
             continue;
         };
-        for (name, def) in defs {
-            let Some(props) = def.get("properties").and_then(J::as_obj) else {
+        let required: Vec<&str> = def
+            .get("required")
+            .and_then(J::as_arr)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(J::as_str)
+            .collect();
+        let ptr = format!("/$defs/{}/properties", esc(name));
+        let mut at = |p: String, msg: String| out.push(format!("{path}#{p}: {msg}"));
+        for (key, prop) in props {
+            let here = format!("{ptr}/{}", esc(key));
+            let Some(pv) = prop.get("x-provenance") else {
                 continue;
             };
-            let required: Vec<&str> = def
-                .get("required")
-                .and_then(J::as_arr)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(J::as_str)
-                .collect();
-            let ptr = format!("/$defs/{}/properties", esc(name));
-            let mut at = |p: String, msg: String| out.push(format!("{path}#{p}: {msg}"));
-            for (key, prop) in props {
-                let here = format!("{ptr}/{}", esc(key));
-                let Some(pv) = prop.get("x-provenance") else {
-                    continue;
-                };
-                if let Some(gap) = pv.get("gap").and_then(J::as_str) {
-                    if !declared.iter().any(|g| g == gap) {
-                        at(
-                            format!("{here}/x-provenance/gap"),
-                            format!(
-                                "gap `{gap}` is not declared: it is not a value of the item type of any `api_gaps` list, so no record can say the value could not be asked for"
-                            ),
-                        );
-                    }
-                }
-                let always_present = required.contains(&key.as_str())
-                    || matches!(
-                        prop.get("x-presence").and_then(J::as_str),
-                        Some("default" | "skip-default")
-                    );
-                let source = pv.get("source").and_then(J::as_str);
-                let can_say = source.is_some() && sources.iter().any(|v| v == UNAVAILABLE);
-                if always_present && !can_say {
+            if let Some(gap) = pv.get("gap").and_then(J::as_str) {
+                if !declared.iter().any(|g| g == gap) {
                     at(
-                        format!("{here}/x-provenance"),
+                        format!("{here}/x-provenance/gap"),
                         format!(
-                            "`{key}` is always present, so without a source that can say `{UNAVAILABLE}` its accessor never answers \"could not ask\": make it optional, or name a `ValueSource` source (with the value `{UNAVAILABLE}`)"
+                            "gap `{gap}` is not declared: it is not a value of the item type of any `api_gaps` list, so no record can say the value could not be asked for"
                         ),
                     );
                 }
             }
-            for (key, prop) in props {
-                if !key.ends_with("_source") || NOT_PROVENANCE.contains(&(name.as_str(), key)) {
-                    continue;
-                }
-                let here = format!("{ptr}/{}", esc(key));
-                if !is_value_source(prop) {
-                    at(
-                        here,
-                        format!(
-                            "`{key}` is named as a provenance source but is not the shared `ValueSource`: use `ValueSource` (optional), or give the property another name"
-                        ),
-                    );
-                } else if !props.iter().any(|(_, p)| {
-                    p.get("x-provenance")
-                        .and_then(|pv| pv.get("source"))
-                        .and_then(J::as_str)
-                        == Some(key)
-                }) {
-                    at(
-                        here,
-                        format!(
-                            "`{key}` is a `ValueSource` that no property's `x-provenance.source` names, so no accessor reads it: link the value it describes"
-                        ),
-                    );
-                }
+            let always_present = required.contains(&key.as_str())
+                || matches!(
+                    prop.get("x-presence").and_then(J::as_str),
+                    Some("default" | "skip-default")
+                );
+            let source = pv.get("source").and_then(J::as_str);
+            let can_say = source.is_some() && sources.iter().any(|v| v == UNAVAILABLE);
+            if always_present && !can_say {
+                at(
+                    format!("{here}/x-provenance"),
+                    format!(
+                        "`{key}` is always present, so without a source that can say `{UNAVAILABLE}` its accessor never answers \"could not ask\": make it optional, or name a `ValueSource` source (with the value `{UNAVAILABLE}`)"
+                    ),
+                );
+            }
+        }
+        for (key, prop) in props {
+            if !key.ends_with("_source") || NOT_PROVENANCE.contains(&(name, key)) {
+                continue;
+            }
+            let here = format!("{ptr}/{}", esc(key));
+            if !is_value_source(prop) {
+                at(
+                    here,
+                    format!(
+                        "`{key}` is named as a provenance source but is not the shared `ValueSource`: use `ValueSource` (optional), or give the property another name"
+                    ),
+                );
+            } else if !props.iter().any(|(_, p)| {
+                p.get("x-provenance")
+                    .and_then(|pv| pv.get("source"))
+                    .and_then(J::as_str)
+                    == Some(key)
+            }) {
+                at(
+                    here,
+                    format!(
+                        "`{key}` is a `ValueSource` that no property's `x-provenance.source` names, so no accessor reads it: link the value it describes"
+                    ),
+                );
             }
         }
     }
     out
-}
-
-fn esc(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 fn ref_name(s: &J) -> Option<&str> {
@@ -135,30 +126,23 @@ fn is_value_source(prop: &J) -> bool {
 /// The values of every open or closed enum that is the item type of an `api_gaps` property.
 fn declared_gaps(files: &[(String, String, J)]) -> Vec<String> {
     let mut gap_types = Vec::new();
-    for (_, _, doc) in files {
-        for (_, def) in doc.get("$defs").and_then(J::as_obj).unwrap_or_default() {
-            for (key, prop) in def
-                .get("properties")
-                .and_then(J::as_obj)
-                .unwrap_or_default()
-            {
-                if key == "api_gaps" {
-                    if let Some(t) = prop.get("items").and_then(ref_name) {
-                        gap_types.push(t.to_owned());
-                    }
+    for (_, _, def) in definitions(files) {
+        for (key, prop) in def
+            .get("properties")
+            .and_then(J::as_obj)
+            .unwrap_or_default()
+        {
+            if key == "api_gaps" {
+                if let Some(t) = prop.get("items").and_then(ref_name) {
+                    gap_types.push(t);
                 }
             }
         }
     }
-    let mut out = Vec::new();
-    for (_, _, doc) in files {
-        for (name, def) in doc.get("$defs").and_then(J::as_obj).unwrap_or_default() {
-            if gap_types.contains(name) {
-                out.extend(enum_values(def));
-            }
-        }
-    }
-    out
+    definitions(files)
+        .filter(|(_, name, _)| gap_types.contains(name))
+        .flat_map(|(_, _, def)| enum_values(def))
+        .collect()
 }
 
 fn enum_values(def: &J) -> Vec<String> {
@@ -174,10 +158,8 @@ fn enum_values(def: &J) -> Vec<String> {
 
 /// The values of the contract's `ValueSource`.
 fn value_source_values(files: &[(String, String, J)]) -> Vec<String> {
-    files
-        .iter()
-        .flat_map(|(_, _, doc)| doc.get("$defs").and_then(J::as_obj).unwrap_or_default())
-        .filter(|(name, _)| name == "ValueSource")
-        .flat_map(|(_, def)| enum_values(def))
+    definitions(files)
+        .filter(|(_, name, _)| *name == "ValueSource")
+        .flat_map(|(_, _, def)| enum_values(def))
         .collect()
 }

@@ -342,8 +342,20 @@ impl Ctx<'_> {
     }
 }
 
-fn esc(key: &str) -> String {
+/// `key` escaped as one JSON-pointer token.
+pub(crate) fn esc(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Every `$defs` entry of `files`: the file's path, the definition's name and its schema.
+pub(crate) fn definitions(files: &[(String, String, J)]) -> impl Iterator<Item = (&str, &str, &J)> {
+    files.iter().flat_map(|(path, _, doc)| {
+        doc.get("$defs")
+            .and_then(J::as_obj)
+            .into_iter()
+            .flatten()
+            .map(move |(name, def)| (path.as_str(), name.as_str(), def))
+    })
 }
 
 /// Keywords allowed on a struct definition.
