@@ -163,6 +163,19 @@ enum Command {
         #[arg(long, value_enum, default_value_t = behaviour::Format::Md)]
         format: behaviour::Format,
     },
+    /// Re-encode a bundle's record files as protobuf (`.pb`) or JSON, written under OUT as a
+    /// directory, or as a deterministic `.tar.gz` when OUT ends in `.tar.gz`. The manifest stays
+    /// JSON; a file that does not decode is copied unchanged and reported. Exit status: 0 when every
+    /// record file converted, 1 when some were copied unchanged, 2 on an error.
+    Convert {
+        /// The bundle (a directory or a `.tar.gz`).
+        bundle: PathBuf,
+        /// The encoding to write.
+        #[arg(long, value_enum)]
+        to: EncodingArg,
+        /// The folder to write the run directory into, or a `.tar.gz` file to write.
+        out: PathBuf,
+    },
     /// Convert the simulator's prod-shape directory into the contract's bundle layout under OUT,
     /// listing everything it could not map.
     Upgrade {
@@ -198,6 +211,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Upgrade { input, out } => upgrade(&input, &out),
+        Command::Convert { bundle, to, out } => convert(&bundle, to, &out),
         Command::Check {
             bundle,
             coverage,
@@ -223,6 +237,55 @@ fn main() -> ExitCode {
             out,
         } => summary::summary(&bundle, format, view, out),
         Command::Compare { a, b } => summary::compare(&a, &b),
+    }
+}
+
+/// The encoding `convert` writes.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum EncodingArg {
+    /// The binary form, `.pb` files.
+    Pb,
+    /// JSON, `.json` files.
+    Json,
+}
+
+fn convert(bundle: &Path, to: EncodingArg, out: &Path) -> ExitCode {
+    use diagwire::layout::Encoding;
+    use diagwire::problem::printable;
+    let to = match to {
+        EncodingArg::Pb => Encoding::Protobuf,
+        EncodingArg::Json => Encoding::Json,
+    };
+    let mut reader = match diagwire::bundle::read::BundleReader::open(bundle, Limits::default()) {
+        Ok(r) => r,
+        Err(e) => return fail(&printable(&e.to_string())),
+    };
+    let (contents, problems) = diagwire::bundle::convert::convert(&mut reader, to);
+    let written = if out.to_string_lossy().ends_with(".tar.gz") {
+        std::fs::File::create(out)
+            .and_then(|f| diagwire::bundle::write::write_tar_gz(&contents, f))
+            .map(|()| out.to_path_buf())
+    } else {
+        diagwire::bundle::write::write_dir(&contents, out)
+    };
+    let written = match written {
+        Ok(w) => w,
+        Err(e) => return fail(&format!("{}: {e}", out.display())),
+    };
+    for p in &problems {
+        println!("{}", printable(&p.to_string()));
+    }
+    let bytes: usize = contents.files.values().map(Vec::len).sum();
+    println!(
+        "wrote {} file(s), {bytes} bytes, to {}; {} problem(s)",
+        contents.files.len(),
+        written.display(),
+        problems.len()
+    );
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

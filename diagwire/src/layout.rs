@@ -18,6 +18,12 @@
 //! The collector's staging tree holds one file per post, `<root>/<run_id>/<node_id>/<kind>-NNNNNN.json`
 //! with `kind` one of `boot`, `events`, `snapshot`, `finalize` or `vastai_<kind>`. `NNNNNN` is a
 //! sequence number from 1, zero-padded to six digits (more digits when it needs them).
+//!
+//! Every record file but the manifest may also be written in the binary form (`docs/protobuf.md`):
+//! the same name with `.pb` in place of `.json` (`boot.pb`, `events/events-000001.pb`). The
+//! extension says how a file is encoded ([`Encoding`]); the kind and the sequence number are read the
+//! same way, so one record is never both `…-000001.json` and `…-000001.pb`. `MANIFEST.json`, the
+//! bundle's index, is always JSON.
 
 use crate::v1::RecordKind;
 
@@ -26,6 +32,69 @@ pub const SEQ_WIDTH: usize = 6;
 
 /// The name of the manifest file at the top of a run directory.
 pub const MANIFEST: &str = "MANIFEST.json";
+
+/// How a record file is encoded, from its name's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Encoding {
+    /// JSON text (`.json`).
+    #[default]
+    Json,
+    /// One protobuf message of the record kind (`.pb`), as `diagwire-proto` encodes it.
+    Protobuf,
+}
+
+impl Encoding {
+    /// Both encodings.
+    pub const ALL: [Encoding; 2] = [Encoding::Json, Encoding::Protobuf];
+
+    /// The file name extension, without the dot: `json` or `pb`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Encoding::Json => "json",
+            Encoding::Protobuf => "pb",
+        }
+    }
+
+    /// The media type a collector accepts a body of this encoding under: `application/json` or
+    /// `application/x-protobuf`.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Encoding::Json => "application/json",
+            Encoding::Protobuf => "application/x-protobuf",
+        }
+    }
+
+    /// The encoding a `Content-Type` header names: its media type, before any parameters, compared
+    /// without regard to case; `application/protobuf` and `application/vnd.google.protobuf` are the
+    /// other spellings protobuf clients send.
+    pub fn of_content_type(header: &str) -> Option<Encoding> {
+        let media = header.split(';').next().unwrap_or_default().trim();
+        let is = |t: &str| media.eq_ignore_ascii_case(t);
+        if is("application/json") {
+            Some(Encoding::Json)
+        } else if is("application/x-protobuf")
+            || is("application/protobuf")
+            || is("application/vnd.google.protobuf")
+        {
+            Some(Encoding::Protobuf)
+        } else {
+            None
+        }
+    }
+
+    /// The encoding of a file name (`….json` or `….pb`) and the name without its extension.
+    pub fn split_name(name: &str) -> Option<(&str, Encoding)> {
+        Encoding::ALL.into_iter().find_map(|e| {
+            let stem = name.strip_suffix(e.extension())?.strip_suffix('.')?;
+            Some((stem, e))
+        })
+    }
+
+    /// The encoding a file name's extension says, `None` for any other extension.
+    pub fn of_name(name: &str) -> Option<Encoding> {
+        Encoding::split_name(name).map(|(_, e)| e)
+    }
+}
 
 /// What a file of a node directory holds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -138,54 +207,80 @@ pub struct BundlePath {
     pub node: Option<String>,
     /// The file's part.
     pub role: Role,
+    /// How the file is encoded (JSON for a file outside the layout).
+    pub encoding: Encoding,
 }
 
 /// Reads a `/`-separated path relative to the run directory: `MANIFEST.json` is the manifest,
 /// `stage-0/boot.json` the latest boot record of `stage-0`. A file outside the layout is
 /// [`Role::Unknown`], with the first path component as its node when it is inside a directory.
 pub fn parse_bundle_path(rel: &str) -> BundlePath {
+    let outside = |node: Option<&str>| BundlePath {
+        node: node.map(str::to_owned),
+        role: Role::Unknown,
+        encoding: Encoding::Json,
+    };
     if rel == MANIFEST {
         return BundlePath {
             node: None,
             role: Role::Manifest,
+            encoding: Encoding::Json,
         };
     }
     let Some((node, rest)) = rel.split_once('/').filter(|(n, _)| !n.is_empty()) else {
-        return BundlePath {
-            node: None,
-            role: Role::Unknown,
-        };
+        return outside(None);
     };
-    let role = match rest.split_once('/') {
-        None if rest == "boot.json" => Role::Latest(FileKind::Boot),
-        None if rest == "finalize.json" => Role::Latest(FileKind::Finalize),
-        Some((dir, file)) => numbered_file(dir, file).unwrap_or(Role::Unknown),
-        None => Role::Unknown,
+    let found = match rest.split_once('/') {
+        None => Encoding::split_name(rest).and_then(|(stem, encoding)| {
+            let kind = match stem {
+                "boot" => FileKind::Boot,
+                "finalize" => FileKind::Finalize,
+                _ => return None,
+            };
+            Some((Role::Latest(kind), encoding))
+        }),
+        Some((dir, file)) => numbered_file(dir, file),
     };
-    BundlePath {
-        node: Some(node.to_owned()),
-        role,
+    match found {
+        Some((role, encoding)) => BundlePath {
+            node: Some(node.to_owned()),
+            role,
+            encoding,
+        },
+        None => outside(Some(node)),
     }
 }
 
-/// `<dir>/<stem>-NNNNNN.json` inside a node directory.
-fn numbered_file(dir: &str, file: &str) -> Option<Role> {
+/// `<dir>/<stem>-NNNNNN.json` (or `.pb`) inside a node directory.
+fn numbered_file(dir: &str, file: &str) -> Option<(Role, Encoding)> {
     let (kind, seq) = parse_staged_name(file)?;
-    (dir == kind.dir()).then_some(Role::Numbered(kind, seq))
+    let encoding = Encoding::of_name(file)?;
+    (dir == kind.dir()).then_some((Role::Numbered(kind, seq), encoding))
 }
 
-/// The path of a file inside the run directory: the inverse of [`parse_bundle_path`].
+/// The path of a JSON file inside the run directory: the inverse of [`parse_bundle_path`].
 pub fn bundle_path(label: &str, role: &Role) -> String {
+    bundle_path_as(label, role, Encoding::Json)
+}
+
+/// The path of a file of `encoding` inside the run directory (the manifest is always
+/// `MANIFEST.json`): the inverse of [`parse_bundle_path`].
+pub fn bundle_path_as(label: &str, role: &Role, encoding: Encoding) -> String {
+    let ext = encoding.extension();
     match role {
         Role::Manifest => MANIFEST.to_owned(),
-        Role::Latest(FileKind::Boot) => format!("{label}/boot.json"),
-        Role::Latest(FileKind::Finalize) => format!("{label}/finalize.json"),
+        Role::Latest(FileKind::Boot) => format!("{label}/boot.{ext}"),
+        Role::Latest(FileKind::Finalize) => format!("{label}/finalize.{ext}"),
         Role::Latest(kind) | Role::Numbered(kind, _) => {
             let seq = match role {
                 Role::Numbered(_, seq) => *seq,
                 _ => 0,
             };
-            format!("{label}/{}/{}", kind.dir(), staged_name(kind, seq))
+            format!(
+                "{label}/{}/{}",
+                kind.dir(),
+                staged_name_as(kind, seq, encoding)
+            )
         }
         Role::Unknown => label.to_owned(),
     }
@@ -193,7 +288,17 @@ pub fn bundle_path(label: &str, role: &Role) -> String {
 
 /// `<stem>-NNNNNN.json`, the name of a numbered file (in staging and in a bundle's subfolders).
 pub fn staged_name(kind: &FileKind, seq: u64) -> String {
-    format!("{}-{}.json", kind.staged_stem(), format_seq(seq))
+    staged_name_as(kind, seq, Encoding::Json)
+}
+
+/// `<stem>-NNNNNN.json` or `<stem>-NNNNNN.pb`: the name of a numbered file of `encoding`.
+pub fn staged_name_as(kind: &FileKind, seq: u64, encoding: Encoding) -> String {
+    format!(
+        "{}-{}.{}",
+        kind.staged_stem(),
+        format_seq(seq),
+        encoding.extension()
+    )
 }
 
 /// A sequence number zero-padded to [`SEQ_WIDTH`] digits.
@@ -201,11 +306,13 @@ pub fn format_seq(seq: u64) -> String {
     format!("{seq:0SEQ_WIDTH$}")
 }
 
-/// `<stem>-NNNNNN.json` → (kind, sequence number). Only the exact spelling [`staged_name`] writes
-/// is accepted, so two names never map to one number (`boot-1.json` beside `boot-000001.json` is
-/// not a staged name).
+/// `<stem>-NNNNNN.json` or `<stem>-NNNNNN.pb` → (kind, sequence number); [`Encoding::of_name`]
+/// tells the two apart. Only the exact spelling [`staged_name_as`] writes is accepted, so two
+/// names of one encoding never map to one number (`boot-1.json` beside `boot-000001.json` is not
+/// a staged name).
 pub fn parse_staged_name(name: &str) -> Option<(FileKind, u64)> {
-    let (stem, digits) = name.strip_suffix(".json")?.rsplit_once('-')?;
+    let (stem, _) = Encoding::split_name(name)?;
+    let (stem, digits) = stem.rsplit_once('-')?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -218,12 +325,13 @@ pub fn parse_staged_name(name: &str) -> Option<(FileKind, u64)> {
 
 /// The record kind a record file's name implies when it is given on its own (outside a bundle):
 /// `MANIFEST.json`, `boot.json` and `boot-NNNNNN.json`, `events-NNNNNN.json` (an `event_batch`),
-/// `snapshot-NNNNNN.json`, `finalize.json` and `finalize-NNNNNN.json`, `vastai_<kind>-NNNNNN.json`.
+/// `snapshot-NNNNNN.json`, `finalize.json` and `finalize-NNNNNN.json`, `vastai_<kind>-NNNNNN.json`,
+/// and each of them (but the manifest) with `.pb` in place of `.json`.
 pub fn kind_of_file_name(name: &str) -> Option<RecordKind> {
     match name {
         MANIFEST => Some(RecordKind::Manifest),
-        "boot.json" => Some(RecordKind::Boot),
-        "finalize.json" => Some(RecordKind::Finalize),
+        "boot.json" | "boot.pb" => Some(RecordKind::Boot),
+        "finalize.json" | "finalize.pb" => Some(RecordKind::Finalize),
         _ => parse_staged_name(name).map(|(kind, _)| kind.record_kind()),
     }
 }

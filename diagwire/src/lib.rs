@@ -68,6 +68,7 @@ pub use diagwire_proto as proto;
 /// The version of the contract the [`v1`] types were generated from.
 pub const CONTRACT_VERSION: &str = v1::CONTRACT_VERSION;
 
+pub mod binary;
 pub mod canonical;
 pub mod layout;
 pub mod problem;

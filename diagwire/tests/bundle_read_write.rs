@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use diagwire::bundle::BundleContents;
 use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind, read_all};
 use diagwire::bundle::write::{write_dir, write_tar_gz};
-use diagwire::layout::{BundlePath, FileKind, Role, bundle_path, parse_bundle_path};
+use diagwire::layout::{
+    BundlePath, Encoding, FileKind, Role, bundle_path, bundle_path_as, parse_bundle_path,
+};
 use diagwire::v1::RecordKind;
 use diagwire::{Location, Problem, ProblemKind};
 use serde_json::json;
@@ -273,7 +275,8 @@ archives! {
 // The layout: which node and role a path inside the run directory has
 
 /// Every path reads as `node` and `role`; a path in the layout is also what [`bundle_path`]
-/// writes for that node and role.
+/// writes for that node and role. A record file's path with `.pb` for `.json` is the same place in
+/// the binary form, and what [`bundle_path_as`] writes for it.
 #[track_caller]
 fn check_role(paths: &[&str], node: Option<&str>, role: Role) {
     assert!(!paths.is_empty());
@@ -281,11 +284,29 @@ fn check_role(paths: &[&str], node: Option<&str>, role: Role) {
         let want = BundlePath {
             node: node.map(str::to_owned),
             role: role.clone(),
+            encoding: Encoding::Json,
         };
         assert_eq!(parse_bundle_path(path), want, "{path}");
-        if role != Role::Unknown {
-            assert_eq!(bundle_path(node.unwrap_or_default(), &role), *path);
+        if role == Role::Unknown {
+            continue;
         }
+        assert_eq!(bundle_path(node.unwrap_or_default(), &role), *path);
+        let Some(stem) = path
+            .strip_suffix(".json")
+            .filter(|_| role != Role::Manifest)
+        else {
+            continue;
+        };
+        let binary = format!("{stem}.pb");
+        let want = BundlePath {
+            encoding: Encoding::Protobuf,
+            ..want
+        };
+        assert_eq!(parse_bundle_path(&binary), want, "{binary}");
+        assert_eq!(
+            bundle_path_as(node.unwrap_or_default(), &role, Encoding::Protobuf),
+            binary
+        );
     }
 }
 
@@ -350,6 +371,15 @@ roles! {
         "stage-0/events/events-+00001.json",
         "stage-0/boot/boot-00001.json",
     ] => Some("stage-0"), Unknown;
+    // The manifest is JSON only; other extensions are no encoding of a record file.
+    binary_manifest_and_other_extensions_are_unknown: [
+        "stage-0/boot.PB",
+        "stage-0/boot.proto",
+        "stage-0/events/events-000001.pbf",
+        "stage-0/events/events-000001pb",
+        "stage-0/snapshots/snapshot-000001.json.pb",
+    ] => Some("stage-0"), Unknown;
+    binary_manifest_at_the_top_is_unknown: ["MANIFEST.pb"] => None, Unknown;
 }
 
 #[test]

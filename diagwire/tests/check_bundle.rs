@@ -289,3 +289,115 @@ fn a_bundle_under_the_caps_reports_every_problem_and_counts_the_rest() {
     assert!(report.omitted.iter().any(|o| o.records > 0));
     assert!(!report.is_clean());
 }
+
+/// The same checks on record files in the binary form: a `.pb` file is read as the record it
+/// encodes, problems name the `.pb` file, and a record in both forms is reported.
+#[cfg(feature = "proto")]
+mod binary {
+    use super::*;
+    use diagwire::layout::{Encoding, kind_of_file_name};
+
+    /// The binary form of the JSON file at `rel`, after `edit`.
+    fn encoded(run: &Path, rel: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+        let path = run.join(rel);
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+        edit(&mut v);
+        let name = path.file_name().and_then(|n| n.to_str()).expect("name");
+        let kind = kind_of_file_name(name).expect("a record file");
+        diagwire::binary::encode_value(Encoding::Protobuf, kind, &v).expect("encodes")
+    }
+
+    /// Replaces the JSON file at `rel` by its binary form (`….pb`), after `edit`.
+    fn to_binary(run: &Path, rel: &str, edit: impl FnOnce(&mut serde_json::Value)) {
+        let bytes = encoded(run, rel, edit);
+        let path = run.join(rel);
+        std::fs::remove_file(&path).expect("rm");
+        std::fs::write(path.with_extension("pb"), bytes).expect("write");
+    }
+
+    /// Every record file of the bundle in the binary form.
+    fn all_to_binary(run: &Path) {
+        for entry in walk(run) {
+            let rel = entry
+                .strip_prefix(run)
+                .expect("inside")
+                .to_str()
+                .expect("utf-8");
+            if rel != "MANIFEST.json" {
+                to_binary(run, rel, |_| {});
+            }
+        }
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).expect("dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    cases! {
+        a_bundle_in_the_binary_form_has_no_problems: |run| { all_to_binary(run); } => [];
+        a_bundle_mixing_json_and_binary_files_has_no_problems: |run| {
+            to_binary(run, "stage-0/boot.json", |_| {});
+            to_binary(run, "orchestrator/events/events-000002.json", |_| {});
+        } => [];
+        a_record_written_in_both_forms_is_reported_at_the_second_file: |run| {
+            let bytes = encoded(run, "stage-0/events/events-000001.json", |_| {});
+            std::fs::write(run.join("stage-0/events/events-000001.pb"), bytes).expect("write");
+        } => [
+            (Layout, "run-7/stage-0/events/events-000001.pb", "holds the same record as `stage-0/events/events-000001.json`"),
+        ];
+        a_binary_file_that_does_not_decode_is_located_and_its_neighbours_still_read: |run| {
+            all_to_binary(run);
+            std::fs::write(run.join("stage-0/snapshots/snapshot-000002.pb"), [0x0a, 0xff, 0xff]).expect("write");
+        } => [
+            (Encoding, "run-7/stage-0/snapshots/snapshot-000002.pb", "not the protobuf of a snapshot record"),
+        ];
+        a_binary_record_breaking_its_schema_is_located_by_json_pointer: |run| {
+            to_binary(run, "stage-0/boot.json", |b| b["boot_sequence"] = "x".into());
+        } => [
+            (Schema, "run-7/stage-0/boot.pb:0 /boot_sequence", "is not of type"),
+        ];
+        a_missing_binary_file_is_named_in_the_binary_form: |run| {
+            all_to_binary(run);
+            std::fs::remove_file(run.join("stage-0/snapshots/snapshot-000001.pb")).expect("rm");
+        } => [
+            (Manifest, "run-7/MANIFEST.json:0 /nodes/1/snapshots", "manifest says 3 snapshots, found 2"),
+            (Layout, "run-7/stage-0/snapshots/snapshot-000001.pb", "missing: `stage-0/snapshots/snapshot-000001.pb`"),
+        ];
+        a_binary_file_over_its_cap_is_refused_undecoded: |run| {
+            std::fs::remove_file(run.join("stage-0/snapshots/snapshot-000003.json")).expect("rm");
+            std::fs::write(
+                run.join("stage-0/snapshots/snapshot-000003.pb"),
+                vec![0u8; diagwire::binary::MAX_BINARY_FILE_BYTES + 1],
+            ).expect("write");
+        } => [
+            (Encoding, "run-7/stage-0/snapshots/snapshot-000003.pb", "larger than the 4194304 bytes a binary record file may have"),
+        ];
+        a_binary_manifest_is_no_manifest: |run| {
+            std::fs::rename(run.join("MANIFEST.json"), run.join("MANIFEST.pb")).expect("mv");
+        } => [
+            (Layout, "run-7/MANIFEST.pb", "the run directory holds MANIFEST.json"),
+            (Manifest, "run-7/MANIFEST.json", "the bundle has no MANIFEST.json"),
+        ];
+    }
+
+    #[test]
+    fn a_binary_bundle_counts_the_same_files_and_records_as_its_json_form() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let run = write_clean(tmp.path());
+        let json = check_with(&run, &run, Limits::default());
+        all_to_binary(&run);
+        let binary = check_with(&run, &run, Limits::default());
+        assert_eq!((binary.files, binary.records), (json.files, json.records));
+        assert_eq!((json.files, json.records), (11, 12));
+    }
+}

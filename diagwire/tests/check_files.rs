@@ -377,3 +377,36 @@ fn an_event_batch_given_a_single_object_by_kind_is_the_wrong_shape() {
     assert_eq!(r.problems[0].kind, ProblemKind::Shape);
     assert!(!r.is_clean());
 }
+
+/// A record file in the binary form given by path is read by its `.pb` extension: a good one
+/// checks as its JSON would, a bad one is one located problem.
+#[cfg(all(feature = "bundle", feature = "proto"))]
+#[test]
+fn a_binary_record_file_is_checked_by_its_extension() {
+    use diagwire::layout::Encoding;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let batch = serde_json::Value::Array(vec![serde_json::from_str(&event()).unwrap(); 3]);
+    let bytes = diagwire::binary::encode_value(Encoding::Protobuf, RecordKind::EventBatch, &batch)
+        .expect("encodes");
+    let good = tmp.path().join("events-000001.pb");
+    std::fs::write(&good, bytes).expect("write");
+    let report = diagwire::check::check_file(validators(), &good, None);
+    assert_eq!(
+        (report.files, report.records, report.problems.len()),
+        (1, 3, 0)
+    );
+
+    let bad = tmp.path().join("boot.pb");
+    std::fs::write(&bad, [0x0a, 0x05, 0x01]).expect("write");
+    let report = diagwire::check::check_file(validators(), &bad, None);
+    assert_eq!((report.files, report.unreadable_files), (1, 1));
+    let [p] = &report.problems[..] else {
+        panic!("{:?}", report.problems)
+    };
+    assert_eq!(p.kind, ProblemKind::Encoding);
+    assert_eq!(p.location.file, bad.display().to_string());
+    assert!(
+        p.message.contains("not the protobuf of a boot record"),
+        "{p}"
+    );
+}

@@ -154,3 +154,47 @@ fn the_oldest_generation_example_names_what_it_lacks() {
         "{md}"
     );
 }
+
+/// Each example converted to the binary form (`.pb` record files, in a directory and in a
+/// `.tar.gz`) summarizes to the same JSON as its JSON form, but for where it was read from and the
+/// files' extension.
+#[test]
+fn each_example_summarizes_the_same_in_the_binary_form() {
+    use diagwire::bundle::convert::convert;
+    use diagwire::bundle::read::BundleReader;
+    use diagwire::layout::Encoding;
+
+    for run in ["n3-relay-flap", "n3-relay-flap-oldest"] {
+        let json_form = example(run);
+        let want = render::json(&summarize(&json_form, Limits::default()).expect("summary"));
+        let mut reader = BundleReader::open(&json_form, Limits::default()).expect("opens");
+        let (binary, problems) = convert(&mut reader, Encoding::Protobuf);
+        assert!(problems.is_empty(), "{problems:?}");
+        let pb = binary.files.keys().filter(|p| p.ends_with(".pb")).count();
+        assert_eq!(
+            pb,
+            binary.files.len() - 1,
+            "every record file but the manifest"
+        );
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = diagwire::bundle::write::write_dir(&binary, tmp.path()).expect("write");
+        let archive = tmp.path().join(format!("{run}.tar.gz"));
+        diagwire::bundle::write::write_tar_gz(
+            &binary,
+            std::fs::File::create(&archive).expect("create"),
+        )
+        .expect("tar");
+        for read_from in [dir, archive] {
+            let got = render::json(&summarize(&read_from, Limits::default()).expect("summary"));
+            let got = serde_json::to_string_pretty(&got)
+                .expect("json")
+                .replace(
+                    &read_from.display().to_string(),
+                    &json_form.display().to_string(),
+                )
+                .replace(".pb", ".json");
+            let want = serde_json::to_string_pretty(&want).expect("json");
+            assert_eq!(got, want, "{}", read_from.display());
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! swactor's collector as a consumer of diagwire: it stages posts the way its ingest routes do
-//! (one file per post, named by the layout), assembles the run's bundle from staging without a
+//! (one file per post, named by the layout, JSON or protobuf by the body's content type), refuses
+//! a post whose content type or body is wrong, assembles the run's bundle from staging without a
 //! finalize record, asks the serve decision, and writes the deterministic `.tar.gz` it would serve.
 //!
 //! `diagwire-consumer-collector OUT` uses `OUT/staging/` and writes `OUT/<run_id>.tar.gz`;
@@ -10,10 +11,10 @@ use std::process::ExitCode;
 
 use diagwire::NodeId;
 use diagwire::bundle::assemble::{
-    CachedBundle, ServeDecision, StagingState, assemble, serve_decision,
+    CachedBundle, ServeDecision, StagingState, assemble, serve_decision, stage_post,
 };
 use diagwire::bundle::write::write_tar_gz;
-use diagwire::layout::{FileKind, staged_name};
+use diagwire::layout::{Encoding, FileKind};
 use diagwire::v1::{
     BundleWriter, DialStarted, EventRecord, Identity, Snapshot, SnapshotBody, SnapshotTrigger,
     WriterKind,
@@ -22,18 +23,30 @@ use diagwire::v1::{
 const RUN_ID: &str = "collector-run";
 const T0: u64 = 1_779_733_870_000;
 
-/// Stores one post's body as the collector does: `<root>/<run_id>/<node_id>/<kind>-NNNNNN.json`.
+/// A node posts one record in `encoding`, and the collector stores the body by its content type:
+/// `<root>/<run_id>/<node_id>/<kind>-NNNNNN.json` or `.pb`.
 fn stage(
     root: &Path,
     node: &str,
     kind: FileKind,
     seq: u64,
+    encoding: Encoding,
     body: &impl serde::Serialize,
 ) -> std::io::Result<()> {
-    let dir = root.join(RUN_ID).join(node);
-    std::fs::create_dir_all(&dir)?;
-    let text = serde_json::to_string_pretty(body).map_err(std::io::Error::other)?;
-    std::fs::write(dir.join(staged_name(&kind, seq)), text)
+    let value = serde_json::to_value(body).map_err(std::io::Error::other)?;
+    let bytes = diagwire::binary::encode_value(encoding, kind.record_kind(), &value)
+        .map_err(std::io::Error::other)?;
+    stage_post(
+        root,
+        RUN_ID,
+        node,
+        &kind,
+        seq,
+        encoding.content_type(),
+        &bytes,
+    )
+    .map(drop)
+    .map_err(|p| std::io::Error::other(p.to_string()))
 }
 
 fn main() -> ExitCode {
@@ -59,11 +72,14 @@ fn run(out: &Path) -> std::io::Result<bool> {
         env!("CARGO_PKG_VERSION"),
     );
     let nodes = [NodeId::from([0x31; 32]), NodeId::from([0x32; 32])];
+    // The first node posts JSON, the second protobuf.
+    let encodings = [Encoding::Json, Encoding::Protobuf];
     for (i, id) in nodes.iter().enumerate() {
         let hex = id.to_hex();
+        let encoding = encodings[i];
         let mut boot = Identity::new(hex.clone(), id.short(), "stage", RUN_ID, T0, 0);
         boot.stage_index = Some(i as u32);
-        stage(&staging, &hex.0, FileKind::Boot, 1, &boot)?;
+        stage(&staging, &hex.0, FileKind::Boot, 1, encoding, &boot)?;
         let other = nodes[1 - i];
         let batch = vec![EventRecord::new(
             *id,
@@ -71,7 +87,7 @@ fn run(out: &Path) -> std::io::Result<bool> {
             T0 + 50,
             DialStarted::new(other, 1, 5_000),
         )];
-        stage(&staging, &hex.0, FileKind::Events, 1, &batch)?;
+        stage(&staging, &hex.0, FileKind::Events, 1, encoding, &batch)?;
         let snapshot = Snapshot::new(
             boot,
             RUN_ID,
@@ -81,7 +97,37 @@ fn run(out: &Path) -> std::io::Result<bool> {
             SnapshotTrigger::Periodic,
             SnapshotBody::new(vec![]),
         );
-        stage(&staging, &hex.0, FileKind::Snapshot, 1, &snapshot)?;
+        stage(&staging, &hex.0, FileKind::Snapshot, 1, encoding, &snapshot)?;
+    }
+
+    // Posts the collector refuses, storing nothing: a content type it does not take, and a body
+    // that is not the record its route says.
+    let hex = nodes[0].to_hex().0;
+    let refused = [
+        stage_post(
+            &staging,
+            RUN_ID,
+            &hex,
+            &FileKind::Events,
+            2,
+            "text/plain",
+            b"[]",
+        ),
+        stage_post(
+            &staging,
+            RUN_ID,
+            &hex,
+            &FileKind::Snapshot,
+            2,
+            Encoding::Protobuf.content_type(),
+            &[0xff, 0xff, 0xff],
+        ),
+    ];
+    for r in &refused {
+        match r {
+            Err(p) => println!("refused: {p}"),
+            Ok(path) => println!("stored a post it should refuse: {}", path.display()),
+        }
     }
 
     // No finalize arrived (say the orchestrator was killed): the bundle is assembled on request.
@@ -104,7 +150,14 @@ fn run(out: &Path) -> std::io::Result<bool> {
     let cached = CachedBundle::from_manifest(&first.manifest);
     let late = NodeId::from([0x33; 32]);
     let boot = Identity::new(late.to_hex(), late.short(), "relay", RUN_ID, T0 + 9_000, 0);
-    stage(&staging, &late.to_hex().0, FileKind::Boot, 1, &boot)?;
+    stage(
+        &staging,
+        &late.to_hex().0,
+        FileKind::Boot,
+        1,
+        Encoding::Protobuf,
+        &boot,
+    )?;
     let again = assemble(&staging, RUN_ID, me)?;
     let after = serve_decision(
         Some(&cached),
@@ -112,7 +165,8 @@ fn run(out: &Path) -> std::io::Result<bool> {
     );
     println!("after a late node posted: {after:?}");
 
-    Ok(decision == ServeDecision::Resynthesize
+    Ok(refused.iter().all(Result::is_err)
+        && decision == ServeDecision::Resynthesize
         && after == ServeDecision::Resynthesize
         && first.problems.is_empty()
         && first.manifest.writer.is_some())

@@ -1,7 +1,8 @@
 //! Assembling a bundle from the collector's staging tree, choosing between the cached canonical
 //! bundle and a fresh one, and planning staging retention.
 //!
-//! Staging holds one file per post, `<root>/<run_id>/<node_id>/<kind>-NNNNNN.json` (see
+//! Staging holds one file per post, `<root>/<run_id>/<node_id>/<kind>-NNNNNN.json` (`.pb` for a
+//! body posted as protobuf; see
 //! [`crate::layout`]). [`assemble`] turns it into a bundle whether or not a finalize record arrived,
 //! through the same [`Writer`] the simulator uses, so `MANIFEST.json` is derived from the files read
 //! and nothing else: the manifest, the bundle and the serve decision share one source of truth.
@@ -418,6 +419,80 @@ pub fn retention_plan(
     delete
 }
 
+/// Stores one post's body in staging as the collector's ingest routes do:
+/// `<staging_root>/<run_id>/<node>/<kind>-NNNNNN.<json|pb>`, the extension from the body's
+/// `Content-Type` ([`layout::Encoding::of_content_type`]: `application/json`, or
+/// `application/x-protobuf` and its other spellings). Returns the file written.
+///
+/// Nothing is written for a post the collector should refuse, and the problem says why: a content
+/// type that is neither (or protobuf in a build without the feature `proto`), or a body that is not
+/// a record of `kind` in that encoding (the collector answers it with an error reply). `run_id` and
+/// `node` are made safe path components ([`layout::sanitize_component`]). The file is written under
+/// a temporary name and renamed, so [`assemble`] never copies half a post.
+pub fn stage_post(
+    staging_root: &Path,
+    run_id: &str,
+    node: &str,
+    kind: &FileKind,
+    seq: u64,
+    content_type: &str,
+    body: &[u8],
+) -> Result<PathBuf, Problem> {
+    let dir = staging_root
+        .join(layout::sanitize_component(run_id))
+        .join(layout::sanitize_component(node));
+    let at = format!(
+        "{}/{}",
+        layout::sanitize_component(run_id),
+        layout::sanitize_component(node)
+    );
+    let Some(encoding) = layout::Encoding::of_content_type(content_type) else {
+        return Err(problem(
+            ProblemKind::Encoding,
+            at,
+            format!(
+                "content type {content_type:?} is neither {} nor {}",
+                layout::Encoding::Json.content_type(),
+                layout::Encoding::Protobuf.content_type()
+            ),
+        ));
+    };
+    let name = layout::staged_name_as(kind, seq, encoding);
+    let file_at = format!("{at}/{name}");
+    let record_kind = kind.record_kind();
+    let text = crate::binary::json_text(encoding, record_kind, body)
+        .map_err(|e| problem(ProblemKind::Encoding, file_at.clone(), e))?;
+    let text = std::str::from_utf8(&text).map_err(|_| {
+        problem(
+            ProblemKind::Encoding,
+            file_at.clone(),
+            "not UTF-8, so not JSON".into(),
+        )
+    })?;
+    if let Err(e) = Record::parse(record_kind, text) {
+        return Err(problem(
+            ProblemKind::Parse,
+            file_at,
+            format!("not a {record_kind} record: {e}"),
+        ));
+    }
+    let write = || -> io::Result<PathBuf> {
+        fs::create_dir_all(&dir)?;
+        let path = dir.join(&name);
+        let tmp = dir.join(format!(".{name}.partial"));
+        fs::write(&tmp, body)?;
+        fs::rename(&tmp, &path)?;
+        Ok(path)
+    };
+    write().map_err(|e| {
+        problem(
+            ProblemKind::Read(crate::problem::ReadErrorKind::Io),
+            file_at,
+            format!("cannot store the post: {e}"),
+        )
+    })
+}
+
 /// Builds the bundle of `run_id` from the staging tree under `staging_root`, finalized or not.
 ///
 /// Layout ([`crate::layout`]), per node directory `<label>/`: the boot file with the highest seq as
@@ -442,7 +517,8 @@ pub fn retention_plan(
 /// there are no files. `contract_version` is this crate's and `writer` is `writer`. Nodes are sorted
 /// by label, then id; a node directory without a record file is reported and left out.
 ///
-/// A file that does not parse as its kind is copied and reported. Unknown files, symbolic links,
+/// A file that does not parse as its kind is copied and reported; a post still being stored by
+/// [`stage_post`] (`.<name>.partial`) is left alone. Unknown files, symbolic links,
 /// subdirectories of node directories, names that are not UTF-8 and unreadable files are reported and
 /// not copied (and not counted, so the manifest always describes the bundle's files).
 ///
@@ -463,9 +539,6 @@ pub fn assemble(
     let mut problems = Vec::new();
     let mut bundle = Writer::new(run_id, writer);
     let mut span: Option<(u64, u64)> = None;
-    let problem = |kind: ProblemKind, at: String, message: String| {
-        Problem::new(kind, Location::file(at), message)
-    };
 
     for entry in sorted_entries(&run_dir)? {
         let (name, path) = match entry {
@@ -524,6 +597,9 @@ pub fn assemble(
                     continue;
                 }
             };
+            if is_partial(&file) {
+                continue;
+            }
             let file_at = format!("{at}/{file}");
             let meta = match fs::symlink_metadata(&file_path) {
                 Ok(meta) => meta,
@@ -561,7 +637,7 @@ pub fn assemble(
                 problems.push(problem(
                     ProblemKind::Layout,
                     file_at,
-                    "unknown file (expected <kind>-<seq:06>.json), not copied".into(),
+                    "unknown file (expected <kind>-<seq:06>.json, or .pb for the binary form), not copied".into(),
                 ));
                 continue;
             };
@@ -579,8 +655,9 @@ pub fn assemble(
             if let Some(ms) = meta.modified().ok().and_then(unix_ms) {
                 span = Some(span.map_or((ms, ms), |(lo, hi)| (lo.min(ms), hi.max(ms))));
             }
-            check_record(&file_at, &kind, &bytes, &mut problems);
-            bundle.add_file(&name, kind, Some(seq), bytes);
+            let encoding = layout::Encoding::of_name(&file).unwrap_or_default();
+            check_record(&file_at, &kind, encoding, &bytes, &mut problems);
+            bundle.add_file_as(&name, kind, Some(seq), encoding, bytes);
             copied += 1;
         }
         if copied == 0 {
@@ -601,6 +678,16 @@ pub fn assemble(
         manifest: done.manifest,
         problems,
     })
+}
+
+/// Whether a staged name is a post [`stage_post`] is still writing (`.<name>.partial`).
+fn is_partial(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".partial")
+}
+
+/// A problem with a staged file or directory at `at` (relative to the staging root).
+fn problem(kind: ProblemKind, at: String, message: String) -> Problem {
+    Problem::new(kind, Location::file(at), message)
 }
 
 /// A directory entry as (name, path), or for a name that is not UTF-8 its lossy form and a message.
@@ -639,9 +726,26 @@ fn unix_ms(t: SystemTime) -> Option<u64> {
 }
 
 /// Reports a file that does not parse as its kind.
-fn check_record(at: &str, kind: &FileKind, bytes: &[u8], problems: &mut Vec<Problem>) {
+fn check_record(
+    at: &str,
+    kind: &FileKind,
+    encoding: layout::Encoding,
+    bytes: &[u8],
+    problems: &mut Vec<Problem>,
+) {
     let record_kind = kind.record_kind();
-    let Ok(text) = std::str::from_utf8(bytes) else {
+    let bytes = match crate::binary::json_text(encoding, record_kind, bytes) {
+        Ok(b) => b,
+        Err(e) => {
+            problems.push(Problem::new(
+                ProblemKind::Encoding,
+                Location::file(at),
+                format!("{e} (copied anyway)"),
+            ));
+            return;
+        }
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
         problems.push(Problem::new(
             ProblemKind::Encoding,
             Location::file(at),

@@ -1,10 +1,13 @@
 //! swactor diagnostics bundles: reading (a directory or a `.tar.gz`), writing (a directory or a
 //! deterministic `.tar.gz`), building one record by record ([`Writer`]), and assembling one from
-//! the collector's staging tree. The layout is [`crate::layout`]'s; `docs/legacy-wire.md` describes it.
+//! the collector's staging tree; with the feature `proto`, re-encoding one between JSON and the
+//! binary form ([`convert`]). The layout is [`crate::layout`]'s; `docs/legacy-wire.md` describes it.
 
 use std::collections::BTreeMap;
 
 pub mod assemble;
+#[cfg(feature = "proto")]
+pub mod convert;
 pub mod read;
 pub mod records;
 pub mod write;

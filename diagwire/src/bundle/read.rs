@@ -69,7 +69,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use super::BundleContents;
-use crate::layout::{BundlePath, Role, parse_bundle_path};
+use crate::layout::{BundlePath, Encoding, Role, parse_bundle_path};
 use crate::problem::{Location, Problem, ProblemKind};
 
 /// Size and count caps that bound the work and memory spent on one bundle.
@@ -161,6 +161,8 @@ pub struct BundleFile {
     pub node: Option<String>,
     /// The file's part in the layout.
     pub role: Role,
+    /// How the file is encoded, from its extension.
+    pub encoding: Encoding,
     /// Where the file really is, for messages: its path on disk, or `<archive>!<entry name>`.
     pub location: String,
     /// The file's content.
@@ -169,11 +171,16 @@ pub struct BundleFile {
 
 impl BundleFile {
     fn new(path: String, location: String, bytes: Vec<u8>) -> Self {
-        let BundlePath { node, role } = parse_bundle_path(&path);
+        let BundlePath {
+            node,
+            role,
+            encoding,
+        } = parse_bundle_path(&path);
         BundleFile {
             path,
             node,
             role,
+            encoding,
             location,
             bytes,
         }
@@ -221,6 +228,7 @@ impl Iterator for Stream<'_> {
                 path: file.path,
                 node: file.node,
                 role: file.role,
+                encoding: file.encoding,
                 location: file.location,
                 size,
                 bytes: io::Cursor::new(file.bytes),
@@ -238,6 +246,8 @@ pub struct StreamFile {
     pub node: Option<String>,
     /// The file's part in the layout.
     pub role: Role,
+    /// How the file is encoded, from its extension.
+    pub encoding: Encoding,
     /// Where the file really is: its path on disk, or `<archive>!<entry name>`.
     pub location: String,
     /// Its size in bytes.

@@ -2,8 +2,9 @@
 //! behavioural checks, parity) walk over.
 //!
 //! Files come in the reader's order (for a directory, sorted by path, so each node's events files
-//! in sequence order); an events file yields each event record on its own. A file that cannot be
-//! read, is not UTF-8 or does not parse as its kind is reported as a [`Problem`] and the walk goes
+//! in sequence order); an events file yields each event record on its own. A binary (`.pb`) file
+//! yields the records it encodes, with their JSON text ([`crate::binary`]). A file that cannot be
+//! read, is not UTF-8 (or not the protobuf of its kind) or does not parse as its kind is reported as a [`Problem`] and the walk goes
 //! on, so one bad file never costs the records around it.
 
 use serde::de::DeserializeSeed;
@@ -55,7 +56,18 @@ pub fn walk(
         } else {
             format!("{source}/{}", file.path)
         };
-        let Ok(text) = std::str::from_utf8(&file.bytes) else {
+        let bytes = match crate::binary::json_text(file.encoding, kind, &file.bytes) {
+            Ok(b) => b,
+            Err(message) => {
+                on_problem(Problem::new(
+                    ProblemKind::Encoding,
+                    Location::file(shown),
+                    message,
+                ));
+                continue;
+            }
+        };
+        let Ok(text) = std::str::from_utf8(&bytes) else {
             on_problem(Problem::new(
                 ProblemKind::Encoding,
                 Location::file(shown),

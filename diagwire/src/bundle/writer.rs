@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{BundleContents, pretty_json};
-use crate::layout::{self, FileKind, Role};
+use crate::layout::{self, Encoding, FileKind, Role};
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::v1::{
     BundleWriter, EventRecord, Finalize, Identity, Manifest, ManifestNode, Snapshot, VastaiRecord,
@@ -29,13 +29,25 @@ pub struct Writer {
     nodes: BTreeMap<String, NodeFiles>,
     span: Option<(u64, u64)>,
     problems: Vec<Problem>,
+    /// How the records added with the typed methods are written.
+    #[cfg_attr(not(feature = "proto"), allow(dead_code))]
+    encoding: Encoding,
+}
+
+/// One record file of a node.
+#[derive(Debug, Clone)]
+struct NodeFile {
+    kind: FileKind,
+    seq: u64,
+    encoding: Encoding,
+    bytes: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Default)]
 struct NodeFiles {
     /// `role` and `stage_index` of the latest boot record, once there is one.
     boot: Option<(Option<String>, Option<u32>)>,
-    files: Vec<(FileKind, u64, Vec<u8>)>,
+    files: Vec<NodeFile>,
     /// Whether every file came from this crate's types (then the node wrote this contract version).
     typed: bool,
 }
@@ -44,8 +56,8 @@ impl NodeFiles {
     fn next_seq(&self, kind: &FileKind) -> u64 {
         self.files
             .iter()
-            .filter(|(k, _, _)| k == kind)
-            .map(|(_, seq, _)| *seq)
+            .filter(|f| f.kind == *kind)
+            .map(|f| f.seq)
             .max()
             .unwrap_or(0)
             + 1
@@ -75,7 +87,17 @@ impl Writer {
             nodes: BTreeMap::new(),
             span: None,
             problems: Vec::new(),
+            encoding: Encoding::Json,
         }
+    }
+
+    /// Writes the records added from here on with the typed methods ([`Writer::boot`],
+    /// [`Writer::events`], …) in `encoding`: JSON (the default) or the binary form, `.pb` files
+    /// (`docs/protobuf.md`). `MANIFEST.json` is always JSON.
+    #[cfg(feature = "proto")]
+    pub fn encoding(&mut self, encoding: Encoding) -> &mut Self {
+        self.encoding = encoding;
+        self
     }
 
     /// The run id.
@@ -155,10 +177,23 @@ impl Writer {
     /// kind and sequence number of one already added replaces it, and is listed in
     /// [`Finished::problems`].
     pub fn add_file(&mut self, node: &str, kind: FileKind, seq: Option<u64>, bytes: Vec<u8>) {
+        self.add_file_as(node, kind, seq, Encoding::Json, bytes)
+    }
+
+    /// [`Writer::add_file`] for a file in `encoding`, which it keeps (a binary file posted as
+    /// protobuf stays a `.pb` file).
+    pub fn add_file_as(
+        &mut self,
+        node: &str,
+        kind: FileKind,
+        seq: Option<u64>,
+        encoding: Encoding,
+        bytes: Vec<u8>,
+    ) {
         let run_id = self.run_id.clone();
         let n = self.node(node);
         let seq = seq.unwrap_or_else(|| n.next_seq(&kind));
-        if let Some(at) = n.files.iter().position(|(k, s, _)| *k == kind && *s == seq) {
+        if let Some(at) = n.files.iter().position(|f| f.kind == kind && f.seq == seq) {
             n.files.remove(at);
             self.problems.push(Problem::new(
                 ProblemKind::Layout,
@@ -173,12 +208,17 @@ impl Writer {
         if kind == FileKind::Boot
             && n.files
                 .iter()
-                .all(|(k, s, _)| *k != FileKind::Boot || *s < seq)
+                .all(|f| f.kind != FileKind::Boot || f.seq < seq)
         {
-            n.boot = Some(boot_identity(&bytes));
+            n.boot = Some(boot_identity(encoding, &bytes));
         }
         n.typed = false;
-        n.files.push((kind, seq, bytes));
+        n.files.push(NodeFile {
+            kind,
+            seq,
+            encoding,
+            bytes,
+        });
     }
 
     fn node(&mut self, node: &str) -> &mut NodeFiles {
@@ -194,9 +234,39 @@ impl Writer {
         // Record files are written as the collector writes them: keys in alphabetical order.
         let value =
             serde_json::to_value(record).expect("OK because contract types always serialize");
+        let (encoding, bytes) = self.encode(node, &kind, &value);
         let n = self.node(node);
         let seq = n.next_seq(&kind);
-        n.files.push((kind, seq, pretty_json(&value)));
+        n.files.push(NodeFile {
+            kind,
+            seq,
+            encoding,
+            bytes,
+        });
+    }
+
+    /// A record's file bytes in the writer's encoding. A record the binary form cannot hold (one
+    /// nested past the codec's depth cap) is written as JSON instead, and listed in
+    /// [`Finished::problems`].
+    fn encode(
+        &mut self,
+        node: &str,
+        kind: &FileKind,
+        value: &serde_json::Value,
+    ) -> (Encoding, Vec<u8>) {
+        #[cfg(feature = "proto")]
+        if self.encoding == Encoding::Protobuf {
+            match crate::binary::encode_value(Encoding::Protobuf, kind.record_kind(), value) {
+                Ok(bytes) => return (Encoding::Protobuf, bytes),
+                Err(e) => self.problems.push(Problem::new(
+                    ProblemKind::Encoding,
+                    Location::file(format!("{}/{node}", self.run_id)),
+                    format!("{e}; the {} file is written as JSON", kind.staged_stem()),
+                )),
+            }
+        }
+        let _ = (node, kind);
+        (Encoding::Json, pretty_json(value))
     }
 
     /// Lays the files out and derives the manifest.
@@ -210,7 +280,7 @@ impl Writer {
                     None if n
                         .files
                         .iter()
-                        .all(|(k, _, _)| matches!(k, FileKind::Vastai(_))) =>
+                        .all(|f| matches!(f.kind, FileKind::Vastai(_))) =>
                     {
                         id.clone()
                     }
@@ -269,7 +339,7 @@ impl Writer {
 /// The manifest entry of a node, from its files.
 fn manifest_node(id: &str, label: &str, node: &NodeFiles) -> ManifestNode {
     let count =
-        |f: &dyn Fn(&FileKind) -> bool| node.files.iter().filter(|(k, _, _)| f(k)).count() as u64;
+        |f: &dyn Fn(&FileKind) -> bool| node.files.iter().filter(|n| f(&n.kind)).count() as u64;
     let mut entry = ManifestNode::new(NodeIdHex(id.to_owned()), label);
     if let Some((role, stage_index)) = &node.boot {
         entry.role = role.clone();
@@ -283,7 +353,7 @@ fn manifest_node(id: &str, label: &str, node: &NodeFiles) -> ManifestNode {
     let only_vastai = node
         .files
         .iter()
-        .all(|(k, _, _)| matches!(k, FileKind::Vastai(_)));
+        .all(|f| matches!(f.kind, FileKind::Vastai(_)));
     if node.typed && !only_vastai {
         entry.contract_version = Some(CONTRACT_VERSION.to_owned());
     }
@@ -292,17 +362,23 @@ fn manifest_node(id: &str, label: &str, node: &NodeFiles) -> ManifestNode {
 
 /// Puts a node's files at their bundle paths: the boot and finalize file with the highest sequence
 /// number as `boot.json` / `finalize.json`, the others numbered.
-fn place(contents: &mut BundleContents, label: &str, mut files: Vec<(FileKind, u64, Vec<u8>)>) {
-    files.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+fn place(contents: &mut BundleContents, label: &str, mut files: Vec<NodeFile>) {
+    files.sort_by(|a, b| (&a.kind, a.seq).cmp(&(&b.kind, b.seq)));
     let latest = |kind: &FileKind| {
         files
             .iter()
-            .filter(|(k, _, _)| k == kind)
-            .map(|(_, s, _)| *s)
+            .filter(|f| f.kind == *kind)
+            .map(|f| f.seq)
             .max()
     };
     let (last_boot, last_finalize) = (latest(&FileKind::Boot), latest(&FileKind::Finalize));
-    for (kind, seq, bytes) in files {
+    for NodeFile {
+        kind,
+        seq,
+        encoding,
+        bytes,
+    } in files
+    {
         let is_latest = match kind {
             FileKind::Boot => Some(seq) == last_boot,
             FileKind::Finalize => Some(seq) == last_finalize,
@@ -315,13 +391,17 @@ fn place(contents: &mut BundleContents, label: &str, mut files: Vec<(FileKind, u
         };
         contents
             .files
-            .insert(layout::bundle_path(label, &role), bytes);
+            .insert(layout::bundle_path_as(label, &role, encoding), bytes);
     }
 }
 
-/// `role` and `stage_index` of a boot file, read leniently from its JSON.
-fn boot_identity(bytes: &[u8]) -> (Option<String>, Option<u32>) {
-    let Ok(serde_json::Value::Object(map)) = serde_json::from_slice::<serde_json::Value>(bytes)
+/// `role` and `stage_index` of a boot file, read leniently from its JSON (decoded first when it is
+/// binary).
+fn boot_identity(encoding: Encoding, bytes: &[u8]) -> (Option<String>, Option<u32>) {
+    let Ok(text) = crate::binary::json_text(encoding, crate::v1::RecordKind::Boot, bytes) else {
+        return (None, None);
+    };
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_slice::<serde_json::Value>(&text)
     else {
         return (None, None);
     };

@@ -14,12 +14,12 @@
 //! * every file outside the layout is reported, with the canonical name when it only spells a
 //!   sequence number differently.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use super::{Checker, Options, Report};
 use crate::bundle::read::{BundleReader, Limits, ReadError};
-use crate::layout::{self, FileKind, Role};
+use crate::layout::{self, Encoding, FileKind, Role};
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::v1::{Identity, Manifest, Record};
 use crate::validate::Validators;
@@ -52,8 +52,8 @@ struct NodeSeen {
     boot_record: Option<(String, Identity)>,
     /// `finalize.json` is there.
     finalize: bool,
-    /// The sequence numbers of the numbered files, by kind.
-    numbered: BTreeMap<FileKind, BTreeSet<u64>>,
+    /// The sequence numbers of the numbered files, by kind, with the encoding of each.
+    numbered: BTreeMap<FileKind, BTreeMap<u64, Encoding>>,
 }
 
 impl NodeSeen {
@@ -76,12 +76,28 @@ struct Seen {
     manifest_present: bool,
     manifest: Option<(String, Manifest)>,
     nodes: BTreeMap<String, NodeSeen>,
+    /// The first file seen for each place of the layout (node and role), so a record written twice,
+    /// once as JSON and once as protobuf, is found.
+    first: HashMap<(Option<String>, Role), String>,
 }
 
 impl Seen {
-    /// Notes a file that exists at `rel` in the run directory, read or not.
-    fn exists(&mut self, rel: &str) -> layout::BundlePath {
+    /// Notes a file that exists at `rel` in the run directory, read or not. Returns where it is in
+    /// the layout and, when another file already holds the same record (the same name with the
+    /// other extension), that file's path.
+    fn exists(&mut self, rel: &str) -> (layout::BundlePath, Option<String>) {
         let at = layout::parse_bundle_path(rel);
+        let mut twice = None;
+        if at.role != Role::Unknown {
+            let key = (at.node.clone(), at.role.clone());
+            match self.first.get(&key) {
+                Some(first) if first != rel => twice = Some(first.clone()),
+                Some(_) => {}
+                None => {
+                    self.first.insert(key, rel.to_owned());
+                }
+            }
+        }
         if at.role == Role::Manifest {
             self.manifest_present = true;
         }
@@ -91,12 +107,16 @@ impl Seen {
                 Role::Latest(FileKind::Boot) => n.boot = true,
                 Role::Latest(FileKind::Finalize) => n.finalize = true,
                 Role::Numbered(kind, seq) => {
-                    n.numbered.entry(kind.clone()).or_default().insert(*seq);
+                    n.numbered
+                        .entry(kind.clone())
+                        .or_default()
+                        .entry(*seq)
+                        .or_insert(at.encoding);
                 }
                 _ => {}
             }
         }
-        at
+        (at, twice)
     }
 
     fn shown(&self, rel: &str) -> String {
@@ -127,7 +147,10 @@ impl Checker<'_> {
                 Ok(f) => f,
                 Err(e) => {
                     if let Some(rel) = &e.path {
-                        seen.exists(rel);
+                        let (_, twice) = seen.exists(rel);
+                        if let Some(first) = twice {
+                            report.push(&options, written_twice(&e.location, &first));
+                        }
                     }
                     report.push(&options, e.into());
                     continue;
@@ -140,7 +163,10 @@ impl Checker<'_> {
                     seen.prefix = Some(p.to_owned());
                 }
             }
-            let at = seen.exists(&rel);
+            let (at, twice) = seen.exists(&rel);
+            if let Some(first) = twice {
+                report.push(&options, written_twice(&location, &first));
+            }
             let Some(kind) = at.role.record_kind() else {
                 report.push(
                     &options,
@@ -149,9 +175,13 @@ impl Checker<'_> {
                 continue;
             };
             let keep = matches!(at.role, Role::Manifest | Role::Latest(FileKind::Boot));
-            let size = file.size;
-            let checked =
-                self.check_reader_keep(&location, kind, Some(size), &mut file, keep, report);
+            let checked = match at.encoding {
+                Encoding::Json => {
+                    let size = file.size;
+                    self.check_reader_keep(&location, kind, Some(size), &mut file, keep, report)
+                }
+                Encoding::Protobuf => self.check_binary(&location, kind, &mut file, keep, report),
+            };
             match (checked, at.node) {
                 (Ok(Some(Record::Manifest(m))), _) => seen.manifest = Some((location, m)),
                 (Ok(Some(Record::Boot(b))), Some(node)) => {
@@ -186,6 +216,17 @@ impl Checker<'_> {
     }
 }
 
+/// A second file holding the record an earlier one holds.
+fn written_twice(location: &str, first: &str) -> Problem {
+    Problem::new(
+        ProblemKind::Layout,
+        Location::file(location),
+        format!(
+            "holds the same record as `{first}`: each record is written once, as JSON or as protobuf"
+        ),
+    )
+}
+
 /// Why a file that has no place in the layout is reported.
 fn stray(rel: &str) -> String {
     let parts: Vec<&str> = rel.split('/').collect();
@@ -205,7 +246,7 @@ fn stray(rel: &str) -> String {
     }
     match parts.len() {
         1 => "not part of the bundle layout: the run directory holds MANIFEST.json and one directory per node".into(),
-        _ => "not part of the bundle layout: a node directory holds boot.json, finalize.json and the folders boot/, events/, snapshots/, finalize/ and vastai/ of numbered files".into(),
+        _ => "not part of the bundle layout: a node directory holds boot.json, finalize.json (or boot.pb, finalize.pb) and the folders boot/, events/, snapshots/, finalize/ and vastai/ of numbered files".into(),
     }
 }
 
@@ -450,15 +491,18 @@ const MAX_NAMED: usize = 5;
 fn sequence_gaps(seen: &Seen, out: &mut Vec<Problem>) {
     for (label, node) in &seen.nodes {
         for (kind, seqs) in &node.numbered {
-            let Some(&last) = seqs.last() else { continue };
+            let Some((&last, &encoding)) = seqs.last_key_value() else {
+                continue;
+            };
             let missing = last - seqs.len() as u64;
             if missing == 0 {
                 continue;
             }
+            // Missing files are named in the encoding of the node's last file of the kind.
             let names: Vec<String> = (1..=last)
-                .filter(|s| !seqs.contains(s))
+                .filter(|s| !seqs.contains_key(s))
                 .take(MAX_NAMED)
-                .map(|s| layout::bundle_path(label, &Role::Numbered(kind.clone(), s)))
+                .map(|s| layout::bundle_path_as(label, &Role::Numbered(kind.clone(), s), encoding))
                 .collect();
             let first = names.first().cloned().unwrap_or_default();
             let mut listed = names

@@ -125,6 +125,48 @@ impl Checker<'_> {
         }
     }
 
+    /// Checks a binary (`.pb`) file of `kind` named `file`: it is read whole (up to
+    /// [`crate::binary::MAX_BINARY_FILE_BYTES`]), decoded, and its JSON checked as a JSON file's
+    /// would be. A file that does not decode is one problem.
+    #[cfg(feature = "bundle")]
+    pub(crate) fn check_binary(
+        &mut self,
+        file: &str,
+        kind: RecordKind,
+        reader: &mut dyn Read,
+        keep: bool,
+        report: &mut Report,
+    ) -> io::Result<Option<Record>> {
+        let cap = crate::binary::MAX_BINARY_FILE_BYTES as u64;
+        let mut bytes = Vec::new();
+        reader.take(cap + 1).read_to_end(&mut bytes)?;
+        let text = match crate::binary::json_text(crate::layout::Encoding::Protobuf, kind, &bytes) {
+            Ok(t) => t.into_owned(),
+            Err(message) => {
+                report.files += 1;
+                report.unreadable_files += 1;
+                let options = self.options;
+                report.push(
+                    &options,
+                    crate::Problem::new(ProblemKind::Encoding, Location::file(file), message),
+                );
+                return Ok(None);
+            }
+        };
+        drop(bytes);
+        let size = text.len() as u64;
+        let before = report.problems.len();
+        let checked = self.check_reader_keep(file, kind, Some(size), &mut &text[..], keep, report);
+        // Lines and columns of the decoded text would point nowhere in the binary file; the record
+        // and the JSON pointer locate a problem.
+        for p in &mut report.problems[before..] {
+            if p.location.file == file {
+                p.location.position = None;
+            }
+        }
+        checked
+    }
+
     /// [`Checker::check_reader_keep`] without keeping the record.
     pub fn check_reader(
         &mut self,
@@ -378,7 +420,7 @@ pub(super) fn check_path(
                 ProblemKind::Layout,
                 Location::file(&file),
                 format!(
-                    "cannot tell the record kind from the file name (the layout's names are MANIFEST.json, boot.json, finalize.json and <kind>-NNNNNN.json); pass --kind (one of {})",
+                    "cannot tell the record kind from the file name (the layout's names are MANIFEST.json, boot.json, finalize.json and <kind>-NNNNNN.json, or .pb for the binary form); pass --kind (one of {})",
                     RecordKind::ALL
                         .iter()
                         .map(|k| k.as_str())
@@ -401,7 +443,13 @@ pub(super) fn check_path(
         }
     };
     let size = opened.size();
-    if let Err(e) = checker.check_reader(&file, kind, Some(size), &mut opened, report) {
+    let checked = match crate::layout::Encoding::of_name(name) {
+        Some(crate::layout::Encoding::Protobuf) => checker
+            .check_binary(&file, kind, &mut opened, false, report)
+            .map(|_| ()),
+        _ => checker.check_reader(&file, kind, Some(size), &mut opened, report),
+    };
+    if let Err(e) = checked {
         let options = *checker.options();
         report.unreadable_files += 1;
         let kind = if e.kind() == io::ErrorKind::FileTooLarge {
