@@ -206,6 +206,17 @@ fn open_enum_unknown_value_is_kept_in_other_and_written_back() {
 }
 
 #[test]
+fn a_wire_string_reads_as_the_enum_a_reader_would_parse() {
+    assert_eq!(LinkState::from_wire("half-open"), Some(LinkState::HalfOpen));
+    assert_eq!(
+        LinkState::from_wire("flapping"),
+        Some(LinkState::Other("flapping".into()))
+    );
+    assert_eq!(Priority::from_wire("high"), Some(Priority::High));
+    assert_eq!(Priority::from_wire("urgent"), None);
+}
+
+#[test]
 fn closed_enum_known_value_round_trips() {
     assert_eq!(
         assert_round_trip::<Priority>(json!("medium")),

@@ -410,3 +410,63 @@ fn a_late_acknowledgement_is_its_own_event_and_the_timeout_says_nothing_about_it
     assert!(matches!(old.event, v1_1_0::Event::Other(ref o) if o.tag == "SwimProbeLateAcked"));
     round_trips::<v1_1_0::EventRecord>(&late);
 }
+
+/// The units of every field called `name` in a contract's shape table.
+fn units_of(
+    contract: &diagwire::Contract,
+    name: &str,
+) -> Vec<(&'static str, Option<&'static str>)> {
+    contract
+        .types
+        .iter()
+        .filter_map(|t| match t.kind {
+            diagwire::shape::TypeKind::Struct { fields, .. } => Some((t.name, fields)),
+            _ => None,
+        })
+        .flat_map(|(ty, fields)| {
+            fields
+                .iter()
+                .filter(move |f| f.key == name)
+                .map(move |f| (ty, f.unit))
+        })
+        .collect()
+}
+
+#[test]
+fn a_process_id_and_a_signal_are_one_quantity_in_the_snapshot_block_and_the_events() {
+    for (name, unit) in [
+        ("pid", "pid"),
+        ("parent_pid", "pid"),
+        ("exit_signal", "signal"),
+    ] {
+        let now = units_of(&diagwire::v1::CONTRACT, name);
+        assert!(!now.is_empty(), "{name}");
+        assert!(now.iter().all(|(_, u)| *u == Some(unit)), "{name}: {now:?}");
+    }
+    // 1.2.0 spelled them two ways, which a reader had to know were one.
+    let then = units_of(&diagwire::releases::v1_2_0::CONTRACT, "pid");
+    assert!(then.contains(&("Subprocess", Some("id"))), "{then:?}");
+    // The numbers did not change: a 1.2.0 record reads the same.
+    let block = json!({"label": "pp-worker", "pid": 4242, "status": "exited", "exit_signal": 9});
+    let now: Subprocess = parse(&block);
+    assert_eq!((now.pid, now.exit_signal), (4242, Some(9)));
+    round_trips::<diagwire::releases::v1_2_0::Subprocess>(&block);
+}
+
+#[test]
+fn the_gap_names_of_an_iroh_api_missing_event_read_as_declared_gaps() {
+    let names = [
+        "RemoteInfo.conn_type",
+        "RelayTunnel.status",
+        "Handshake.cipher_suite_offered",
+    ];
+    for name in names {
+        let gap = ApiGap::from_wire(name).expect("an open enum reads every name");
+        assert!(!matches!(gap, ApiGap::Other(_)), "{name} is a declared gap");
+        assert_eq!(gap.as_str(), name);
+    }
+    assert_eq!(
+        ApiGap::from_wire("Future.value"),
+        Some(ApiGap::Other("Future.value".into()))
+    );
+}

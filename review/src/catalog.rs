@@ -252,6 +252,9 @@ rules! {
     UNIT_CHANGED = "UNIT_CHANGED", Major, Misreads, Misreads,
         "a number's unit changed (same wire)",
         "each side reads the other's numbers in the wrong unit";
+    UNIT_RESPELLED = "UNIT_RESPELLED", Patch, Unaffected, Unaffected,
+        "a number's unit spelled as the same quantity (a retired spelling replaced, or a general unit made specific, such as `id` to `pid`)",
+        "the number means what it meant; only the documentation of its unit changes (the unit list is `schema/src/units.rs`)";
     REQUIRED_FIELDS_REORDERED = "REQUIRED_FIELDS_REORDERED", Major, Unaffected, ApiBreak,
         "required fields reordered",
         "the order of a constructor's arguments follows the schema, so calls stop compiling or swap values";

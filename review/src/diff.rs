@@ -613,8 +613,16 @@ impl Cx<'_> {
                 || matches!(t, Ty::Vec(i) if matches!(**i, Ty::Int(_) | Ty::F64))
         };
         if o.unit != n.unit && numeric(&o.ty) && numeric(&n.ty) {
+            let same = match (&o.unit, &n.unit) {
+                (Some(a), Some(b)) => diagwire_schema::units::same_quantity(a, b),
+                _ => false,
+            };
             self.push(
-                catalog::UNIT_CHANGED,
+                if same {
+                    catalog::UNIT_RESPELLED
+                } else {
+                    catalog::UNIT_CHANGED
+                },
                 def,
                 Some(f),
                 format!(

@@ -303,6 +303,19 @@ macro_rules! __unknown_value {
     };
 }
 
+/// What `from_wire` makes of a value the enum does not know: kept by an open enum, `None` from a
+/// closed one.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __unknown_wire_value {
+    ($name:ident, $value:ident; $other:ident) => {
+        $name::$other($value.into())
+    };
+    ($name:ident, $value:ident;) => {
+        return ::core::option::Option::None
+    };
+}
+
 /// An arbitrary value past the known ones: a new unknown value for an open enum.
 #[doc(hidden)]
 #[macro_export]
@@ -337,6 +350,15 @@ macro_rules! str_enum {
                     $( $name::$variant => $value, )*
                     $( $name::$other(s) => s, )?
                 }
+            }
+
+            /// The value a wire string names, as a reader reads it: a known value, any other
+            /// string kept as it is by an open enum; `None` when a closed enum does not know it.
+            pub fn from_wire(s: &str) -> ::core::option::Option<Self> {
+                ::core::option::Option::Some(match s {
+                    $( $value => $name::$variant, )*
+                    _ => $crate::__unknown_wire_value!($name, s; $( $other )?),
+                })
             }
         }
 

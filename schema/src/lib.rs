@@ -9,6 +9,7 @@ mod enforced;
 mod honesty;
 pub mod model;
 pub mod ordered;
+pub mod units;
 
 use std::fs;
 use std::path::Path;
@@ -80,7 +81,8 @@ pub fn load_dir(dir: &Path, display: &str) -> Result<model::Model> {
 /// integers), so the schema and the types give every record the same verdict; and refuses every
 /// absence discriminator a reader could not answer "could not ask" through (a gap name no
 /// `api_gaps` list can hold, a `*_source` that is not a linked `ValueSource`, an always-present
-/// value without a source that can say `unavailable`).
+/// value without a source that can say `unavailable`); and refuses a unit outside the vocabulary of
+/// [`units`], a retired unit spelling, and one property name in two units.
 ///
 /// [`load`] accepts such bounds because frozen releases, and the older trees a review compares
 /// with, were written before this rule and never change.
@@ -88,6 +90,7 @@ pub fn load_current(files: &[SchemaFile]) -> Result<model::Model> {
     let m = load(files)?;
     let mut current = enforced::problems(files);
     current.extend(honesty::problems(files));
+    current.extend(units::problems(files));
     if current.is_empty() {
         Ok(m)
     } else {

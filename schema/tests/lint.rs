@@ -421,3 +421,57 @@ case!(
     "/$defs/Sample/properties/count/x-provenance",
     "`count` is always present, so without a source that can say `unavailable` its accessor never answers \"could not ask\": make it optional, or name a `ValueSource` source (with the value `unavailable`)"
 );
+
+case!(
+    a_unit_outside_the_unit_list_is_rejected,
+    ["unit-not-listed"],
+    "/$defs/Sample/properties/size/x-unit",
+    "unit `kilobytes` is not in the profile's unit list (schemas/README.md): use a listed unit, or add this one there and to `schema/src/units.rs`"
+);
+
+case!(
+    a_retired_unit_spelling_is_rejected_naming_its_replacement,
+    ["unit-retired"],
+    "/$defs/Sample/properties/exit_signal/x-unit",
+    "unit `signal-number` is a retired spelling: write `signal`"
+);
+
+case!(
+    one_field_name_in_two_units_is_rejected_at_the_second,
+    ["unit-differs-by-name"],
+    "/$defs/Listed/properties/pid/x-unit",
+    "`pid` is in `id` here but in `pid` at schema/tests/lint/unit-differs-by-name.schema.json#/$defs/Spawned/properties/pid: one field name is one quantity across the contract"
+);
+
+/// The unit rules are rules of the schemas being edited: a frozen tree spelled before them loads.
+#[test]
+fn a_frozen_tree_with_units_spelled_before_the_unit_list_still_loads() {
+    for name in ["unit-not-listed", "unit-retired", "unit-differs-by-name"] {
+        if let Err(e) = load(&[lint_file(name)]) {
+            panic!("{name}: {e:#}");
+        }
+    }
+}
+
+/// The profile's page lists every unit of the vocabulary with its meaning, and no other.
+#[test]
+fn the_profile_lists_exactly_the_units_of_the_vocabulary() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/README.md"))
+            .expect("README");
+    let listed: Vec<(String, String)> = readme
+        .lines()
+        .skip_while(|l| *l != "| unit | a number in it is |")
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| {
+            let (unit, rest) = l.strip_prefix("| `")?.split_once("` | ")?;
+            Some((unit.to_owned(), rest.strip_suffix(" |")?.to_owned()))
+        })
+        .collect();
+    let want: Vec<(String, String)> = diagwire_schema::units::UNITS
+        .iter()
+        .map(|(u, m)| ((*u).to_owned(), (*m).to_owned()))
+        .collect();
+    assert_eq!(listed, want, "schemas/README.md's unit table");
+}

@@ -15,8 +15,10 @@ pub mod v1_0_0;
 #[cfg(feature = "releases")]
 #[rustfmt::skip]
 pub mod v1_1_0;
-/// Release 1.2.0: the current schemas are this release, so its reader is [`crate::v1`].
-pub use crate::v1 as v1_2_0;
+/// Release 1.2.0 (feature `releases`).
+#[cfg(feature = "releases")]
+#[rustfmt::skip]
+pub mod v1_2_0;
 /// Every contract reader: each release, oldest first, then the current schemas when they
 /// are not released yet.
 #[cfg(feature = "releases")]
@@ -24,6 +26,7 @@ pub static READERS: &[&::diagwire_runtime::Contract] = &[
     &v1_0_0::CONTRACT,
     &v1_1_0::CONTRACT,
     &v1_2_0::CONTRACT,
+    &crate::v1::CONTRACT,
 ];
 
 /// Calls `$cell!(W, R)` for every ordered pair (writer, reader) of the contract readers in
@@ -35,12 +38,19 @@ macro_rules! release_pairs {
     ($cell:ident, $t:ident) => {
         $cell!($crate::releases::v1_0_0::$t, $crate::releases::v1_0_0::$t);
         $cell!($crate::releases::v1_0_0::$t, $crate::releases::v1_1_0::$t);
+        $cell!($crate::releases::v1_0_0::$t, $crate::releases::v1_2_0::$t);
         $cell!($crate::releases::v1_0_0::$t, $crate::v1::$t);
         $cell!($crate::releases::v1_1_0::$t, $crate::releases::v1_0_0::$t);
         $cell!($crate::releases::v1_1_0::$t, $crate::releases::v1_1_0::$t);
+        $cell!($crate::releases::v1_1_0::$t, $crate::releases::v1_2_0::$t);
         $cell!($crate::releases::v1_1_0::$t, $crate::v1::$t);
+        $cell!($crate::releases::v1_2_0::$t, $crate::releases::v1_0_0::$t);
+        $cell!($crate::releases::v1_2_0::$t, $crate::releases::v1_1_0::$t);
+        $cell!($crate::releases::v1_2_0::$t, $crate::releases::v1_2_0::$t);
+        $cell!($crate::releases::v1_2_0::$t, $crate::v1::$t);
         $cell!($crate::v1::$t, $crate::releases::v1_0_0::$t);
         $cell!($crate::v1::$t, $crate::releases::v1_1_0::$t);
+        $cell!($crate::v1::$t, $crate::releases::v1_2_0::$t);
         $cell!($crate::v1::$t, $crate::v1::$t);
     };
 }

@@ -2010,13 +2010,13 @@ pub static TYPES: &[TypeShape] = &[
         kind: K::Struct {
             fields: &[
                 F::new("label", V::Str, P::Required),
-                F::new("pid", V::Int(W::U32), P::Required).unit("id"),
-                F::new("parent_pid", V::Int(W::U32), P::Omittable).unit("id"),
+                F::new("pid", V::Int(W::U32), P::Required).unit("pid"),
+                F::new("parent_pid", V::Int(W::U32), P::Omittable).unit("pid"),
                 F::new("status", V::Ref("SubprocessStatus"), P::Required),
                 F::new("spawn_at_ms", V::Int(W::U64), P::Omittable).unit("ms-epoch"),
                 F::new("exit_at_ms", V::Int(W::U64), P::Omittable).unit("ms-epoch"),
                 F::new("exit_code", V::Int(W::I32), P::Omittable).unit("exit-code"),
-                F::new("exit_signal", V::Int(W::I32), P::Omittable).unit("signal-number"),
+                F::new("exit_signal", V::Int(W::I32), P::Omittable).unit("signal"),
                 F::new("rss_bytes", V::Int(W::U64), P::Omittable).unit("bytes"),
                 F::new("vm_size_bytes", V::Int(W::U64), P::Omittable).unit("bytes"),
                 F::new("open_fd_count", V::Int(W::U64), P::Omittable).unit("count"),

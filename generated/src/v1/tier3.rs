@@ -512,15 +512,15 @@ pub struct Subprocess {
     ///
     /// Wire: `label` — required.
     pub label: String,
-    /// Operating-system process id.
+    /// Operating-system process id, the `pid` of the `SubprocessSpawned` and `SubprocessExited` events.
     ///
-    /// Unit: `id`.
+    /// Unit: `pid`.
     ///
     /// Wire: `pid` — required.
     pub pid: u32,
     /// Process id of the parent, normally the node process itself.
     ///
-    /// Unit: `id`.
+    /// Unit: `pid`.
     ///
     /// Wire: `parent_pid` — left out when absent.
     ///
@@ -556,7 +556,7 @@ pub struct Subprocess {
     pub exit_code: Option<i32>,
     /// Number of the signal that terminated the subprocess.
     ///
-    /// Unit: `signal-number`.
+    /// Unit: `signal`.
     ///
     /// Wire: `exit_signal` — left out when absent.
     ///
@@ -668,7 +668,7 @@ pub enum SubprocessStatus {
     Exited = "exited",
     Unknown = "unknown",
 } other { Other });
-/// Application-level state of a pipeline-parallel inference stage at capture time (seed name `Tier3AppState`): which stage it is, what its worker is doing, how many requests are in flight, KV-cache pressure, the worker queue and GPU memory. Lets a reader tell an application stall from a network failure. Added in contract 1.1.0.
+/// Application-level state of a pipeline-parallel inference stage at capture time (swactor `Tier3AppState`): which stage it is, what its worker is doing, how many requests are in flight, KV-cache pressure, the worker queue and GPU memory. Lets a reader tell an application stall from a network failure. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 #[non_exhaustive]
@@ -887,7 +887,7 @@ pub enum CaptureGap {
     SchedulerStatsTaskCount = "SchedulerStats.task_count",
     SchedulerStatsOldestPendingTaskAgeMs = "SchedulerStats.oldest_pending_task_age_ms",
 } other { Other });
-/// Per-actor mailbox statistics and async scheduler state of the node's actor runtime (seed name `Tier3ActorState`), so that a stall caused by mailbox backpressure or executor starvation can be told apart from a network failure. Added in contract 1.1.0.
+/// Per-actor mailbox statistics and async scheduler state of the node's actor runtime (swactor `Tier3ActorState`), so that a stall caused by mailbox backpressure or executor starvation can be told apart from a network failure. Added in contract 1.1.0.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
 #[non_exhaustive]
