@@ -1,13 +1,16 @@
 //! The rule catalog, rule by rule: each rule has a fixture pair (`tests/rules/<ID>/old/` and `new/`,
 //! a small contract before and after one change) and the findings it must produce
 //! (`expected.txt`, one `RULE_ID place` per line). Every finding whose rule breaks a reader on the
-//! wire must come with a counterexample the readers confirm.
+//! wire must come with a counterexample the readers confirm (for a protobuf rule, the codec).
+//! A fixture of a protobuf rule holds a `proto-numbers.json` on each side; the others hold none,
+//! so their comparisons skip the protobuf rules.
 
 use std::path::{Path, PathBuf};
 
 use diagwire_review::catalog::{self, Effect};
 use diagwire_review::compare;
-use diagwire_review::tree::Tree;
+use diagwire_review::proto::Status;
+use diagwire_review::tree::{NUMBER_FILE, Tree};
 
 fn rules_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/rules")
@@ -20,6 +23,16 @@ fn check(id: &str) {
     let old = Tree::load_dir(&dir.join("old")).unwrap_or_else(|e| panic!("{id}/old: {e:#}"));
     let new = Tree::load_dir(&dir.join("new")).unwrap_or_else(|e| panic!("{id}/new: {e:#}"));
     let c = compare(&old, &new).unwrap_or_else(|e| panic!("{id}: {e:#}"));
+    let tables = ["old", "new"].map(|side| dir.join(side).join(NUMBER_FILE).is_file());
+    match (&c.protobuf, tables) {
+        (Status::Compared { .. }, [true, true]) | (Status::Skipped(_), [false, false]) => {}
+        (status, _) => panic!("{id}: number tables {tables:?}, protobuf {status:?}"),
+    }
+    assert_eq!(
+        id.starts_with("PROTO_"),
+        tables == [true, true],
+        "{id}: the fixtures of the protobuf rules, and only those, hold number tables"
+    );
     let mut got: Vec<String> = c
         .findings
         .iter()
@@ -115,6 +128,14 @@ rules!(
     REQUIRED_FIELDS_REORDERED,
     ORDER_CHANGED,
     DESCRIPTION_CHANGED,
+    PROTO_NUMBER_CHANGED,
+    PROTO_NUMBER_REUSED,
+    PROTO_WIRE_TYPE_CHANGED,
+    PROTO_ENCODING_CHANGED,
+    PROTO_INTEGER_WIDENED,
+    PROTO_INTEGER_NARROWED,
+    PROTO_ONEOF_MEMBER_REMOVED,
+    PROTO_ONEOF_CHANGED,
     UNCLASSIFIED,
 );
 
