@@ -755,6 +755,13 @@ fn render(c: &Contract, n: &Numbers, package: &str, version: &str) -> Result<(St
     Ok((p, serde_json::to_string_pretty(&layout)? + "\n"))
 }
 
+/// The codec layout (the text of a `*.layout.json`) of `model` numbered by `numbers`, exactly as
+/// [`outputs`] renders it for a release or the current schemas. Fails when `numbers` has no number
+/// for a field, variant or value of the model. The schema review compares two sides' layouts.
+pub fn layout(model: &Model, numbers: &Numbers, package: &str, version: &str) -> Result<String> {
+    render(&lower(model), numbers, package, version).map(|(_, layout)| layout)
+}
+
 /// Reads the pinned number file (empty when it does not exist yet).
 pub fn read_numbers(root: &Path) -> Result<Numbers> {
     let path = root.join(NUMBERS_FILE);

@@ -3,6 +3,10 @@
 //!
 //! The ids never change meaning; a rule that is withdrawn keeps its id out of use. `docs/review-rules.md`
 //! is rendered from this table (`cargo diagwire rules --format md`), and a test fails when it is stale.
+//!
+//! The rules whose ids start with `PROTO_` classify the protobuf form: their effects are those on
+//! readers of the binary records (`diagwire-proto` and readers generated from the `.proto`), found
+//! by comparing both sides' codec layouts ([`crate::proto`]). The other rules classify the JSON form.
 
 use std::fmt;
 
@@ -66,6 +70,13 @@ pub enum Effect {
     Misreads,
     /// The reader refuses the record.
     Rejects,
+}
+
+impl Rule {
+    /// Whether the rule classifies the protobuf form (its id starts with `PROTO_`).
+    pub fn is_protobuf(&self) -> bool {
+        self.id.starts_with("PROTO_")
+    }
 }
 
 impl Effect {
@@ -264,6 +275,30 @@ rules! {
     DESCRIPTION_CHANGED = "DESCRIPTION_CHANGED", Patch, Unaffected, Unaffected,
         "a description, title, example or absence note changed",
         "documentation only";
+    PROTO_NUMBER_CHANGED = "PROTO_NUMBER_CHANGED", Major, Misreads, Misreads,
+        "the protobuf number of a struct field, union variant or enum value changed",
+        "each side finds the value under a number it does not know, keeps it as an unknown field and reads the member as absent or zero";
+    PROTO_NUMBER_REUSED = "PROTO_NUMBER_REUSED", Major, Misreads, Misreads,
+        "a protobuf number that named one field, variant or value names another (a number the old table reserved included)",
+        "readers of the other side decode the value as the member the number named for them, and a reserved number still names its removed member in kept records and older readers";
+    PROTO_WIRE_TYPE_CHANGED = "PROTO_WIRE_TYPE_CHANGED", Major, Misreads, Misreads,
+        "a value's protobuf wire type changed (varint, fixed64, length-delimited: an integer made a string, a double made an integer)",
+        "a reader meets the number with a wire type its layout does not declare and keeps it as an unknown field, so it reads the member as absent or zero (prost-generated readers refuse the record)";
+    PROTO_ENCODING_CHANGED = "PROTO_ENCODING_CHANGED", Major, Misreads, Misreads,
+        "a value keeps its wire type but is encoded another way (uint and zigzag sint, an enum and an integer or another enum, a string, bytes or a message and another)",
+        "the bytes still parse on both sides, so each reads the other's values as different ones and nothing fails: a zigzag 1 is an unsigned 2";
+    PROTO_INTEGER_WIDENED = "PROTO_INTEGER_WIDENED", Major, Rejects, Unaffected,
+        "an integer keeps its wire type and encoding but widens (uint32 to uint64, u8 to u16, sint32 to sint64)",
+        "old readers read every value of the old width as before, but new writers may write wider ones, which diagwire-proto refuses as out of range and generated readers truncate";
+    PROTO_INTEGER_NARROWED = "PROTO_INTEGER_NARROWED", Major, Unaffected, Rejects,
+        "an integer keeps its wire type and encoding but narrows",
+        "records written before may hold values beyond the new width, which diagwire-proto refuses as out of range and generated readers truncate";
+    PROTO_ONEOF_MEMBER_REMOVED = "PROTO_ONEOF_MEMBER_REMOVED", Major, Unaffected, Misreads,
+        "a member left a union's oneof (a variant removed or retagged, or moved to another union)",
+        "records written before may set it: a new reader keeps the member as an unknown field and finds no variant of the oneof set";
+    PROTO_ONEOF_CHANGED = "PROTO_ONEOF_CHANGED", Major, Misreads, Misreads,
+        "a message's fields moved into or out of a oneof (it changed between struct and union)",
+        "a oneof holds one member, so a union reader given a struct's fields keeps one of them or refuses the record, and a struct reader given one member reads every other field as absent or zero";
     UNCLASSIFIED = "UNCLASSIFIED", Major, Rejects, Rejects,
         "a change no rule classifies",
         "nothing is called compatible without a rule: classify it, or add a rule with its fixture";

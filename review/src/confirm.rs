@@ -607,3 +607,295 @@ impl Plan {
 fn knows_tag(m: &Model, union: &str, tag: &str) -> bool {
     matches!(m.def(union).map(|d| &d.kind), Some(DefKind::Union(u)) if u.variants.iter().any(|v| v.tag == tag))
 }
+
+// ---------------------------------------------------------------------------------------------
+// Protobuf counterexamples: a record one side writes, encoded with its layout and decoded with the
+// other side's, by the codec itself.
+
+/// What a protobuf counterexample looks for in the reader's decoding.
+enum Check {
+    /// The value at this pointer reads as written.
+    Same(String),
+    /// A reused field number: the reader's key `old` in the object at `pointer` reads otherwise
+    /// than when the writer leaves its key `new` out.
+    Reused {
+        pointer: String,
+        old: String,
+        new: String,
+    },
+    /// A reused variant number: the union value at `pointer` reads as the reader's variant `tag`.
+    Tag {
+        pointer: String,
+        union: String,
+        tag: String,
+    },
+    /// A reused enum value number: the value at the pointer reads as the reader's `value`.
+    Is(String, Value),
+}
+
+/// Builds and runs the counterexample of a protobuf finding (`PROTO_` rules), with the codec on
+/// both sides' layouts. `om` and `nm` are the models of the trees the sides were rendered from.
+pub fn protobuf(
+    f: &Finding,
+    old: &crate::proto::Side,
+    new: &crate::proto::Side,
+    om: &Model,
+    nm: &Model,
+) -> Option<Counterexample> {
+    use crate::proto::Kind;
+    let Subject::Protobuf(m) = &f.subject else {
+        return None;
+    };
+    // A number only the old table reserved names nothing any reader of this comparison knows.
+    if m.reserved {
+        return None;
+    }
+    let id = f.rule.id;
+    let writer = if f.rule.old_reader.breaks() {
+        Side::New
+    } else {
+        Side::Old
+    };
+    let (wm, rm, ws, rs) = match writer {
+        Side::New => (nm, om, new, old),
+        Side::Old => (om, nm, old, new),
+    };
+    let reused = m.was.as_ref().map(|(_, name)| name.clone());
+    let (plan, check) = match m.kind {
+        Kind::Field => {
+            if m.name.starts_with('@') {
+                return None;
+            }
+            let p = prop(wm, &m.message, &m.name)?;
+            let value = if matches!(id, "PROTO_INTEGER_WIDENED" | "PROTO_INTEGER_NARROWED") {
+                let v = beyond(
+                    int_of(wm, &m.message, &m.name)?,
+                    int_of(rm, &m.message, &m.name)?,
+                )?;
+                if is_vec(wm, &m.message, &m.name) {
+                    json!([v])
+                } else {
+                    v
+                }
+            } else {
+                telling(wm, &p.ty)
+            };
+            let plan = Plan::field(
+                writer,
+                wm,
+                &m.message,
+                &m.name,
+                Edit::Set(value),
+                Expect::Misreads,
+            )?;
+            let check = match reused {
+                Some(was) => Check::Reused {
+                    pointer: plan.pointer.clone(),
+                    old: was,
+                    new: m.name.clone(),
+                },
+                None => Check::Same(format!("{}/{}", plan.pointer, crate::diff::esc(&m.name))),
+            };
+            (plan, check)
+        }
+        Kind::Variant => {
+            let plan = Plan::variant(writer, wm, &m.message, &m.name, Expect::Misreads)?;
+            let check = match reused {
+                Some(tag) => Check::Tag {
+                    pointer: plan.pointer.clone(),
+                    union: m.message.clone(),
+                    tag,
+                },
+                None => Check::Same(plan.pointer.clone()),
+            };
+            (plan, check)
+        }
+        Kind::Value => {
+            let plan = Plan::type_use(writer, wm, &m.message, json!(m.name), Expect::Misreads)?;
+            let check = match reused {
+                Some(was) => Check::Is(plan.pointer.clone(), json!(was)),
+                None => Check::Same(plan.pointer.clone()),
+            };
+            (plan, check)
+        }
+        Kind::Message => {
+            let value = Builder::new(wm).def_value(&m.message, 0);
+            let plan = Plan::type_use(writer, wm, &m.message, value, Expect::Misreads)
+                .or_else(|| Plan::whole(writer, wm, &m.message, Expect::Misreads))?;
+            let check = Check::Same(plan.pointer.clone());
+            (plan, check)
+        }
+        // Wrapper and tuple messages sit inside a field's value; the field's own finding, if any,
+        // carries the counterexample.
+        Kind::Item => return None,
+    };
+    Some(run_protobuf(plan, check, ws, rs, rm))
+}
+
+/// A value of `ty` whose protobuf form is written (protobuf leaves zeros out) and tells types apart.
+fn telling(m: &Model, ty: &Ty) -> Value {
+    match ty {
+        Ty::Int(_) => json!(1),
+        Ty::Str => json!("x"),
+        Ty::F64 => json!(0.5),
+        Ty::Bool => json!(true),
+        Ty::Json => json!({ "x": 1 }),
+        Ty::Vec(i) => json!([telling(m, i)]),
+        Ty::Tuple(ts) => Value::Array(ts.iter().map(|t| telling(m, t)).collect()),
+        Ty::Ref(_) => Builder::new(m).value(ty),
+    }
+}
+
+/// `v` without the raw unknown fields the codec keeps (what a reader shows of the record).
+fn known(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .filter(|(k, _)| k != diagwire::proto::UNKNOWN_FIELDS_KEY)
+                .map(|(k, v)| (k, known(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(known).collect()),
+        v => v,
+    }
+}
+
+fn shown(v: Option<&Value>) -> String {
+    v.map_or_else(|| "absent".to_owned(), Value::to_string)
+}
+
+fn place(pointer: &str) -> String {
+    if pointer.is_empty() {
+        "the record".to_owned()
+    } else {
+        format!("`{pointer}`")
+    }
+}
+
+/// Whether a union value (or the object that absorbs it) is the variant `tag` of `union`.
+fn names_tag(m: &Model, union: &str, v: Option<&Value>, tag: &str) -> bool {
+    let (Some(DefKind::Union(u)), Some(v)) = (m.def(union).map(|d| &d.kind), v) else {
+        return false;
+    };
+    match u.style {
+        diagwire_schema::model::Style::External => v.as_str() == Some(tag) || v.get(tag).is_some(),
+        _ => v.get(&u.tag).and_then(Value::as_str) == Some(tag),
+    }
+}
+
+fn run_protobuf(
+    plan: Plan,
+    check: Check,
+    ws: &crate::proto::Side,
+    rs: &crate::proto::Side,
+    rm: &Model,
+) -> Counterexample {
+    use diagwire::proto::{decode, encode};
+    let reader = format!("protobuf layout of {}", rs.label);
+    let note = format!(
+        "encoded with the protobuf layout of {} and decoded with that of {}",
+        ws.label, rs.label
+    );
+    let kind = plan.kind.clone();
+    let bytes = match encode(&ws.layout, &kind, &plan.record) {
+        Ok(b) => b,
+        Err(e) => {
+            return Counterexample {
+                kind,
+                written_by: plan.writer,
+                record: plan.record,
+                verdicts: vec![],
+                confirmed: false,
+                note: format!("the writer's layout cannot encode it: {e}"),
+            };
+        }
+    };
+    // The writer must read its own record back as written, or the record shows nothing.
+    let own_ok = decode(&ws.layout, &kind, &bytes).is_ok_and(|v| known(v) == plan.record);
+    let (verdict, broke) = match decode(&rs.layout, &kind, &bytes) {
+        Err(e) => (
+            Verdict {
+                reader,
+                accepts: false,
+                detail: e.to_string(),
+            },
+            true,
+        ),
+        Ok(read) => {
+            let read = known(read);
+            let (broke, detail) = match &check {
+                Check::Same(p) => {
+                    let (got, want) = (read.pointer(p), plan.record.pointer(p));
+                    (
+                        got != want,
+                        format!(
+                            "reads {} as {}; the writer wrote {}",
+                            place(p),
+                            shown(got),
+                            shown(want)
+                        ),
+                    )
+                }
+                Check::Reused { pointer, old, new } => {
+                    let mut without = plan.record.clone();
+                    if let Some(obj) = without.pointer_mut(pointer).and_then(Value::as_object_mut) {
+                        obj.remove(new);
+                    }
+                    let control = encode(&ws.layout, &kind, &without)
+                        .ok()
+                        .and_then(|b| decode(&rs.layout, &kind, &b).ok())
+                        .map(known);
+                    let key = format!("{pointer}/{}", crate::diff::esc(old));
+                    let got = read.pointer(&key);
+                    let base = control.as_ref().and_then(|c| c.pointer(&key));
+                    (
+                        control.is_some() && got != base,
+                        format!(
+                            "reads the writer's `{new}` as its own `{old}`: {} (without `{new}`: {})",
+                            shown(got),
+                            shown(base)
+                        ),
+                    )
+                }
+                Check::Tag {
+                    pointer,
+                    union,
+                    tag,
+                } => {
+                    let got = read.pointer(pointer);
+                    (
+                        names_tag(rm, union, got, tag),
+                        format!(
+                            "reads {} as its variant `{tag}`: {}",
+                            place(pointer),
+                            shown(got)
+                        ),
+                    )
+                }
+                Check::Is(p, want) => {
+                    let got = read.pointer(p);
+                    (
+                        got == Some(want),
+                        format!("reads {} as {}", place(p), shown(got)),
+                    )
+                }
+            };
+            (
+                Verdict {
+                    reader,
+                    accepts: true,
+                    detail,
+                },
+                broke,
+            )
+        }
+    };
+    Counterexample {
+        kind,
+        written_by: plan.writer,
+        record: plan.record,
+        verdicts: vec![verdict],
+        confirmed: own_ok && broke,
+        note,
+    }
+}

@@ -83,6 +83,8 @@ pub enum Subject {
         /// The tag before, when it changed.
         old_tag: Option<String>,
     },
+    /// A member of the protobuf form (a `PROTO_` rule's finding).
+    Protobuf(crate::proto::Member),
     /// Nothing a record can show (documentation).
     None,
 }

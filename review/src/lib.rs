@@ -2,8 +2,9 @@
 //! a record that shows each break, and in which order swactor's programs must roll out.
 //!
 //! [`diff::diff`] classifies every difference between two schema trees under a rule of
-//! [`catalog`]; [`confirm`] builds a counterexample for each breaking finding and runs the readers
-//! on it; [`review`] compares the working tree with a git base and every release of the support
+//! [`catalog`], and [`proto::diff`] every difference of their protobuf forms (when both trees have
+//! a number table); [`confirm`] builds a counterexample for each breaking finding and runs the
+//! readers (or, for the protobuf form, the codec) on it; [`review`] compares the working tree with a git base and every release of the support
 //! window and checks the declared version, the changelog and the generated code; [`report`]
 //! renders it all as Markdown or JSON; [`changelog`] drafts the next release's section.
 
@@ -12,6 +13,7 @@ pub mod changelog;
 pub mod confirm;
 pub mod diff;
 pub mod instance;
+pub mod proto;
 pub mod report;
 pub mod review;
 pub mod tree;
@@ -42,6 +44,8 @@ pub struct Comparison {
     pub new_version: Option<semver::Version>,
     /// Every finding, sorted by place.
     pub findings: Vec<Checked>,
+    /// Whether the protobuf forms were compared (both trees had a number table), or why not.
+    pub protobuf: proto::Status,
 }
 
 impl Comparison {
@@ -74,29 +78,50 @@ impl Comparison {
     }
 }
 
-/// Compares two trees and confirms a counterexample for every finding whose rule breaks a reader.
+/// Compares two trees (their JSON forms, and their protobuf forms when both have a number table)
+/// and confirms a counterexample for every finding whose rule breaks a reader.
 pub fn compare(old: &Tree, new: &Tree) -> anyhow::Result<Comparison> {
     let (ro, rn) = (Readers::new(old)?, Readers::new(new)?);
-    let findings = diff::diff(old, new)
+    let breaks = |f: &Finding| f.rule.old_reader.breaks() || f.rule.new_reader.breaks();
+    let mut findings: Vec<Checked> = diff::diff(old, new)
         .into_iter()
-        .map(|finding| {
-            let wire_break = finding.rule.old_reader.breaks() || finding.rule.new_reader.breaks();
-            let counterexample = if wire_break {
+        .map(|finding| Checked {
+            counterexample: if breaks(&finding) {
                 confirm::counterexample(&finding, &ro, &rn)
             } else {
                 None
-            };
-            Checked {
-                finding,
-                counterexample,
-            }
+            },
+            finding,
         })
         .collect();
+    let protobuf = match proto::sides(old, new) {
+        Ok((po, pn)) => {
+            for finding in proto::diff(&po, &pn, &old.model, &new.model) {
+                findings.push(Checked {
+                    counterexample: if breaks(&finding) {
+                        confirm::protobuf(&finding, &po, &pn, &old.model, &new.model)
+                    } else {
+                        None
+                    },
+                    finding,
+                });
+            }
+            proto::Status::Compared {
+                old: po.table,
+                new: pn.table,
+            }
+        }
+        Err(why) => proto::Status::Skipped(why),
+    };
+    findings.sort_by(|a, b| {
+        (&a.finding.at, a.finding.rule.id).cmp(&(&b.finding.at, b.finding.rule.id))
+    });
     Ok(Comparison {
         old: old.label.clone(),
         new: new.label.clone(),
         old_version: old.version.clone(),
         new_version: new.version.clone(),
         findings,
+        protobuf,
     })
 }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::Comparison;
 use crate::catalog::{self, Bump};
 use crate::confirm::Side;
+use crate::proto::Status;
 use crate::review::Review;
 
 /// Markdown of one comparison: a summary line, then every finding with its effects and its
@@ -17,7 +18,9 @@ pub fn comparison_md(c: &Comparison, out: &mut String) {
 }
 
 /// Like [`comparison_md`]; with `only_breaking`, the findings that need a major bump or that no
-/// rule classifies are listed and the rest only counted (the older releases of a review).
+/// rule classifies are listed and the rest only counted (the older releases of a review). The
+/// findings of the protobuf form follow in a section of their own, or a line says that the
+/// protobuf forms did not differ or why they were not compared.
 pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
     let breaking = c.breaking().count();
     let _ = writeln!(
@@ -29,20 +32,54 @@ pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
         breaking,
         bump_needed(c)
     );
-    if c.findings.is_empty() {
-        out.push_str("No differences.\n\n");
-        return;
-    }
-    let shown: Vec<&crate::Checked> = c
+    let (protobuf, json): (Vec<&crate::Checked>, Vec<&crate::Checked>) = c
         .findings
         .iter()
+        .partition(|f| f.finding.rule.is_protobuf());
+    if c.findings.is_empty() {
+        out.push_str("No differences.\n\n");
+    } else if json.is_empty() {
+        out.push_str("No differences in the JSON form.\n\n");
+    } else {
+        section_md(c, &json, out, only_breaking);
+    }
+    match &c.protobuf {
+        Status::Skipped(why) => {
+            let _ = writeln!(out, "Protobuf: not compared — {why}.\n");
+        }
+        Status::Compared { old, new } if protobuf.is_empty() => {
+            let _ = writeln!(
+                out,
+                "Protobuf (numbers `{old}` → `{new}`): no differences in the binary form.\n"
+            );
+        }
+        Status::Compared { old, new } => {
+            let _ = writeln!(
+                out,
+                "#### Protobuf\n\nThe binary form, numbered by `{old}` → `{new}`: {} change(s), {} breaking. Effects are those on protobuf readers.\n",
+                protobuf.len(),
+                protobuf
+                    .iter()
+                    .filter(|f| f.finding.rule.bump == Bump::Major)
+                    .count()
+            );
+            section_md(c, &protobuf, out, only_breaking);
+        }
+    }
+}
+
+/// The table and the list of some findings of a comparison.
+fn section_md(c: &Comparison, findings: &[&crate::Checked], out: &mut String, only_breaking: bool) {
+    let shown: Vec<&crate::Checked> = findings
+        .iter()
+        .copied()
         .filter(|f| !only_breaking || f.finding.rule.bump == Bump::Major)
         .collect();
     if only_breaking {
         let _ = writeln!(
             out,
             "{} compatible change(s) not listed; {} listed below.\n",
-            c.findings.len() - shown.len(),
+            findings.len() - shown.len(),
             shown.len()
         );
         if shown.is_empty() {
@@ -136,10 +173,15 @@ pub fn comparison_json(c: &Comparison) -> Value {
         "new_version": c.new_version.as_ref().map(ToString::to_string),
         "required_bump": if c.is_empty() { None } else { Some(c.required().as_str()) },
         "breaking": c.breaking().map(|f| f.finding.rule.id).collect::<Vec<_>>(),
+        "protobuf": match &c.protobuf {
+            Status::Compared { old, new } => json!({"compared": true, "old_numbers": old, "new_numbers": new}),
+            Status::Skipped(why) => json!({"compared": false, "skipped": why}),
+        },
         "findings": c.findings.iter().map(|f| {
             let r = f.finding.rule;
             json!({
                 "rule": r.id,
+                "form": if r.is_protobuf() { "protobuf" } else { "json" },
                 "bump": r.bump.as_str(),
                 "schema": f.finding.at.schema,
                 "def": f.finding.at.def,
@@ -280,25 +322,53 @@ pub fn review_json(r: &Review) -> Value {
     })
 }
 
-/// The catalog as a Markdown page (`docs/review-rules.md`).
+/// The catalog as a Markdown page (`docs/review-rules.md`): the rules of the JSON form, then those
+/// of the protobuf form with where each side's number table is found.
 pub fn catalog_md() -> String {
     let mut out = String::from(
-        "# Schema review rules\n\nEvery change `diagwire diff` and `diagwire review` find is classified under one of these rules. The ids are stable. \"Old reader\" is a reader built before the change given records written after it; \"new reader\" the reverse — bundles are kept, so new readers meet old records as long as the bundles exist. A change no rule classifies is `UNCLASSIFIED` and fails the review. Each rule has a fixture pair under `review/tests/rules/<ID>/`.\n\nThis page is generated: `cargo diagwire rules > docs/review-rules.md`.\n\n| id | change | bump | old reader, new records | new reader, old records | why |\n|---|---|---|---|---|---|\n",
+        "# Schema review rules\n\nEvery change `diagwire diff` and `diagwire review` find is classified under one of these rules. The ids are stable. \"Old reader\" is a reader built before the change given records written after it; \"new reader\" the reverse — bundles are kept, so new readers meet old records as long as the bundles exist. A change no rule classifies is `UNCLASSIFIED` and fails the review. Each rule has a fixture pair under `review/tests/rules/<ID>/`.\n\nThis page is generated: `cargo diagwire rules > docs/review-rules.md`.\n\n",
     );
-    for r in catalog::ALL {
-        let _ = writeln!(
-            out,
-            "| `{}` | {} | {} | {} | {} | {} |",
-            r.id,
-            r.title,
-            r.bump,
-            r.old_reader.as_str(),
-            r.new_reader.as_str(),
-            r.why
-        );
-    }
+    let table = |out: &mut String, protobuf: bool| {
+        out.push_str("| id | change | bump | old reader, new records | new reader, old records | why |\n|---|---|---|---|---|---|\n");
+        for r in catalog::ALL.iter().filter(|r| r.is_protobuf() == protobuf) {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} | {} |",
+                r.id,
+                r.title,
+                r.bump,
+                r.old_reader.as_str(),
+                r.new_reader.as_str(),
+                r.why
+            );
+        }
+    };
+    table(&mut out, false);
+    out.push_str(PROTOBUF_MD);
+    table(&mut out, true);
     out
 }
+
+/// The protobuf part of the rules page, before its table.
+const PROTOBUF_MD: &str = "
+## Protobuf rules
+
+Every record also has a protobuf form ([`protobuf.md`](protobuf.md)), whose readers care about what the JSON does not show: the number of each struct field, union variant and enum value, the wire type and encoding of each value, and which members sit in a union's `oneof`. `diff` and `review` render each side's codec layout from its schemas and its number table, as `cargo codegen` renders `generated/proto/`, and compare the two layouts; the rules below classify what differs, in a section of their own in the report (`#### Protobuf`). Their effects are those on protobuf readers (`diagwire-proto`, and readers generated from the `.proto`), and each breaking finding's counterexample is a record one side writes, encoded with its layout and decoded with the other side's by the codec. The JSON rules still classify the same change for JSON readers, so a type change is usually a finding of both kinds.
+
+A plain addition under a fresh number is no protobuf finding, to an open union or a closed one alike: a protobuf reader keeps a number it does not know as an unknown field, and the JSON rules say what the addition does. A change between an unsigned and a signed (zigzag) integer keeps the varint wire type, so no reader notices anything: it is `PROTO_ENCODING_CHANGED`, a silent misread, not `PROTO_WIRE_TYPE_CHANGED`. A wider integer of the same encoding (`uint32` to `uint64`, or `u8` to `u16`, which the `.proto` both call `uint32` but the codec range-checks) is `PROTO_INTEGER_WIDENED`: an old reader reads every value of the old width as before and refuses a wider one.
+
+### Where the numbers come from
+
+| tree | its number table |
+|---|---|
+| a folder holding `proto-numbers.json` (a rule fixture, a pull request's schemas copied elsewhere) | that file |
+| a release, `schemas/releases/<v>/` | `proto/releases/<v>.json`, frozen when the release was cut |
+| a repository's `schemas/` (`current`, the working tree of `review`) | `proto/numbers.json` |
+| the schemas at a git revision (`review --base REV`) | `proto/numbers.json` at that revision |
+
+`proto-numbers.json` has the form of `proto/numbers.json` (`messages` and `enums`, each table with its `numbers` and `reserved` names) and must number every field, variant and value of the folder's schemas. A number the older side's table reserves and the newer side gives to another name is `PROTO_NUMBER_REUSED` as well. When a side has no table, or one that does not number every member, the protobuf rules are skipped for that comparison and the report says why (`Protobuf: not compared — …`); the JSON rules run either way.
+
+";
 
 /// `text` with its first letter in upper case, to stand as a sentence of its own.
 fn sentence(text: &str) -> String {

@@ -5,6 +5,9 @@
 //! The support window is every frozen release of the current major version: a bundle reader must
 //! read everything written since the major began, so a change must be compatible with each of them,
 //! not only with the previous one.
+//!
+//! Each comparison covers the protobuf form as well: a release is encoded with its frozen numbers
+//! (`proto/releases/<v>.json`), the working tree and the git base with `proto/numbers.json`.
 
 use std::path::Path;
 

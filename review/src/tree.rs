@@ -1,6 +1,11 @@
 //! A schema tree to compare: a folder of schema files, a frozen release, or the schemas at a git
-//! revision, loaded into the resolved model, with the version it declares and the generated reader
-//! that reads it when there is one.
+//! revision, loaded into the resolved model, with the version it declares, the protobuf number
+//! table it is encoded with, and the generated reader that reads it when there is one.
+//!
+//! The number table of a folder is found by convention: a `proto-numbers.json` inside the folder
+//! when there is one ([`NUMBER_FILE`]); otherwise, for a release folder `schemas/releases/<v>`, the
+//! repository's `proto/releases/<v>.json`, and for a repository's `schemas/`, its
+//! `proto/numbers.json`. The schemas at a git revision use `proto/numbers.json` at that revision.
 
 use std::fs;
 use std::path::Path;
@@ -9,6 +14,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use diagwire::Contract;
 use diagwire::releases::READERS;
+use diagwire_codegen::proto::Numbers;
 use diagwire_schema::model::Model;
 use diagwire_schema::{SchemaFile, Version};
 
@@ -22,6 +28,95 @@ pub struct Tree {
     pub texts: Vec<(String, String)>,
     /// The resolved model.
     pub model: Model,
+    /// The protobuf numbers the tree is encoded with.
+    pub numbers: NumberTable,
+}
+
+/// The name of the number table a folder of schemas may hold, for folders outside a repository's
+/// conventions (rule fixtures, a pull request's schemas copied elsewhere).
+pub const NUMBER_FILE: &str = "proto-numbers.json";
+
+/// Where a tree's protobuf numbers come from.
+#[derive(Debug, Clone)]
+pub enum NumberTable {
+    /// The table, read from `path` (as a report names it).
+    Found {
+        /// Where it was read.
+        path: String,
+        /// The numbers.
+        numbers: Numbers,
+    },
+    /// No table: where the review looked, in words.
+    Missing(String),
+    /// A table that could not be read or is not a valid number file.
+    Invalid {
+        /// Where it was read.
+        path: String,
+        /// What is wrong with it.
+        error: String,
+    },
+}
+
+impl NumberTable {
+    /// The table of the schema folder `dir`, by the conventions of this module.
+    pub fn find(dir: &Path) -> NumberTable {
+        let own = dir.join(NUMBER_FILE);
+        if own.is_file() {
+            return NumberTable::read(&own, own.display().to_string());
+        }
+        let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let name = |p: &Path| p.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+        let parent = full.parent();
+        let grand = parent.and_then(Path::parent);
+        let conventional = match (name(&full), parent.and_then(name), grand.and_then(name)) {
+            (Some(v), Some(r), Some(s))
+                if r == "releases" && s == "schemas" && Version::parse(&v).is_ok() =>
+            {
+                grand.and_then(Path::parent).map(|root| {
+                    (
+                        root.join(format!("proto/releases/{v}.json")),
+                        format!("proto/releases/{v}.json"),
+                    )
+                })
+            }
+            (Some(s), _, _) if s == "schemas" => parent.map(|root| {
+                (
+                    root.join("proto/numbers.json"),
+                    "proto/numbers.json".to_owned(),
+                )
+            }),
+            _ => None,
+        };
+        match conventional {
+            Some((path, shown)) if path.is_file() => NumberTable::read(&path, shown),
+            Some((_, shown)) => NumberTable::Missing(format!(
+                "no `{shown}` beside the schemas and no `{}`",
+                own.display()
+            )),
+            None => NumberTable::Missing(format!("no `{}`", own.display())),
+        }
+    }
+
+    fn read(path: &Path, shown: String) -> NumberTable {
+        match fs::read_to_string(path) {
+            Ok(text) => NumberTable::parse(&text, shown),
+            Err(e) => NumberTable::Invalid {
+                error: format!("{shown}: {e}"),
+                path: shown,
+            },
+        }
+    }
+
+    /// The table in `text`, read from `path`.
+    pub fn parse(text: &str, path: String) -> NumberTable {
+        match Numbers::parse(text, &path) {
+            Ok(numbers) => NumberTable::Found { path, numbers },
+            Err(e) => NumberTable::Invalid {
+                path,
+                error: format!("{e:#}"),
+            },
+        }
+    }
 }
 
 impl Tree {
@@ -45,6 +140,7 @@ impl Tree {
             version,
             texts,
             model,
+            numbers: NumberTable::Missing("no number table was given".into()),
         })
     }
 
@@ -78,7 +174,9 @@ impl Tree {
                     .and_then(|n| n.to_str())
                     .and_then(|n| Version::parse(n).ok()),
             };
-        Tree::from_texts(dir.display().to_string(), version, texts)
+        let mut tree = Tree::from_texts(dir.display().to_string(), version, texts)?;
+        tree.numbers = NumberTable::find(dir);
+        Ok(tree)
     }
 
     /// The schemas of `root/schemas/` at git revision `rev`.
@@ -99,7 +197,13 @@ impl Tree {
         let version = git(root, &["show", &format!("{rev}:schemas/VERSION")])
             .ok()
             .and_then(|v| Version::parse(v.trim()).ok());
-        Tree::from_texts(format!("{rev}:schemas"), version, texts)
+        let mut tree = Tree::from_texts(format!("{rev}:schemas"), version, texts)?;
+        let at = format!("{rev}:proto/numbers.json");
+        tree.numbers = match git(root, &["show", &at]) {
+            Ok(text) => NumberTable::parse(&text, at),
+            Err(_) => NumberTable::Missing(format!("no `{at}`")),
+        };
+        Ok(tree)
     }
 
     /// The generated reader whose schemas are exactly these, if one is compiled in.

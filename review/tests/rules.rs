@@ -1,13 +1,17 @@
 //! The rule catalog, rule by rule: each rule has a fixture pair (`tests/rules/<ID>/old/` and `new/`,
 //! a small contract before and after one change) and the findings it must produce
 //! (`expected.txt`, one `RULE_ID place` per line). Every finding whose rule breaks a reader on the
-//! wire must come with a counterexample the readers confirm.
+//! wire must come with a counterexample the readers confirm (for a protobuf rule, the codec).
+//! A fixture of a protobuf rule holds a `proto-numbers.json` on each side; the others hold none,
+//! so their comparisons skip the protobuf rules.
 
 use std::path::{Path, PathBuf};
 
+use diagwire_codegen::proto::{Numbers, update_numbers};
 use diagwire_review::catalog::{self, Effect};
 use diagwire_review::compare;
-use diagwire_review::tree::Tree;
+use diagwire_review::proto::Status;
+use diagwire_review::tree::{NUMBER_FILE, NumberTable, Tree};
 
 fn rules_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/rules")
@@ -20,6 +24,16 @@ fn check(id: &str) {
     let old = Tree::load_dir(&dir.join("old")).unwrap_or_else(|e| panic!("{id}/old: {e:#}"));
     let new = Tree::load_dir(&dir.join("new")).unwrap_or_else(|e| panic!("{id}/new: {e:#}"));
     let c = compare(&old, &new).unwrap_or_else(|e| panic!("{id}: {e:#}"));
+    let tables = ["old", "new"].map(|side| dir.join(side).join(NUMBER_FILE).is_file());
+    match (&c.protobuf, tables) {
+        (Status::Compared { .. }, [true, true]) | (Status::Skipped(_), [false, false]) => {}
+        (status, _) => panic!("{id}: number tables {tables:?}, protobuf {status:?}"),
+    }
+    assert_eq!(
+        id.starts_with("PROTO_"),
+        tables == [true, true],
+        "{id}: the fixtures of the protobuf rules, and only those, hold number tables"
+    );
     let mut got: Vec<String> = c
         .findings
         .iter()
@@ -116,8 +130,107 @@ rules!(
     REQUIRED_FIELDS_REORDERED,
     ORDER_CHANGED,
     DESCRIPTION_CHANGED,
+    PROTO_NUMBER_CHANGED,
+    PROTO_NUMBER_REUSED,
+    PROTO_WIRE_TYPE_CHANGED,
+    PROTO_ENCODING_CHANGED,
+    PROTO_INTEGER_WIDENED,
+    PROTO_INTEGER_NARROWED,
+    PROTO_ONEOF_MEMBER_REMOVED,
+    PROTO_ONEOF_CHANGED,
     UNCLASSIFIED,
 );
+
+/// The protobuf findings of each JSON rule's fixture when both sides are numbered as `cargo codegen`
+/// numbers them (every name keeps its number; a removed name is reserved): what the change does to
+/// protobuf readers. A fixture not listed must have none: additions, removals, presence, enum and
+/// union openness, tag keys and styles do not change how the binary form carries what both sides
+/// know.
+const PROTOBUF_OF_JSON_FIXTURES: &[(&str, &[&str])] = &[
+    (
+        "FIELD_TYPE_CHANGED",
+        &["PROTO_WIRE_TYPE_CHANGED sample#Sample.id"],
+    ),
+    (
+        "FLATTEN_CHANGED",
+        &["PROTO_ENCODING_CHANGED sample#Envelope.@body"],
+    ),
+    (
+        "INTEGER_NARROWED",
+        &["PROTO_INTEGER_NARROWED sample#Sample.size"],
+    ),
+    (
+        "INTEGER_WIDENED",
+        &["PROTO_INTEGER_WIDENED sample#Sample.count"],
+    ),
+    (
+        "TYPE_KIND_CHANGED",
+        &["PROTO_WIRE_TYPE_CHANGED sample#Sample.mood"],
+    ),
+    (
+        "UNION_TAG_VALUE_CHANGED",
+        &["PROTO_ONEOF_MEMBER_REMOVED sample#Body.Ping"],
+    ),
+    (
+        "UNION_VARIANT_REMOVED",
+        &["PROTO_ONEOF_MEMBER_REMOVED sample#Shape.square"],
+    ),
+];
+
+#[test]
+fn numbered_as_codegen_numbers_them_the_json_fixtures_show_what_protobuf_readers_see() {
+    for r in catalog::ALL.iter().filter(|r| !r.is_protobuf()) {
+        let dir = rules_dir().join(r.id);
+        let mut old = Tree::load_dir(&dir.join("old")).expect("old");
+        let mut new = Tree::load_dir(&dir.join("new")).expect("new");
+        let o = update_numbers(&Numbers::default(), &[&old.model]);
+        let n = update_numbers(&o, &[&old.model, &new.model]);
+        old.numbers = NumberTable::Found {
+            path: "old".into(),
+            numbers: o,
+        };
+        new.numbers = NumberTable::Found {
+            path: "new".into(),
+            numbers: n,
+        };
+        let c = compare(&old, &new).unwrap_or_else(|e| panic!("{}: {e:#}", r.id));
+        assert!(
+            matches!(c.protobuf, Status::Compared { .. }),
+            "{}: {:?}",
+            r.id,
+            c.protobuf
+        );
+        let protobuf: Vec<_> = c
+            .findings
+            .iter()
+            .filter(|f| f.finding.rule.is_protobuf())
+            .collect();
+        let got: Vec<String> = protobuf
+            .iter()
+            .map(|f| format!("{} {}", f.finding.rule.id, f.finding.at))
+            .collect();
+        let want = PROTOBUF_OF_JSON_FIXTURES
+            .iter()
+            .find(|(id, _)| *id == r.id)
+            .map_or(&[][..], |(_, w)| *w);
+        assert_eq!(got, want, "{}: protobuf findings", r.id);
+        for f in protobuf {
+            // An absorbed union's field has no counterexample of its own: its variants' do.
+            if f.finding
+                .at
+                .member
+                .as_deref()
+                .is_some_and(|m| m.starts_with('@'))
+            {
+                continue;
+            }
+            let x = f.counterexample.as_ref().unwrap_or_else(|| {
+                panic!("{}: `{}` has no counterexample", r.id, f.finding.rule.id)
+            });
+            assert!(x.confirmed, "{}: {:?}", r.id, x.verdicts);
+        }
+    }
+}
 
 #[test]
 fn every_rule_has_a_fixture_and_a_test() {
