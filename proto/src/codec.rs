@@ -17,6 +17,12 @@ pub const MAX_DEPTH: usize = 64;
 /// The largest record [`decode`] accepts.
 pub const MAX_RECORD_BYTES: usize = 64 << 20;
 
+/// The most JSON values (objects, arrays, strings, numbers, booleans, nulls, each counted once)
+/// [`decode`] builds from a record of `len` bytes; past it, decoding stops with an error.
+pub const fn decode_budget(len: usize) -> usize {
+    64 * len + 100_000
+}
+
 /// A located codec error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
@@ -1249,7 +1255,7 @@ pub fn decode(layout: &Layout, kind: &str, bytes: &[u8]) -> Result<Value, Error>
     let mut d = Dec {
         layout,
         depth: 0,
-        budget: 64 * bytes.len() + 100_000,
+        budget: decode_budget(bytes.len()),
         base: 0,
     };
     match d.message(msg, bytes, "", 0)? {

@@ -244,6 +244,12 @@ impl Layout {
         })
     }
 
+    /// The name of the message a record of `kind` is, which the path of every decoding error of
+    /// such a record starts with.
+    pub fn message_of(&self, kind: &str) -> Option<&str> {
+        self.records.get(kind).map(String::as_str)
+    }
+
     /// The record kinds this version has, sorted.
     pub fn kinds(&self) -> Vec<&str> {
         let mut k: Vec<&str> = self.records.keys().map(String::as_str).collect();
