@@ -373,9 +373,25 @@ impl Enc<'_> {
         }
     }
 
-    fn finish(chunks: &mut [(u32, Vec<u8>)]) -> Vec<u8> {
-        chunks.sort_by_key(|(n, _)| *n);
-        chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect()
+    /// A message's bytes: its known fields in the order of their numbers, merged with the raw
+    /// fields it carried in the order they came, so the raw fields decode back to the same hex
+    /// (a decoder keeps them in the order it met them) and a record whose raw fields are in number
+    /// order, as a writer puts them, comes out in number order throughout.
+    fn finish(raw: Vec<(u32, Vec<u8>)>, known: &mut [(u32, Vec<u8>)]) -> Vec<u8> {
+        known.sort_by_key(|(n, _)| *n);
+        let len = raw.iter().chain(known.iter()).map(|(_, b)| b.len()).sum();
+        let mut out = Vec::with_capacity(len);
+        let mut raw = raw.into_iter().peekable();
+        for (n, b) in known.iter() {
+            while let Some((_, r)) = raw.next_if(|(m, _)| m < n) {
+                out.extend_from_slice(&r);
+            }
+            out.extend_from_slice(b);
+        }
+        for (_, r) in raw {
+            out.extend_from_slice(&r);
+        }
+        out
     }
 
     fn structure(
@@ -386,8 +402,9 @@ impl Enc<'_> {
         path: &str,
     ) -> Result<Vec<u8>, Error> {
         let mut raw = Self::raw_map(o, path)?;
-        let mut chunks = self.take_raw(name, &mut raw, path)?;
-        let raw_numbers: Vec<u32> = chunks.iter().map(|(n, _)| *n).collect();
+        let raw_chunks = self.take_raw(name, &mut raw, path)?;
+        let raw_numbers: Vec<u32> = raw_chunks.iter().map(|(n, _)| *n).collect();
+        let mut chunks = Vec::new();
         let mut unknown = Map::new();
         let mut absent = Vec::new();
         let own = |k: &str| fields.iter().any(|f| !f.flatten && f.key == k);
@@ -499,7 +516,7 @@ impl Enc<'_> {
             b.extend_from_slice(&j);
             chunks.push((self.layout.unknown_json, b));
         }
-        Ok(Self::finish(&mut chunks))
+        Ok(Self::finish(raw_chunks, &mut chunks))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -514,10 +531,11 @@ impl Enc<'_> {
         path: &str,
     ) -> Result<Result<Vec<u8>, Misfit>, Error> {
         let mut chunks = Vec::new();
+        let mut raw_chunks = Vec::new();
         let mut value = v.clone();
         if let Value::Object(o) = &mut value {
             let mut raw = Self::raw_map(o, path)?;
-            chunks = self.take_raw(name, &mut raw, path)?;
+            raw_chunks = self.take_raw(name, &mut raw, path)?;
             o.remove(UNKNOWN_FIELDS_KEY);
             if !raw.is_empty() {
                 o.insert(UNKNOWN_FIELDS_KEY.to_owned(), Value::Object(raw));
@@ -622,7 +640,7 @@ impl Enc<'_> {
                     .unwrap_or(0);
             }
         }
-        Ok(Ok(Self::finish(&mut chunks)))
+        Ok(Ok(Self::finish(raw_chunks, &mut chunks)))
     }
 }
 
