@@ -411,6 +411,22 @@ impl Enc<'_> {
         let mut flattened = false;
         for f in fields {
             let fp = format!("{path}/{}", f.key);
+            if raw_numbers.contains(&f.number) {
+                // The reader kept this field's bytes raw (it could not name their value), so a key
+                // of the field here came from `unknown_json`, and goes back there; the raw bytes
+                // stand for the field.
+                if f.flatten {
+                    flattened = true;
+                    for (k, x) in o {
+                        if !own(k) && k != UNKNOWN_FIELDS_KEY {
+                            unknown.insert(k.clone(), x.clone());
+                        }
+                    }
+                } else if let Some(x) = o.get(&f.key) {
+                    unknown.insert(f.key.clone(), x.clone());
+                }
+                continue;
+            }
             if f.flatten {
                 flattened = true;
                 let Ty::Msg(u) = &f.ty else {
@@ -462,7 +478,7 @@ impl Enc<'_> {
                         f.presence,
                         Presence::Required | Presence::Default | Presence::Nullable
                     );
-                    if written && !raw_numbers.contains(&f.number) {
+                    if written {
                         absent.push(f.key.clone());
                     }
                 }

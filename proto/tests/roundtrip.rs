@@ -304,3 +304,43 @@ fn unknown_fields_out_of_number_order_come_back_as_they_were() {
         "some record has two fields 1.0.0 does not know"
     );
 }
+
+#[test]
+fn a_known_field_kept_raw_is_not_written_twice() {
+    use prost::encoding::{WireType, encode_key, encode_varint};
+    let l = diagwire_proto::current();
+    let recs = records();
+    let (_, file, ev) = recs
+        .iter()
+        .find(|r| r.0 == "event" && r.2.get("type").is_some())
+        .unwrap();
+    let layout: Value = serde_json::from_str(LAYOUTS.last().unwrap().1).unwrap();
+    let message = l.message_of("event").unwrap();
+    let flattened = layout["messages"][message]["struct"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["flatten"] == true)
+        .map(|f| f["number"].as_u64().unwrap() as u32)
+        .unwrap();
+    // The event's union field with a varint instead of its message: the reader keeps it raw.
+    let mut bytes = Vec::new();
+    for field in split(&encode(l, "event", ev).unwrap()) {
+        let mut key = &field[..];
+        let (n, _) = prost::encoding::decode_key(&mut key).unwrap();
+        if n == flattened {
+            encode_key(n, WireType::Varint, &mut bytes);
+            encode_varint(7, &mut bytes);
+        } else {
+            bytes.extend(field);
+        }
+    }
+    let seen = decode(l, "event", &bytes).unwrap_or_else(|e| panic!("{file}: {e}"));
+    assert!(
+        seen.get(diagwire_proto::UNKNOWN_FIELDS_KEY).is_some(),
+        "{seen}"
+    );
+    let again = encode(l, "event", &seen).unwrap();
+    assert_eq!(decode(l, "event", &again).unwrap(), seen, "{file}");
+    assert_eq!(encode(l, "event", &seen).unwrap(), again, "{file}");
+}
