@@ -1133,6 +1133,7 @@ impl<'a> Dec<'a> {
                         }
                     }
                     Presence::Nullable => {
+                        self.spend(1, &fp, base)?;
                         obj.insert(f.key.clone(), Value::Null);
                     }
                     Presence::Omittable | Presence::SkipDefault => {}
@@ -1152,6 +1153,7 @@ impl<'a> Dec<'a> {
             }
         }
         if !raw.is_empty() {
+            self.spend(2, path, base)?;
             raw.sort_by_key(|o| o.offset);
             let bytes: Vec<u8> = raw.iter().flat_map(|o| o.whole.iter().copied()).collect();
             nested_raw.insert(name.to_owned(), Value::String(hex(&bytes)));
@@ -1216,6 +1218,8 @@ impl<'a> Dec<'a> {
                     }
                 },
             };
+            // The tag, or the object holding an external variant's payload.
+            self.spend(1, &fp, o.offset)?;
             let v = match (style, payload) {
                 (Style::Internal, Some(Value::Object(mut m))) => {
                     m.insert(tag.to_owned(), Value::String(var.tag.clone()));
@@ -1248,6 +1252,7 @@ impl<'a> Dec<'a> {
             });
         }
         if !raw.is_empty() {
+            self.spend(2, path, base)?;
             let bytes: Vec<u8> = raw.iter().flat_map(|o| o.whole.iter().copied()).collect();
             let mut m = match value.take() {
                 Some(Value::Object(m)) => m,
