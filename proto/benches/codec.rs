@@ -313,8 +313,10 @@ fn main() {
     }
     c.final_summary();
 
-    // `cargo bench` passes `--bench`; without it criterion only checks that each case runs.
-    if std::env::args().any(|a| a == "--bench") {
+    // `cargo bench` passes `--bench`; without it criterion only checks that each case runs. A
+    // profiling run (`--profile-time`) times nothing.
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--profile-time") {
         summary(&inputs, layout);
     }
 }
