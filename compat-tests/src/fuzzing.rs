@@ -3,7 +3,8 @@
 //! same invariants hold under plain `cargo test` on stable.
 //!
 //! Invariants: no panic; a bundle is read within the reader's caps and never yields an unsafe path;
-//! `parse(serialize(v)) == v`; the schema verdict and the typed parse agree.
+//! `parse(serialize(v)) == v`; the schema verdict and the typed parse agree; the protobuf codec
+//! decodes any bytes within its budget or fails with a located error, and converts losslessly.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -30,6 +31,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("bundle_dir", bundle_dir),
     ("cross_version", cross_version),
     ("record_file", record_file),
+    ("proto_decode", proto_decode),
 ];
 
 /// Splits an input into a record kind (its first byte) and the bytes after it.
@@ -703,4 +705,126 @@ pub fn cross_version_cells() -> Vec<Vec<Cell>> {
         "a record kind was added: name its type in `cross_version_cells`"
     );
     all
+}
+
+/// Every protobuf layout (each release's, then the current schemas') that has record kind `kind`.
+fn proto_layouts(kind: RecordKind) -> impl Iterator<Item = &'static diagwire::proto::Layout> {
+    diagwire::proto::LAYOUTS
+        .iter()
+        .filter_map(|(v, _)| diagwire::proto::layout(v))
+        .filter(move |l| l.message_of(kind.as_str()).is_some())
+}
+
+/// The JSON values of `v` (every object, array, string, number, boolean and null, once each).
+fn json_values(v: &serde_json::Value) -> usize {
+    1 + match v {
+        serde_json::Value::Array(a) => a.iter().map(json_values).sum(),
+        serde_json::Value::Object(o) => o.values().map(json_values).sum(),
+        _ => 0,
+    }
+}
+
+/// `value` of `kind` through `layout` both ways: JSON → protobuf → JSON gives `value`, and protobuf
+/// → JSON → protobuf gives the same bytes.
+fn assert_proto_lossless(
+    layout: &diagwire::proto::Layout,
+    kind: RecordKind,
+    value: &serde_json::Value,
+) {
+    use diagwire::proto::{decode, encode};
+    let v = &layout.version;
+    let bytes = encode(layout, kind.as_str(), value)
+        .unwrap_or_else(|e| panic!("`{kind}` ({v}): encoding failed: {e}\n{value}"));
+    let back = decode(layout, kind.as_str(), &bytes).unwrap_or_else(|e| {
+        panic!("`{kind}` ({v}): its own encoding does not decode: {e}\n{value}")
+    });
+    assert_eq!(
+        &back, value,
+        "`{kind}` ({v}): JSON → protobuf → JSON changed the record"
+    );
+    let again = encode(layout, kind.as_str(), &back).expect("encoded once, encodes again");
+    assert_eq!(
+        again, bytes,
+        "`{kind}` ({v}): protobuf → JSON → protobuf changed the bytes\n{value}"
+    );
+}
+
+/// Protobuf decoding of arbitrary bytes (a kind byte, then the bytes) with every layout that has
+/// the kind, and the lossless round trips.
+///
+/// * Decoding never panics. It builds at most [`diagwire::proto::decode_budget`] JSON values for
+///   the input's length (the codec's memory bound), and an error names the record's message at the
+///   start of its path and an offset inside the input. The same holds for the bytes read as a
+///   length-delimited stream of records.
+/// * Bytes that decode re-encode, and from there JSON → protobuf → JSON and protobuf → JSON →
+///   protobuf are exact. (The fuzzer's bytes themselves need not be the canonical encoding:
+///   fields out of order, repeated or non-minimal varints decode, and re-encode canonically.)
+/// * The same bytes drive an `Arbitrary` record of the kind's generated type, as JSON, which every
+///   layout converts losslessly: an older layout keeps what it does not know as unknown JSON.
+pub fn proto_decode(data: &[u8]) {
+    use diagwire::proto::{MAX_RECORD_BYTES, decode, decode_budget, stream};
+    let Some((kind, rest)) = kind_and_rest(data) else {
+        return;
+    };
+    for layout in proto_layouts(kind) {
+        let v = &layout.version;
+        let message = layout.message_of(kind.as_str()).expect("filtered on it");
+        let located = |e: &diagwire::proto::Error, len: usize| {
+            assert!(
+                !e.message.is_empty(),
+                "`{kind}` ({v}): an error without a message"
+            );
+            assert!(
+                e.offset <= len,
+                "`{kind}` ({v}): error offset {} past the input ({len} bytes): {e}",
+                e.offset
+            );
+        };
+        match decode(layout, kind.as_str(), rest) {
+            Ok(value) => {
+                let made = json_values(&value);
+                assert!(
+                    made <= decode_budget(rest.len()),
+                    "`{kind}` ({v}): {made} JSON values from {} bytes, over the budget of {}",
+                    rest.len(),
+                    decode_budget(rest.len())
+                );
+                assert_proto_lossless(layout, kind, &value);
+            }
+            Err(e) => {
+                located(&e, rest.len());
+                if rest.len() <= MAX_RECORD_BYTES {
+                    assert!(
+                        e.path.starts_with(message),
+                        "`{kind}` ({v}): error path `{}` does not start at `{message}`: {e}",
+                        e.path
+                    );
+                }
+            }
+        }
+        for (i, r) in stream::decode_stream(layout, kind.as_str(), rest)
+            .enumerate()
+            .take(64)
+        {
+            match r {
+                Ok(value) => {
+                    assert!(json_values(&value) <= decode_budget(rest.len()));
+                }
+                Err(e) => {
+                    located(&e, rest.len());
+                    assert!(
+                        e.path.starts_with(&format!("record {i}")),
+                        "`{kind}` ({v}): stream error path `{}` does not name record {i}",
+                        e.path
+                    );
+                }
+            }
+        }
+    }
+    let Some(value) = arbitrary_record(kind, &mut Unstructured::new(rest)) else {
+        return;
+    };
+    for layout in proto_layouts(kind) {
+        assert_proto_lossless(layout, kind, &value);
+    }
 }

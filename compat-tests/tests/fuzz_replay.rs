@@ -98,6 +98,7 @@ fn every_fuzz_target_has_a_replay_test() {
         "bundle_dir",
         "cross_version",
         "record_file",
+        "proto_decode",
     ];
     let names: Vec<&str> = TARGETS.iter().map(|(n, _)| *n).collect();
     assert_eq!(names, listed);
@@ -161,6 +162,16 @@ fn cross_version_corpus_replays() {
 #[test]
 fn cross_version_holds_on_generated_inputs() {
     generated("cross_version");
+}
+
+#[test]
+fn proto_decode_corpus_replays() {
+    replay("proto_decode");
+}
+
+#[test]
+fn proto_decode_holds_on_generated_inputs() {
+    generated("proto_decode");
 }
 
 /// The wire fixture whose rings are longer than the writer keeps them.

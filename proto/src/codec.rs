@@ -7,6 +7,8 @@ use serde_json::{Map, Number, Value};
 
 use crate::layout::{Field, Layout, Msg, Presence, Scalar, Style, Ty};
 
+mod direct;
+
 /// The JSON key under which a reader keeps what its layout cannot name: an object from message
 /// name to the hex of that message's fields, exactly as they were on the wire.
 pub const UNKNOWN_FIELDS_KEY: &str = "$protobuf_unknown";
@@ -16,6 +18,12 @@ pub const MAX_DEPTH: usize = 64;
 
 /// The largest record [`decode`] accepts.
 pub const MAX_RECORD_BYTES: usize = 64 << 20;
+
+/// The most JSON values (objects, arrays, strings, numbers, booleans, nulls, each counted once)
+/// [`decode`] builds from a record of `len` bytes; past it, decoding stops with an error.
+pub const fn decode_budget(len: usize) -> usize {
+    64 * len + 100_000
+}
 
 /// A located codec error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,7 +179,7 @@ impl Enc<'_> {
                 out.extend_from_slice(&n.as_f64().ok_or(Misfit)?.to_bits().to_le_bytes());
             }
             Ty::Enum(e) => {
-                let (by_name, _) = self.layout.enums.get(e).ok_or(Misfit)?;
+                let (by_name, _) = self.layout.enum_numbers(e).ok_or(Misfit)?;
                 encode_varint(*by_name.get(v.as_str().ok_or(Misfit)?).ok_or(Misfit)?, out);
             }
             _ => return Err(Misfit),
@@ -292,11 +300,10 @@ impl Enc<'_> {
         }
         let msg = self
             .layout
-            .messages
-            .get(name)
+            .message(name)
             .ok_or_else(|| eerr(path, format!("layout has no message `{name}`")))?;
         let r = match msg {
-            Msg::Struct { fields } => match v.as_object() {
+            Msg::Struct { fields, .. } => match v.as_object() {
                 Some(o) => self.structure(name, fields, o, path).map(Ok),
                 None => Ok(Err(Misfit)),
             },
@@ -305,6 +312,7 @@ impl Enc<'_> {
                 tag,
                 content,
                 variants,
+                ..
             } => self.union(name, *style, tag, content.as_deref(), variants, v, path),
             Msg::Wrapper(t) => {
                 let mut out = Vec::new();
@@ -367,9 +375,25 @@ impl Enc<'_> {
         }
     }
 
-    fn finish(chunks: &mut [(u32, Vec<u8>)]) -> Vec<u8> {
-        chunks.sort_by_key(|(n, _)| *n);
-        chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect()
+    /// A message's bytes: its known fields in the order of their numbers, merged with the raw
+    /// fields it carried in the order they came, so the raw fields decode back to the same hex
+    /// (a decoder keeps them in the order it met them) and a record whose raw fields are in number
+    /// order, as a writer puts them, comes out in number order throughout.
+    fn finish(raw: Vec<(u32, Vec<u8>)>, known: &mut [(u32, Vec<u8>)]) -> Vec<u8> {
+        known.sort_by_key(|(n, _)| *n);
+        let len = raw.iter().chain(known.iter()).map(|(_, b)| b.len()).sum();
+        let mut out = Vec::with_capacity(len);
+        let mut raw = raw.into_iter().peekable();
+        for (n, b) in known.iter() {
+            while let Some((_, r)) = raw.next_if(|(m, _)| m < n) {
+                out.extend_from_slice(&r);
+            }
+            out.extend_from_slice(b);
+        }
+        for (_, r) in raw {
+            out.extend_from_slice(&r);
+        }
+        out
     }
 
     fn structure(
@@ -380,20 +404,37 @@ impl Enc<'_> {
         path: &str,
     ) -> Result<Vec<u8>, Error> {
         let mut raw = Self::raw_map(o, path)?;
-        let mut chunks = self.take_raw(name, &mut raw, path)?;
-        let raw_numbers: Vec<u32> = chunks.iter().map(|(n, _)| *n).collect();
+        let raw_chunks = self.take_raw(name, &mut raw, path)?;
+        let raw_numbers: Vec<u32> = raw_chunks.iter().map(|(n, _)| *n).collect();
+        let mut chunks = Vec::new();
         let mut unknown = Map::new();
         let mut absent = Vec::new();
         let own = |k: &str| fields.iter().any(|f| !f.flatten && f.key == k);
         let mut flattened = false;
         for f in fields {
             let fp = format!("{path}/{}", f.key);
+            if raw_numbers.contains(&f.number) {
+                // The reader kept this field's bytes raw (it could not name their value), so a key
+                // of the field here came from `unknown_json`, and goes back there; the raw bytes
+                // stand for the field.
+                if f.flatten {
+                    flattened = true;
+                    for (k, x) in o {
+                        if !own(k) && k != UNKNOWN_FIELDS_KEY {
+                            unknown.insert(k.clone(), x.clone());
+                        }
+                    }
+                } else if let Some(x) = o.get(&f.key) {
+                    unknown.insert(f.key.clone(), x.clone());
+                }
+                continue;
+            }
             if f.flatten {
                 flattened = true;
                 let Ty::Msg(u) = &f.ty else {
                     return Err(eerr(path, "a flattened field is a union message"));
                 };
-                let adjacent = match self.layout.messages.get(u) {
+                let adjacent = match self.layout.msg(u) {
                     Some(Msg::Union {
                         style: Style::Adjacent,
                         tag,
@@ -439,7 +480,7 @@ impl Enc<'_> {
                         f.presence,
                         Presence::Required | Presence::Default | Presence::Nullable
                     );
-                    if written && !raw_numbers.contains(&f.number) {
+                    if written {
                         absent.push(f.key.clone());
                     }
                 }
@@ -493,7 +534,7 @@ impl Enc<'_> {
             b.extend_from_slice(&j);
             chunks.push((self.layout.unknown_json, b));
         }
-        Ok(Self::finish(&mut chunks))
+        Ok(Self::finish(raw_chunks, &mut chunks))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -508,10 +549,11 @@ impl Enc<'_> {
         path: &str,
     ) -> Result<Result<Vec<u8>, Misfit>, Error> {
         let mut chunks = Vec::new();
+        let mut raw_chunks = Vec::new();
         let mut value = v.clone();
         if let Value::Object(o) = &mut value {
             let mut raw = Self::raw_map(o, path)?;
-            chunks = self.take_raw(name, &mut raw, path)?;
+            raw_chunks = self.take_raw(name, &mut raw, path)?;
             o.remove(UNKNOWN_FIELDS_KEY);
             if !raw.is_empty() {
                 o.insert(UNKNOWN_FIELDS_KEY.to_owned(), Value::Object(raw));
@@ -616,7 +658,7 @@ impl Enc<'_> {
                     .unwrap_or(0);
             }
         }
-        Ok(Ok(Self::finish(&mut chunks)))
+        Ok(Ok(Self::finish(raw_chunks, &mut chunks)))
     }
 }
 
@@ -628,6 +670,14 @@ pub fn encode(layout: &Layout, kind: &str, record: &Value) -> Result<Vec<u8>, Er
             format!("contract {} has no record kind `{kind}`", layout.version),
         )
     })?;
+    if let Ok(b) = direct::Direct::encode(layout, msg, record) {
+        return Ok(b);
+    }
+    encode_general(layout, msg, record)
+}
+
+/// The general encoder: every record, with located errors; the reference of the direct one.
+fn encode_general(layout: &Layout, msg: &str, record: &Value) -> Result<Vec<u8>, Error> {
     let mut e = Enc { layout, depth: 0 };
     match e.message(msg, record, "")? {
         Ok(b) => Ok(b),
@@ -714,15 +764,65 @@ enum Out {
     Unnamed,
 }
 
-fn derr(path: &str, offset: usize, message: impl Into<String>) -> Error {
+/// Where the decoder is: message and field names from the record down, rendered only for an error
+/// (`EventRecord.@event/Event.DialStarted/DialStarted.peer`).
+#[derive(Clone, Copy)]
+struct At<'a> {
+    up: Option<&'a At<'a>>,
+    seg: Seg<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Root,
+    Msg(&'a str),
+    Key(&'a str),
+}
+
+impl<'a> At<'a> {
+    const ROOT: At<'static> = At {
+        up: None,
+        seg: Seg::Root,
+    };
+
+    fn msg(up: &'a At<'a>, name: &'a str) -> At<'a> {
+        At {
+            up: Some(up),
+            seg: Seg::Msg(name),
+        }
+    }
+
+    fn key(up: &'a At<'a>, key: &'a str) -> At<'a> {
+        At {
+            up: Some(up),
+            seg: Seg::Key(key),
+        }
+    }
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(up) = self.up {
+            up.fmt(f)?;
+        }
+        match self.seg {
+            Seg::Root => Ok(()),
+            Seg::Msg(n) if self.up.is_none_or(|u| matches!(u.seg, Seg::Root)) => f.write_str(n),
+            Seg::Msg(n) => write!(f, "/{n}"),
+            Seg::Key(k) => write!(f, ".{k}"),
+        }
+    }
+}
+
+fn derr(path: impl fmt::Display, offset: usize, message: impl Into<String>) -> Error {
     Error {
-        path: path.to_owned(),
+        path: path.to_string(),
         offset,
         message: message.into(),
     }
 }
 
-fn fields_of<'b>(buf: &'b [u8], base: usize, path: &str) -> Result<Vec<(u32, Occ<'b>)>, Error> {
+fn fields_of<'b>(buf: &'b [u8], base: usize, path: &At<'_>) -> Result<Vec<(u32, Occ<'b>)>, Error> {
     let mut r = Reader { buf, pos: 0 };
     let mut out = Vec::new();
     while r.pos < buf.len() {
@@ -751,8 +851,15 @@ fn fields_of<'b>(buf: &'b [u8], base: usize, path: &str) -> Result<Vec<(u32, Occ
     Ok(out)
 }
 
+/// The occurrences of field `n` among fields sorted by number.
+fn occurrences<'s, 'b>(fields: &'s [(u32, Occ<'b>)], n: u32) -> &'s [(u32, Occ<'b>)] {
+    let lo = fields.partition_point(|(m, _)| *m < n);
+    let len = fields[lo..].partition_point(|(m, _)| *m == n);
+    &fields[lo..lo + len]
+}
+
 impl<'a> Dec<'a> {
-    fn spend(&mut self, n: usize, path: &str, offset: usize) -> Result<(), Error> {
+    fn spend(&mut self, n: usize, path: &At<'_>, offset: usize) -> Result<(), Error> {
         if self.budget < n {
             return Err(derr(
                 path,
@@ -764,7 +871,7 @@ impl<'a> Dec<'a> {
         Ok(())
     }
 
-    fn zero(&mut self, t: &Ty, path: &str, offset: usize) -> Result<Out, Error> {
+    fn zero(&mut self, t: &Ty, path: &At<'_>, offset: usize) -> Result<Out, Error> {
         self.spend(1, path, offset)?;
         Ok(Out::Val(match t {
             Ty::List(_) => Value::Array(Vec::new()),
@@ -776,7 +883,7 @@ impl<'a> Dec<'a> {
                 return Err(derr(path, offset, "required field missing"));
             }
             Ty::Scalar(_) => Value::from(0u64),
-            Ty::Msg(m) => return self.message(m, &[], path, offset),
+            Ty::Msg(m) => return self.message((m, m.id), &[], path, offset),
         }))
     }
 
@@ -784,7 +891,7 @@ impl<'a> Dec<'a> {
         &mut self,
         t: &Ty,
         r: &mut Reader<'_>,
-        path: &str,
+        path: &At<'_>,
         offset: usize,
     ) -> Result<Out, Error> {
         let e = |m: String| derr(path, offset, m);
@@ -827,8 +934,7 @@ impl<'a> Dec<'a> {
                 let v = r.varint().map_err(e)?;
                 match self
                     .layout
-                    .enums
-                    .get(name)
+                    .enum_numbers(name)
                     .and_then(|(_, by_num)| by_num.get(&v))
                 {
                     Some(s) => Value::String(s.clone()),
@@ -840,12 +946,13 @@ impl<'a> Dec<'a> {
     }
 
     /// Decodes every occurrence of one field as a value of `t`.
-    fn value(&mut self, t: &Ty, occs: &[&Occ<'_>], path: &str) -> Result<Out, Error> {
-        let last = occs.last().map_or(0, |o| o.offset);
+    fn value(&mut self, t: &Ty, occs: &[(u32, Occ<'_>)], path: &At<'_>) -> Result<Out, Error> {
+        let last = occs.last().map_or(0, |(_, o)| o.offset);
         if let Ty::List(inner) = t {
-            let mut items = Vec::new();
+            let mut items = Vec::with_capacity(occs.len());
             self.spend(1, path, last)?;
-            for o in occs {
+            for entry in occs {
+                let o = &entry.1;
                 if wire_of(inner) != WireType::LengthDelimited
                     && o.wire == WireType::LengthDelimited
                 {
@@ -860,7 +967,7 @@ impl<'a> Dec<'a> {
                         }
                     }
                 } else {
-                    match self.value(inner, &[o], path)? {
+                    match self.value(inner, std::slice::from_ref(entry), path)? {
                         Out::Val(v) => items.push(v),
                         Out::Unnamed => return Ok(Out::Unnamed),
                     }
@@ -868,7 +975,7 @@ impl<'a> Dec<'a> {
             }
             return Ok(Out::Val(Value::Array(items)));
         }
-        let Some(o) = occs.last() else {
+        let Some((_, o)) = occs.last() else {
             return Err(derr(path, 0, "no value"));
         };
         if o.wire != wire_of(t) {
@@ -918,42 +1025,50 @@ impl<'a> Dec<'a> {
             }
             Ty::Msg(m) => {
                 let start = at + (o.whole.len() - b.len());
-                return self.message(m, b, path, start);
+                return self.message((m, m.id), b, path, start);
             }
             _ => return Err(derr(path, at, "not a length-delimited type")),
         }))
     }
 
-    fn message(&mut self, name: &str, buf: &[u8], path: &str, base: usize) -> Result<Out, Error> {
+    fn message(
+        &mut self,
+        (name, id): (&str, usize),
+        buf: &[u8],
+        path: &At<'_>,
+        base: usize,
+    ) -> Result<Out, Error> {
         self.depth += 1;
-        let path = if path.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{path}/{name}")
-        };
+        let here = At::msg(path, name);
+        let path = &here;
         if self.depth > MAX_DEPTH {
             return Err(derr(
-                &path,
+                path,
                 base,
                 format!("nested deeper than {MAX_DEPTH} messages"),
             ));
         }
-        self.spend(1, &path, base)?;
+        self.spend(1, path, base)?;
         let msg = self
             .layout
-            .messages
-            .get(name)
-            .ok_or_else(|| derr(&path, base, format!("layout has no message `{name}`")))?;
+            .msgs
+            .get(id)
+            .ok_or_else(|| derr(path, base, format!("layout has no message `{name}`")))?;
         let saved = self.base;
         self.base = base;
-        let fields = fields_of(buf, base, &path)?;
+        let mut fields = fields_of(buf, base, path)?;
+        if !matches!(msg, Msg::Union { .. }) {
+            // Each field's occurrences side by side, still in the order they came.
+            fields.sort_by_key(|(n, _)| *n);
+        }
         let r = match msg {
-            Msg::Struct { fields: fs } => self.structure(name, fs, &fields, &path, base),
+            Msg::Struct { fields: fs, .. } => self.structure(name, fs, &fields, path, base),
             Msg::Union {
                 style,
                 tag,
                 content,
                 variants,
+                ..
             } => self.union(
                 name,
                 *style,
@@ -961,36 +1076,27 @@ impl<'a> Dec<'a> {
                 content.as_deref(),
                 variants,
                 &fields,
-                &path,
+                path,
                 base,
             ),
             Msg::Wrapper(t) => {
-                let occ: Vec<&Occ<'_>> = fields
-                    .iter()
-                    .filter(|(n, _)| *n == 1)
-                    .map(|(_, o)| o)
-                    .collect();
                 if fields.iter().any(|(n, _)| *n != 1) {
-                    Err(derr(&path, base, "a list wrapper holds only field 1"))
-                } else if occ.is_empty() {
-                    self.zero(t, &path, base)
+                    Err(derr(path, base, "a list wrapper holds only field 1"))
+                } else if fields.is_empty() {
+                    self.zero(t, path, base)
                 } else {
-                    self.value(t, &occ, &path)
+                    self.value(t, &fields, path)
                 }
             }
             Msg::Tuple(ts) => {
                 let mut items = Vec::new();
                 let mut unnamed = false;
                 for (i, t) in ts.iter().enumerate() {
-                    let occ: Vec<&Occ<'_>> = fields
-                        .iter()
-                        .filter(|(n, _)| *n as usize == i + 1)
-                        .map(|(_, o)| o)
-                        .collect();
+                    let occ = occurrences(&fields, i as u32 + 1);
                     let v = if occ.is_empty() {
-                        self.zero(t, &path, base)?
+                        self.zero(t, path, base)?
                     } else {
-                        self.value(t, &occ, &path)?
+                        self.value(t, occ, path)?
                     };
                     match v {
                         Out::Val(v) => items.push(v),
@@ -1018,7 +1124,7 @@ impl<'a> Dec<'a> {
         name: &str,
         fs: &[Field],
         fields: &[(u32, Occ<'_>)],
-        path: &str,
+        path: &At<'_>,
         base: usize,
     ) -> Result<Out, Error> {
         let mut obj = Map::new();
@@ -1047,20 +1153,16 @@ impl<'a> Dec<'a> {
             }
         }
         for f in fs {
-            let occ: Vec<&Occ<'_>> = fields
-                .iter()
-                .filter(|(n, _)| *n == f.number)
-                .map(|(_, o)| o)
-                .collect();
-            let fp = format!("{path}.{}", f.key);
+            let occ = occurrences(fields, f.number);
+            let fp = At::key(path, &f.key);
             if f.flatten {
                 let v = if occ.is_empty() {
                     let Ty::Msg(m) = &f.ty else {
-                        return Err(derr(&fp, base, "bad flatten"));
+                        return Err(derr(fp, base, "bad flatten"));
                     };
-                    self.message(m, &[], &fp, base)?
+                    self.message((m, m.id), &[], &fp, base)?
                 } else {
-                    self.value(&f.ty, &occ, &fp)?
+                    self.value(&f.ty, occ, &fp)?
                 };
                 match v {
                     Out::Val(Value::Object(m)) => {
@@ -1075,9 +1177,9 @@ impl<'a> Dec<'a> {
                         }
                     }
                     Out::Val(_) => {
-                        return Err(derr(&fp, base, "a flattened union decoded to a non-object"));
+                        return Err(derr(fp, base, "a flattened union decoded to a non-object"));
                     }
-                    Out::Unnamed => raw.extend(occ),
+                    Out::Unnamed => raw.extend(occ.iter().map(|(_, o)| o)),
                 }
                 continue;
             }
@@ -1093,17 +1195,18 @@ impl<'a> Dec<'a> {
                         }
                     }
                     Presence::Nullable => {
+                        self.spend(1, &fp, base)?;
                         obj.insert(f.key.clone(), Value::Null);
                     }
                     Presence::Omittable | Presence::SkipDefault => {}
                 }
                 continue;
             }
-            match self.value(&f.ty, &occ, &fp)? {
+            match self.value(&f.ty, occ, &fp)? {
                 Out::Val(v) => {
                     obj.insert(f.key.clone(), v);
                 }
-                Out::Unnamed => raw.extend(occ),
+                Out::Unnamed => raw.extend(occ.iter().map(|(_, o)| o)),
             }
         }
         if let Some(u) = unknown {
@@ -1112,6 +1215,7 @@ impl<'a> Dec<'a> {
             }
         }
         if !raw.is_empty() {
+            self.spend(2, path, base)?;
             raw.sort_by_key(|o| o.offset);
             let bytes: Vec<u8> = raw.iter().flat_map(|o| o.whole.iter().copied()).collect();
             nested_raw.insert(name.to_owned(), Value::String(hex(&bytes)));
@@ -1131,13 +1235,14 @@ impl<'a> Dec<'a> {
         content: Option<&str>,
         variants: &[crate::layout::Variant],
         fields: &[(u32, Occ<'_>)],
-        path: &str,
+        path: &At<'_>,
         base: usize,
     ) -> Result<Out, Error> {
         let mut value: Option<Value> = None;
         let mut raw: Vec<&Occ<'_>> = Vec::new();
         let mut seen = false;
-        for (n, o) in fields {
+        for entry in fields {
+            let (n, o) = (&entry.0, &entry.1);
             if *n == self.layout.unknown_json && o.wire == WireType::LengthDelimited {
                 self.spend(o.value.len(), path, o.offset)?;
                 let j: Value = serde_json::from_slice(o.value)
@@ -1159,7 +1264,7 @@ impl<'a> Dec<'a> {
                 return Err(derr(path, o.offset, "a union holds one variant"));
             }
             seen = true;
-            let fp = format!("{path}.{}", var.tag);
+            let fp = At::key(path, &var.tag);
             let payload = match &var.ty {
                 None => {
                     if o.wire != WireType::LengthDelimited || !o.value.is_empty() {
@@ -1168,7 +1273,7 @@ impl<'a> Dec<'a> {
                     }
                     None
                 }
-                Some(t) => match self.value(t, &[o], &fp)? {
+                Some(t) => match self.value(t, std::slice::from_ref(entry), &fp)? {
                     Out::Val(v) => Some(v),
                     Out::Unnamed => {
                         raw.push(o);
@@ -1176,13 +1281,15 @@ impl<'a> Dec<'a> {
                     }
                 },
             };
+            // The tag, or the object holding an external variant's payload.
+            self.spend(1, &fp, o.offset)?;
             let v = match (style, payload) {
                 (Style::Internal, Some(Value::Object(mut m))) => {
                     m.insert(tag.to_owned(), Value::String(var.tag.clone()));
                     Value::Object(m)
                 }
                 (Style::Internal, _) => {
-                    return Err(derr(&fp, o.offset, "an internal variant is an object"));
+                    return Err(derr(fp, o.offset, "an internal variant is an object"));
                 }
                 (Style::Adjacent, p) => {
                     let mut m = Map::new();
@@ -1208,6 +1315,7 @@ impl<'a> Dec<'a> {
             });
         }
         if !raw.is_empty() {
+            self.spend(2, path, base)?;
             let bytes: Vec<u8> = raw.iter().flat_map(|o| o.whole.iter().copied()).collect();
             let mut m = match value.take() {
                 Some(Value::Object(m)) => m,
@@ -1249,15 +1357,175 @@ pub fn decode(layout: &Layout, kind: &str, bytes: &[u8]) -> Result<Value, Error>
     let mut d = Dec {
         layout,
         depth: 0,
-        budget: 64 * bytes.len() + 100_000,
+        budget: decode_budget(bytes.len()),
         base: 0,
     };
-    match d.message(msg, bytes, "", 0)? {
+    let id = layout
+        .messages
+        .get(msg.as_str())
+        .copied()
+        .unwrap_or(usize::MAX);
+    match d.message((msg, id), bytes, &At::ROOT, 0)? {
         Out::Val(v) => Ok(v),
         Out::Unnamed => Err(derr(
             msg,
             0,
             "the record holds values this layout cannot name",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use arbitrary::Unstructured;
+    use diagwire::v1::RecordKind;
+    use diagwire_compat_tests::fuzzing::arbitrary_record;
+    use diagwire_compat_tests::rng::SplitMix64;
+    use serde_json::{Value, json};
+
+    use super::{decode, direct::Direct, encode_general};
+    use crate::{LAYOUTS, layout};
+
+    /// Every wire fixture and every record of the example bundle, by kind.
+    fn records() -> Vec<(String, Value)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut out = Vec::new();
+        for kind in RecordKind::ALL {
+            for f in diagwire_compat_tests::valid(kind.as_str()) {
+                out.push((kind.as_str().to_owned(), f.value()));
+            }
+        }
+        let mut stack = vec![root.join("examples/bundles/n3-relay-flap")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                let kind = match name.as_str() {
+                    "MANIFEST.json" => "manifest",
+                    "boot.json" => "boot",
+                    "finalize.json" => "finalize",
+                    n if n.starts_with("events-") => "event_batch",
+                    n if n.starts_with("snapshot") => "snapshot",
+                    _ => continue,
+                };
+                let v = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+                out.push((kind.to_owned(), v));
+            }
+        }
+        out
+    }
+
+    /// `v` with some leaves swapped for values of other types and ranges, and some keys added.
+    fn bend(v: &Value, rng: &mut SplitMix64) -> Value {
+        let odd = [
+            Value::Null,
+            json!(-1),
+            json!(1.5),
+            json!(0.0),
+            json!(300),
+            json!(u64::MAX),
+            json!("x"),
+            json!(""),
+            json!([]),
+            json!({}),
+            json!(true),
+            json!(false),
+            json!([1, 2]),
+        ];
+        if rng.next_u64() % 23 == 0 {
+            return odd[(rng.next_u64() % odd.len() as u64) as usize].clone();
+        }
+        match v {
+            Value::Object(m) => {
+                let mut m: serde_json::Map<String, Value> =
+                    m.iter().map(|(k, x)| (k.clone(), bend(x, rng))).collect();
+                if rng.next_u64() % 17 == 0 {
+                    m.insert("zz_new".into(), json!({"a": [1, "b"]}));
+                }
+                if rng.next_u64() % 29 == 0 {
+                    if let Some(k) = m.keys().next().cloned() {
+                        m.remove(&k);
+                    }
+                }
+                Value::Object(m)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| bend(x, rng)).collect()),
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn direct_and_general_encoders_agree() {
+        let mut values = records();
+        // Decoded by every layout, these also give records with raw fields.
+        let real = values.len();
+        let mut rng = SplitMix64(0xd1ec7);
+        for kind in RecordKind::ALL {
+            for _ in 0..100 {
+                let data = rng.bytes(4096);
+                if let Some(v) = arbitrary_record(*kind, &mut Unstructured::new(&data)) {
+                    values.push((kind.as_str().to_owned(), v));
+                }
+            }
+        }
+        let bent: Vec<(String, Value)> = values
+            .iter()
+            .flat_map(|(k, v)| {
+                (0..3)
+                    .map(|_| (k.clone(), bend(v, &mut rng)))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        values.extend(bent);
+        let (mut direct, mut bailed) = (0, 0);
+        for (version, _) in LAYOUTS {
+            let l = layout(version).unwrap();
+            for (i, (kind, v)) in values.iter().enumerate() {
+                let Some(msg) = l.message_of(kind) else {
+                    continue;
+                };
+                let general = encode_general(l, msg, v);
+                match Direct::encode(l, msg, v) {
+                    Ok(b) => {
+                        direct += 1;
+                        assert_eq!(
+                            Ok(&b),
+                            general.as_ref(),
+                            "{version} `{kind}`: the direct encoder wrote other bytes\n{v}"
+                        );
+                    }
+                    Err(_) => bailed += 1,
+                }
+                // A record carrying raw fields is the general encoder's.
+                if let Ok(b) = general {
+                    let back = decode(l, kind, &b).unwrap();
+                    assert_eq!(&back, v);
+                    if i >= real {
+                        continue;
+                    }
+                    for (older, _) in LAYOUTS {
+                        let o = layout(older).unwrap();
+                        if o.message_of(kind).is_none() {
+                            continue;
+                        }
+                        let Ok(seen) = decode(o, kind, &b) else {
+                            continue;
+                        };
+                        let om = o.message_of(kind).unwrap();
+                        if let Ok(d) = Direct::encode(o, om, &seen) {
+                            assert_eq!(Ok(d), encode_general(o, om, &seen), "{version}→{older}");
+                        }
+                    }
+                }
+            }
+        }
+        println!("{direct} records encoded directly, {bailed} left to the general encoder");
+        assert!(direct > bailed);
     }
 }

@@ -1,6 +1,7 @@
 //! The codec layout of one contract version, read from the generated `*.layout.json`.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::Value;
 
@@ -21,13 +22,76 @@ pub(crate) enum Scalar {
     Json,
 }
 
+/// FNV-1a: the layout's maps are keyed by short names the codec looks up for every value, where
+/// the default hasher's resistance to chosen keys buys nothing (the keys come from the layout).
+#[derive(Clone, Copy)]
+pub(crate) struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map of the layout.
+pub(crate) type Names<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+
+/// A message or enum of the layout: its name, and its index in the layout's list of them, so the
+/// codec finds it without looking the name up (`usize::MAX` when the layout has none of the name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ref {
+    pub name: String,
+    pub id: usize,
+}
+
+impl Ref {
+    fn new(name: &str) -> Ref {
+        Ref {
+            name: name.to_owned(),
+            id: usize::MAX,
+        }
+    }
+}
+
+impl std::ops::Deref for Ref {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.name
+    }
+}
+
 /// A value type of the layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Ty {
     Scalar(Scalar),
-    Enum(String),
-    Msg(String),
+    Enum(Ref),
+    Msg(Ref),
     List(Box<Ty>),
+}
+
+impl Ty {
+    /// Points the message and enum references at their entries.
+    fn resolve(&mut self, messages: &Names<String, usize>, enums: &Names<String, usize>) {
+        match self {
+            Ty::Msg(r) => r.id = messages.get(&r.name).copied().unwrap_or(usize::MAX),
+            Ty::Enum(r) => r.id = enums.get(&r.name).copied().unwrap_or(usize::MAX),
+            Ty::List(inner) => inner.resolve(messages, enums),
+            Ty::Scalar(_) => {}
+        }
+    }
 }
 
 /// A struct field's presence.
@@ -68,29 +132,36 @@ pub(crate) struct Variant {
 pub(crate) enum Msg {
     Struct {
         fields: Vec<Field>,
+        /// The fields are in number order, below `absent_keys` and `unknown_json` (in that
+        /// order): a message the direct encoder can write field by field.
+        in_order: bool,
     },
     Union {
         style: Style,
         tag: String,
         content: Option<String>,
         variants: Vec<Variant>,
+        /// Tag → index in `variants`, when the tags are unique.
+        by_tag: Option<Names<String, usize>>,
     },
     Wrapper(Ty),
     Tuple(Vec<Ty>),
 }
 
 /// An enum's value → number and number → value maps.
-pub(crate) type EnumNumbers = (HashMap<String, u64>, HashMap<u64, String>);
+pub(crate) type EnumNumbers = (Names<String, u64>, Names<u64, String>);
 
 /// The layout of one contract version: its messages, enums and record kinds.
 #[derive(Debug, Clone)]
 pub struct Layout {
     /// The contract version (`1.0.0`, …).
     pub version: String,
-    pub(crate) messages: HashMap<String, Msg>,
-    /// Per enum: value → number, number → value.
-    pub(crate) enums: HashMap<String, EnumNumbers>,
-    pub(crate) records: HashMap<String, String>,
+    /// Message name → index in `msgs`.
+    pub(crate) messages: Names<String, usize>,
+    pub(crate) msgs: Vec<Msg>,
+    /// Per enum, in the order of their names: value → number, number → value.
+    pub(crate) enum_list: Vec<EnumNumbers>,
+    pub(crate) records: Names<String, String>,
     pub(crate) absent_keys: u32,
     pub(crate) unknown_json: u32,
 }
@@ -118,10 +189,10 @@ fn ty(v: &Value) -> Result<Ty, String> {
         }));
     }
     if let Some(e) = v.get("enum").and_then(Value::as_str) {
-        return Ok(Ty::Enum(e.to_owned()));
+        return Ok(Ty::Enum(Ref::new(e)));
     }
     if let Some(m) = v.get("message").and_then(Value::as_str) {
-        return Ok(Ty::Msg(m.to_owned()));
+        return Ok(Ty::Msg(Ref::new(m)));
     }
     if let Some(i) = v.get("list") {
         return Ok(Ty::List(Box::new(ty(i)?)));
@@ -146,7 +217,7 @@ impl Layout {
     /// Reads a layout from its JSON text.
     pub fn parse(text: &str) -> Result<Layout, String> {
         let v: Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
-        let mut messages = HashMap::new();
+        let mut messages: Names<String, Msg> = Names::default();
         for (name, m) in v
             .get("messages")
             .and_then(Value::as_object)
@@ -174,7 +245,10 @@ impl Layout {
                         flatten: f.get("flatten").and_then(Value::as_bool).unwrap_or(false),
                     });
                 }
-                Msg::Struct { fields }
+                Msg::Struct {
+                    fields,
+                    in_order: false,
+                }
             } else if let Some(u) = m.get("union") {
                 let mut variants = Vec::new();
                 for x in u
@@ -192,7 +266,12 @@ impl Layout {
                         },
                     });
                 }
+                let mut by_tag = Names::default();
+                for (i, x) in variants.iter().enumerate() {
+                    by_tag.insert(x.tag.clone(), i);
+                }
                 Msg::Union {
+                    by_tag: (by_tag.len() == variants.len()).then_some(by_tag),
                     style: match s(u, "style")?.as_str() {
                         "internal" => Style::Internal,
                         "adjacent" => Style::Adjacent,
@@ -212,14 +291,14 @@ impl Layout {
             };
             messages.insert(name.clone(), msg);
         }
-        let mut enums = HashMap::new();
+        let mut enums: Names<String, EnumNumbers> = Names::default();
         for (name, e) in v
             .get("enums")
             .and_then(Value::as_object)
             .ok_or_else(|| bad("enums"))?
         {
-            let mut by_name = HashMap::new();
-            let mut by_num = HashMap::new();
+            let mut by_name = Names::default();
+            let mut by_num = Names::default();
             for (k, n) in e.as_object().ok_or_else(|| bad("enum"))? {
                 let n = n.as_u64().ok_or_else(|| bad("enum number"))?;
                 by_name.insert(k.clone(), n);
@@ -234,14 +313,80 @@ impl Layout {
             .iter()
             .map(|(k, d)| (k.clone(), d.as_str().unwrap_or_default().to_owned()))
             .collect();
+        let absent_keys = num(&v["absent_keys"])?;
+        let unknown_json = num(&v["unknown_json"])?;
+        for m in messages.values_mut() {
+            if let Msg::Struct { fields, in_order } = m {
+                *in_order = absent_keys < unknown_json
+                    && fields.windows(2).all(|w| w[0].number < w[1].number)
+                    && fields.last().is_none_or(|f| f.number < absent_keys);
+            }
+        }
+        let mut names: Vec<String> = messages.keys().cloned().collect();
+        names.sort_unstable();
+        let message_ids: Names<String, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        let mut enum_names: Vec<String> = enums.keys().cloned().collect();
+        enum_names.sort_unstable();
+        let enum_ids: Names<String, usize> = enum_names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        let mut msgs: Vec<Msg> = names
+            .iter()
+            .map(|n| messages.remove(n).expect("a name of the map"))
+            .collect();
+        for m in &mut msgs {
+            let tys: Vec<&mut Ty> = match m {
+                Msg::Struct { fields, .. } => fields.iter_mut().map(|f| &mut f.ty).collect(),
+                Msg::Union { variants, .. } => {
+                    variants.iter_mut().filter_map(|x| x.ty.as_mut()).collect()
+                }
+                Msg::Wrapper(t) => vec![t],
+                Msg::Tuple(ts) => ts.iter_mut().collect(),
+            };
+            for t in tys {
+                t.resolve(&message_ids, &enum_ids);
+            }
+        }
+        let enum_list = enum_names
+            .iter()
+            .map(|n| enums.remove(n).expect("a name of the map"))
+            .collect();
         Ok(Layout {
             version: s(&v, "version")?,
-            messages,
-            enums,
+            messages: message_ids,
+            msgs,
+            enum_list,
             records,
-            absent_keys: num(&v["absent_keys"])?,
-            unknown_json: num(&v["unknown_json"])?,
+            absent_keys,
+            unknown_json,
         })
+    }
+
+    /// The message named `name`.
+    pub(crate) fn message(&self, name: &str) -> Option<&Msg> {
+        self.messages.get(name).map(|i| &self.msgs[*i])
+    }
+
+    /// The message `r` refers to.
+    pub(crate) fn msg(&self, r: &Ref) -> Option<&Msg> {
+        self.msgs.get(r.id)
+    }
+
+    /// The numbers of the enum `r` refers to.
+    pub(crate) fn enum_numbers(&self, r: &Ref) -> Option<&EnumNumbers> {
+        self.enum_list.get(r.id)
+    }
+
+    /// The name of the message a record of `kind` is, which the path of every decoding error of
+    /// such a record starts with.
+    pub fn message_of(&self, kind: &str) -> Option<&str> {
+        self.records.get(kind).map(String::as_str)
     }
 
     /// The record kinds this version has, sorted.

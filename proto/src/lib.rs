@@ -13,7 +13,9 @@ mod layout;
 
 pub mod stream;
 
-pub use codec::{Error, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, encode};
+pub use codec::{
+    Error, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, decode_budget, encode,
+};
 pub use layout::Layout;
 
 /// The layout text of every release, oldest first, then of the current schemas (`"current"`),

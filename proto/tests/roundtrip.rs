@@ -236,3 +236,111 @@ fn arbitrary_bytes_never_panic_and_errors_are_located() {
     let e = decode(l, "event", &[0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]).unwrap_err();
     assert_eq!(e.offset, 0, "{e}");
 }
+
+/// The fields of a message's bytes, each whole (key and value).
+fn split(mut bytes: &[u8]) -> Vec<Vec<u8>> {
+    use prost::encoding::{WireType, decode_key, decode_varint};
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let before = bytes;
+        let (_, wire) = decode_key(&mut bytes).unwrap();
+        let len = match wire {
+            WireType::Varint => {
+                decode_varint(&mut bytes).unwrap();
+                0
+            }
+            WireType::SixtyFourBit => 8,
+            WireType::ThirtyTwoBit => 4,
+            WireType::LengthDelimited => decode_varint(&mut bytes).unwrap() as usize,
+            _ => panic!("no groups here"),
+        };
+        bytes = &bytes[len..];
+        out.push(before[..before.len() - bytes.len()].to_vec());
+    }
+    out
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn unknown_fields_out_of_number_order_come_back_as_they_were() {
+    let (old, new) = (layout("1.0.0").unwrap(), diagwire_proto::current());
+    let mut reordered = 0;
+    for (kind, file, v) in records() {
+        let seen = decode(old, &kind, &encode(new, &kind, &v).unwrap()).unwrap();
+        let Some(raw) = seen
+            .get(diagwire_proto::UNKNOWN_FIELDS_KEY)
+            .and_then(Value::as_object)
+        else {
+            continue;
+        };
+        for (message, h) in raw {
+            let fields = split(&unhex(h.as_str().unwrap()));
+            if fields.len() < 2 {
+                continue;
+            }
+            // The unknown fields in reverse order, as bytes from some other writer may hold them.
+            let hex: String = fields
+                .iter()
+                .rev()
+                .flatten()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let mut doctored = seen.clone();
+            doctored[diagwire_proto::UNKNOWN_FIELDS_KEY][message] = Value::from(hex);
+            let b = encode(old, &kind, &doctored).unwrap();
+            assert_eq!(decode(old, &kind, &b).unwrap(), doctored, "{file}");
+            assert_eq!(encode(old, &kind, &doctored).unwrap(), b, "{file}");
+            reordered += 1;
+        }
+    }
+    assert!(
+        reordered > 0,
+        "some record has two fields 1.0.0 does not know"
+    );
+}
+
+#[test]
+fn a_known_field_kept_raw_is_not_written_twice() {
+    use prost::encoding::{WireType, encode_key, encode_varint};
+    let l = diagwire_proto::current();
+    let recs = records();
+    let (_, file, ev) = recs
+        .iter()
+        .find(|r| r.0 == "event" && r.2.get("type").is_some())
+        .unwrap();
+    let layout: Value = serde_json::from_str(LAYOUTS.last().unwrap().1).unwrap();
+    let message = l.message_of("event").unwrap();
+    let flattened = layout["messages"][message]["struct"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["flatten"] == true)
+        .map(|f| f["number"].as_u64().unwrap() as u32)
+        .unwrap();
+    // The event's union field with a varint instead of its message: the reader keeps it raw.
+    let mut bytes = Vec::new();
+    for field in split(&encode(l, "event", ev).unwrap()) {
+        let mut key = &field[..];
+        let (n, _) = prost::encoding::decode_key(&mut key).unwrap();
+        if n == flattened {
+            encode_key(n, WireType::Varint, &mut bytes);
+            encode_varint(7, &mut bytes);
+        } else {
+            bytes.extend(field);
+        }
+    }
+    let seen = decode(l, "event", &bytes).unwrap_or_else(|e| panic!("{file}: {e}"));
+    assert!(
+        seen.get(diagwire_proto::UNKNOWN_FIELDS_KEY).is_some(),
+        "{seen}"
+    );
+    let again = encode(l, "event", &seen).unwrap();
+    assert_eq!(decode(l, "event", &again).unwrap(), seen, "{file}");
+    assert_eq!(encode(l, "event", &seen).unwrap(), again, "{file}");
+}
