@@ -49,6 +49,15 @@ fn decode(kind: RecordKind, _bytes: &[u8]) -> Result<Vec<u8>, String> {
     ))
 }
 
+/// `value` as pretty-printed JSON with a final newline, the way JSON record files are written.
+#[cfg_attr(not(any(feature = "bundle", feature = "proto")), allow(dead_code))]
+pub(crate) fn pretty_json(value: &impl serde::Serialize) -> Vec<u8> {
+    let mut bytes =
+        serde_json::to_vec_pretty(value).expect("OK because contract types always serialize");
+    bytes.push(b'\n');
+    bytes
+}
+
 /// The bytes of a record file of `kind` in `encoding`, from the record's JSON value: JSON as
 /// bundle files are written (pretty, with a final newline), or the protobuf message.
 #[cfg(feature = "proto")]
@@ -58,12 +67,7 @@ pub fn encode_value(
     value: &serde_json::Value,
 ) -> Result<Vec<u8>, String> {
     match encoding {
-        Encoding::Json => {
-            let mut bytes = serde_json::to_vec_pretty(value)
-                .expect("OK because a JSON value always serializes");
-            bytes.push(b'\n');
-            Ok(bytes)
-        }
+        Encoding::Json => Ok(pretty_json(value)),
         Encoding::Protobuf => {
             diagwire_proto::encode(diagwire_proto::current(), kind.as_str(), value)
                 .map_err(|e| format!("cannot encode the {kind} record as protobuf: {e}"))

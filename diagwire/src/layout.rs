@@ -231,14 +231,7 @@ pub fn parse_bundle_path(rel: &str) -> BundlePath {
         return outside(None);
     };
     let found = match rest.split_once('/') {
-        None => Encoding::split_name(rest).and_then(|(stem, encoding)| {
-            let kind = match stem {
-                "boot" => FileKind::Boot,
-                "finalize" => FileKind::Finalize,
-                _ => return None,
-            };
-            Some((Role::Latest(kind), encoding))
-        }),
+        None => latest_kind(rest).map(|(kind, encoding)| (Role::Latest(kind), encoding)),
         Some((dir, file)) => numbered_file(dir, file),
     };
     match found {
@@ -249,6 +242,17 @@ pub fn parse_bundle_path(rel: &str) -> BundlePath {
         },
         None => outside(Some(node)),
     }
+}
+
+/// The kind of `boot.json` / `finalize.json` (or `.pb`), the latest record of its kind.
+fn latest_kind(name: &str) -> Option<(FileKind, Encoding)> {
+    let (stem, encoding) = Encoding::split_name(name)?;
+    let kind = match stem {
+        "boot" => FileKind::Boot,
+        "finalize" => FileKind::Finalize,
+        _ => return None,
+    };
+    Some((kind, encoding))
 }
 
 /// `<dir>/<stem>-NNNNNN.json` (or `.pb`) inside a node directory.
@@ -328,11 +332,12 @@ pub fn parse_staged_name(name: &str) -> Option<(FileKind, u64)> {
 /// `snapshot-NNNNNN.json`, `finalize.json` and `finalize-NNNNNN.json`, `vastai_<kind>-NNNNNN.json`,
 /// and each of them (but the manifest) with `.pb` in place of `.json`.
 pub fn kind_of_file_name(name: &str) -> Option<RecordKind> {
-    match name {
-        MANIFEST => Some(RecordKind::Manifest),
-        "boot.json" | "boot.pb" => Some(RecordKind::Boot),
-        "finalize.json" | "finalize.pb" => Some(RecordKind::Finalize),
-        _ => parse_staged_name(name).map(|(kind, _)| kind.record_kind()),
+    if name == MANIFEST {
+        return Some(RecordKind::Manifest);
+    }
+    match latest_kind(name) {
+        Some((kind, _)) => Some(kind.record_kind()),
+        None => parse_staged_name(name).map(|(kind, _)| kind.record_kind()),
     }
 }
 

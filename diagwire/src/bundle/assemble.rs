@@ -438,14 +438,12 @@ pub fn stage_post(
     content_type: &str,
     body: &[u8],
 ) -> Result<PathBuf, Problem> {
-    let dir = staging_root
-        .join(layout::sanitize_component(run_id))
-        .join(layout::sanitize_component(node));
-    let at = format!(
-        "{}/{}",
+    let (run, node) = (
         layout::sanitize_component(run_id),
-        layout::sanitize_component(node)
+        layout::sanitize_component(node),
     );
+    let dir = staging_root.join(&run).join(&node);
+    let at = format!("{run}/{node}");
     let Some(encoding) = layout::Encoding::of_content_type(content_type) else {
         return Err(problem(
             ProblemKind::Encoding,

@@ -40,10 +40,4 @@ impl BundleContents {
     }
 }
 
-/// `value` as pretty-printed JSON with a final newline, the way bundle files are written.
-pub(crate) fn pretty_json(value: &impl serde::Serialize) -> Vec<u8> {
-    let mut bytes =
-        serde_json::to_vec_pretty(value).expect("OK because contract types always serialize");
-    bytes.push(b'\n');
-    bytes
-}
+pub(crate) use crate::binary::pretty_json;
