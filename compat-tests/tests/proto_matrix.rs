@@ -10,7 +10,7 @@
 //! (`diagwire::release_pairs!`, in [`READERS`] order), so cutting a release edits nothing here.
 
 use arbitrary::{Arbitrary, Unstructured};
-use diagwire::proto::{Layout, decode, encode};
+use diagwire::proto::{Layout, decode, encode, encode_typed};
 use diagwire::releases::READERS;
 use diagwire::v1::RecordKind;
 use diagwire_compat_tests::rng::SplitMix64;
@@ -46,6 +46,12 @@ where
     let (wv, rv) = (&w.version, &r.version);
     let written = encode(w, kind, &json)
         .unwrap_or_else(|e| panic!("{wv} cannot encode its own `{kind}`: {e}\n{json}"));
+    let typed = encode_typed(w, kind, &value)
+        .unwrap_or_else(|e| panic!("{wv} cannot encode its own `{kind}` value: {e}\n{json}"));
+    assert_eq!(
+        typed, written,
+        "{wv} `{kind}`: the typed encoder wrote other bytes than the JSON's\n{json}"
+    );
     let seen = decode(r, kind, &written)
         .unwrap_or_else(|e| panic!("{wv}→{rv} `{kind}`: the reader cannot decode: {e}\n{json}"));
     let rewritten = encode(r, kind, &seen).unwrap_or_else(|e| {

@@ -15,6 +15,7 @@ pub mod stream;
 
 pub use codec::{
     Error, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, decode_budget, encode,
+    encode_typed,
 };
 pub use layout::Layout;
 

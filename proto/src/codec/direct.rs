@@ -7,10 +7,12 @@
 //! encodes the record instead. Where both take a record their bytes are the same
 //! (`direct_and_general_encoders_agree` in the tests below).
 
-use prost::encoding::{WireType, encode_key, encode_varint};
+use prost::encoding::{WireType, encode_key};
 use serde_json::{Map, Value};
 
-use super::{Enc, MAX_DEPTH, Misfit, UNKNOWN_FIELDS_KEY, is_zero, wire_of};
+use super::{
+    Enc, MAX_DEPTH, Misfit, UNKNOWN_FIELDS_KEY, bytes_field, close_len, is_zero, open_len, wire_of,
+};
 use crate::layout::{Field, Layout, Msg, Names, Presence, Scalar, Style, Ty, Variant};
 
 /// Leave this record to the general encoder.
@@ -124,29 +126,10 @@ impl<'a> Src<'a> {
 
 /// Writes `key`, then what `body` writes, preceded by its length.
 fn delimited<R>(n: u32, out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-    encode_key(n, WireType::LengthDelimited, out);
-    let at = out.len();
-    out.push(0);
+    let at = open_len(n, out);
     let r = body(out);
-    let len = out.len() - at - 1;
-    if len < 0x80 {
-        out[at] = len as u8;
-    } else {
-        let mut v = [0u8; 10];
-        let mut s = &mut v[..];
-        encode_varint(len as u64, &mut s);
-        let k = 10 - s.len();
-        out.resize(out.len() + k - 1, 0);
-        out.copy_within(at + 1..at + 1 + len, at + k);
-        out[at..at + k].copy_from_slice(&v[..k]);
-    }
+    close_len(at, out);
     r
-}
-
-fn bytes_field(n: u32, b: &[u8], out: &mut Vec<u8>) {
-    encode_key(n, WireType::LengthDelimited, out);
-    encode_varint(b.len() as u64, out);
-    out.extend_from_slice(b);
 }
 
 pub(super) struct Direct<'a> {
