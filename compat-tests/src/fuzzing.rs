@@ -747,6 +747,51 @@ fn assert_proto_lossless(
         again, bytes,
         "`{kind}` ({v}): protobuf → JSON → protobuf changed the bytes\n{value}"
     );
+    let typed = diagwire::proto::encode_typed(layout, kind.as_str(), value)
+        .unwrap_or_else(|e| panic!("`{kind}` ({v}): the typed encoder failed: {e}\n{value}"));
+    assert_eq!(
+        typed, bytes,
+        "`{kind}` ({v}): the typed encoder wrote other bytes\n{value}"
+    );
+    assert_typed_read_agrees(layout, kind, &bytes);
+}
+
+/// The typed decoder reads `bytes` as the current type of `kind` exactly when reading the JSON
+/// that `decode` makes of them does, and as the same value.
+fn assert_typed_read_agrees(layout: &diagwire::proto::Layout, kind: RecordKind, bytes: &[u8]) {
+    fn check<T: DeserializeOwned + PartialEq + std::fmt::Debug>(
+        layout: &diagwire::proto::Layout,
+        kind: RecordKind,
+        bytes: &[u8],
+    ) {
+        let v = &layout.version;
+        let typed = diagwire::proto::decode_typed::<T>(layout, kind.as_str(), bytes);
+        let via_json = diagwire::proto::decode(layout, kind.as_str(), bytes)
+            .ok()
+            .and_then(|j| T::deserialize(&j).ok());
+        match (typed, via_json) {
+            (Ok(t), Some(j)) => {
+                assert_eq!(t, j, "`{kind}` ({v}): the typed decoder read another value")
+            }
+            (Err(_), None) => {}
+            (t, j) => panic!("`{kind}` ({v}): typed decode {t:?}, through JSON {j:?}"),
+        }
+    }
+    use diagwire::v1 as t;
+    match kind {
+        RecordKind::Boot => check::<t::Identity>(layout, kind, bytes),
+        RecordKind::Error => check::<t::ErrorBody>(layout, kind, bytes),
+        RecordKind::Event => check::<t::EventRecord>(layout, kind, bytes),
+        RecordKind::EventBatch => check::<t::EventBatch>(layout, kind, bytes),
+        RecordKind::Finalize => check::<t::Finalize>(layout, kind, bytes),
+        RecordKind::Live => check::<t::LiveRecord>(layout, kind, bytes),
+        RecordKind::Manifest => check::<t::Manifest>(layout, kind, bytes),
+        RecordKind::PostAck => check::<t::PostAck>(layout, kind, bytes),
+        RecordKind::Runs => check::<t::RunsListing>(layout, kind, bytes),
+        RecordKind::Snapshot => check::<t::Snapshot>(layout, kind, bytes),
+        RecordKind::Vastai => check::<t::VastaiRecord>(layout, kind, bytes),
+        _ => {}
+    }
 }
 
 /// Protobuf decoding of arbitrary bytes (a kind byte, then the bytes) with every layout that has
@@ -761,6 +806,8 @@ fn assert_proto_lossless(
 ///   fields out of order, repeated or non-minimal varints decode, and re-encode canonically.)
 /// * The same bytes drive an `Arbitrary` record of the kind's generated type, as JSON, which every
 ///   layout converts losslessly: an older layout keeps what it does not know as unknown JSON.
+/// * The typed codec agrees: `decode_typed` into the current type reads a value exactly when the
+///   JSON `decode` makes reads as one, and the same value; `encode_typed` writes `encode`'s bytes.
 pub fn proto_decode(data: &[u8]) {
     use diagwire::proto::{MAX_RECORD_BYTES, decode, decode_budget, stream};
     let Some((kind, rest)) = kind_and_rest(data) else {
@@ -780,6 +827,7 @@ pub fn proto_decode(data: &[u8]) {
                 e.offset
             );
         };
+        assert_typed_read_agrees(layout, kind, rest);
         match decode(layout, kind.as_str(), rest) {
             Ok(value) => {
                 let made = json_values(&value);

@@ -2,6 +2,9 @@
 //! reader) among the contract readers, generated values of the writer's types go through the
 //! reader's protobuf layout and back without losing anything.
 //!
+//! The typed codec (`encode_typed`, `decode_typed`) writes the JSON's bytes and reads the JSON's
+//! value for every generated value of the writer's types.
+//!
 //! A value of the writer's types is serialized to JSON, encoded with the writer's layout, decoded
 //! with the reader's layout, encoded again with the reader's layout and decoded with the writer's
 //! layout; the JSON must come back equal. A reader as old as the writer or older must also write the
@@ -10,7 +13,7 @@
 //! (`diagwire::release_pairs!`, in [`READERS`] order), so cutting a release edits nothing here.
 
 use arbitrary::{Arbitrary, Unstructured};
-use diagwire::proto::{Layout, decode, encode, encode_typed};
+use diagwire::proto::{Layout, decode, decode_typed, encode, encode_typed};
 use diagwire::releases::READERS;
 use diagwire::v1::RecordKind;
 use diagwire_compat_tests::rng::SplitMix64;
@@ -37,7 +40,11 @@ fn through<W>(
     u: &mut Unstructured<'_>,
 ) -> Option<bool>
 where
-    W: for<'a> Arbitrary<'a> + Serialize,
+    W: for<'a> Arbitrary<'a>
+        + Serialize
+        + serde::de::DeserializeOwned
+        + PartialEq
+        + std::fmt::Debug,
 {
     let Ok(value) = W::arbitrary(u) else {
         return None;
@@ -51,6 +58,14 @@ where
     assert_eq!(
         typed, written,
         "{wv} `{kind}`: the typed encoder wrote other bytes than the JSON's\n{json}"
+    );
+    let read: W = decode_typed(w, kind, &written).unwrap_or_else(|e| {
+        panic!("{wv} cannot decode its own `{kind}` into its type: {e}\n{json}")
+    });
+    let expected: W = serde_json::from_value(json.clone()).expect("a generated value reads back");
+    assert_eq!(
+        read, expected,
+        "{wv} `{kind}`: the typed decoder read another value than the JSON's"
     );
     let seen = decode(r, kind, &written)
         .unwrap_or_else(|e| panic!("{wv}→{rv} `{kind}`: the reader cannot decode: {e}\n{json}"));

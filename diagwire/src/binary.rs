@@ -58,18 +58,19 @@ pub(crate) fn pretty_json(value: &impl serde::Serialize) -> Vec<u8> {
     bytes
 }
 
-/// The bytes of a record file of `kind` in `encoding`, from the record's JSON value: JSON as
-/// bundle files are written (pretty, with a final newline), or the protobuf message.
+/// The bytes of a record file of `kind` in `encoding`, from the record's JSON value or its
+/// generated type (anything that serializes to the record's JSON): JSON as bundle files are written
+/// (pretty, with a final newline), or the protobuf message.
 #[cfg(feature = "proto")]
-pub fn encode_value(
+pub fn encode_value<T: serde::Serialize + ?Sized>(
     encoding: Encoding,
     kind: RecordKind,
-    value: &serde_json::Value,
+    value: &T,
 ) -> Result<Vec<u8>, String> {
     match encoding {
-        Encoding::Json => Ok(pretty_json(value)),
+        Encoding::Json => Ok(pretty_json(&value)),
         Encoding::Protobuf => {
-            diagwire_proto::encode(diagwire_proto::current(), kind.as_str(), value)
+            diagwire_proto::encode_typed(diagwire_proto::current(), kind.as_str(), value)
                 .map_err(|e| format!("cannot encode the {kind} record as protobuf: {e}"))
         }
     }

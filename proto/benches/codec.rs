@@ -17,10 +17,10 @@
 //!   (flate2, default level) of the whole input, records one after the other (newline-separated
 //!   JSON against the length-delimited protobuf stream; target ≤ 70 %);
 //! * encode: `serde_json::to_vec` of the typed values against protobuf from the typed value
-//!   (`serde_json::to_value`, then `encode`) and from an already-built `serde_json::Value`
-//!   (target: protobuf ≥ 3 × faster);
+//!   (`encode_typed`) and from an already-built `serde_json::Value` (`encode`; target: protobuf
+//!   ≥ 3 × faster);
 //! * decode: the generated JSON decode (`Record::parse`) against protobuf → `Value` (`decode`) and
-//!   protobuf → typed (`decode`, then `Record::from_value`; target: protobuf ≥ 1.5 × faster).
+//!   protobuf → typed (`decode_typed`; target: protobuf ≥ 1.5 × faster).
 //!
 //! Each case times one pass over all records of an input; dropping what it built is not timed.
 //! After criterion's report (only under `cargo bench`) a summary prints one line per ratio from
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, SamplingMode, Throughput};
 use diagwire::v1::{Record, RecordKind};
 use diagwire_compat_tests::stream;
-use diagwire_proto::{Layout, decode, encode};
+use diagwire_proto::{Layout, decode, decode_typed, encode, encode_typed};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::Value;
@@ -51,10 +51,18 @@ struct Input {
     values: Vec<Value>,
     json: Vec<String>,
     proto: Vec<Vec<u8>>,
+    /// The protobuf decode into the input's generated type.
+    read: fn(&Layout, &[u8]) -> Record,
 }
 
 impl Input {
-    fn new(name: &'static str, kind: RecordKind, texts: Vec<String>, layout: &Layout) -> Input {
+    fn new(
+        name: &'static str,
+        kind: RecordKind,
+        texts: Vec<String>,
+        layout: &Layout,
+        read: fn(&Layout, &[u8]) -> Record,
+    ) -> Input {
         let typed: Vec<Record> = texts
             .iter()
             .map(|t| Record::parse(kind, t).expect("a bench record parses"))
@@ -71,10 +79,21 @@ impl Input {
             .iter()
             .map(|v| encode(layout, kind.as_str(), v).expect("a bench record encodes"))
             .collect();
+        for (r, b) in typed.iter().zip(&proto) {
+            let t = encode_typed(layout, kind.as_str(), r).expect("a bench record encodes");
+            assert_eq!(&t, b, "{name}: the typed encoder writes the JSON's bytes");
+        }
         for (v, b) in values.iter().zip(&proto) {
             let back = decode(layout, kind.as_str(), b).expect("its encoding decodes");
             assert_eq!(&back, v, "{name}: JSON → protobuf → JSON");
             assert_eq!(&encode(layout, kind.as_str(), &back).unwrap(), b);
+        }
+        for (r, b) in typed.iter().zip(&proto) {
+            assert_eq!(
+                &read(layout, b),
+                r,
+                "{name}: the typed decoder reads the record back"
+            );
         }
         Input {
             name,
@@ -83,6 +102,7 @@ impl Input {
             values,
             json,
             proto,
+            read,
         }
     }
 
@@ -108,7 +128,9 @@ fn events(layout: &Layout) -> Input {
         .iter()
         .map(|r| serde_json::to_string(r).expect("serializes"))
         .collect();
-    Input::new("events", RecordKind::Event, texts, layout)
+    Input::new("events", RecordKind::Event, texts, layout, |l, b| {
+        Record::Event(decode_typed(l, "event", b).expect("decodes"))
+    })
 }
 
 fn snapshots(layout: &Layout) -> Input {
@@ -132,7 +154,9 @@ fn snapshots(layout: &Layout) -> Input {
         .iter()
         .map(|p| std::fs::read_to_string(p).expect("a snapshot file"))
         .collect();
-    Input::new("snapshots", RecordKind::Snapshot, texts, layout)
+    Input::new("snapshots", RecordKind::Snapshot, texts, layout, |l, b| {
+        Record::Snapshot(decode_typed(l, "snapshot", b).expect("decodes"))
+    })
 }
 
 fn gzip(chunks: impl Iterator<Item = Vec<u8>>) -> usize {
@@ -180,8 +204,7 @@ fn json_encode(i: &Input, _: &Layout) -> Duration {
 
 fn proto_encode_typed(i: &Input, l: &Layout) -> Duration {
     timed(&i.typed, |r| {
-        let v = serde_json::to_value(r).expect("serializes");
-        encode(l, i.kind.as_str(), &v).expect("encodes")
+        encode_typed(l, i.kind.as_str(), r).expect("encodes")
     })
 }
 
@@ -202,10 +225,7 @@ fn proto_decode_value(i: &Input, l: &Layout) -> Duration {
 }
 
 fn proto_decode_typed(i: &Input, l: &Layout) -> Duration {
-    timed(&i.proto, |b| {
-        let v = decode(l, i.kind.as_str(), b).expect("decodes");
-        Record::from_value(i.kind, v).expect("reads as its type")
-    })
+    timed(&i.proto, |b| (i.read)(l, b))
 }
 
 /// The cases, by name, in the order the summary names them.

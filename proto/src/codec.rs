@@ -7,8 +7,9 @@ use serde_json::{Map, Number, Value};
 
 use crate::layout::{Field, Layout, Msg, Presence, Scalar, Style, Ty};
 
+mod de;
 mod direct;
-mod typed;
+mod ser;
 
 /// The JSON key under which a reader keeps what its layout cannot name: an object from message
 /// name to the hex of that message's fields, exactly as they were on the wire.
@@ -724,7 +725,7 @@ pub fn encode_typed<T: serde::Serialize + ?Sized>(
             format!("contract {} has no record kind `{kind}`", layout.version),
         )
     })?;
-    if let Ok(b) = typed::encode(layout, msg, record) {
+    if let Ok(b) = ser::encode(layout, msg, record) {
         return Ok(b);
     }
     let v = serde_json::to_value(record).map_err(|e| eerr("", e.to_string()))?;
@@ -1392,6 +1393,26 @@ impl<'a> Dec<'a> {
     }
 }
 
+/// Decodes a protobuf record of `kind` with `layout` into its generated Rust type (anything that
+/// deserializes from the record's JSON): the value `T` reads from what [`decode`] returns, read
+/// straight from the bytes when they hold nothing the layout does not name, which is many times
+/// faster than building the JSON value first.
+pub fn decode_typed<T: serde::de::DeserializeOwned>(
+    layout: &Layout,
+    kind: &str,
+    bytes: &[u8],
+) -> Result<T, Error> {
+    if bytes.len() <= MAX_RECORD_BYTES
+        && let Some(msg) = layout.records.get(kind)
+        && let Ok(v) = de::decode(layout, msg, bytes)
+    {
+        return Ok(v);
+    }
+    let v = decode(layout, kind, bytes)?;
+    let msg = layout.records.get(kind).map_or("", String::as_str);
+    T::deserialize(v).map_err(|e| derr(msg, 0, format!("not a `{kind}` record: {e}")))
+}
+
 /// Decodes a protobuf record of `kind` with `layout` into JSON. Fields the layout does not know are
 /// kept under [`UNKNOWN_FIELDS_KEY`], so [`encode`] with the same layout writes them back.
 pub fn decode(layout: &Layout, kind: &str, bytes: &[u8]) -> Result<Value, Error> {
@@ -1440,7 +1461,7 @@ mod tests {
     use diagwire_compat_tests::rng::SplitMix64;
     use serde_json::{Value, json};
 
-    use super::{decode, direct::Direct, encode, encode_general, encode_typed, typed};
+    use super::{de, decode, direct::Direct, encode, encode_general, encode_typed, ser};
     use crate::{LAYOUTS, layout};
 
     /// Every wire fixture and every record of the example bundle, by kind.
@@ -1591,6 +1612,89 @@ mod tests {
         assert!(direct > bailed);
     }
 
+    /// Whether the typed decoder reads `bytes` as `T` straight; when it does, the value is the one
+    /// `T` reads from [`decode`]'s JSON.
+    fn read_straight<T>(l: &crate::Layout, kind: &str, bytes: &[u8]) -> bool
+    where
+        T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        let Ok(fast) = de::decode::<T>(l, l.message_of(kind).unwrap(), bytes) else {
+            return false;
+        };
+        let json = decode(l, kind, bytes).unwrap();
+        let slow = T::deserialize(&json).expect("what the typed decoder read, the JSON reads");
+        assert_eq!(fast, slow, "{} `{kind}`\n{json}", l.version);
+        true
+    }
+
+    fn read_straight_as_current(l: &crate::Layout, kind: &str, bytes: &[u8]) -> bool {
+        use diagwire::v1::*;
+        match kind {
+            "boot" => read_straight::<Identity>(l, kind, bytes),
+            "error" => read_straight::<ErrorBody>(l, kind, bytes),
+            "event" => read_straight::<EventRecord>(l, kind, bytes),
+            "event_batch" => read_straight::<EventBatch>(l, kind, bytes),
+            "finalize" => read_straight::<Finalize>(l, kind, bytes),
+            "live" => read_straight::<LiveRecord>(l, kind, bytes),
+            "manifest" => read_straight::<Manifest>(l, kind, bytes),
+            "post_ack" => read_straight::<PostAck>(l, kind, bytes),
+            "runs" => read_straight::<RunsListing>(l, kind, bytes),
+            "snapshot" => read_straight::<Snapshot>(l, kind, bytes),
+            "vastai" => read_straight::<VastaiRecord>(l, kind, bytes),
+            other => panic!("a record kind the test does not know: {other}"),
+        }
+    }
+
+    #[test]
+    fn typed_and_value_decoders_agree() {
+        let current = crate::current();
+        // What a writer of this contract writes is read straight.
+        let bundle = bundle_records();
+        for (kind, v) in &bundle {
+            let b = encode(current, kind, v).unwrap();
+            assert!(
+                read_straight_as_current(current, kind, &b),
+                "a `{kind}` record of the example bundle left the typed decoder\n{v}"
+            );
+        }
+        // Every other record, bent ones and those of other layouts, is read straight with the
+        // same value or left to the `Value` decoder.
+        let mut rng = SplitMix64(0xdec0de);
+        let mut values = records();
+        for kind in RecordKind::ALL {
+            for _ in 0..50 {
+                let data = rng.bytes(4096);
+                if let Some(v) = arbitrary_record(*kind, &mut Unstructured::new(&data)) {
+                    values.push((kind.as_str().to_owned(), v));
+                }
+            }
+        }
+        let bent: Vec<(String, Value)> = values
+            .iter()
+            .map(|(k, v)| (k.clone(), bend(v, &mut rng)))
+            .collect();
+        values.extend(bent);
+        let (mut straight, mut left) = (0, 0);
+        for (version, _) in LAYOUTS {
+            let l = layout(version).unwrap();
+            for (kind, v) in &values {
+                if l.message_of(kind).is_none() {
+                    continue;
+                }
+                let Ok(b) = encode(l, kind, v) else {
+                    continue;
+                };
+                if read_straight_as_current(l, kind, &b) {
+                    straight += 1;
+                } else {
+                    left += 1;
+                }
+            }
+        }
+        println!("{straight} records read straight, {left} left to the value decoder");
+        assert!(straight > 0 && left > 0);
+    }
+
     #[test]
     fn typed_and_value_encoders_agree() {
         let current = crate::current();
@@ -1605,11 +1709,15 @@ mod tests {
             };
             let json = serde_json::to_value(&record).unwrap();
             let want = encode(current, &kind, &json).unwrap();
-            assert_eq!(encode_typed(current, &kind, &record).unwrap(), want, "`{kind}`\n{json}");
+            assert_eq!(
+                encode_typed(current, &kind, &record).unwrap(),
+                want,
+                "`{kind}`\n{json}"
+            );
             let msg = current.message_of(&kind).unwrap();
             if bundle.contains(&(kind.clone(), v)) {
                 assert!(
-                    typed::encode(current, msg, &record).is_ok(),
+                    ser::encode(current, msg, &record).is_ok(),
                     "a canonical `{kind}` record left the typed encoder\n{json}"
                 );
                 typed_path += 1;
@@ -1632,7 +1740,7 @@ mod tests {
                 let Some(msg) = l.message_of(kind) else {
                     continue;
                 };
-                match typed::encode(l, msg, v) {
+                match ser::encode(l, msg, v) {
                     Ok(b) => {
                         straight += 1;
                         assert_eq!(Ok(b), encode(l, kind, v), "{version} `{kind}`\n{v}");

@@ -48,6 +48,24 @@ impl Hasher for Fnv {
 /// A map of the layout.
 pub(crate) type Names<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
+/// Whether two short strings (keys, enum values) are equal: compared in words, which beats a call
+/// to `memcmp` on strings this short.
+#[inline]
+pub(crate) fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut ca = a.chunks_exact(8);
+    let mut cb = b.chunks_exact(8);
+    for (x, y) in ca.by_ref().zip(cb.by_ref()) {
+        if x != y {
+            return false;
+        }
+    }
+    ca.remainder() == cb.remainder()
+}
+
 /// A message or enum of the layout: its name, and its index in the layout's list of them, so the
 /// codec finds it without looking the name up (`usize::MAX` when the layout has none of the name).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,6 +153,9 @@ pub(crate) enum Msg {
         /// The fields are in number order, below `absent_keys` and `unknown_json` (in that
         /// order): a message the direct encoder can write field by field.
         in_order: bool,
+        /// Bit `i`: `fields[i]` is one a writer always writes (not `omittable` or `skip-default`,
+        /// or a flattened union); for the first 64 fields.
+        always: u64,
     },
     Union {
         style: Style,
@@ -161,6 +182,8 @@ pub struct Layout {
     pub(crate) msgs: Vec<Msg>,
     /// Per enum, in the order of their names: value → number, number → value.
     pub(crate) enum_list: Vec<EnumNumbers>,
+    /// Per enum, as in `enum_list`: its values and numbers, for a scan of a short list.
+    pub(crate) enum_values: Vec<Vec<(String, u64)>>,
     pub(crate) records: Names<String, String>,
     pub(crate) absent_keys: u32,
     pub(crate) unknown_json: u32,
@@ -246,6 +269,18 @@ impl Layout {
                     });
                 }
                 Msg::Struct {
+                    always: fields
+                        .iter()
+                        .take(64)
+                        .enumerate()
+                        .filter(|(_, f)| {
+                            f.flatten
+                                || !matches!(
+                                    f.presence,
+                                    Presence::Omittable | Presence::SkipDefault
+                                )
+                        })
+                        .fold(0, |m, (i, _)| m | (1 << i)),
                     fields,
                     in_order: false,
                 }
@@ -316,7 +351,10 @@ impl Layout {
         let absent_keys = num(&v["absent_keys"])?;
         let unknown_json = num(&v["unknown_json"])?;
         for m in messages.values_mut() {
-            if let Msg::Struct { fields, in_order } = m {
+            if let Msg::Struct {
+                fields, in_order, ..
+            } = m
+            {
                 *in_order = absent_keys < unknown_json
                     && fields.windows(2).all(|w| w[0].number < w[1].number)
                     && fields.last().is_none_or(|f| f.number < absent_keys);
@@ -353,14 +391,24 @@ impl Layout {
                 t.resolve(&message_ids, &enum_ids);
             }
         }
-        let enum_list = enum_names
+        let enum_list: Vec<EnumNumbers> = enum_names
             .iter()
             .map(|n| enums.remove(n).expect("a name of the map"))
+            .collect();
+        let enum_values = enum_list
+            .iter()
+            .map(|(by_name, _): &EnumNumbers| {
+                let mut l: Vec<(String, u64)> =
+                    by_name.iter().map(|(k, n)| (k.clone(), *n)).collect();
+                l.sort_unstable_by_key(|(_, n)| *n);
+                l
+            })
             .collect();
         Ok(Layout {
             version: s(&v, "version")?,
             messages: message_ids,
             msgs,
+            enum_values,
             enum_list,
             records,
             absent_keys,
@@ -376,6 +424,15 @@ impl Layout {
     /// The message `r` refers to.
     pub(crate) fn msg(&self, r: &Ref) -> Option<&Msg> {
         self.msgs.get(r.id)
+    }
+
+    /// The number of the value `v` of the enum `r` refers to.
+    pub(crate) fn enum_number(&self, r: &Ref, v: &str) -> Option<u64> {
+        let values = self.enum_values.get(r.id)?;
+        if values.len() <= 64 {
+            return values.iter().find(|(k, _)| same(k, v)).map(|(_, n)| *n);
+        }
+        self.enum_list.get(r.id)?.0.get(v).copied()
     }
 
     /// The numbers of the enum `r` refers to.

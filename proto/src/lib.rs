@@ -14,8 +14,8 @@ mod layout;
 pub mod stream;
 
 pub use codec::{
-    Error, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, decode_budget, encode,
-    encode_typed,
+    Error, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, decode_budget, decode_typed,
+    encode, encode_typed,
 };
 pub use layout::Layout;
 

@@ -74,7 +74,9 @@ impl FromStr for NodeId {
 
 impl Serialize for NodeId {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter())
+        // serde_json writes bytes as the array of their values, the wire form; the protobuf codec
+        // takes them at once.
+        serializer.serialize_bytes(&self.0)
     }
 }
 
@@ -139,7 +141,15 @@ impl<'de> Visitor<'de> for NodeIdVisitor {
     }
 
     fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<NodeId, D::Error> {
-        d.deserialize_seq(self)
+        // A format with a byte string (the protobuf codec) hands over the 32 bytes at once; a
+        // self-describing one answers with the array.
+        d.deserialize_bytes(self)
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<NodeId, E> {
+        <[u8; 32]>::try_from(v)
+            .map(NodeId)
+            .map_err(|_| E::invalid_length(v.len(), &self))
     }
 
     fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<NodeId, A::Error> {

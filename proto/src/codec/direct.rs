@@ -261,7 +261,9 @@ impl<'a> Direct<'a> {
             return Err(Bail);
         }
         let r = match msg {
-            Msg::Struct { fields, in_order } => match src.object() {
+            Msg::Struct {
+                fields, in_order, ..
+            } => match src.object() {
                 Some(_) if !in_order => Err(Bail),
                 Some(o) => self.structure(fields, o, out).map(Ok),
                 None => Ok(Err(Misfit)),

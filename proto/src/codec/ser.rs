@@ -18,7 +18,7 @@ use prost::encoding::{WireType, encode_key, encode_varint};
 use serde::ser::{self, Impossible, Serialize};
 
 use super::{MAX_DEPTH, bytes_field, close_len, open_len, wire_of, zigzag};
-use crate::layout::{Field, Layout, Msg, Names, Presence, Scalar, Style, Ty, Variant};
+use crate::layout::{Field, Layout, Msg, Names, Presence, Scalar, Style, Ty, Variant, same};
 
 /// Leave this record to the `Value` encoder.
 #[derive(Debug)]
@@ -64,7 +64,8 @@ pub(super) fn encode<T: Serialize + ?Sized>(layout: &Layout, msg: &str, record: 
 enum Frame<'l> {
     Struct {
         fields: &'l [Field],
-        /// Bit `i`: `fields[i]` was written.
+        /// The fields a writer always writes, and those written (bit `i`: `fields[i]`).
+        always: u64,
         written: u64,
         /// One more than the highest index written; where the next key is looked up first.
         high: usize,
@@ -119,12 +120,6 @@ fn find<'l>(
     }
 }
 
-/// Whether a generated value may leave `f` out: anything else left out is the general encoder's
-/// (`absent_keys`).
-fn skippable(f: &Field) -> bool {
-    !f.flatten && matches!(f.presence, Presence::Omittable | Presence::SkipDefault)
-}
-
 /// The most fields of a struct this encoder takes.
 const MAX_FIELDS: usize = 64;
 
@@ -151,8 +146,10 @@ impl<'l> Enc<'l> {
             Msg::Struct {
                 fields,
                 in_order: true,
+                always,
             } if fields.len() <= MAX_FIELDS => Frame::Struct {
                 fields,
+                always: *always,
                 written: 0,
                 high: 0,
                 disordered: false,
@@ -216,7 +213,7 @@ impl<'l> Enc<'l> {
             // A key of an enclosing struct after its flattened union opened: out of field order.
             for f in &self.frames[base..top] {
                 if let Frame::Struct { fields, .. } = f
-                    && fields.iter().any(|f| !f.flatten && f.key == key)
+                    && fields.iter().any(|f| !f.flatten && same(&f.key, key))
                 {
                     return Err(Bail);
                 }
@@ -231,7 +228,7 @@ impl<'l> Enc<'l> {
                     ..
                 } => {
                     let fields: &'l [Field] = fields;
-                    let own = |f: &Field| !f.flatten && f.key == key;
+                    let own = |f: &Field| !f.flatten && same(&f.key, key);
                     let i = fields[*high..]
                         .iter()
                         .position(own)
@@ -295,7 +292,7 @@ impl<'l> Enc<'l> {
                     match (*style, *chosen) {
                         (Style::Internal | Style::Adjacent, None) if key == *tag => {
                             let mut t = Short::default();
-                            value.serialize(Scratch::Str(&mut t))?;
+                            value.serialize(Scratch::<()>::Str(&mut t))?;
                             let var = find(variants, by_tag, t.as_str()?).ok_or(Bail)?;
                             *chosen = Some(var);
                             if *style == Style::Adjacent {
@@ -354,7 +351,7 @@ impl<'l> Enc<'l> {
         while self.frames.len() > base {
             let len_at = match self.frames.pop().ok_or(Bail)? {
                 Frame::Struct {
-                    fields,
+                    always,
                     written,
                     disordered,
                     segments,
@@ -362,11 +359,8 @@ impl<'l> Enc<'l> {
                     unknown,
                     ..
                 } => {
-                    let mut left_out = fields
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| written & (1 << i) == 0);
-                    if !left_out.all(|(_, f)| skippable(f)) {
+                    // A field left out that a writer always writes: `absent_keys`.
+                    if written & always != always {
                         return Err(Bail);
                     }
                     if disordered {
@@ -529,10 +523,17 @@ impl<'a, 'l> ser::Serializer for Slot<'a, 'l> {
 
     refuse!(
         serialize_char(char),
-        serialize_bytes(&[u8]),
         serialize_unit_struct(&'static str),
         serialize_unit_variant(&'static str, u32, &'static str),
     );
+
+    /// A node id's bytes (its JSON: the array of their values).
+    fn serialize_bytes(self, v: &[u8]) -> R {
+        match self.want {
+            Want::Ty(Ty::Scalar(Scalar::NodeId)) if v.len() == 32 => self.bytes(v),
+            _ => Err(Bail),
+        }
+    }
 
     fn serialize_bool(mut self, v: bool) -> R {
         if !matches!(self.want, Want::Ty(Ty::Scalar(Scalar::Bool))) {
@@ -607,8 +608,7 @@ impl<'a, 'l> ser::Serializer for Slot<'a, 'l> {
                 self.bytes(v.as_bytes())
             }
             Ty::Enum(r) => {
-                let (by_name, _) = self.e.layout.enum_numbers(r).ok_or(Bail)?;
-                let n = *by_name.get(v).ok_or(Bail)?;
+                let n = self.e.layout.enum_number(r, v).ok_or(Bail)?;
                 self.key(WireType::Varint);
                 encode_varint(n, &mut self.e.out);
                 Ok(())
@@ -770,7 +770,7 @@ impl<'l> Seq<'_, 'l> {
         match &mut self.kind {
             SeqKind::NodeId(b, i) => {
                 let slot = b.get_mut(*i).ok_or(Bail)?;
-                value.serialize(Scratch::Byte(slot))?;
+                value.serialize(Scratch::<()>::Byte(slot))?;
                 *i += 1;
                 Ok(())
             }
@@ -790,8 +790,7 @@ impl<'l> Seq<'_, 'l> {
             SeqKind::Tuple(ts, i) => {
                 let t = ts.get(*i).ok_or(Bail)?;
                 *i += 1;
-                self.e
-                    .field(*i as u32, t, Some(Presence::Required), value)
+                self.e.field(*i as u32, t, Some(Presence::Required), value)
             }
         }
     }
@@ -906,7 +905,7 @@ impl ser::SerializeMap for Map<'_, '_> {
     type Error = Bail;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> R {
-        key.serialize(Scratch::Str(&mut self.key))
+        key.serialize(Scratch::<()>::Str(&mut self.key))
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
@@ -918,9 +917,7 @@ impl ser::SerializeMap for Map<'_, '_> {
         key: &K,
         value: &V,
     ) -> R {
-        let mut k = Short::default();
-        key.serialize(Scratch::Str(&mut k))?;
-        self.e.entry(self.base, k.as_str()?, value)
+        key.serialize(Scratch::Entry(&mut *self.e, self.base, value))
     }
 
     fn end(self) -> R {
@@ -959,13 +956,15 @@ fn hex32(s: &str) -> Option<[u8; 32]> {
     Some(b)
 }
 
-/// A serializer of one small value into scratch space: a key or tag string, or a node id's byte.
-enum Scratch<'b> {
+/// A serializer of one small value: a key or tag string into scratch space, a node id's byte, or
+/// the key of an entry, which then writes the entry's value.
+enum Scratch<'b, 'l, V: ?Sized> {
     Str(&'b mut Short),
     Byte(&'b mut u8),
+    Entry(&'b mut Enc<'l>, usize, &'b V),
 }
 
-impl Scratch<'_> {
+impl<V: Serialize + ?Sized> Scratch<'_, '_, V> {
     fn byte(self, v: u64) -> R {
         match (self, u8::try_from(v)) {
             (Scratch::Byte(b), Ok(v)) => {
@@ -977,7 +976,7 @@ impl Scratch<'_> {
     }
 }
 
-impl ser::Serializer for Scratch<'_> {
+impl<V: Serialize + ?Sized> ser::Serializer for Scratch<'_, '_, V> {
     type Ok = ();
     type Error = Bail;
     type SerializeSeq = Impossible<(), Bail>;
@@ -1004,6 +1003,7 @@ impl ser::Serializer for Scratch<'_> {
         match self {
             Scratch::Str(s) => s.set(v),
             Scratch::Byte(_) => Err(Bail),
+            Scratch::Entry(e, base, value) => e.entry(base, v, value),
         }
     }
 
