@@ -719,13 +719,9 @@ pub fn encode_typed<T: serde::Serialize + ?Sized>(
     kind: &str,
     record: &T,
 ) -> Result<Vec<u8>, Error> {
-    let msg = layout.records.get(kind).ok_or_else(|| {
-        eerr(
-            "",
-            format!("contract {} has no record kind `{kind}`", layout.version),
-        )
-    })?;
-    if let Ok(b) = ser::encode(layout, msg, record) {
+    if let Some(msg) = layout.record_message(kind)
+        && let Ok(b) = ser::encode(layout, msg, record)
+    {
         return Ok(b);
     }
     let v = serde_json::to_value(record).map_err(|e| eerr("", e.to_string()))?;
@@ -1403,7 +1399,7 @@ pub fn decode_typed<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
 ) -> Result<T, Error> {
     if bytes.len() <= MAX_RECORD_BYTES
-        && let Some(msg) = layout.records.get(kind)
+        && let Some(msg) = layout.record_message(kind)
         && let Ok(v) = de::decode(layout, msg, bytes)
     {
         return Ok(v);
@@ -1618,7 +1614,7 @@ mod tests {
     where
         T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
     {
-        let Ok(fast) = de::decode::<T>(l, l.message_of(kind).unwrap(), bytes) else {
+        let Ok(fast) = de::decode::<T>(l, l.record_message(kind).unwrap(), bytes) else {
             return false;
         };
         let json = decode(l, kind, bytes).unwrap();
@@ -1714,10 +1710,9 @@ mod tests {
                 want,
                 "`{kind}`\n{json}"
             );
-            let msg = current.message_of(&kind).unwrap();
             if bundle.contains(&(kind.clone(), v)) {
                 assert!(
-                    ser::encode(current, msg, &record).is_ok(),
+                    ser::encode(current, current.record_message(&kind).unwrap(), &record).is_ok(),
                     "a canonical `{kind}` record left the typed encoder\n{json}"
                 );
                 typed_path += 1;
@@ -1737,7 +1732,7 @@ mod tests {
         for (version, _) in LAYOUTS {
             let l = layout(version).unwrap();
             for (kind, v) in &values {
-                let Some(msg) = l.message_of(kind) else {
+                let Some(msg) = l.record_message(kind) else {
                     continue;
                 };
                 match ser::encode(l, msg, v) {

@@ -185,6 +185,8 @@ pub struct Layout {
     /// Per enum, as in `enum_list`: its values and numbers, for a scan of a short list.
     pub(crate) enum_values: Vec<Vec<(String, u64)>>,
     pub(crate) records: Names<String, String>,
+    /// Record kind → its message, for a scan of the few kinds.
+    pub(crate) record_msgs: Vec<(String, usize)>,
     pub(crate) absent_keys: u32,
     pub(crate) unknown_json: u32,
 }
@@ -404,8 +406,16 @@ impl Layout {
                 l
             })
             .collect();
+        let record_msgs = {
+            let records: &Names<String, String> = &records;
+            records
+                .iter()
+                .filter_map(|(k, m)| Some((k.clone(), *message_ids.get(m)?)))
+                .collect()
+        };
         Ok(Layout {
             version: s(&v, "version")?,
+            record_msgs,
             messages: message_ids,
             msgs,
             enum_values,
@@ -438,6 +448,12 @@ impl Layout {
     /// The numbers of the enum `r` refers to.
     pub(crate) fn enum_numbers(&self, r: &Ref) -> Option<&EnumNumbers> {
         self.enum_list.get(r.id)
+    }
+
+    /// The message a record of `kind` is.
+    pub(crate) fn record_message(&self, kind: &str) -> Option<&Msg> {
+        let (_, id) = self.record_msgs.iter().find(|(k, _)| same(k, kind))?;
+        self.msgs.get(*id)
     }
 
     /// The name of the message a record of `kind` is, which the path of every decoding error of

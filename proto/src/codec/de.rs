@@ -44,10 +44,9 @@ type R<T = ()> = Result<T, Bail>;
 /// Decodes `bytes` as the message `msg` of `layout` into a `T`.
 pub(super) fn decode<'a, T: de::Deserialize<'a>>(
     layout: &'a Layout,
-    msg: &str,
+    msg: &'a Msg,
     bytes: &'a [u8],
 ) -> R<T> {
-    let msg = layout.message(msg).ok_or(Bail)?;
     let mut d = Dec {
         layout,
         occ: Vec::with_capacity(64),
@@ -160,6 +159,16 @@ impl<'a> Dec<'a> {
         let mut unknown = None;
         while pos < buf.len() {
             let (n, payload) = next_field(buf, &mut pos)?;
+            // Fields come in number order: the next one is at or after the last.
+            if let Some(j) = fields[last..].iter().position(|f| f.number == n) {
+                let idx = last + j;
+                if wire(payload) != field_wire(&fields[idx].ty) {
+                    return Err(Bail);
+                }
+                last = idx;
+                self.occ.push(Occ { idx, payload });
+                continue;
+            }
             if n == self.layout.unknown_json
                 && let (Payload::Bytes(j), None) = (payload, unknown)
                 && pos == buf.len()
@@ -170,14 +179,8 @@ impl<'a> Dec<'a> {
                 unknown = Some(self.unknowns.len() - 1);
                 continue;
             }
-            let idx = fields
-                .binary_search_by_key(&n, |f| f.number)
-                .map_err(|_| Bail)?;
-            if idx < last || wire(payload) != field_wire(&fields[idx].ty) {
-                return Err(Bail);
-            }
-            last = idx;
-            self.occ.push(Occ { idx, payload });
+            // A number out of order, or one the layout does not name.
+            return Err(Bail);
         }
         Ok((lo, self.occ.len(), unknown))
     }

@@ -41,8 +41,7 @@ impl ser::Error for Bail {
 type R<T = ()> = Result<T, Bail>;
 
 /// Encodes `record` as the message `msg` of `layout`.
-pub(super) fn encode<T: Serialize + ?Sized>(layout: &Layout, msg: &str, record: &T) -> R<Vec<u8>> {
-    let msg = layout.message(msg).ok_or(Bail)?;
+pub(super) fn encode<T: Serialize + ?Sized>(layout: &Layout, msg: &Msg, record: &T) -> R<Vec<u8>> {
     let mut e = Enc {
         layout,
         out: Vec::with_capacity(256),
@@ -224,7 +223,6 @@ impl<'l> Enc<'l> {
                     written,
                     high,
                     disordered,
-                    unknown,
                     ..
                 } => {
                     let fields: &'l [Field] = fields;
@@ -261,20 +259,16 @@ impl<'l> Enc<'l> {
                         return self.field(f.number, &f.ty, Some(f.presence), value);
                     }
                     // A scalar that does not fit keeps its JSON in `unknown_json`.
-                    let mut unknown = unknown.take();
                     let start = self.out.len();
-                    if self
-                        .field(f.number, &f.ty, Some(f.presence), value)
-                        .is_err()
-                    {
-                        self.out.truncate(start);
-                        let v = serde_json::to_value(value).map_err(|_| Bail)?;
+                    if self.field(f.number, &f.ty, Some(f.presence), value).is_ok() {
+                        return Ok(());
+                    }
+                    self.out.truncate(start);
+                    let v = serde_json::to_value(value).map_err(|_| Bail)?;
+                    if let Some(Frame::Struct { unknown, .. }) = self.frames.last_mut() {
                         unknown
                             .get_or_insert_with(Default::default)
                             .insert(key.to_owned(), v);
-                    }
-                    if let Some(Frame::Struct { unknown: slot, .. }) = self.frames.last_mut() {
-                        *slot = unknown;
                     }
                     return Ok(());
                 }
