@@ -646,10 +646,25 @@ impl Cx<'_> {
             .map_or((None, None), |pv| (pv.source.clone(), pv.gap.clone()));
         let lost = (os.is_some() && os != ns) || (og.is_some() && og != ng);
         let gained = (ns.is_some() && ns != os) || (ng.is_some() && ng != og);
+        let moved = discriminator_change(("source field", &os, &ns), ("gap", &og, &ng));
         if lost {
-            self.push(catalog::PROVENANCE_NARROWED, def, Some(f), format!("`{def}.{f}` lost its absence discriminator: source {os:?} → {ns:?}, gap {og:?} → {ng:?}"), vec![&at("x-provenance")], subject());
+            self.push(
+                catalog::PROVENANCE_NARROWED,
+                def,
+                Some(f),
+                format!("`{def}.{f}` lost its absence discriminator: {moved}"),
+                vec![&at("x-provenance")],
+                subject(),
+            );
         } else if gained {
-            self.push(catalog::PROVENANCE_WIDENED, def, Some(f), format!("`{def}.{f}` gained an absence discriminator: source {os:?} → {ns:?}, gap {og:?} → {ng:?}"), vec![&at("x-provenance")], subject());
+            self.push(
+                catalog::PROVENANCE_WIDENED,
+                def,
+                Some(f),
+                format!("`{def}.{f}` gained an absence discriminator: {moved}"),
+                vec![&at("x-provenance")],
+                subject(),
+            );
         }
         match (&o.derived, &n.derived) {
             (None, Some(how)) => {
@@ -773,10 +788,7 @@ impl Cx<'_> {
                 catalog::UNION_STYLE_CHANGED,
                 name,
                 None,
-                format!(
-                    "`{name}` is now {:?} with content {:?}, was {:?} with {:?}",
-                    b.style, b.content, a.style, a.content
-                ),
+                format!("`{name}` is now {}, was {}", union_style(b), union_style(a)),
                 all.clone(),
                 Subject::Def(name.into()),
             );
@@ -1163,4 +1175,33 @@ fn unclassified(old: &Tree, new: &Tree, found: &[Finding]) -> Vec<Finding> {
 /// A bound as a reviewer reads it: its value, or "absent".
 fn stated<T: std::fmt::Display>(bound: Option<T>) -> String {
     bound.map_or_else(|| "absent".to_string(), |b| b.to_string())
+}
+
+/// What changed of a field's absence discriminator, as a reader would say it: "source field none →
+/// `stats_source`", each part that changed.
+fn discriminator_change(
+    source: (&str, &Option<String>, &Option<String>),
+    gap: (&str, &Option<String>, &Option<String>),
+) -> String {
+    let shown = |v: &Option<String>| v.as_ref().map_or("none".to_owned(), |s| format!("`{s}`"));
+    [source, gap]
+        .iter()
+        .filter(|(_, o, n)| o != n)
+        .map(|(what, o, n)| format!("{what} {} → {}", shown(o), shown(n)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A union's style as the report says it: "an adjacent union (content key `fields`)".
+fn union_style(u: &UnionDef) -> String {
+    let style = format!("{:?}", u.style).to_lowercase();
+    let article = if style.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    match &u.content {
+        Some(c) => format!("{article} {style} union (content key `{c}`)"),
+        None => format!("{article} {style} union"),
+    }
 }
