@@ -4,8 +4,9 @@
 //! Written here for the reason the typed encoder is: the layout holds the numbers and the presence
 //! rules. It presents each message as the JSON object [`super::decode`] would build — the zero of
 //! a required field left out, `null` for a nullable one, a flattened union's keys beside the
-//! struct's own — and takes the bytes a writer of the layout writes: known field numbers in order,
-//! known variants and enum values, no `absent_keys` or `unknown_json`. Anything else is a [`Bail`],
+//! struct's own, the keys of its `unknown_json` after its fields — and takes the bytes a writer of
+//! the layout writes: known field numbers in order, known variants and enum values, no
+//! `absent_keys`. Anything else is a [`Bail`],
 //! and [`super::decode_typed`] reads the record through [`super::decode`] instead, so both give the
 //! same value (`typed_and_value_decoders_agree` in the tests of `super`, and the protobuf
 //! compatibility matrix).
