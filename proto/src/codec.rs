@@ -121,6 +121,61 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// A record one of the fast paths (the direct encoder, the typed encoder and decoder) leaves to the
+/// general codec, which takes every record and names the path of an error.
+#[derive(Debug)]
+struct Bail;
+
+impl fmt::Display for Bail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("left to the general codec")
+    }
+}
+
+impl std::error::Error for Bail {}
+
+impl serde::ser::Error for Bail {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        Bail
+    }
+}
+
+impl serde::de::Error for Bail {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        Bail
+    }
+}
+
+/// The variant of a union with tag `t`.
+fn find_variant<'l>(
+    variants: &'l [crate::layout::Variant],
+    by_tag: Option<&'l crate::layout::Names<String, usize>>,
+    t: &str,
+) -> Option<&'l crate::layout::Variant> {
+    match by_tag {
+        Some(m) => m.get(t).map(|i| &variants[*i]),
+        None => variants.iter().find(|x| x.tag == t),
+    }
+}
+
+/// The 32 bytes of a 64-character lowercase hex id.
+fn hex32(s: &str) -> Option<[u8; 32]> {
+    let s = s.as_bytes();
+    if s.len() != 64 {
+        return None;
+    }
+    let d = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut b = [0u8; 32];
+    for (slot, p) in b.iter_mut().zip(s.chunks(2)) {
+        *slot = (d(p[0])? << 4) | d(p[1])?;
+    }
+    Some(b)
+}
+
 fn unhex(s: &str) -> Option<Vec<u8>> {
     if s.len() % 2 != 0 {
         return None;
@@ -1500,6 +1555,20 @@ mod tests {
         out
     }
 
+    /// Up to `per_kind` `Arbitrary` records of every kind, as JSON.
+    fn generated_records(per_kind: usize, rng: &mut SplitMix64) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        for kind in RecordKind::ALL {
+            for _ in 0..per_kind {
+                let data = rng.bytes(4096);
+                if let Some(v) = arbitrary_record(*kind, &mut Unstructured::new(&data)) {
+                    out.push((kind.as_str().to_owned(), v));
+                }
+            }
+        }
+        out
+    }
+
     /// `v` with some leaves swapped for values of other types and ranges, and some keys added.
     fn bend(v: &Value, rng: &mut SplitMix64) -> Value {
         let odd = [
@@ -1545,14 +1614,7 @@ mod tests {
         // Decoded by every layout, these also give records with raw fields.
         let real = values.len();
         let mut rng = SplitMix64(0xd1ec7);
-        for kind in RecordKind::ALL {
-            for _ in 0..100 {
-                let data = rng.bytes(4096);
-                if let Some(v) = arbitrary_record(*kind, &mut Unstructured::new(&data)) {
-                    values.push((kind.as_str().to_owned(), v));
-                }
-            }
-        }
+        values.extend(generated_records(100, &mut rng));
         let bent: Vec<(String, Value)> = values
             .iter()
             .flat_map(|(k, v)| {
@@ -1657,14 +1719,7 @@ mod tests {
         // same value or left to the `Value` decoder.
         let mut rng = SplitMix64(0xdec0de);
         let mut values = records();
-        for kind in RecordKind::ALL {
-            for _ in 0..50 {
-                let data = rng.bytes(4096);
-                if let Some(v) = arbitrary_record(*kind, &mut Unstructured::new(&data)) {
-                    values.push((kind.as_str().to_owned(), v));
-                }
-            }
-        }
+        values.extend(generated_records(50, &mut rng));
         let bent: Vec<(String, Value)> = values
             .iter()
             .map(|(k, v)| (k.clone(), bend(v, &mut rng)))

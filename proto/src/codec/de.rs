@@ -11,34 +11,14 @@
 //! same value (`typed_and_value_decoders_agree` in the tests of `super`, and the protobuf
 //! compatibility matrix).
 
-use std::fmt;
-
-use prost::encoding::WireType;
+use prost::encoding::{WireType, decode_varint};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{MAX_DEPTH, decode_budget, hex, unzigzag, wire_of};
+use super::{Bail, MAX_DEPTH, decode_budget, hex, unzigzag, wire_of};
 
 /// serde_json's name for its raw-value protocol.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 use crate::layout::{Field, Layout, Msg, Presence, Scalar, Style, Ty, Variant};
-
-/// Leave this record to the `Value` decoder.
-#[derive(Debug)]
-pub(super) struct Bail;
-
-impl fmt::Display for Bail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("left to the general decoder")
-    }
-}
-
-impl std::error::Error for Bail {}
-
-impl de::Error for Bail {
-    fn custom<T: fmt::Display>(_: T) -> Self {
-        Bail
-    }
-}
 
 type R<T = ()> = Result<T, Bail>;
 
@@ -91,16 +71,11 @@ struct Dec<'a> {
 }
 
 fn varint(buf: &[u8], pos: &mut usize) -> R<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.get(*pos).ok_or(Bail)?;
-        *pos += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return Ok(v);
-        }
-    }
-    Err(Bail)
+    let mut s = buf.get(*pos..).ok_or(Bail)?;
+    let before = s.len();
+    let v = decode_varint(&mut s).map_err(|_| Bail)?;
+    *pos += before - s.len();
+    Ok(v)
 }
 
 /// The next field of `buf` at `pos`: its number and value.

@@ -11,12 +11,10 @@ use prost::encoding::{WireType, encode_key};
 use serde_json::{Map, Value};
 
 use super::{
-    Enc, MAX_DEPTH, Misfit, UNKNOWN_FIELDS_KEY, bytes_field, close_len, is_zero, open_len, wire_of,
+    Bail, Enc, MAX_DEPTH, Misfit, UNKNOWN_FIELDS_KEY, bytes_field, close_len, find_variant, hex32,
+    is_zero, open_len, wire_of,
 };
 use crate::layout::{Field, Layout, Msg, Names, Presence, Scalar, Style, Ty, Variant};
-
-/// Leave this record to the general encoder.
-pub(super) struct Bail;
 
 fn owned(fields: &[Field], k: &str) -> bool {
     fields.iter().any(|f| !f.flatten && f.key == k)
@@ -220,25 +218,13 @@ impl<'a> Direct<'a> {
                 bytes_field(n, &b, out);
                 Ok(Ok(()))
             }
-            Ty::Scalar(Scalar::HexId) => {
-                let Some(s) = v.as_str().filter(|s| s.len() == 64) else {
-                    return Ok(Err(Misfit));
-                };
-                let d = |c: u8| match c {
-                    b'0'..=b'9' => Some(c - b'0'),
-                    b'a'..=b'f' => Some(c - b'a' + 10),
-                    _ => None,
-                };
-                let mut b = [0u8; 32];
-                for (slot, p) in b.iter_mut().zip(s.as_bytes().chunks(2)) {
-                    match (d(p[0]), d(p[1])) {
-                        (Some(h), Some(l)) => *slot = (h << 4) | l,
-                        _ => return Ok(Err(Misfit)),
-                    }
+            Ty::Scalar(Scalar::HexId) => match v.as_str().and_then(hex32) {
+                Some(b) => {
+                    bytes_field(n, &b, out);
+                    Ok(Ok(()))
                 }
-                bytes_field(n, &b, out);
-                Ok(Ok(()))
-            }
+                None => Ok(Err(Misfit)),
+            },
             Ty::Scalar(Scalar::Json) => {
                 delimited(n, out, |out| serde_json::to_writer(out, v)).map_err(|_| Bail)?;
                 Ok(Ok(()))
@@ -436,10 +422,7 @@ impl<'a> Direct<'a> {
         } else if style != Style::External {
             return Ok(Err(Misfit));
         }
-        let find = |t: &str| match by_tag {
-            Some(m) => m.get(t).map(|i| &variants[*i]),
-            None => variants.iter().find(|x| x.tag == t),
-        };
+        let find = |t: &str| find_variant(variants, by_tag, t);
         let known = match (style, obj) {
             (Style::Internal, Some(o)) => match o.entry(tag) {
                 Some((key, t)) => match t.as_str().and_then(find) {

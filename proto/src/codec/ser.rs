@@ -13,31 +13,13 @@
 //! record's JSON (`typed_and_value_encoders_agree` in the tests of `super`, and the protobuf
 //! compatibility matrix over generated values of every record type).
 
-use std::fmt;
-
 use prost::encoding::{WireType, encode_key, encode_varint};
 use serde::ser::{self, Impossible, Serialize};
 
-use super::{MAX_DEPTH, bytes_field, close_len, open_len, wire_of, zigzag};
+use super::{
+    Bail, MAX_DEPTH, bytes_field, close_len, find_variant, hex32, open_len, wire_of, zigzag,
+};
 use crate::layout::{Field, Layout, Msg, Names, Presence, Scalar, Style, Ty, Variant, same};
-
-/// Leave this record to the `Value` encoder.
-#[derive(Debug)]
-pub(super) struct Bail;
-
-impl fmt::Display for Bail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("left to the general encoder")
-    }
-}
-
-impl std::error::Error for Bail {}
-
-impl ser::Error for Bail {
-    fn custom<T: fmt::Display>(_: T) -> Self {
-        Bail
-    }
-}
 
 type R<T = ()> = Result<T, Bail>;
 
@@ -109,14 +91,14 @@ enum Want<'l> {
     Msg(&'l Msg),
 }
 
-fn find<'l>(
-    variants: &'l [Variant],
-    by_tag: Option<&'l Names<String, usize>>,
-    t: &str,
-) -> Option<&'l Variant> {
-    match by_tag {
-        Some(m) => m.get(t).map(|i| &variants[*i]),
-        None => variants.iter().find(|x| x.tag == t),
+/// Whether a value of a field with `presence` is left out (`true`) or written: a zero of a required
+/// or defaulted field is left out; a `skip-default` field written at its default is the general
+/// encoder's.
+fn left_out(presence: Option<Presence>, is_zero: bool) -> R<bool> {
+    match (is_zero, presence) {
+        (true, Some(Presence::Required | Presence::Default)) => Ok(true),
+        (true, Some(Presence::SkipDefault)) => Err(Bail),
+        _ => Ok(false),
     }
 }
 
@@ -288,7 +270,7 @@ impl<'l> Enc<'l> {
                         (Style::Internal | Style::Adjacent, None) if key == *tag => {
                             let mut t = Short::default();
                             value.serialize(Scratch::<()>::Str(&mut t))?;
-                            let var = find(variants, by_tag, t.as_str()?).ok_or(Bail)?;
+                            let var = find_variant(variants, by_tag, t.as_str()?).ok_or(Bail)?;
                             *chosen = Some(var);
                             if *style == Style::Adjacent {
                                 return Ok(());
@@ -308,7 +290,7 @@ impl<'l> Enc<'l> {
                             return self.field(var.number, t, None, value);
                         }
                         (Style::External, None) => {
-                            let var = find(variants, by_tag, key).ok_or(Bail)?;
+                            let var = find_variant(variants, by_tag, key).ok_or(Bail)?;
                             let t = var.ty.as_ref().ok_or(Bail)?;
                             *chosen = Some(var);
                             *done = true;
@@ -399,16 +381,6 @@ struct Slot<'a, 'l> {
 }
 
 impl<'l> Slot<'_, 'l> {
-    /// Whether a zero value is left out (`true`) or written; a `skip-default` field written at
-    /// its default is the general encoder's.
-    fn zero(&self, is_zero: bool) -> R<bool> {
-        match (is_zero, self.presence) {
-            (true, Some(Presence::Required | Presence::Default)) => Ok(true),
-            (true, Some(Presence::SkipDefault)) => Err(Bail),
-            _ => Ok(false),
-        }
-    }
-
     fn key(&mut self, wire: WireType) {
         if let Some(n) = self.n {
             encode_key(n, wire, &mut self.e.out);
@@ -446,7 +418,7 @@ impl<'l> Slot<'_, 'l> {
         if v > max {
             return Err(Bail);
         }
-        if self.zero(v == 0)? {
+        if left_out(self.presence, v == 0)? {
             return Ok(());
         }
         let v = match s {
@@ -486,7 +458,7 @@ impl<'l> Slot<'_, 'l> {
         else {
             return Err(Bail);
         };
-        let var = find(variants, by_tag.as_ref(), v)
+        let var = find_variant(variants, by_tag.as_ref(), v)
             .filter(|x| x.ty.is_none())
             .ok_or(Bail)?;
         let len_at = self.e.open(self.n)?;
@@ -534,7 +506,7 @@ impl<'a, 'l> ser::Serializer for Slot<'a, 'l> {
         if !matches!(self.want, Want::Ty(Ty::Scalar(Scalar::Bool))) {
             return Err(Bail);
         }
-        if self.zero(!v)? {
+        if left_out(self.presence, !v)? {
             return Ok(());
         }
         self.key(WireType::Varint);
@@ -583,7 +555,7 @@ impl<'a, 'l> ser::Serializer for Slot<'a, 'l> {
         if !matches!(self.want, Want::Ty(Ty::Scalar(Scalar::F64))) || !v.is_finite() {
             return Err(Bail);
         }
-        if self.zero(v == 0.0 && v.is_sign_positive())? {
+        if left_out(self.presence, v == 0.0 && v.is_sign_positive())? {
             return Ok(());
         }
         self.key(WireType::SixtyFourBit);
@@ -597,7 +569,7 @@ impl<'a, 'l> ser::Serializer for Slot<'a, 'l> {
         };
         match t {
             Ty::Scalar(Scalar::Str) => {
-                if self.zero(v.is_empty())? {
+                if left_out(self.presence, v.is_empty())? {
                     return Ok(());
                 }
                 self.bytes(v.as_bytes())
@@ -809,12 +781,8 @@ impl<'l> Seq<'_, 'l> {
                 false
             }
         };
-        if empty {
-            match self.presence {
-                Some(Presence::Required | Presence::Default) => self.e.out.truncate(self.start),
-                Some(Presence::SkipDefault) => return Err(Bail),
-                _ => {}
-            }
+        if left_out(self.presence, empty)? {
+            self.e.out.truncate(self.start);
         }
         if let Some(len_at) = self.wrapper {
             self.e.close(len_at);
@@ -931,24 +899,6 @@ impl ser::SerializeStruct for Map<'_, '_> {
     fn end(self) -> R {
         self.e.end(self.base)
     }
-}
-
-/// Lowercase hex of 32 bytes.
-fn hex32(s: &str) -> Option<[u8; 32]> {
-    let s = s.as_bytes();
-    if s.len() != 64 {
-        return None;
-    }
-    let d = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut b = [0u8; 32];
-    for (slot, p) in b.iter_mut().zip(s.chunks(2)) {
-        *slot = (d(p[0])? << 4) | d(p[1])?;
-    }
-    Some(b)
 }
 
 /// A serializer of one small value: a key or tag string into scratch space, a node id's byte, or
