@@ -14,6 +14,7 @@
 
 pub mod docs;
 pub mod emit;
+pub mod native;
 pub mod proto;
 pub mod release;
 
@@ -123,6 +124,8 @@ struct ContractOut<'a> {
     /// The folder of the schema copies inside the crate, e.g. `generated/schemas`.
     schemas: &'a str,
     doc: &'a str,
+    /// The protobuf numbers of this version, for its generated codec.
+    numbers: &'a proto::Numbers,
 }
 
 /// Renders every generated file in memory, sorted by path.
@@ -134,6 +137,15 @@ pub fn generate(root: &Path) -> Result<Vec<Output>> {
     let current_doc = format!(
         "Major version 1 of the contract, as in `schemas/` (version {version}): one module per schema file, every type re-exported here."
     );
+    let current_model = diagwire_schema::load_current(&current_files)?;
+    let mut release_files = Vec::new();
+    let mut constructor_calls = Vec::new();
+    for v in &releases {
+        let files = read_schemas(root, &format!("schemas/releases/{v}"))?;
+        constructor_calls.push((v.clone(), diagwire_schema::load(&files)?));
+        release_files.push(files);
+    }
+    let numbers = proto::numbers(root, &constructor_calls, &current_model)?;
     let mut out = render_contract(
         root,
         &ContractOut {
@@ -143,23 +155,19 @@ pub fn generate(root: &Path) -> Result<Vec<Output>> {
             module: "generated/src/v1",
             schemas: "generated/schemas",
             doc: &current_doc,
+            numbers: &numbers.0,
         },
     )?;
     let mut release_items = Vec::new();
     let mut readers = Vec::new();
     let mut modules: Vec<(Version, String)> = Vec::new();
-    let mut constructor_calls = Vec::new();
-    let current_model = diagwire_schema::load_current(&current_files)?;
     // The newest release is the current contract when the schemas have not changed since.
     let current_released = releases.last().is_some_and(|v| *v == version)
         && same_texts(root, &format!("schemas/releases/{version}"), "schemas")?;
-    for (i, v) in releases.iter().enumerate() {
+    for (i, (v, files)) in releases.iter().zip(&release_files).enumerate() {
         let m = release_module(v);
         let ident = format_ident!("{}", m);
         let dir = format!("schemas/releases/{v}");
-        let files = read_schemas(root, &dir)?;
-        let model = diagwire_schema::load(&files)?;
-        constructor_calls.push((v.clone(), model.clone()));
         if current_released && i + 1 == releases.len() {
             let d = format!(
                 " Release {v}: the current schemas are this release, so its reader is [`crate::v1`]."
@@ -173,11 +181,12 @@ pub fn generate(root: &Path) -> Result<Vec<Output>> {
                 root,
                 &ContractOut {
                     version: v,
-                    files: &files,
+                    files,
                     source: &dir,
                     module: &format!("generated/src/releases/{m}"),
                     schemas: &format!("generated/schemas/releases/{v}"),
                     doc: &doc,
+                    numbers: &numbers.1[i].1,
                 },
             )?);
             let d = format!(" Release {v} (feature `releases`).");
@@ -220,7 +229,12 @@ pub fn generate(root: &Path) -> Result<Vec<Output>> {
             .into_iter()
             .map(|(p, s)| (PathBuf::from(p), s)),
     );
-    out.extend(proto::outputs(root, &released, &current_model, &version)?);
+    out.extend(proto::outputs(
+        &released,
+        &current_model,
+        &version,
+        &numbers,
+    )?);
     out.extend(generate_features(root)?);
     out.sort();
     Ok(out)
@@ -351,6 +365,18 @@ fn render_contract(root: &Path, c: &ContractOut<'_>) -> Result<Vec<Output>> {
         mods.push(quote::quote!(pub mod #m; pub use #m::*;));
     }
     out.push((
+        PathBuf::from(format!("{}/protobuf.rs", c.module)),
+        header(&format!(
+            "every file in `{}/` and `{}`",
+            c.source,
+            proto::NUMBERS_FILE
+        )) + &render(vec![Part::Tokens(native::render(
+            &model,
+            c.numbers,
+            &c.version.to_string(),
+        )?)])?,
+    ));
+    out.push((
         PathBuf::from(format!("{}/shape.rs", c.module)),
         header(&format!("every file in `{}/`", c.source)) + &emit::shape_file(&model),
     ));
@@ -378,6 +404,9 @@ fn render_contract(root: &Path, c: &ContractOut<'_>) -> Result<Vec<Output>> {
         #(#mods)*
 
         mod shape;
+
+        #[cfg(feature = "proto")]
+        mod protobuf;
 
         #[doc = #version_doc]
         pub const CONTRACT_VERSION: &str = #version;

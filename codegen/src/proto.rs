@@ -870,16 +870,14 @@ pub fn check_frozen(numbers: &Numbers, frozen: &[(Version, Numbers)]) -> Result<
     }
 }
 
-/// Every proto output: the number file, a `.proto` and a layout per release and for the current
-/// schemas, and `layouts.rs`, the index `diagwire-generated` compiles in (feature `proto`) for
-/// `diagwire-proto`. A release is rendered with its frozen numbers, and the table must agree with
-/// every one of them ([`check_frozen`]).
-pub fn outputs(
+/// The numbers of the current schemas (the pinned table after seeing every release and the
+/// current model, which must agree with every release's frozen numbers: [`check_frozen`]) and each
+/// release's frozen numbers.
+pub fn numbers(
     root: &Path,
     releases: &[(Version, Model)],
     current: &Model,
-    version: &Version,
-) -> Result<Vec<Output>> {
+) -> Result<(Numbers, Vec<(Version, Numbers)>)> {
     let pinned = read_numbers(root)?;
     let mut models: Vec<&Model> = releases.iter().map(|(_, m)| m).collect();
     models.push(current);
@@ -892,6 +890,18 @@ pub fn outputs(
         .map(|(v, _)| Ok((v.clone(), read_frozen(root, v)?)))
         .collect::<Result<_>>()?;
     check_frozen(&numbers, &frozen)?;
+    Ok((numbers, frozen))
+}
+
+/// Every proto output: the number file, a `.proto` and a layout per release and for the current
+/// schemas, and `layouts.rs`, the index `diagwire-generated` compiles in (feature `proto`) for
+/// `diagwire-proto`. A release is rendered with its frozen numbers.
+pub fn outputs(
+    releases: &[(Version, Model)],
+    current: &Model,
+    version: &Version,
+    (numbers, frozen): &(Numbers, Vec<(Version, Numbers)>),
+) -> Result<Vec<Output>> {
     let mut out = vec![(PathBuf::from(NUMBERS_FILE), numbers.render())];
     let mut index = Vec::new();
     let mut emit =
@@ -907,7 +917,7 @@ pub fn outputs(
             ));
             anyhow::Ok(())
         };
-    for ((v, m), (_, f)) in releases.iter().zip(&frozen) {
+    for ((v, m), (_, f)) in releases.iter().zip(frozen) {
         let module = release_module(v);
         emit(
             m,
@@ -920,7 +930,7 @@ pub fn outputs(
     }
     emit(
         current,
-        &numbers,
+        numbers,
         "current",
         version,
         "diagwire/v1",

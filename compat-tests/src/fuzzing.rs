@@ -759,22 +759,44 @@ fn assert_proto_lossless(
 /// The typed decoder reads `bytes` as the current type of `kind` exactly when reading the JSON
 /// that `decode` makes of them does, and as the same value.
 fn assert_typed_read_agrees(layout: &diagwire::proto::Layout, kind: RecordKind, bytes: &[u8]) {
-    fn check<T: DeserializeOwned + PartialEq + std::fmt::Debug>(
-        layout: &diagwire::proto::Layout,
-        kind: RecordKind,
-        bytes: &[u8],
-    ) {
+    fn check<T>(layout: &diagwire::proto::Layout, kind: RecordKind, bytes: &[u8])
+    where
+        T: DeserializeOwned + Serialize + diagwire::proto::Message + PartialEq + std::fmt::Debug,
+    {
         let v = &layout.version;
-        let typed = diagwire::proto::decode_typed::<T>(layout, kind.as_str(), bytes);
-        let via_json = diagwire::proto::decode(layout, kind.as_str(), bytes)
+        let k = kind.as_str();
+        let via_json = diagwire::proto::decode(layout, k, bytes)
             .ok()
             .and_then(|j| T::deserialize(&j).ok());
-        match (typed, via_json) {
-            (Ok(t), Some(j)) => {
-                assert_eq!(t, j, "`{kind}` ({v}): the typed decoder read another value")
+        for (decoder, read) in [
+            (
+                "typed",
+                diagwire::proto::decode_typed::<T>(layout, k, bytes),
+            ),
+            (
+                "generated",
+                diagwire::proto::decode_record::<T>(layout, k, bytes),
+            ),
+        ] {
+            match (read, &via_json) {
+                (Ok(t), Some(j)) => {
+                    assert_eq!(
+                        &t, j,
+                        "`{kind}` ({v}): the {decoder} decoder read another value"
+                    )
+                }
+                (Err(_), None) => {}
+                (t, j) => panic!("`{kind}` ({v}): {decoder} decode {t:?}, through JSON {j:?}"),
             }
-            (Err(_), None) => {}
-            (t, j) => panic!("`{kind}` ({v}): typed decode {t:?}, through JSON {j:?}"),
+        }
+        // What the type read, the generated encoder writes as the layout codec writes its JSON.
+        if let Some(t) = via_json {
+            let json = serde_json::to_value(&t).expect("a typed value serializes");
+            assert_eq!(
+                diagwire::proto::encode_record(layout, k, &t).ok(),
+                diagwire::proto::encode(layout, k, &json).ok(),
+                "`{kind}` ({v}): the generated encoder wrote other bytes\n{json}"
+            );
         }
     }
     use diagwire::v1 as t;

@@ -6,22 +6,25 @@
 //!
 //! Inputs: the benchmark event stream of `diagwire_compat_tests::stream` (a simulated three-node run,
 //! `BENCH_RECORDS` events, the decode benchmark's), and every snapshot of the example bundle
-//! `examples/bundles/n3-relay-flap` (what `diagwire-example` writes). Each record is parsed into its
-//! generated type first; the JSON side is `serde_json` of that typed value (compact), the protobuf
-//! side the current layout's encoding of it. Every record must round-trip exactly through
-//! protobuf before anything is timed.
+//! `examples/bundles/n3-relay-flap` (what `diagwire-example` writes). Each record is parsed into the
+//! kind's generated type first (`EventRecord`, `Snapshot`); the JSON side is `serde_json` of that
+//! typed value (compact), the protobuf side the current layout's encoding of it. Before anything is
+//! timed, every record must round-trip exactly through protobuf, every codec must write the same
+//! bytes and read the same value, and the generated codec must take every record itself (no
+//! fallback to the layout codec).
 //!
 //! What it measures, per input:
 //!
 //! * size: protobuf bytes as a fraction of JSON bytes (target ≤ 35 %), and the same after gzip
 //!   (flate2, default level) of the whole input, records one after the other (newline-separated
 //!   JSON against the length-delimited protobuf stream; target ≤ 70 %);
-//! * encode: `serde_json::to_vec` of the typed values against protobuf from the typed value
-//!   (`encode_typed`) and from an already-built `serde_json::Value` (`encode`; target: protobuf
-//!   ≥ 3 × faster);
+//! * encode: `serde_json::to_vec` of the typed values against protobuf from an already-built
+//!   `serde_json::Value` (`encode`), from the typed value through serde (`encode_typed`) and with
+//!   the type's generated codec (`encode_record`; target: protobuf ≥ 3 × faster);
 //! * decode: the generated JSON decode (`serde_json::from_str` into the kind's generated type, what
-//!   `Record::parse` does before wrapping it) against protobuf → `Value` (`decode`) and protobuf →
-//!   typed (`decode_typed` into the same type; target: protobuf ≥ 1.5 × faster).
+//!   `Record::parse` does before wrapping it) against protobuf → `Value` (`decode`), protobuf →
+//!   typed through serde (`decode_typed`) and with the generated codec (`decode_record`; target:
+//!   protobuf ≥ 1.5 × faster).
 //!
 //! Each case times one pass over all records of an input; dropping what it built is not timed.
 //! After criterion's report (only under `cargo bench`) a summary prints one line per ratio from
@@ -29,15 +32,18 @@
 //! load hits them alike; each timed pass follows an untimed one of the same case, so no case pays
 //! for the memory the one before it gave back.
 
+use std::any::Any;
 use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
-use diagwire::v1::{EventRecord, Record, RecordKind, Snapshot};
+use diagwire::v1::{EventRecord, RecordKind, Snapshot};
 use diagwire_compat_tests::stream;
-use diagwire_proto::{Layout, decode, decode_typed, encode, encode_typed};
+use diagwire_proto::{
+    Layout, Message, decode, decode_record, decode_typed, encode, encode_record, encode_typed,
+};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde::Serialize;
@@ -47,72 +53,135 @@ use serde_json::Value;
 /// Rounds of the interleaved pass behind the summary.
 const SUMMARY_ROUNDS: usize = 21;
 
-/// One input: the same records as typed values, `Value`s, JSON text and protobuf bytes.
+/// One input: the same records as values of the kind's generated type, `Value`s, JSON text and
+/// protobuf bytes.
 struct Input {
     name: &'static str,
     kind: RecordKind,
-    typed: Vec<Record>,
+    /// A `Vec` of the kind's generated type.
+    typed: Box<dyn Any>,
     values: Vec<Value>,
     json: Vec<String>,
     proto: Vec<Vec<u8>>,
-    /// The two typed decodes, JSON and protobuf, into the input's generated type.
-    decodes: Decodes,
+    /// The cases that need the kind's generated type.
+    cases: Typed,
 }
 
-/// The typed decode cases of an input: each reads into the record kind's own generated type, not
-/// the `Record` enum, whose size is the largest kind's (2.6 KB, a snapshot), so that neither side
-/// is timed moving it.
+/// The cases of an input that work on its generated type, the kind's own (not the `Record` enum,
+/// whose size is the largest kind's, 2.6 KB, a snapshot, so that no case is timed moving it).
 #[derive(Clone, Copy)]
-struct Decodes {
-    json: Case,
-    proto: Case,
-    /// Panics unless both read every record of the input as the value it was made from.
+struct Typed {
+    encode_json: Case,
+    encode_typed: Case,
+    encode_generated: Case,
+    decode_json: Case,
+    decode_typed: Case,
+    decode_generated: Case,
+    /// Panics unless every codec writes the same bytes and reads every record as the value it
+    /// was made from, and the generated codec takes every record itself.
     check: fn(&Input, &Layout),
 }
 
-impl Decodes {
-    fn of<T: DeserializeOwned + Serialize>() -> Decodes {
-        fn json<T: DeserializeOwned>(i: &Input, _: &Layout) -> Duration {
+fn items<T: 'static>(i: &Input) -> &[T] {
+    i.typed.downcast_ref::<Vec<T>>().expect("the input's type")
+}
+
+impl Typed {
+    fn of<T: DeserializeOwned + Serialize + Message + PartialEq + std::fmt::Debug + 'static>()
+    -> Typed {
+        fn encode_json<T: Serialize + 'static>(i: &Input, _: &Layout) -> Duration {
+            timed(items::<T>(i), |r| {
+                serde_json::to_vec(r).expect("serializes")
+            })
+        }
+        fn encode_typed_<T: Serialize + 'static>(i: &Input, l: &Layout) -> Duration {
+            timed(items::<T>(i), |r| {
+                encode_typed(l, i.kind.as_str(), r).expect("encodes")
+            })
+        }
+        fn encode_generated<T: Serialize + Message + 'static>(i: &Input, l: &Layout) -> Duration {
+            timed(items::<T>(i), |r| {
+                encode_record(l, i.kind.as_str(), r).expect("encodes")
+            })
+        }
+        fn decode_json<T: DeserializeOwned>(i: &Input, _: &Layout) -> Duration {
             timed(&i.json, |t| serde_json::from_str::<T>(t).expect("parses"))
         }
-        fn proto<T: DeserializeOwned>(i: &Input, l: &Layout) -> Duration {
+        fn decode_typed_<T: DeserializeOwned>(i: &Input, l: &Layout) -> Duration {
             timed(&i.proto, |b| {
                 decode_typed::<T>(l, i.kind.as_str(), b).expect("decodes")
             })
         }
-        fn check<T: DeserializeOwned + Serialize>(i: &Input, l: &Layout) {
-            for ((t, b), v) in i.json.iter().zip(&i.proto).zip(&i.values) {
+        fn decode_generated<T: DeserializeOwned + Message>(i: &Input, l: &Layout) -> Duration {
+            timed(&i.proto, |b| {
+                decode_record::<T>(l, i.kind.as_str(), b).expect("decodes")
+            })
+        }
+        fn check<T>(i: &Input, l: &Layout)
+        where
+            T: DeserializeOwned + Serialize + Message + PartialEq + std::fmt::Debug + 'static,
+        {
+            let k = i.kind.as_str();
+            for (((r, t), b), v) in items::<T>(i)
+                .iter()
+                .zip(&i.json)
+                .zip(&i.proto)
+                .zip(&i.values)
+            {
+                let mut own = Vec::new();
+                assert!(
+                    r.body(&mut own).is_ok(),
+                    "{k}: the generated encoder takes it"
+                );
+                assert_eq!(
+                    &own, b,
+                    "{k}: the generated encoder writes the JSON's bytes"
+                );
+                assert_eq!(&encode_typed(l, k, r).unwrap(), b, "{k}: the typed encoder");
+                assert_eq!(&encode_record(l, k, r).unwrap(), b, "{k}: encode_record");
+                let back = T::read_body(b).expect("the generated decoder takes it");
+                assert_eq!(&back, r, "{k}: the generated decoder reads the record");
                 let from_json: T = serde_json::from_str(t).expect("parses");
-                let from_proto: T = decode_typed(l, i.kind.as_str(), b).expect("decodes");
-                assert_eq!(&serde_json::to_value(&from_json).unwrap(), v);
-                assert_eq!(&serde_json::to_value(&from_proto).unwrap(), v);
+                assert_eq!(&from_json, r);
+                let from_proto: T = decode_typed(l, k, b).expect("decodes");
+                assert_eq!(&from_proto, r, "{k}: the typed decoder reads the record");
+                assert_eq!(&serde_json::to_value(r).unwrap(), v);
             }
         }
-        Decodes {
-            json: json::<T>,
-            proto: proto::<T>,
+        Typed {
+            encode_json: encode_json::<T>,
+            encode_typed: encode_typed_::<T>,
+            encode_generated: encode_generated::<T>,
+            decode_json: decode_json::<T>,
+            decode_typed: decode_typed_::<T>,
+            decode_generated: decode_generated::<T>,
             check: check::<T>,
         }
+    }
+
+    /// The input's records as values of `T`.
+    fn parse<T: DeserializeOwned + 'static>(texts: &[String]) -> Box<dyn Any> {
+        let v: Vec<T> = texts
+            .iter()
+            .map(|t| serde_json::from_str(t).expect("a bench record parses"))
+            .collect();
+        Box::new(v)
     }
 }
 
 impl Input {
-    fn new(
-        name: &'static str,
-        kind: RecordKind,
-        texts: Vec<String>,
-        layout: &Layout,
-        decodes: Decodes,
-    ) -> Input {
-        let typed: Vec<Record> = texts
-            .iter()
-            .map(|t| Record::parse(kind, t).expect("a bench record parses"))
-            .collect();
-        let values: Vec<Value> = typed
+    fn new<T>(name: &'static str, kind: RecordKind, texts: Vec<String>, layout: &Layout) -> Input
+    where
+        T: DeserializeOwned + Serialize + Message + PartialEq + std::fmt::Debug + 'static,
+    {
+        let typed = Typed::parse::<T>(&texts);
+        let records = typed.downcast_ref::<Vec<T>>().expect("parsed as T");
+        let values: Vec<Value> = records
             .iter()
             .map(|r| serde_json::to_value(r).expect("serializes"))
             .collect();
-        let json: Vec<String> = typed
+        // The JSON a writer of the type writes: its keys in field order.
+        let json: Vec<String> = records
             .iter()
             .map(|r| serde_json::to_string(r).expect("serializes"))
             .collect();
@@ -120,10 +189,6 @@ impl Input {
             .iter()
             .map(|v| encode(layout, kind.as_str(), v).expect("a bench record encodes"))
             .collect();
-        for (r, b) in typed.iter().zip(&proto) {
-            let t = encode_typed(layout, kind.as_str(), r).expect("a bench record encodes");
-            assert_eq!(&t, b, "{name}: the typed encoder writes the JSON's bytes");
-        }
         for (v, b) in values.iter().zip(&proto) {
             let back = decode(layout, kind.as_str(), b).expect("its encoding decodes");
             assert_eq!(&back, v, "{name}: JSON → protobuf → JSON");
@@ -136,9 +201,9 @@ impl Input {
             values,
             json,
             proto,
-            decodes,
+            cases: Typed::of::<T>(),
         };
-        (decodes.check)(&input, layout);
+        (input.cases.check)(&input, layout);
         input
     }
 
@@ -164,13 +229,7 @@ fn events(layout: &Layout) -> Input {
         .iter()
         .map(|r| serde_json::to_string(r).expect("serializes"))
         .collect();
-    Input::new(
-        "events",
-        RecordKind::Event,
-        texts,
-        layout,
-        Decodes::of::<EventRecord>(),
-    )
+    Input::new::<EventRecord>("events", RecordKind::Event, texts, layout)
 }
 
 fn snapshots(layout: &Layout) -> Input {
@@ -194,13 +253,7 @@ fn snapshots(layout: &Layout) -> Input {
         .iter()
         .map(|p| std::fs::read_to_string(p).expect("a snapshot file"))
         .collect();
-    Input::new(
-        "snapshots",
-        RecordKind::Snapshot,
-        texts,
-        layout,
-        Decodes::of::<Snapshot>(),
-    )
+    Input::new::<Snapshot>("snapshots", RecordKind::Snapshot, texts, layout)
 }
 
 fn gzip(chunks: impl Iterator<Item = Vec<u8>>) -> usize {
@@ -242,24 +295,10 @@ fn timed<T, R>(items: &[T], mut f: impl FnMut(&T) -> R) -> Duration {
 /// A timed case: one pass over an input.
 type Case = fn(&Input, &Layout) -> Duration;
 
-fn json_encode(i: &Input, _: &Layout) -> Duration {
-    timed(&i.typed, |r| serde_json::to_vec(r).expect("serializes"))
-}
-
-fn proto_encode_typed(i: &Input, l: &Layout) -> Duration {
-    timed(&i.typed, |r| {
-        encode_typed(l, i.kind.as_str(), r).expect("encodes")
-    })
-}
-
 fn proto_encode_value(i: &Input, l: &Layout) -> Duration {
     timed(&i.values, |v| {
         encode(l, i.kind.as_str(), v).expect("encodes")
     })
-}
-
-fn json_decode(i: &Input, l: &Layout) -> Duration {
-    (i.decodes.json)(i, l)
 }
 
 fn proto_decode_value(i: &Input, l: &Layout) -> Duration {
@@ -268,18 +307,19 @@ fn proto_decode_value(i: &Input, l: &Layout) -> Duration {
     })
 }
 
-fn proto_decode_typed(i: &Input, l: &Layout) -> Duration {
-    (i.decodes.proto)(i, l)
-}
+/// A case of an input: some depend on the input's type.
+type CaseOf = fn(&Input) -> Case;
 
 /// The cases, by name, in the order the summary names them.
-const CASES: [(&str, Case); 6] = [
-    ("encode_json", json_encode),
-    ("encode_proto_from_typed", proto_encode_typed),
-    ("encode_proto_from_value", proto_encode_value),
-    ("decode_json_generated", json_decode),
-    ("decode_proto_to_value", proto_decode_value),
-    ("decode_proto_to_typed", proto_decode_typed),
+const CASES: [(&str, CaseOf); 8] = [
+    ("encode_json", |i| i.cases.encode_json),
+    ("encode_proto_from_value", |_| proto_encode_value),
+    ("encode_proto_typed", |i| i.cases.encode_typed),
+    ("encode_proto_generated", |i| i.cases.encode_generated),
+    ("decode_json_generated", |i| i.cases.decode_json),
+    ("decode_proto_to_value", |_| proto_decode_value),
+    ("decode_proto_typed", |i| i.cases.decode_typed),
+    ("decode_proto_generated", |i| i.cases.decode_generated),
 ];
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -301,6 +341,7 @@ fn summary(inputs: &[Input], layout: &Layout) {
     for _ in 0..SUMMARY_ROUNDS {
         for (i, input) in inputs.iter().enumerate() {
             for (c, (_, case)) in CASES.iter().enumerate() {
+                let case = case(input);
                 // One untimed pass first, so each case is timed with its own working set in
                 // memory, as criterion's back-to-back iterations time it.
                 case(input, layout);
@@ -312,15 +353,17 @@ fn summary(inputs: &[Input], layout: &Layout) {
     for (input, per_case) in inputs.iter().zip(samples) {
         let [
             enc_json,
-            enc_typed,
             enc_value,
+            enc_typed,
+            enc_generated,
             dec_json,
             dec_value,
             dec_typed,
-        ] = <[Duration; 6]>::try_from(per_case.into_iter().map(median).collect::<Vec<_>>())
-            .expect("six cases");
+            dec_generated,
+        ] = <[Duration; 8]>::try_from(per_case.into_iter().map(median).collect::<Vec<_>>())
+            .expect("eight cases");
         let name = input.name;
-        let n = input.typed.len();
+        let n = input.json.len();
         let (json, proto) = (input.json_bytes(), input.proto_bytes());
         let size = proto as f64 / json as f64;
         println!(
@@ -335,7 +378,11 @@ fn summary(inputs: &[Input], layout: &Layout) {
             100.0 * gz,
             target(gz <= 0.70)
         );
-        for (what, t) in [("from Value", enc_value), ("from typed", enc_typed)] {
+        for (what, t) in [
+            ("from Value", enc_value),
+            ("from typed (serde)", enc_typed),
+            ("generated", enc_generated),
+        ] {
             let speedup = enc_json.as_secs_f64() / t.as_secs_f64();
             println!(
                 "  {name} encode {what}: protobuf {:.2} ms vs JSON {:.2} ms = {speedup:.2} x faster \
@@ -345,7 +392,11 @@ fn summary(inputs: &[Input], layout: &Layout) {
                 target(speedup >= 3.0)
             );
         }
-        for (what, t) in [("to Value", dec_value), ("to typed", dec_typed)] {
+        for (what, t) in [
+            ("to Value", dec_value),
+            ("to typed (serde)", dec_typed),
+            ("generated", dec_generated),
+        ] {
             let speedup = dec_json.as_secs_f64() / t.as_secs_f64();
             println!(
                 "  {name} decode {what}: protobuf {:.2} ms vs generated JSON {:.2} ms = {speedup:.2} x \
@@ -372,6 +423,7 @@ fn main() {
         group.throughput(Throughput::Bytes(input.json_bytes() as u64));
         group.sampling_mode(SamplingMode::Flat);
         for (name, case) in CASES {
+            let case = case(input);
             group.bench_function(name, |b| {
                 b.iter_custom(|iters| (0..iters).map(|_| case(input, layout)).sum())
             });

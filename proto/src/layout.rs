@@ -432,6 +432,25 @@ impl Layout {
     }
 
     /// The message `r` refers to.
+    /// Whether the generated codec of `T` writes and reads the records of `kind` of this layout:
+    /// the layout is of `T`'s contract version, and the kind's message is `T`'s (for a list
+    /// record, the wrapper of a list of `T`'s items).
+    pub(crate) fn holds<T: diagwire_runtime::proto::Message>(&self, kind: &str) -> bool {
+        if self.version != T::CONTRACT {
+            return false;
+        }
+        let Some(name) = self.records.get(kind) else {
+            return false;
+        };
+        if !T::LIST {
+            return name == T::NAME;
+        }
+        matches!(
+            self.message(name),
+            Some(Msg::Wrapper(Ty::List(item))) if matches!(&**item, Ty::Msg(r) if r.name == T::NAME)
+        )
+    }
+
     pub(crate) fn msg(&self, r: &Ref) -> Option<&Msg> {
         self.msgs.get(r.id)
     }

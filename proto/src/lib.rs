@@ -14,9 +14,12 @@ mod layout;
 pub mod stream;
 
 pub use codec::{
-    Error, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, decode_budget, decode_typed,
-    encode, encode_typed,
+    Error, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, decode_budget, decode_record,
+    decode_typed, encode, encode_record, encode_typed,
 };
+/// The generated codec's trait: every generated message type (and a list of one, a batch)
+/// implements it, with the protobuf numbers of its contract version.
+pub use diagwire_runtime::proto::Message;
 pub use layout::Layout;
 
 /// The layout text of every release, oldest first, then of the current schemas (`"current"`),

@@ -4,7 +4,8 @@
 //! one schema: the two node-id encodings, opaque JSON values, the map of unknown fields every struct
 //! keeps, value provenance, and the streaming deserializer machinery that lets tagged unions keep
 //! unknown variants without buffering whole records.
-//! It depends on serde and serde_json only (plus `arbitrary` behind the feature of that name).
+//! It depends on serde and serde_json only (plus `arbitrary` and, for the primitives of the
+//! generated protobuf codec, prost, behind the features of those names).
 
 mod de;
 mod id;
@@ -12,6 +13,9 @@ mod json;
 mod macros;
 mod provenance;
 pub mod shape;
+
+#[cfg(feature = "proto")]
+pub mod proto;
 
 #[cfg(feature = "arbitrary")]
 pub mod arb;

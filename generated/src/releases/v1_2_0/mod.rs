@@ -26,6 +26,8 @@ pub use tier3::*;
 pub mod vastai;
 pub use vastai::*;
 mod shape;
+#[cfg(feature = "proto")]
+mod protobuf;
 /// The contract version these types were generated from: `1.2.0`.
 pub const CONTRACT_VERSION: &str = "1.2.0";
 /// The schema file stems, sorted.

@@ -1,0 +1,728 @@
+//! The primitives of the generated protobuf codec (feature `proto`): every generated type writes
+//! and reads its own fields by number, with the numbers and presence rules `cargo codegen` takes
+//! from the pinned number file, on prost's varint primitives.
+//!
+//! Written here rather than derived with prost because prost drops unknown fields and has no
+//! catch-alls, and because the bytes must be exactly the ones the layout-driven codec of
+//! `diagwire-proto` writes for the record's JSON, which is the reference: the generated codec takes
+//! the records whose every value has a field in its own contract version (no unknown key, variant
+//! or enum value, no number outside its JSON form) and returns [`Bail`] for anything else, which
+//! the caller then hands to that codec. `docs/protobuf.md` describes the wire form.
+
+use prost::encoding::{decode_varint, encode_varint};
+
+/// A value the generated codec leaves to the layout-driven one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bail;
+
+/// What the generated codec returns.
+pub type R<T = ()> = Result<T, Bail>;
+
+/// Wire type of a varint.
+pub const VARINT: u8 = 0;
+/// Wire type of a little-endian 64-bit value.
+pub const FIXED64: u8 = 1;
+/// Wire type of a length-delimited value.
+pub const LEN: u8 = 2;
+
+/// Writes a varint, one byte without a call for values below 128.
+#[inline]
+pub fn varint(v: u64, out: &mut Vec<u8>) {
+    if v < 0x80 {
+        out.push(v as u8);
+    } else {
+        encode_varint(v, out);
+    }
+}
+
+/// Writes the key of field `n` with wire type `wire`.
+#[inline]
+pub fn key(n: u32, wire: u8, out: &mut Vec<u8>) {
+    varint((u64::from(n) << 3) | u64::from(wire), out);
+}
+
+/// Writes the key of length-delimited field `n` and one byte for its length, which [`close_len`]
+/// fills in; returns where the length goes.
+#[inline]
+pub fn open_len(n: u32, out: &mut Vec<u8>) -> usize {
+    key(n, LEN, out);
+    out.push(0);
+    out.len() - 1
+}
+
+/// Writes the length of what follows `at` (an [`open_len`]) there, moving it up when the length
+/// takes more than one byte.
+#[inline]
+pub fn close_len(at: usize, out: &mut Vec<u8>) {
+    let len = out.len() - at - 1;
+    if len < 0x80 {
+        out[at] = len as u8;
+    } else {
+        let mut v = Vec::with_capacity(10);
+        encode_varint(len as u64, &mut v);
+        let k = v.len();
+        out.resize(out.len() + k - 1, 0);
+        out.copy_within(at + 1..at + 1 + len, at + k);
+        out[at..at + k].copy_from_slice(&v);
+    }
+}
+
+/// Writes length-delimited field `n` holding `b`.
+#[inline]
+pub fn bytes_field(n: u32, b: &[u8], out: &mut Vec<u8>) {
+    key(n, LEN, out);
+    varint(b.len() as u64, out);
+    out.extend_from_slice(b);
+}
+
+/// Reads a varint.
+#[inline]
+pub fn read_varint(b: &mut &[u8]) -> R<u64> {
+    match b.first() {
+        Some(&x) if x < 0x80 => {
+            *b = &b[1..];
+            Ok(u64::from(x))
+        }
+        Some(_) => decode_varint(b).map_err(|_| Bail),
+        None => Err(Bail),
+    }
+}
+
+/// Reads a field key: its number and wire type (varint, 64-bit or length-delimited only).
+#[inline]
+pub fn read_key(b: &mut &[u8]) -> R<(u32, u8)> {
+    let k = read_varint(b)?;
+    let n = u32::try_from(k >> 3).map_err(|_| Bail)?;
+    let wire = (k & 7) as u8;
+    if n == 0 || wire > LEN {
+        return Err(Bail);
+    }
+    Ok((n, wire))
+}
+
+/// Reads the payload of a length-delimited field.
+#[inline]
+pub fn read_len<'a>(wire: u8, b: &mut &'a [u8]) -> R<&'a [u8]> {
+    if wire != LEN {
+        return Err(Bail);
+    }
+    let len = usize::try_from(read_varint(b)?).map_err(|_| Bail)?;
+    if len > b.len() {
+        return Err(Bail);
+    }
+    let (v, rest) = b.split_at(len);
+    *b = rest;
+    Ok(v)
+}
+
+fn read_fixed64(wire: u8, b: &mut &[u8]) -> R<u64> {
+    if wire != FIXED64 || b.len() < 8 {
+        return Err(Bail);
+    }
+    let (v, rest) = b.split_at(8);
+    *b = rest;
+    Ok(u64::from_le_bytes(v.try_into().map_err(|_| Bail)?))
+}
+
+/// A value of the contract as a protobuf field.
+pub trait Encode {
+    /// Whether the layout codec counts the value as the zero it leaves out of a required or
+    /// defaulted field: an empty string or list, `false`, `0`, `+0.0`. Messages, enums and ids
+    /// have none.
+    fn is_zero(&self) -> bool {
+        false
+    }
+
+    /// Whether the value is JSON `null`, which a nullable field writes as its absence.
+    fn is_null(&self) -> bool {
+        false
+    }
+
+    /// Writes the value as field `n`.
+    fn field(&self, n: u32, out: &mut Vec<u8>) -> R;
+
+    /// Writes a list of values as field `n`: packed for numbers, booleans and enums, one field
+    /// per item otherwise.
+    fn list(items: &[Self], n: u32, out: &mut Vec<u8>) -> R
+    where
+        Self: Sized,
+    {
+        for x in items {
+            x.field(n, out)?;
+        }
+        Ok(())
+    }
+}
+
+/// A value of the contract read from a protobuf field.
+pub trait Decode: Sized {
+    /// Reads one occurrence of a field of wire type `wire`.
+    fn read(wire: u8, b: &mut &[u8]) -> R<Self>;
+
+    /// Reads one occurrence of a list field into `into`: a packed run or one item.
+    fn read_list(wire: u8, b: &mut &[u8], into: &mut Vec<Self>) -> R {
+        into.push(Self::read(wire, b)?);
+        Ok(())
+    }
+
+    /// The value of a required field the wire left out, where the layout codec reads one.
+    fn zero() -> R<Self> {
+        Err(Bail)
+    }
+}
+
+/// A message: a value whose fields are the payload of a length-delimited field, or a whole record.
+pub trait Message: Sized {
+    /// The contract version whose numbers the type was generated with (`1.2.1`, …).
+    const CONTRACT: &'static str;
+    /// The message's name in that version's layout; for a list record, its items' message.
+    const NAME: &'static str;
+    /// A list record (a batch): the layout's wrapper message of a list of [`Message::NAME`].
+    const LIST: bool = false;
+    /// Writes the message's fields.
+    fn body(&self, out: &mut Vec<u8>) -> R;
+    /// Reads the message from its fields.
+    fn read_body(b: &[u8]) -> R<Self>;
+}
+
+/// `Encode::field` of a message.
+#[inline]
+pub fn message_field<M: Message>(m: &M, n: u32, out: &mut Vec<u8>) -> R {
+    let at = open_len(n, out);
+    m.body(out)?;
+    close_len(at, out);
+    Ok(())
+}
+
+/// `Decode::read` of a message.
+#[inline]
+pub fn read_message<M: Message>(wire: u8, b: &mut &[u8]) -> R<M> {
+    M::read_body(read_len(wire, b)?)
+}
+
+/// The JSON key under which a reader keeps what its layout cannot name (the layout codec's raw
+/// fields); a record holding it is the layout codec's.
+pub const UNKNOWN_FIELDS_KEY: &str = "$protobuf_unknown";
+
+/// A message's `unknown_json` being collected: the keys whose values have no field.
+pub type Unknown = Option<serde_json::Map<String, serde_json::Value>>;
+
+/// Writes the scalar (or enum) field `key` as field `n`; a value its type cannot hold on the wire
+/// (an unknown enum value, a string that is not a hex id, a number without a JSON form) goes into
+/// the message's `unknown_json` as its JSON, as the layout codec keeps it.
+#[inline]
+pub fn scalar<T: Encode + serde::Serialize>(
+    v: &T,
+    n: u32,
+    key: &str,
+    out: &mut Vec<u8>,
+    unknown: &mut Unknown,
+) -> R {
+    let at = out.len();
+    if v.field(n, out).is_err() {
+        out.truncate(at);
+        let j = serde_json::to_value(v).map_err(|_| Bail)?;
+        unknown
+            .get_or_insert_with(Default::default)
+            .insert(key.to_owned(), j);
+    }
+    Ok(())
+}
+
+/// Adds the keys a struct kept unknown to its `unknown_json`.
+#[inline]
+pub fn extra(extra: &crate::Extra, unknown: &mut Unknown) -> R {
+    if extra.0.is_empty() {
+        return Ok(());
+    }
+    if extra.0.contains_key(UNKNOWN_FIELDS_KEY) {
+        return Err(Bail);
+    }
+    let u = unknown.get_or_insert_with(Default::default);
+    for (k, v) in &extra.0 {
+        u.insert(k.clone(), v.clone());
+    }
+    Ok(())
+}
+
+/// Writes a message's `unknown_json` (field `n`), if it has one.
+#[inline]
+pub fn write_unknown(n: u32, unknown: Unknown, out: &mut Vec<u8>) -> R {
+    if let Some(u) = unknown {
+        let at = open_len(n, out);
+        serde_json::to_writer(&mut *out, &serde_json::Value::Object(u)).map_err(|_| Bail)?;
+        close_len(at, out);
+    }
+    Ok(())
+}
+
+/// Reads a message's `unknown_json`: a JSON object.
+pub fn read_unknown(wire: u8, b: &mut &[u8]) -> R<serde_json::Map<String, serde_json::Value>> {
+    match serde_json::from_slice(read_len(wire, b)?) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        _ => Err(Bail),
+    }
+}
+
+/// Sets a field from its JSON in `unknown_json`; a field also on the wire is the layout codec's.
+pub fn from_json<T: serde::de::DeserializeOwned>(slot: &mut Option<T>, v: serde_json::Value) -> R {
+    if slot.is_some() {
+        return Err(Bail);
+    }
+    *slot = Some(serde_json::from_value(v).map_err(|_| Bail)?);
+    Ok(())
+}
+
+/// Keeps an unknown key read from `unknown_json` in a struct's `extra`.
+pub fn keep(extra: &mut crate::Extra, k: String, v: serde_json::Value) -> R {
+    if k == UNKNOWN_FIELDS_KEY {
+        return Err(Bail);
+    }
+    extra.0.insert(k, v);
+    Ok(())
+}
+
+/// Sets a field read once; a second occurrence goes to the layout codec.
+#[inline]
+pub fn once<T: Decode>(slot: &mut Option<T>, wire: u8, b: &mut &[u8]) -> R {
+    if slot.is_some() {
+        return Err(Bail);
+    }
+    *slot = Some(T::read(wire, b)?);
+    Ok(())
+}
+
+/// A required or defaulted field: its value, or its zero when the wire left it out.
+#[inline]
+pub fn required<T: Decode>(slot: Option<T>) -> R<T> {
+    match slot {
+        Some(v) => Ok(v),
+        None => T::zero(),
+    }
+}
+
+/// Reads one occurrence of a list field into `into`.
+#[inline]
+pub fn read_list<T: Decode>(wire: u8, b: &mut &[u8], into: &mut Vec<T>) -> R {
+    T::read_list(wire, b, into)
+}
+
+/// Writes a list field (not left out when empty: the caller decides).
+#[inline]
+pub fn list<T: Encode>(items: &[T], n: u32, out: &mut Vec<u8>) -> R {
+    T::list(items, n, out)
+}
+
+/// Writes a packed list of varints, each from its item.
+#[inline]
+pub fn packed_list<T>(items: &[T], n: u32, out: &mut Vec<u8>, f: impl Fn(&T) -> R<u64>) -> R {
+    let at = open_len(n, out);
+    for x in items {
+        varint(f(x)?, out);
+    }
+    close_len(at, out);
+    Ok(())
+}
+
+/// Reads the number of an enum value.
+#[inline]
+pub fn read_enum(wire: u8, b: &mut &[u8]) -> R<u64> {
+    if wire != VARINT {
+        return Err(Bail);
+    }
+    read_varint(b)
+}
+
+/// Reads the empty payload of a unit variant.
+#[inline]
+pub fn read_unit(wire: u8, b: &mut &[u8]) -> R {
+    if read_len(wire, b)?.is_empty() {
+        Ok(())
+    } else {
+        Err(Bail)
+    }
+}
+
+/// A nullable or omittable field: JSON `null` read from the wire is the field's absence.
+#[inline]
+pub fn optional<T: Encode>(slot: Option<T>) -> Option<T> {
+    slot.filter(|v| !v.is_null())
+}
+
+macro_rules! varint_scalar {
+    ($($t:ty),*) => {$(
+        impl Encode for $t {
+            fn is_zero(&self) -> bool {
+                *self == 0
+            }
+            #[inline]
+            fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+                key(n, VARINT, out);
+                varint(u64::from(*self), out);
+                Ok(())
+            }
+            fn list(items: &[Self], n: u32, out: &mut Vec<u8>) -> R {
+                let at = open_len(n, out);
+                for x in items {
+                    varint(u64::from(*x), out);
+                }
+                close_len(at, out);
+                Ok(())
+            }
+        }
+
+        impl Decode for $t {
+            #[inline]
+            fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+                if wire != VARINT {
+                    return Err(Bail);
+                }
+                <$t>::try_from(read_varint(b)?).map_err(|_| Bail)
+            }
+            fn read_list(wire: u8, b: &mut &[u8], into: &mut Vec<Self>) -> R {
+                packed(wire, b, into)
+            }
+            fn zero() -> R<Self> {
+                Ok(0)
+            }
+        }
+    )*};
+}
+
+varint_scalar!(u8, u16, u32, u64);
+
+fn packed<T: Decode>(wire: u8, b: &mut &[u8], into: &mut Vec<T>) -> R {
+    read_packed(VARINT, wire, b, into)
+}
+
+/// Reads a packed run of items of wire type `scalar` (or, as protobuf allows, one unpacked item)
+/// into `into`.
+pub fn read_packed<T: Decode>(scalar: u8, wire: u8, b: &mut &[u8], into: &mut Vec<T>) -> R {
+    if wire != LEN {
+        into.push(T::read(wire, b)?);
+        return Ok(());
+    }
+    let mut run = read_len(wire, b)?;
+    while !run.is_empty() {
+        into.push(T::read(scalar, &mut run)?);
+    }
+    Ok(())
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+macro_rules! zigzag_scalar {
+    ($($t:ty),*) => {$(
+        impl Encode for $t {
+            fn is_zero(&self) -> bool {
+                *self == 0
+            }
+            #[inline]
+            fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+                key(n, VARINT, out);
+                varint(zigzag(i64::from(*self)), out);
+                Ok(())
+            }
+            fn list(items: &[Self], n: u32, out: &mut Vec<u8>) -> R {
+                let at = open_len(n, out);
+                for x in items {
+                    varint(zigzag(i64::from(*x)), out);
+                }
+                close_len(at, out);
+                Ok(())
+            }
+        }
+
+        impl Decode for $t {
+            #[inline]
+            fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+                if wire != VARINT {
+                    return Err(Bail);
+                }
+                <$t>::try_from(unzigzag(read_varint(b)?)).map_err(|_| Bail)
+            }
+            fn read_list(wire: u8, b: &mut &[u8], into: &mut Vec<Self>) -> R {
+                packed(wire, b, into)
+            }
+            fn zero() -> R<Self> {
+                Ok(0)
+            }
+        }
+    )*};
+}
+
+zigzag_scalar!(i32, i64);
+
+impl Encode for bool {
+    fn is_zero(&self) -> bool {
+        !*self
+    }
+    #[inline]
+    fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+        key(n, VARINT, out);
+        out.push(u8::from(*self));
+        Ok(())
+    }
+    fn list(items: &[Self], n: u32, out: &mut Vec<u8>) -> R {
+        let at = open_len(n, out);
+        out.extend(items.iter().map(|x| u8::from(*x)));
+        close_len(at, out);
+        Ok(())
+    }
+}
+
+impl Decode for bool {
+    fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+        if wire != VARINT {
+            return Err(Bail);
+        }
+        match read_varint(b)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(Bail),
+        }
+    }
+    fn read_list(wire: u8, b: &mut &[u8], into: &mut Vec<Self>) -> R {
+        packed(wire, b, into)
+    }
+    fn zero() -> R<Self> {
+        Ok(false)
+    }
+}
+
+impl Encode for f64 {
+    fn is_zero(&self) -> bool {
+        *self == 0.0 && self.is_sign_positive()
+    }
+    #[inline]
+    fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+        // A number without a JSON form (`serde_json` writes `null`) is the layout codec's.
+        if !self.is_finite() {
+            return Err(Bail);
+        }
+        key(n, FIXED64, out);
+        out.extend_from_slice(&self.to_bits().to_le_bytes());
+        Ok(())
+    }
+    fn list(items: &[Self], n: u32, out: &mut Vec<u8>) -> R {
+        let at = open_len(n, out);
+        for x in items {
+            if !x.is_finite() {
+                return Err(Bail);
+            }
+            out.extend_from_slice(&x.to_bits().to_le_bytes());
+        }
+        close_len(at, out);
+        Ok(())
+    }
+}
+
+impl Decode for f64 {
+    fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+        let f = f64::from_bits(read_fixed64(wire, b)?);
+        if f.is_finite() { Ok(f) } else { Err(Bail) }
+    }
+    fn read_list(wire: u8, b: &mut &[u8], into: &mut Vec<Self>) -> R {
+        read_packed(FIXED64, wire, b, into)
+    }
+    fn zero() -> R<Self> {
+        Ok(0.0)
+    }
+}
+
+impl Encode for String {
+    fn is_zero(&self) -> bool {
+        self.is_empty()
+    }
+    #[inline]
+    fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+        bytes_field(n, self.as_bytes(), out);
+        Ok(())
+    }
+}
+
+impl Decode for String {
+    #[inline]
+    fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+        let v = read_len(wire, b)?;
+        std::str::from_utf8(v).map(str::to_owned).map_err(|_| Bail)
+    }
+    fn zero() -> R<Self> {
+        Ok(String::new())
+    }
+}
+
+impl Encode for crate::NodeId {
+    #[inline]
+    fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+        bytes_field(n, &self.0, out);
+        Ok(())
+    }
+}
+
+impl Decode for crate::NodeId {
+    #[inline]
+    fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+        let v = read_len(wire, b)?;
+        Ok(crate::NodeId(v.try_into().map_err(|_| Bail)?))
+    }
+}
+
+/// The 32 bytes of a 64-character lowercase hex id.
+pub fn hex32(s: &str) -> Option<[u8; 32]> {
+    let s = s.as_bytes();
+    if s.len() != 64 {
+        return None;
+    }
+    let d = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut b = [0u8; 32];
+    for (slot, p) in b.iter_mut().zip(s.chunks(2)) {
+        *slot = (d(p[0])? << 4) | d(p[1])?;
+    }
+    Some(b)
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const D: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(D[usize::from(b >> 4)] as char);
+        s.push(D[usize::from(b & 15)] as char);
+    }
+    s
+}
+
+impl Encode for crate::NodeIdHex {
+    #[inline]
+    fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+        // Any other string (a synthetic producer id) is the layout codec's: it keeps it as JSON.
+        let b = hex32(self.as_str()).ok_or(Bail)?;
+        bytes_field(n, &b, out);
+        Ok(())
+    }
+}
+
+impl Decode for crate::NodeIdHex {
+    #[inline]
+    fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+        let v = read_len(wire, b)?;
+        if v.len() != 32 {
+            return Err(Bail);
+        }
+        Ok(crate::NodeIdHex(hex(v)))
+    }
+}
+
+impl Encode for crate::Json {
+    fn is_null(&self) -> bool {
+        self.0.is_null()
+    }
+    fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+        let at = open_len(n, out);
+        serde_json::to_writer(&mut *out, &self.0).map_err(|_| Bail)?;
+        close_len(at, out);
+        Ok(())
+    }
+}
+
+impl Decode for crate::Json {
+    fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+        let v = read_len(wire, b)?;
+        serde_json::from_slice(v).map(crate::Json).map_err(|_| Bail)
+    }
+    fn zero() -> R<Self> {
+        Ok(crate::Json(serde_json::Value::Null))
+    }
+}
+
+/// A list in a field of its own: the wrapper message whose field 1 holds the items (a list that
+/// may be absent, or a list in a list or a variant).
+impl<T: Encode> Encode for Vec<T> {
+    fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+        let at = open_len(n, out);
+        T::list(self, 1, out)?;
+        close_len(at, out);
+        Ok(())
+    }
+}
+
+impl<T: Decode> Decode for Vec<T> {
+    fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+        read_items(read_len(wire, b)?)
+    }
+    fn zero() -> R<Self> {
+        Ok(Vec::new())
+    }
+}
+
+/// A list record (a batch): the wrapper message's field 1.
+impl<T: Message + Encode + Decode> Message for Vec<T> {
+    const CONTRACT: &'static str = T::CONTRACT;
+    const NAME: &'static str = T::NAME;
+    const LIST: bool = true;
+    fn body(&self, out: &mut Vec<u8>) -> R {
+        T::list(self, 1, out)
+    }
+    fn read_body(b: &[u8]) -> R<Self> {
+        read_items(b)
+    }
+}
+
+/// The items of a list wrapper message: its field 1.
+fn read_items<T: Decode>(mut b: &[u8]) -> R<Vec<T>> {
+    let mut items = Vec::new();
+    while !b.is_empty() {
+        let (n, wire) = read_key(&mut b)?;
+        if n != 1 {
+            return Err(Bail);
+        }
+        T::read_list(wire, &mut b, &mut items)?;
+    }
+    Ok(items)
+}
+
+/// A tuple: a message of positional fields 1, 2, …, zeros left out.
+macro_rules! tuple {
+    ($($t:ident $v:ident $n:literal),*) => {
+        impl<$($t: Encode),*> Encode for ($($t,)*) {
+            fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+                let ($($v,)*) = self;
+                let at = open_len(n, out);
+                $(if !$v.is_zero() {
+                    $v.field($n, out)?;
+                })*
+                close_len(at, out);
+                Ok(())
+            }
+        }
+
+        impl<$($t: Decode),*> Decode for ($($t,)*) {
+            fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+                let mut b = read_len(wire, b)?;
+                $(let mut $v = None;)*
+                while !b.is_empty() {
+                    let (n, wire) = read_key(&mut b)?;
+                    match n {
+                        $($n => once(&mut $v, wire, &mut b)?,)*
+                        _ => return Err(Bail),
+                    }
+                }
+                Ok(($(required($v)?,)*))
+            }
+        }
+    };
+}
+
+tuple!(A a 1, B b 2);
+tuple!(A a 1, B b 2, C c 3);
