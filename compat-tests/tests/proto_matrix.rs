@@ -2,9 +2,8 @@
 //! reader) among the contract readers, generated values of the writer's types go through the
 //! reader's protobuf layout and back without losing anything.
 //!
-//! The typed codec (`encode_typed`, `decode_typed`) and the writer's generated codec
-//! (`encode_record`, `decode_record`) write the JSON's bytes and read the JSON's value for every
-//! generated value of the writer's types.
+//! The writer's generated codec (`encode_record`, `decode_record`) writes the JSON's bytes and reads
+//! the JSON's value for every generated value of the writer's types.
 //!
 //! A value of the writer's types is serialized to JSON, encoded with the writer's layout, decoded
 //! with the reader's layout, encoded again with the reader's layout and decoded with the writer's
@@ -14,9 +13,7 @@
 //! (`diagwire::release_pairs!`, in [`READERS`] order), so cutting a release edits nothing here.
 
 use arbitrary::{Arbitrary, Unstructured};
-use diagwire::proto::{
-    Layout, Message, decode, decode_record, decode_typed, encode, encode_record, encode_typed,
-};
+use diagwire::proto::{Layout, Message, decode, decode_record, encode, encode_record};
 use diagwire::releases::READERS;
 use diagwire::v1::RecordKind;
 use diagwire_compat_tests::rng::SplitMix64;
@@ -57,12 +54,6 @@ where
     let (wv, rv) = (&w.version, &r.version);
     let written = encode(w, kind, &json)
         .unwrap_or_else(|e| panic!("{wv} cannot encode its own `{kind}`: {e}\n{json}"));
-    let typed = encode_typed(w, kind, &value)
-        .unwrap_or_else(|e| panic!("{wv} cannot encode its own `{kind}` value: {e}\n{json}"));
-    assert_eq!(
-        typed, written,
-        "{wv} `{kind}`: the typed encoder wrote other bytes than the JSON's\n{json}"
-    );
     let generated = encode_record(w, kind, &value)
         .unwrap_or_else(|e| panic!("{wv} cannot encode its own `{kind}` value: {e}\n{json}"));
     assert_eq!(
@@ -70,18 +61,13 @@ where
         "{wv} `{kind}`: the generated encoder wrote other bytes than the JSON's\n{json}"
     );
     let expected: W = serde_json::from_value(json.clone()).expect("a generated value reads back");
-    for (decoder, read) in [
-        ("typed", decode_typed::<W>(w, kind, &written)),
-        ("generated", decode_record::<W>(w, kind, &written)),
-    ] {
-        let read = read.unwrap_or_else(|e| {
-            panic!("{wv} cannot decode its own `{kind}` into its type: {e}\n{json}")
-        });
-        assert_eq!(
-            read, expected,
-            "{wv} `{kind}`: the {decoder} decoder read another value than the JSON's"
-        );
-    }
+    let read: W = decode_record(w, kind, &written).unwrap_or_else(|e| {
+        panic!("{wv} cannot decode its own `{kind}` into its type: {e}\n{json}")
+    });
+    assert_eq!(
+        read, expected,
+        "{wv} `{kind}`: the generated decoder read another value than the JSON's"
+    );
     let seen = decode(r, kind, &written)
         .unwrap_or_else(|e| panic!("{wv}→{rv} `{kind}`: the reader cannot decode: {e}\n{json}"));
     let rewritten = encode(r, kind, &seen).unwrap_or_else(|e| {

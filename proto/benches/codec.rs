@@ -19,12 +19,11 @@
 //!   (flate2, default level) of the whole input, records one after the other (newline-separated
 //!   JSON against the length-delimited protobuf stream; target ≤ 70 %);
 //! * encode: `serde_json::to_vec` of the typed values against protobuf from an already-built
-//!   `serde_json::Value` (`encode`), from the typed value through serde (`encode_typed`) and with
-//!   the type's generated codec (`encode_record`; target: protobuf ≥ 3 × faster);
+//!   `serde_json::Value` (`encode`) and from the typed value with the type's generated codec
+//!   (`encode_record`; target: protobuf ≥ 3 × faster);
 //! * decode: the generated JSON decode (`serde_json::from_str` into the kind's generated type, what
-//!   `Record::parse` does before wrapping it) against protobuf → `Value` (`decode`), protobuf →
-//!   typed through serde (`decode_typed`) and with the generated codec (`decode_record`; target:
-//!   protobuf ≥ 1.5 × faster).
+//!   `Record::parse` does before wrapping it) against protobuf → `Value` (`decode`) and protobuf →
+//!   the same type with its generated codec (`decode_record`; target: protobuf ≥ 1.5 × faster).
 //!
 //! Each case times one pass over all records of an input; dropping what it built is not timed.
 //! After criterion's report (only under `cargo bench`) a summary prints one line per ratio from
@@ -72,10 +71,8 @@ struct Input {
 #[derive(Clone, Copy)]
 struct Typed {
     encode_json: Case,
-    encode_typed: Case,
     encode_generated: Case,
     decode_json: Case,
-    decode_typed: Case,
     decode_generated: Case,
     /// Panics unless every codec writes the same bytes and reads every record as the value it
     /// was made from, and the generated codec takes every record itself.
@@ -94,11 +91,6 @@ impl Typed {
                 serde_json::to_vec(r).expect("serializes")
             })
         }
-        fn encode_typed_<T: Serialize + 'static>(i: &Input, l: &Layout) -> Duration {
-            timed(items::<T>(i), |r| {
-                encode_typed(l, i.kind.as_str(), r).expect("encodes")
-            })
-        }
         fn encode_generated<T: Serialize + Message + 'static>(i: &Input, l: &Layout) -> Duration {
             timed(items::<T>(i), |r| {
                 encode_record(l, i.kind.as_str(), r).expect("encodes")
@@ -106,11 +98,6 @@ impl Typed {
         }
         fn decode_json<T: DeserializeOwned>(i: &Input, _: &Layout) -> Duration {
             timed(&i.json, |t| serde_json::from_str::<T>(t).expect("parses"))
-        }
-        fn decode_typed_<T: DeserializeOwned>(i: &Input, l: &Layout) -> Duration {
-            timed(&i.proto, |b| {
-                decode_typed::<T>(l, i.kind.as_str(), b).expect("decodes")
-            })
         }
         fn decode_generated<T: DeserializeOwned + Message>(i: &Input, l: &Layout) -> Duration {
             timed(&i.proto, |b| {
@@ -150,10 +137,8 @@ impl Typed {
         }
         Typed {
             encode_json: encode_json::<T>,
-            encode_typed: encode_typed_::<T>,
             encode_generated: encode_generated::<T>,
             decode_json: decode_json::<T>,
-            decode_typed: decode_typed_::<T>,
             decode_generated: decode_generated::<T>,
             check: check::<T>,
         }
@@ -311,14 +296,12 @@ fn proto_decode_value(i: &Input, l: &Layout) -> Duration {
 type CaseOf = fn(&Input) -> Case;
 
 /// The cases, by name, in the order the summary names them.
-const CASES: [(&str, CaseOf); 8] = [
+const CASES: [(&str, CaseOf); 6] = [
     ("encode_json", |i| i.cases.encode_json),
     ("encode_proto_from_value", |_| proto_encode_value),
-    ("encode_proto_typed", |i| i.cases.encode_typed),
     ("encode_proto_generated", |i| i.cases.encode_generated),
     ("decode_json_generated", |i| i.cases.decode_json),
     ("decode_proto_to_value", |_| proto_decode_value),
-    ("decode_proto_typed", |i| i.cases.decode_typed),
     ("decode_proto_generated", |i| i.cases.decode_generated),
 ];
 
@@ -354,14 +337,12 @@ fn summary(inputs: &[Input], layout: &Layout) {
         let [
             enc_json,
             enc_value,
-            enc_typed,
             enc_generated,
             dec_json,
             dec_value,
-            dec_typed,
             dec_generated,
-        ] = <[Duration; 8]>::try_from(per_case.into_iter().map(median).collect::<Vec<_>>())
-            .expect("eight cases");
+        ] = <[Duration; 6]>::try_from(per_case.into_iter().map(median).collect::<Vec<_>>())
+            .expect("six cases");
         let name = input.name;
         let n = input.json.len();
         let (json, proto) = (input.json_bytes(), input.proto_bytes());
@@ -378,11 +359,7 @@ fn summary(inputs: &[Input], layout: &Layout) {
             100.0 * gz,
             target(gz <= 0.70)
         );
-        for (what, t) in [
-            ("from Value", enc_value),
-            ("from typed (serde)", enc_typed),
-            ("generated", enc_generated),
-        ] {
+        for (what, t) in [("from Value", enc_value), ("generated", enc_generated)] {
             let speedup = enc_json.as_secs_f64() / t.as_secs_f64();
             println!(
                 "  {name} encode {what}: protobuf {:.2} ms vs JSON {:.2} ms = {speedup:.2} x faster \
@@ -392,11 +369,7 @@ fn summary(inputs: &[Input], layout: &Layout) {
                 target(speedup >= 3.0)
             );
         }
-        for (what, t) in [
-            ("to Value", dec_value),
-            ("to typed (serde)", dec_typed),
-            ("generated", dec_generated),
-        ] {
+        for (what, t) in [("to Value", dec_value), ("generated", dec_generated)] {
             let speedup = dec_json.as_secs_f64() / t.as_secs_f64();
             println!(
                 "  {name} decode {what}: protobuf {:.2} ms vs generated JSON {:.2} ms = {speedup:.2} x \

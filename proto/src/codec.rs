@@ -5,13 +5,12 @@ use std::fmt;
 use prost::encoding::{WireType, decode_varint, encode_key, encode_varint};
 use serde_json::{Map, Number, Value};
 
-use diagwire_runtime::proto::Message;
+use diagwire_runtime::proto::{Message, hex};
+use diagwire_runtime::proto::{unzigzag, zigzag};
 
 use crate::layout::{Field, Layout, Msg, Presence, Scalar, Style, Ty};
 
-mod de;
 mod direct;
-mod ser;
 
 /// The JSON key under which a reader keeps what its layout cannot name: an object from message
 /// name to the hex of that message's fields, exactly as they were on the wire.
@@ -73,110 +72,10 @@ fn wire_of(t: &Ty) -> WireType {
     }
 }
 
-/// Writes the key of length-delimited field `n` and one byte for its length, which
-/// [`close_len`] fills in; returns where the length goes.
-fn open_len(n: u32, out: &mut Vec<u8>) -> usize {
-    encode_key(n, WireType::LengthDelimited, out);
-    out.push(0);
-    out.len() - 1
-}
-
-/// Writes the length of what follows `at` (a [`open_len`]) there, moving it up when the length
-/// takes more than one byte.
-fn close_len(at: usize, out: &mut Vec<u8>) {
-    let len = out.len() - at - 1;
-    if len < 0x80 {
-        out[at] = len as u8;
-    } else {
-        let mut v = [0u8; 10];
-        let mut s = &mut v[..];
-        encode_varint(len as u64, &mut s);
-        let k = 10 - s.len();
-        out.resize(out.len() + k - 1, 0);
-        out.copy_within(at + 1..at + 1 + len, at + k);
-        out[at..at + k].copy_from_slice(&v[..k]);
-    }
-}
-
-/// Writes length-delimited field `n` holding `b`.
-fn bytes_field(n: u32, b: &[u8], out: &mut Vec<u8>) {
-    encode_key(n, WireType::LengthDelimited, out);
-    encode_varint(b.len() as u64, out);
-    out.extend_from_slice(b);
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const D: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(D[usize::from(b >> 4)] as char);
-        s.push(D[usize::from(b & 15)] as char);
-    }
-    s
-}
-
-/// A record one of the fast paths (the direct encoder, the typed encoder and decoder) leaves to the
-/// general codec, which takes every record and names the path of an error.
+/// A record the direct encoder leaves to the general one, which takes every record and names the
+/// path of an error.
 #[derive(Debug)]
 struct Bail;
-
-impl fmt::Display for Bail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("left to the general codec")
-    }
-}
-
-impl std::error::Error for Bail {}
-
-impl serde::ser::Error for Bail {
-    fn custom<T: fmt::Display>(_: T) -> Self {
-        Bail
-    }
-}
-
-impl serde::de::Error for Bail {
-    fn custom<T: fmt::Display>(_: T) -> Self {
-        Bail
-    }
-}
-
-/// The variant of a union with tag `t`.
-fn find_variant<'l>(
-    variants: &'l [crate::layout::Variant],
-    by_tag: Option<&'l crate::layout::Names<String, usize>>,
-    t: &str,
-) -> Option<&'l crate::layout::Variant> {
-    match by_tag {
-        Some(m) => m.get(t).map(|i| &variants[*i]),
-        None => variants.iter().find(|x| x.tag == t),
-    }
-}
-
-/// The 32 bytes of a 64-character lowercase hex id.
-fn hex32(s: &str) -> Option<[u8; 32]> {
-    let s = s.as_bytes();
-    if s.len() != 64 {
-        return None;
-    }
-    let d = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut b = [0u8; 32];
-    for (slot, p) in b.iter_mut().zip(s.chunks(2)) {
-        *slot = (d(p[0])? << 4) | d(p[1])?;
-    }
-    Some(b)
-}
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
     if s.len() % 2 != 0 {
@@ -767,20 +666,15 @@ pub fn encode(layout: &Layout, kind: &str, record: &Value) -> Result<Vec<u8>, Er
     encode_general(layout, msg, record)
 }
 
-/// Encodes a record given as its generated Rust value (anything whose `Serialize` writes the
-/// record's JSON) with the layout of its contract version: the bytes [`encode`] writes for
-/// `serde_json::to_value(record)`, written straight from the value when the layout holds all of it,
-/// which is many times faster than building the JSON value first.
+/// Encodes a record given as any value whose `Serialize` writes the record's JSON (a generated
+/// type of any contract version, a `serde_json::Value`): the bytes [`encode`] writes for
+/// `serde_json::to_value(record)`. For a generated type of the layout's own version,
+/// [`encode_record`] writes the same bytes many times faster.
 pub fn encode_typed<T: serde::Serialize + ?Sized>(
     layout: &Layout,
     kind: &str,
     record: &T,
 ) -> Result<Vec<u8>, Error> {
-    if let Some(msg) = layout.record_message(kind)
-        && let Ok(b) = ser::encode(layout, msg, record)
-    {
-        return Ok(b);
-    }
     let v = serde_json::to_value(record).map_err(|e| eerr("", e.to_string()))?;
     encode(layout, kind, &v)
 }
@@ -788,9 +682,10 @@ pub fn encode_typed<T: serde::Serialize + ?Sized>(
 /// Encodes a record given as its generated Rust type with the type's generated codec: the bytes
 /// [`encode`] writes for the record's JSON, written field by field by the code `cargo codegen`
 /// wrote for the type, which is the fastest way to protobuf. A record the generated codec leaves
-/// to the layout codec (one holding an unknown key, variant or enum value), a `layout` of another
-/// version than the type's, or a `kind` whose message is not the type's goes through
-/// [`encode_typed`], which takes every record.
+/// to the layout codec (one holding an unknown variant, raw fields under
+/// [`UNKNOWN_FIELDS_KEY`], a list item its type cannot hold), a `layout` of another version than
+/// the type's, or a `kind` whose message is not the type's goes through [`encode_typed`], which
+/// takes every record.
 pub fn encode_record<T: Message + serde::Serialize>(
     layout: &Layout,
     kind: &str,
@@ -1484,21 +1379,14 @@ impl<'a> Dec<'a> {
     }
 }
 
-/// Decodes a protobuf record of `kind` with `layout` into its generated Rust type (anything that
-/// deserializes from the record's JSON): the value `T` reads from what [`decode`] returns, read
-/// straight from the bytes when they hold nothing the layout does not name, which is many times
-/// faster than building the JSON value first.
+/// Decodes a protobuf record of `kind` with `layout` into any type that deserializes from the
+/// record's JSON: the value `T` reads from what [`decode`] returns. For a generated type of the
+/// layout's own version, [`decode_record`] reads the same value many times faster.
 pub fn decode_typed<T: serde::de::DeserializeOwned>(
     layout: &Layout,
     kind: &str,
     bytes: &[u8],
 ) -> Result<T, Error> {
-    if bytes.len() <= MAX_RECORD_BYTES
-        && let Some(msg) = layout.record_message(kind)
-        && let Ok(v) = de::decode(layout, msg, bytes)
-    {
-        return Ok(v);
-    }
     let v = decode(layout, kind, bytes)?;
     let msg = layout.records.get(kind).map_or("", String::as_str);
     T::deserialize(v).map_err(|e| derr(msg, 0, format!("not a `{kind}` record: {e}")))
@@ -1553,8 +1441,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::{
-        Message, de, decode, decode_record, direct::Direct, encode, encode_general, encode_record,
-        encode_typed, ser,
+        Message, decode, decode_record, direct::Direct, encode, encode_general, encode_record,
     };
     use crate::{LAYOUTS, layout};
 
@@ -1713,39 +1600,6 @@ mod tests {
         assert!(direct > bailed);
     }
 
-    /// Whether the typed decoder reads `bytes` as `T` straight; when it does, the value is the one
-    /// `T` reads from [`decode`]'s JSON.
-    fn read_straight<T>(l: &crate::Layout, kind: &str, bytes: &[u8]) -> bool
-    where
-        T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-    {
-        let Ok(fast) = de::decode::<T>(l, l.record_message(kind).unwrap(), bytes) else {
-            return false;
-        };
-        let json = decode(l, kind, bytes).unwrap();
-        let slow = T::deserialize(&json).expect("what the typed decoder read, the JSON reads");
-        assert_eq!(fast, slow, "{} `{kind}`\n{json}", l.version);
-        true
-    }
-
-    fn read_straight_as_current(l: &crate::Layout, kind: &str, bytes: &[u8]) -> bool {
-        use diagwire::v1::*;
-        match kind {
-            "boot" => read_straight::<Identity>(l, kind, bytes),
-            "error" => read_straight::<ErrorBody>(l, kind, bytes),
-            "event" => read_straight::<EventRecord>(l, kind, bytes),
-            "event_batch" => read_straight::<EventBatch>(l, kind, bytes),
-            "finalize" => read_straight::<Finalize>(l, kind, bytes),
-            "live" => read_straight::<LiveRecord>(l, kind, bytes),
-            "manifest" => read_straight::<Manifest>(l, kind, bytes),
-            "post_ack" => read_straight::<PostAck>(l, kind, bytes),
-            "runs" => read_straight::<RunsListing>(l, kind, bytes),
-            "snapshot" => read_straight::<Snapshot>(l, kind, bytes),
-            "vastai" => read_straight::<VastaiRecord>(l, kind, bytes),
-            other => panic!("a record kind the test does not know: {other}"),
-        }
-    }
-
     /// Counts of the generated codec: records it wrote and read itself, and those it left to the
     /// layout codec.
     #[derive(Default, Debug)]
@@ -1871,110 +1725,5 @@ mod tests {
             n.written > 0 && n.left_written > 0 && n.read > 0 && n.left_read > 0,
             "{n:?}"
         );
-    }
-
-    #[test]
-    fn typed_and_value_decoders_agree() {
-        let current = crate::current();
-        // What a writer of this contract writes is read straight.
-        let bundle = bundle_records();
-        for (kind, v) in &bundle {
-            let b = encode(current, kind, v).unwrap();
-            assert!(
-                read_straight_as_current(current, kind, &b),
-                "a `{kind}` record of the example bundle left the typed decoder\n{v}"
-            );
-        }
-        // Every other record, bent ones and those of other layouts, is read straight with the
-        // same value or left to the `Value` decoder.
-        let mut rng = SplitMix64(0xdec0de);
-        let mut values = records();
-        values.extend(generated_records(50, &mut rng));
-        let bent: Vec<(String, Value)> = values
-            .iter()
-            .map(|(k, v)| (k.clone(), bend(v, &mut rng)))
-            .collect();
-        values.extend(bent);
-        let (mut straight, mut left) = (0, 0);
-        for (version, _) in LAYOUTS {
-            let l = layout(version).unwrap();
-            for (kind, v) in &values {
-                if l.message_of(kind).is_none() {
-                    continue;
-                }
-                let Ok(b) = encode(l, kind, v) else {
-                    continue;
-                };
-                if read_straight_as_current(l, kind, &b) {
-                    straight += 1;
-                } else {
-                    left += 1;
-                }
-            }
-        }
-        println!("{straight} records read straight, {left} left to the value decoder");
-        assert!(straight > 0 && left > 0);
-    }
-
-    #[test]
-    fn typed_and_value_encoders_agree() {
-        let current = crate::current();
-        // Values of the current types: the bytes are those of the value's JSON, and every record
-        // of the example bundle (what a writer of this contract writes) takes the typed path.
-        let bundle = bundle_records();
-        let mut typed_path = 0;
-        for (kind, v) in records() {
-            let k = RecordKind::ALL.iter().find(|k| k.as_str() == kind).unwrap();
-            let Ok(record) = diagwire::v1::Record::from_value(*k, v.clone()) else {
-                continue;
-            };
-            let json = serde_json::to_value(&record).unwrap();
-            let want = encode(current, &kind, &json).unwrap();
-            assert_eq!(
-                encode_typed(current, &kind, &record).unwrap(),
-                want,
-                "`{kind}`\n{json}"
-            );
-            if bundle.contains(&(kind.clone(), v)) {
-                assert!(
-                    ser::encode(current, current.record_message(&kind).unwrap(), &record).is_ok(),
-                    "a canonical `{kind}` record left the typed encoder\n{json}"
-                );
-                typed_path += 1;
-            }
-        }
-        assert_eq!(typed_path, bundle.len());
-        // Any `Serialize` value goes through it, a `serde_json::Value` too: odd and bent values
-        // are left to the `Value` encoder or written with the same bytes.
-        let mut rng = SplitMix64(0x7e9ed);
-        let mut values = records();
-        let bent: Vec<(String, Value)> = values
-            .iter()
-            .map(|(k, v)| (k.clone(), bend(v, &mut rng)))
-            .collect();
-        values.extend(bent);
-        let (mut straight, mut left) = (0, 0);
-        for (version, _) in LAYOUTS {
-            let l = layout(version).unwrap();
-            for (kind, v) in &values {
-                let Some(msg) = l.record_message(kind) else {
-                    continue;
-                };
-                match ser::encode(l, msg, v) {
-                    Ok(b) => {
-                        straight += 1;
-                        assert_eq!(Ok(b), encode(l, kind, v), "{version} `{kind}`\n{v}");
-                    }
-                    Err(_) => left += 1,
-                }
-                assert_eq!(
-                    encode_typed(l, kind, v).ok(),
-                    encode(l, kind, v).ok(),
-                    "{version} `{kind}`\n{v}"
-                );
-            }
-        }
-        println!("{straight} values written straight, {left} left to the value encoder");
-        assert!(straight > 0 && left > 0);
     }
 }

@@ -48,24 +48,6 @@ impl Hasher for Fnv {
 /// A map of the layout.
 pub(crate) type Names<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
-/// Whether two short strings (keys, enum values) are equal: compared in words, which beats a call
-/// to `memcmp` on strings this short.
-#[inline]
-pub(crate) fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut ca = a.chunks_exact(8);
-    let mut cb = b.chunks_exact(8);
-    for (x, y) in ca.by_ref().zip(cb.by_ref()) {
-        if x != y {
-            return false;
-        }
-    }
-    ca.remainder() == cb.remainder()
-}
-
 /// A message or enum of the layout: its name, and its index in the layout's list of them, so the
 /// codec finds it without looking the name up (`usize::MAX` when the layout has none of the name).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,9 +135,6 @@ pub(crate) enum Msg {
         /// The fields are in number order, below `absent_keys` and `unknown_json` (in that
         /// order): a message the direct encoder can write field by field.
         in_order: bool,
-        /// Bit `i`: `fields[i]` is one a writer always writes (not `omittable` or `skip-default`,
-        /// or a flattened union); for the first 64 fields.
-        always: u64,
     },
     Union {
         style: Style,
@@ -182,11 +161,7 @@ pub struct Layout {
     pub(crate) msgs: Vec<Msg>,
     /// Per enum, in the order of their names: value → number, number → value.
     pub(crate) enum_list: Vec<EnumNumbers>,
-    /// Per enum, as in `enum_list`: its values and numbers, for a scan of a short list.
-    pub(crate) enum_values: Vec<Vec<(String, u64)>>,
     pub(crate) records: Names<String, String>,
-    /// Record kind → its message, for a scan of the few kinds.
-    pub(crate) record_msgs: Vec<(String, usize)>,
     pub(crate) absent_keys: u32,
     pub(crate) unknown_json: u32,
 }
@@ -271,18 +246,6 @@ impl Layout {
                     });
                 }
                 Msg::Struct {
-                    always: fields
-                        .iter()
-                        .take(64)
-                        .enumerate()
-                        .filter(|(_, f)| {
-                            f.flatten
-                                || !matches!(
-                                    f.presence,
-                                    Presence::Omittable | Presence::SkipDefault
-                                )
-                        })
-                        .fold(0, |m, (i, _)| m | (1 << i)),
                     fields,
                     in_order: false,
                 }
@@ -397,28 +360,10 @@ impl Layout {
             .iter()
             .map(|n| enums.remove(n).expect("a name of the map"))
             .collect();
-        let enum_values = enum_list
-            .iter()
-            .map(|(by_name, _): &EnumNumbers| {
-                let mut l: Vec<(String, u64)> =
-                    by_name.iter().map(|(k, n)| (k.clone(), *n)).collect();
-                l.sort_unstable_by_key(|(_, n)| *n);
-                l
-            })
-            .collect();
-        let record_msgs = {
-            let records: &Names<String, String> = &records;
-            records
-                .iter()
-                .filter_map(|(k, m)| Some((k.clone(), *message_ids.get(m)?)))
-                .collect()
-        };
         Ok(Layout {
             version: s(&v, "version")?,
-            record_msgs,
             messages: message_ids,
             msgs,
-            enum_values,
             enum_list,
             records,
             absent_keys,
@@ -431,7 +376,6 @@ impl Layout {
         self.messages.get(name).map(|i| &self.msgs[*i])
     }
 
-    /// The message `r` refers to.
     /// Whether the generated codec of `T` writes and reads the records of `kind` of this layout:
     /// the layout is of `T`'s contract version, and the kind's message is `T`'s (for a list
     /// record, the wrapper of a list of `T`'s items).
@@ -451,28 +395,14 @@ impl Layout {
         )
     }
 
+    /// The message `r` refers to.
     pub(crate) fn msg(&self, r: &Ref) -> Option<&Msg> {
         self.msgs.get(r.id)
-    }
-
-    /// The number of the value `v` of the enum `r` refers to.
-    pub(crate) fn enum_number(&self, r: &Ref, v: &str) -> Option<u64> {
-        let values = self.enum_values.get(r.id)?;
-        if values.len() <= 64 {
-            return values.iter().find(|(k, _)| same(k, v)).map(|(_, n)| *n);
-        }
-        self.enum_list.get(r.id)?.0.get(v).copied()
     }
 
     /// The numbers of the enum `r` refers to.
     pub(crate) fn enum_numbers(&self, r: &Ref) -> Option<&EnumNumbers> {
         self.enum_list.get(r.id)
-    }
-
-    /// The message a record of `kind` is.
-    pub(crate) fn record_message(&self, kind: &str) -> Option<&Msg> {
-        let (_, id) = self.record_msgs.iter().find(|(k, _)| same(k, kind))?;
-        self.msgs.get(*id)
     }
 
     /// The name of the message a record of `kind` is, which the path of every decoding error of

@@ -58,12 +58,13 @@ pub fn close_len(at: usize, out: &mut Vec<u8>) {
     if len < 0x80 {
         out[at] = len as u8;
     } else {
-        let mut v = Vec::with_capacity(10);
-        encode_varint(len as u64, &mut v);
-        let k = v.len();
+        let mut v = [0u8; 10];
+        let mut s = &mut v[..];
+        encode_varint(len as u64, &mut s);
+        let k = 10 - s.len();
         out.resize(out.len() + k - 1, 0);
         out.copy_within(at + 1..at + 1 + len, at + k);
-        out[at..at + k].copy_from_slice(&v);
+        out[at..at + k].copy_from_slice(&v[..k]);
     }
 }
 
@@ -409,11 +410,13 @@ pub fn read_packed<T: Decode>(scalar: u8, wire: u8, b: &mut &[u8], into: &mut Ve
     Ok(())
 }
 
-fn zigzag(v: i64) -> u64 {
+/// Zigzag form of a signed integer.
+pub fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
-fn unzigzag(v: u64) -> i64 {
+/// The signed integer of a zigzag form.
+pub fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 

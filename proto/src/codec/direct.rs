@@ -10,11 +10,22 @@
 use prost::encoding::{WireType, encode_key};
 use serde_json::{Map, Value};
 
-use super::{
-    Bail, Enc, MAX_DEPTH, Misfit, UNKNOWN_FIELDS_KEY, bytes_field, close_len, find_variant, hex32,
-    is_zero, open_len, wire_of,
-};
+use diagwire_runtime::proto::{bytes_field, close_len, hex32, open_len};
+
+use super::{Bail, Enc, MAX_DEPTH, Misfit, UNKNOWN_FIELDS_KEY, is_zero, wire_of};
 use crate::layout::{Field, Layout, Msg, Names, Presence, Scalar, Style, Ty, Variant};
+
+/// The variant of a union with tag `t`.
+fn find_variant<'l>(
+    variants: &'l [Variant],
+    by_tag: Option<&'l Names<String, usize>>,
+    t: &str,
+) -> Option<&'l Variant> {
+    match by_tag {
+        Some(m) => m.get(t).map(|i| &variants[*i]),
+        None => variants.iter().find(|x| x.tag == t),
+    }
+}
 
 fn owned(fields: &[Field], k: &str) -> bool {
     fields.iter().any(|f| !f.flatten && f.key == k)
