@@ -66,8 +66,80 @@ fn is_scalar(model: &Model, t: &Ty) -> bool {
     }
 }
 
+/// The definitions a value of `t` holds.
+fn held<'m>(t: &'m Ty, out: &mut Vec<&'m str>) {
+    match t {
+        Ty::Ref(n) => out.push(n),
+        Ty::Vec(inner) => held(inner, out),
+        Ty::Tuple(items) => items.iter().for_each(|i| held(i, out)),
+        Ty::Str | Ty::Int(_) | Ty::F64 | Ty::Bool | Ty::Json => {}
+    }
+}
+
+fn holds<'m>(model: &'m Model, d: &'m Def) -> Vec<&'m str> {
+    let mut out = Vec::new();
+    match &d.kind {
+        DefKind::Struct(s) => {
+            s.props.iter().for_each(|p| held(&p.ty, &mut out));
+            out.extend(s.flatten.iter().map(|f| f.union.as_str()));
+        }
+        DefKind::Union(u) => {
+            for v in &u.variants {
+                match &v.payload {
+                    Payload::Def(n) => out.push(n),
+                    Payload::Ty(t) => held(t, &mut out),
+                    Payload::Unit => {}
+                }
+            }
+        }
+        DefKind::Array(t) => held(t, &mut out),
+        DefKind::Enum { .. } | DefKind::NodeId | DefKind::NodeIdHex => {}
+    }
+    out.retain(|n| model.def(n).is_some());
+    out
+}
+
+/// Refuses a type that holds itself: the generated decoder recurses once per nested message and
+/// has no depth limit of its own, which only a type graph without cycles makes safe on hostile
+/// bytes (the deepest record is a handful of messages).
+fn check_acyclic(model: &Model) -> Result<()> {
+    fn visit<'m>(
+        model: &'m Model,
+        d: &'m Def,
+        path: &mut Vec<&'m str>,
+        done: &mut Vec<&'m str>,
+    ) -> Result<()> {
+        if done.contains(&d.name.as_str()) {
+            return Ok(());
+        }
+        if path.contains(&d.name.as_str()) {
+            anyhow::bail!(
+                "`{}` holds itself ({} → {}): the generated protobuf decoder needs types without cycles",
+                d.name,
+                path.join(" → "),
+                d.name
+            );
+        }
+        path.push(&d.name);
+        for n in holds(model, d) {
+            if let Some(next) = model.def(n) {
+                visit(model, next, path, done)?;
+            }
+        }
+        path.pop();
+        done.push(&d.name);
+        Ok(())
+    }
+    let mut done = Vec::new();
+    for d in model.defs() {
+        visit(model, d, &mut Vec::new(), &mut done)?;
+    }
+    Ok(())
+}
+
 /// The codec impls of every type of `model`, numbered by `numbers`, for contract `version`.
 pub fn render(model: &Model, numbers: &Numbers, version: &str) -> Result<TokenStream> {
+    check_acyclic(model)?;
     let mut items = Vec::new();
     for d in model.defs() {
         items.push(match &d.kind {
@@ -410,4 +482,39 @@ fn enumeration(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(defs: &str) -> Model {
+        let text = format!(
+            r#"{{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "urn:diagwire:tree",
+                "title": "Tree", "description": "Trees.", "$defs": {defs}}}"#
+        );
+        let file = diagwire_schema::parse_file("tree.schema.json", "tree", &text).unwrap();
+        diagwire_schema::load(&[file]).unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    #[test]
+    fn a_type_that_holds_itself_is_refused_and_one_that_does_not_renders() {
+        let node = |children: &str| {
+            format!(
+                r##"{{"Node": {{"description": "A node.", "type": "object", "required": ["name"],
+                    "properties": {{
+                        "name": {{"description": "Its name.", "type": "string"}}
+                        {children}
+                    }}}}}}"##
+            )
+        };
+        let tree = model(&node(
+            r##", "children": {"description": "Below.", "type": "array",
+                  "x-presence": "skip-default", "default": [],
+                  "x-absent": "A leaf.", "items": {"$ref": "#/$defs/Node"}}"##,
+        ));
+        let err = check_acyclic(&tree).unwrap_err().to_string();
+        assert!(err.contains("`Node` holds itself (Node → Node)"), "{err}");
+        assert!(check_acyclic(&model(&node(""))).is_ok());
+    }
 }
