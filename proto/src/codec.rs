@@ -703,7 +703,9 @@ pub fn encode_record<T: Message + serde::Serialize>(
 /// Decodes a protobuf record of `kind` into its generated Rust type with the type's generated
 /// codec: the value `T` reads from what [`decode`] returns, read straight from the bytes by the
 /// code `cargo codegen` wrote for the type when they hold nothing the type's version does not name;
-/// otherwise (or for a `layout` of another version than the type's) through [`decode_typed`].
+/// otherwise (or for a `layout` of another version than the type's) through [`decode_typed`]. The
+/// values it builds are held to `diagwire_runtime::proto::budget(bytes.len())` bytes of nested
+/// messages, so memory stays proportional to the input.
 pub fn decode_record<T: Message + serde::de::DeserializeOwned>(
     layout: &Layout,
     kind: &str,
@@ -711,7 +713,7 @@ pub fn decode_record<T: Message + serde::de::DeserializeOwned>(
 ) -> Result<T, Error> {
     if bytes.len() <= MAX_RECORD_BYTES
         && layout.holds::<T>(kind)
-        && let Ok(v) = T::read_body(bytes)
+        && let Ok(v) = diagwire_runtime::proto::bounded(bytes.len(), || T::read_body(bytes))
     {
         return Ok(v);
     }

@@ -198,7 +198,42 @@ pub fn message_field<M: Message>(m: &M, n: u32, out: &mut Vec<u8>) -> R {
 /// `Decode::read` of a message.
 #[inline]
 pub fn read_message<M: Message>(wire: u8, b: &mut &[u8]) -> R<M> {
+    spend(std::mem::size_of::<M>())?;
     M::read_body(read_len(wire, b)?)
+}
+
+thread_local! {
+    /// The bytes of values the decoding on this thread may still build, when [`bounded`] set it.
+    static BUDGET: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// Spends `n` bytes of the decoding budget.
+#[inline]
+fn spend(n: usize) -> R {
+    BUDGET.with(|b| {
+        let left = b.get();
+        if left < n {
+            return Err(Bail);
+        }
+        b.set(left - n);
+        Ok(())
+    })
+}
+
+/// The bytes of values a decoding of `len` input bytes may build in nested messages: a message
+/// can be two bytes on the wire (its key and an empty length) and hundreds in memory, so a list of
+/// them would otherwise grow memory far past the input.
+pub const fn budget(len: usize) -> usize {
+    64 * len + (1 << 20)
+}
+
+/// Runs a decoding of `len` input bytes with [`budget`]`(len)`: past it, the nested messages it
+/// reads are a [`Bail`] (the layout codec, with its own budget, then decides).
+pub fn bounded<T>(len: usize, decode: impl FnOnce() -> R<T>) -> R<T> {
+    let saved = BUDGET.with(|b| b.replace(budget(len)));
+    let out = decode();
+    BUDGET.with(|b| b.set(saved));
+    out
 }
 
 /// The JSON key under which a reader keeps what its layout cannot name (the layout codec's raw
@@ -729,3 +764,66 @@ macro_rules! tuple {
 
 tuple!(A a 1, B b 2);
 tuple!(A a 1, B b 2, C c 3);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message four kilobytes in memory and two bytes on the wire.
+    #[derive(Debug)]
+    struct Big(#[allow(dead_code)] [u8; 4096]);
+
+    impl Message for Big {
+        const CONTRACT: &'static str = "test";
+        const NAME: &'static str = "Big";
+        fn body(&self, _: &mut Vec<u8>) -> R {
+            Ok(())
+        }
+        fn read_body(b: &[u8]) -> R<Self> {
+            if b.is_empty() {
+                Ok(Big([0; 4096]))
+            } else {
+                Err(Bail)
+            }
+        }
+    }
+
+    impl Encode for Big {
+        fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
+            message_field(self, n, out)
+        }
+    }
+
+    impl Decode for Big {
+        fn read(wire: u8, b: &mut &[u8]) -> R<Self> {
+            read_message(wire, b)
+        }
+    }
+
+    fn batch(items: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        Vec::from_iter((0..items).map(|_| Big([0; 4096])))
+            .body(&mut out)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_list_of_empty_messages_is_held_to_the_budget_of_its_input() {
+        let small = batch(16);
+        assert_eq!(small.len(), 32);
+        let read = bounded(small.len(), || Vec::<Big>::read_body(&small));
+        assert_eq!(read.map(|v| v.len()), Ok(16));
+        // 2,000 input bytes may build 64 × 2,000 + 1 MiB; 1,000 of these are 4 MiB.
+        let large = batch(1000);
+        assert_eq!(
+            bounded(large.len(), || Vec::<Big>::read_body(&large)).map(|v| v.len()),
+            Err(Bail)
+        );
+        // The budget is the decoding's own: the next one starts afresh.
+        assert_eq!(
+            bounded(small.len(), || Vec::<Big>::read_body(&small)).map(|v| v.len()),
+            Ok(16)
+        );
+    }
+}
