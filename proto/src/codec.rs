@@ -686,6 +686,19 @@ pub fn encode_typed<T: serde::Serialize + ?Sized>(
 /// [`UNKNOWN_FIELDS_KEY`], a list item its type cannot hold), a `layout` of another version than
 /// the type's, or a `kind` whose message is not the type's goes through [`encode_typed`], which
 /// takes every record.
+///
+/// ```
+/// use diagwire::v1::{DialStarted, EventBatch, EventRecord, NodeId};
+/// use diagwire_proto::{current, decode_record, encode, encode_record};
+///
+/// let event = DialStarted::new(NodeId([9; 32]), 1, 500);
+/// let batch: EventBatch = vec![EventRecord::new(NodeId([7; 32]), 1, 1_700_000_000_000, event)];
+/// let body = encode_record(current(), "event_batch", &batch)?;
+/// let json = serde_json::to_value(&batch).unwrap();
+/// assert_eq!(body, encode(current(), "event_batch", &json)?);
+/// assert_eq!(decode_record::<EventBatch>(current(), "event_batch", &body)?, batch);
+/// # Ok::<(), diagwire_proto::Error>(())
+/// ```
 pub fn encode_record<T: Message + serde::Serialize>(
     layout: &Layout,
     kind: &str,
