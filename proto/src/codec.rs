@@ -704,11 +704,10 @@ pub fn encode_record<T: Message + serde::Serialize>(
     kind: &str,
     record: &T,
 ) -> Result<Vec<u8>, Error> {
-    if layout.holds::<T>(kind) {
-        let mut out = Vec::with_capacity(256);
-        if record.body(&mut out).is_ok() {
-            return Ok(out);
-        }
+    if layout.holds::<T>(kind)
+        && let Ok(out) = diagwire_runtime::proto::encode(record)
+    {
+        return Ok(out);
     }
     encode_typed(layout, kind, record)
 }

@@ -9,7 +9,7 @@
 //! or enum value, no number outside its JSON form) and returns [`Bail`] for anything else, which
 //! the caller then hands to that codec. `docs/protobuf.md` describes the wire form.
 
-use prost::encoding::{decode_varint, encode_varint};
+use prost::encoding::decode_varint;
 
 /// A value the generated codec leaves to the layout-driven one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +31,31 @@ pub fn varint(v: u64, out: &mut Vec<u8>) {
     if v < 0x80 {
         out.push(v as u8);
     } else {
-        encode_varint(v, out);
+        long_varint(v, out);
     }
+}
+
+/// The bytes of a varint, in a stack buffer, and how many there are.
+#[inline]
+fn varint_bytes(mut v: u64) -> ([u8; 10], usize) {
+    let mut buf = [0u8; 10];
+    let mut n = 0;
+    while v >= 0x80 {
+        buf[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    buf[n] = v as u8;
+    (buf, n + 1)
+}
+
+/// A varint of two bytes or more: its ten-byte buffer copied whole (a fixed-size copy the compiler
+/// writes inline) and the unused tail dropped.
+fn long_varint(v: u64, out: &mut Vec<u8>) {
+    let (buf, n) = varint_bytes(v);
+    let at = out.len();
+    out.extend_from_slice(&buf);
+    out.truncate(at + n);
 }
 
 /// Writes the key of field `n` with wire type `wire`.
@@ -58,13 +81,10 @@ pub fn close_len(at: usize, out: &mut Vec<u8>) {
     if len < 0x80 {
         out[at] = len as u8;
     } else {
-        let mut v = [0u8; 10];
-        let mut s = &mut v[..];
-        encode_varint(len as u64, &mut s);
-        let k = 10 - s.len();
+        let (head, k) = varint_bytes(len as u64);
         out.resize(out.len() + k - 1, 0);
         out.copy_within(at + 1..at + 1 + len, at + k);
-        out[at..at + k].copy_from_slice(&v[..k]);
+        out[at..at + k].copy_from_slice(&head[..k]);
     }
 }
 
@@ -200,6 +220,32 @@ pub fn message_field<M: Message>(m: &M, n: u32, out: &mut Vec<u8>) -> R {
 pub fn read_message<M: Message>(wire: u8, b: &mut &[u8]) -> R<M> {
     spend(std::mem::size_of::<M>())?;
     M::read_body(read_len(wire, b)?)
+}
+
+thread_local! {
+    /// The buffer [`encode`] writes into, kept between records.
+    static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest buffer [`encode`] keeps for the next record.
+const KEPT_BUFFER: usize = 1 << 20;
+
+/// Encodes a message: written into a buffer this thread keeps, so a large record does not grow a
+/// fresh `Vec` step by step, then copied out at its size.
+pub fn encode<M: Message>(m: &M) -> R<Vec<u8>> {
+    OUT.with(|cell| {
+        let Ok(mut out) = cell.try_borrow_mut() else {
+            let mut out = Vec::new();
+            m.body(&mut out)?;
+            return Ok(out);
+        };
+        out.clear();
+        let r = m.body(&mut out).map(|()| out.to_vec());
+        if out.capacity() > KEPT_BUFFER {
+            *out = Vec::new();
+        }
+        r
+    })
 }
 
 thread_local! {
@@ -612,22 +658,34 @@ impl Decode for crate::NodeId {
     }
 }
 
+/// The value of each lowercase hex digit, and 16 for every other byte.
+const NIBBLE: [u8; 256] = {
+    let mut t = [16u8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// The 32 bytes of a 64-character lowercase hex id.
 pub fn hex32(s: &str) -> Option<[u8; 32]> {
-    let s = s.as_bytes();
-    if s.len() != 64 {
-        return None;
-    }
-    let d = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
+    let s: &[u8; 64] = s.as_bytes().try_into().ok()?;
     let mut b = [0u8; 32];
-    for (slot, p) in b.iter_mut().zip(s.chunks(2)) {
-        *slot = (d(p[0])? << 4) | d(p[1])?;
+    let mut bad = 0u8;
+    for i in 0..32 {
+        let (hi, lo) = (NIBBLE[usize::from(s[2 * i])], NIBBLE[usize::from(s[2 * i + 1])]);
+        bad |= hi | lo;
+        b[i] = (hi << 4) | (lo & 15);
     }
-    Some(b)
+    // Every digit's value is below 16, so one of 16 or more sets bit 4.
+    (bad & 16 == 0).then_some(b)
 }
 
 /// Lowercase hex of `bytes`.
@@ -806,6 +864,60 @@ mod tests {
             .body(&mut out)
             .unwrap();
         out
+    }
+
+    #[test]
+    fn a_hex_id_is_64_lowercase_hex_digits() {
+        let id = "00ff10a9".repeat(8);
+        let mut want = [0u8; 32];
+        for c in want.chunks_mut(4) {
+            c.copy_from_slice(&[0x00, 0xff, 0x10, 0xa9]);
+        }
+        assert_eq!(hex32(&id), Some(want));
+        assert_eq!(hex(&want), id);
+        // (case, input)
+        let refused = [
+            ("an upper-case digit", id.replacen('f', "F", 1)),
+            ("a letter past f", id.replacen('a', "g", 1)),
+            ("a byte past the ASCII digits", id.replacen('9', ":", 1)),
+            ("one digit short", id[1..].to_owned()),
+            ("one digit more", format!("{id}0")),
+            ("a synthetic producer id", "vastai-external".to_owned()),
+        ];
+        for (case, input) in refused {
+            assert_eq!(hex32(&input), None, "{case}");
+        }
+    }
+
+    #[test]
+    fn varints_and_lengths_are_minimal() {
+        // (value, its bytes)
+        let cases: [(u64, &[u8]); 5] = [
+            (0, &[0]),
+            (127, &[0x7f]),
+            (128, &[0x80, 0x01]),
+            (300, &[0xac, 0x02]),
+            (
+                u64::MAX,
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+            ),
+        ];
+        for (v, bytes) in cases {
+            let mut out = Vec::new();
+            varint(v, &mut out);
+            assert_eq!(out, bytes, "{v}");
+            assert_eq!(read_varint(&mut &out[..]), Ok(v), "{v}");
+        }
+        for len in [0, 127, 128, 20_000] {
+            let mut out = Vec::new();
+            let at = open_len(1, &mut out);
+            out.extend(std::iter::repeat_n(7, len));
+            close_len(at, &mut out);
+            let mut head = vec![0x0a];
+            varint(len as u64, &mut head);
+            assert_eq!(&out[..head.len()], &head[..], "{len}");
+            assert_eq!(out.len(), head.len() + len, "{len}");
+        }
     }
 
     #[test]
