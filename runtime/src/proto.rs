@@ -680,7 +680,10 @@ pub fn hex32(s: &str) -> Option<[u8; 32]> {
     let mut b = [0u8; 32];
     let mut bad = 0u8;
     for i in 0..32 {
-        let (hi, lo) = (NIBBLE[usize::from(s[2 * i])], NIBBLE[usize::from(s[2 * i + 1])]);
+        let (hi, lo) = (
+            NIBBLE[usize::from(s[2 * i])],
+            NIBBLE[usize::from(s[2 * i + 1])],
+        );
         bad |= hi | lo;
         b[i] = (hi << 4) | (lo & 15);
     }
