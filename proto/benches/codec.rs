@@ -30,8 +30,9 @@
 //! Each case times one pass over all records of an input; dropping what it built is not timed.
 //! After criterion's report (only under `cargo bench`) a summary prints one line per ratio from
 //! the medians of a separate pass that interleaves all cases round by round, so a change of machine
-//! load hits them alike; each timed pass follows an untimed one of the same case, so no case pays
-//! for the memory the one before it gave back.
+//! load hits them alike; each sample is as many passes as make 20 000 records (an interruption
+//! of the process then moves one sample less), and follows an untimed pass of the same case, so no
+//! case pays for the memory the one before it gave back.
 
 use std::any::Any;
 use std::hint::black_box;
@@ -53,6 +54,11 @@ use serde_json::Value;
 
 /// Rounds of the interleaved pass behind the summary.
 const SUMMARY_ROUNDS: usize = 21;
+
+/// Records a sample of the summary covers at least (whole passes over the input, summed): a
+/// pass over the 89 snapshots takes half a millisecond, short enough that one interruption of the
+/// process moves its median.
+const SAMPLE_RECORDS: usize = 20_000;
 
 /// One input: the same records as values of the kind's generated type, `Value`s, JSON text and
 /// protobuf bytes.
@@ -385,12 +391,17 @@ fn summary(inputs: &[Input], layout: &Layout) {
                 let case = case(input);
                 // One untimed pass first, so each case is timed with its own working set in
                 // memory, as criterion's back-to-back iterations time it.
+                let passes = SAMPLE_RECORDS.div_ceil(input.json.len());
                 case(input, layout);
-                samples[i][c].push(case(input, layout));
+                let total: Duration = (0..passes).map(|_| case(input, layout)).sum();
+                samples[i][c].push(total / passes as u32);
             }
         }
     }
-    println!("\ncodec summary: medians of {SUMMARY_ROUNDS} interleaved rounds per case");
+    println!(
+        "\ncodec summary: medians of {SUMMARY_ROUNDS} interleaved rounds per case, each sample \
+         whole passes over at least {SAMPLE_RECORDS} records (times per pass)"
+    );
     for (input, per_case) in inputs.iter().zip(samples) {
         let [
             enc_json,

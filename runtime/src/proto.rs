@@ -310,12 +310,24 @@ pub fn scalar<T: Encode + serde::Serialize>(
 ) -> R {
     let at = out.len();
     if v.field(n, out).is_err() {
-        out.truncate(at);
-        let j = serde_json::to_value(v).map_err(|_| Bail)?;
-        unknown
-            .get_or_insert_with(Default::default)
-            .insert(key.to_owned(), j);
+        misfit(v, key, at, out, unknown)?;
     }
+    Ok(())
+}
+
+#[cold]
+fn misfit<T: serde::Serialize>(
+    v: &T,
+    key: &str,
+    at: usize,
+    out: &mut Vec<u8>,
+    unknown: &mut Unknown,
+) -> R {
+    out.truncate(at);
+    let j = serde_json::to_value(v).map_err(|_| Bail)?;
+    unknown
+        .get_or_insert_with(Default::default)
+        .insert(key.to_owned(), j);
     Ok(())
 }
 
@@ -323,8 +335,14 @@ pub fn scalar<T: Encode + serde::Serialize>(
 #[inline]
 pub fn extra(extra: &crate::Extra, unknown: &mut Unknown) -> R {
     if extra.0.is_empty() {
-        return Ok(());
+        Ok(())
+    } else {
+        kept(extra, unknown)
     }
+}
+
+#[cold]
+fn kept(extra: &crate::Extra, unknown: &mut Unknown) -> R {
     if extra.0.contains_key(UNKNOWN_FIELDS_KEY) {
         return Err(Bail);
     }
@@ -338,11 +356,17 @@ pub fn extra(extra: &crate::Extra, unknown: &mut Unknown) -> R {
 /// Writes a message's `unknown_json` (field `n`), if it has one.
 #[inline]
 pub fn write_unknown(n: u32, unknown: Unknown, out: &mut Vec<u8>) -> R {
-    if let Some(u) = unknown {
-        let at = open_len(n, out);
-        serde_json::to_writer(&mut *out, &serde_json::Value::Object(u)).map_err(|_| Bail)?;
-        close_len(at, out);
+    match unknown {
+        None => Ok(()),
+        Some(u) => unknown_json(n, u, out),
     }
+}
+
+#[cold]
+fn unknown_json(n: u32, u: serde_json::Map<String, serde_json::Value>, out: &mut Vec<u8>) -> R {
+    let at = open_len(n, out);
+    serde_json::to_writer(&mut *out, &serde_json::Value::Object(u)).map_err(|_| Bail)?;
+    close_len(at, out);
     Ok(())
 }
 
