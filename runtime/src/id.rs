@@ -25,7 +25,7 @@ impl NodeId {
 
     /// The first 8 hex characters, as swactor's logs and `node_id_short` print them.
     pub fn short(&self) -> String {
-        self.to_string()[..8].to_owned()
+        short_hex(&self.to_string()).to_owned()
     }
 }
 
@@ -240,4 +240,11 @@ impl<'a> arbitrary::Arbitrary<'a> for NodeIdHex {
     fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
         Ok(NodeId::arbitrary(u)?.to_hex())
     }
+}
+
+/// The short form of a node id written in hex: its first 8 characters, as swactor's logs and
+/// `node_id_short` print it (the whole text when it is shorter, or when its 8th byte is not a
+/// character boundary, as in a label that is not an id).
+pub fn short_hex(hex: &str) -> &str {
+    hex.get(..8).unwrap_or(hex)
 }

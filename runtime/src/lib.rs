@@ -12,6 +12,7 @@ mod id;
 mod json;
 mod macros;
 mod provenance;
+pub mod rng;
 pub mod shape;
 
 #[cfg(feature = "proto")]
@@ -21,9 +22,10 @@ pub mod proto;
 pub mod arb;
 
 pub use de::{Decoder, DecoderVisitor, FieldSeed, KeySeed, Pending};
-pub use id::{NodeId, NodeIdHex, ParseNodeIdError};
+pub use id::{NodeId, NodeIdHex, ParseNodeIdError, short_hex};
 pub use json::{Extra, Json};
 pub use provenance::{Provenance, REPORTED_SOURCES, UNAVAILABLE_SOURCE, Unavailable};
+pub use rng::SplitMix64;
 
 /// Writes a value's keys into a map being serialized: how structs, flattened unions and internal
 /// unions compose into one JSON object.

@@ -20,6 +20,24 @@ pub enum Presence {
     SkipDefault,
 }
 
+impl Presence {
+    /// The profile's spelling (`required`, `nullable`, `omittable`, `default`, `skip-default`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Presence::Required => "required",
+            Presence::Nullable => "nullable",
+            Presence::Omittable => "omittable",
+            Presence::Default => "default",
+            Presence::SkipDefault => "skip-default",
+        }
+    }
+}
+
+/// One JSON pointer token (RFC 6901): `~` as `~0`, `/` as `~1`.
+pub fn escape_pointer_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
 /// An integer width (the profile's integer `format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IntWidth {
