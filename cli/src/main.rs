@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod behaviour;
+mod output_schema;
 mod review;
 mod summary;
 mod validate;
@@ -184,6 +185,21 @@ enum Command {
         /// The folder to write the run directory into.
         out: PathBuf,
     },
+    /// The JSON Schema of a command's JSON output (`schemas/tools/` holds them all).
+    ///
+    /// Without arguments, lists every output with its format version and command; with NAME,
+    /// prints its schema. `--write DIR` writes them all; `--check DIR` fails (exit 1) when a
+    /// checked-in schema is stale or changed without a new format version.
+    OutputSchema {
+        /// The output's name (`summary`, `check`, …).
+        name: Option<String>,
+        /// Write every schema into this folder.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["name", "check"])]
+        write: Option<PathBuf>,
+        /// Check the schemas in this folder.
+        #[arg(long, value_name = "DIR", conflicts_with = "name")]
+        check: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -237,6 +253,9 @@ fn main() -> ExitCode {
             out,
         } => summary::summary(&bundle, format, view, out),
         Command::Compare { a, b } => summary::compare(&a, &b),
+        Command::OutputSchema { name, write, check } => {
+            output_schema::run(name.as_deref(), write.as_deref(), check.as_deref())
+        }
     }
 }
 

@@ -16,6 +16,8 @@ use diagwire::check::{Checker, Options, Report};
 use diagwire::problem::printable;
 use diagwire::v1::RecordKind;
 use diagwire::validate::Validators;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 /// The output format.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -321,63 +323,171 @@ fn print_total(outcomes: &[(PathBuf, Outcome)]) {
     println!("{line}");
 }
 
-fn problem_json(p: &Problem) -> serde_json::Value {
-    serde_json::json!({
-        "kind": p.kind.as_str(),
-        "file": p.location.file,
-        "record": p.location.record,
-        "pointer": p.location.pointer,
-        "line": p.location.position.map(|x| x.line),
-        "column": p.location.position.map(|x| x.column),
-        "message": p.message,
-    })
+/// The version of `validate --format json`'s shape (a semantic version, bumped by the contract's
+/// rules: a new optional key is minor, a removed or retyped key is major).
+pub const FORMAT_VERSION: &str = "1.0.0";
+
+/// `diagwire validate --format json`: per path what was checked and found, then the totals and
+/// every problem of every path.
+#[derive(Serialize, JsonSchema)]
+pub struct ValidateOutput {
+    /// The version of this JSON shape.
+    #[schemars(extend("const" = FORMAT_VERSION))]
+    pub format_version: &'static str,
+    /// One entry per path given, in order.
+    pub paths: Vec<PathOutcome>,
+    /// Files read, over all paths.
+    pub files: u64,
+    /// Files that could not be read.
+    pub unreadable_files: u64,
+    /// Records read.
+    pub records: u64,
+    /// Valid records.
+    pub valid: u64,
+    /// Invalid records.
+    pub invalid: u64,
+    /// Problems found (including those not listed past the caps).
+    pub problem_count: u64,
+    /// Every listed problem of every path, and the error of each path that could not be checked.
+    pub problems: Vec<ProblemOutput>,
+}
+
+/// What became of one path.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PathOutcome {
+    /// The path was checked.
+    Checked {
+        /// The path as given.
+        path: String,
+        /// Always true.
+        checked: bool,
+        /// Files read.
+        files: u64,
+        /// Files that could not be read.
+        unreadable_files: u64,
+        /// Records read.
+        records: u64,
+        /// Valid records.
+        valid: u64,
+        /// Invalid records.
+        invalid: u64,
+        /// Problems found (including those past the caps).
+        problem_count: u64,
+        /// The problems listed.
+        problems: Vec<ProblemOutput>,
+        /// Per file, what the caps left unlisted.
+        omitted: Vec<OmittedOutput>,
+    },
+    /// The path could not be checked at all.
+    Failed {
+        /// The path as given.
+        path: String,
+        /// Always false.
+        checked: bool,
+        /// Why.
+        error: ProblemOutput,
+    },
+}
+
+/// A located problem.
+#[derive(Serialize, JsonSchema)]
+pub struct ProblemOutput {
+    /// Its kind (`schema`, `read.too_large`, …).
+    pub kind: &'static str,
+    /// The file as a person finds it (`archive.tar.gz!inner/path` inside an archive).
+    pub file: String,
+    /// The record's index in the file; null for the file as a whole.
+    pub record: Option<usize>,
+    /// The JSON pointer into the record.
+    pub pointer: String,
+    /// The line in the file's text, when known.
+    pub line: Option<u64>,
+    /// The column (in bytes), when known.
+    pub column: Option<u64>,
+    /// A sentence for a person.
+    pub message: String,
+}
+
+/// What the caps left unlisted in one file.
+#[derive(Serialize, JsonSchema)]
+pub struct OmittedOutput {
+    /// The file.
+    pub file: String,
+    /// Problems not listed.
+    pub problems: u64,
+    /// Records whose problems were not listed.
+    pub records: u64,
+}
+
+impl ProblemOutput {
+    fn new(p: &Problem) -> Self {
+        ProblemOutput {
+            kind: p.kind.as_str(),
+            file: p.location.file.clone(),
+            record: p.location.record,
+            pointer: p.location.pointer.clone(),
+            line: p.location.position.map(|x| x.line),
+            column: p.location.position.map(|x| x.column),
+            message: p.message.clone(),
+        }
+    }
 }
 
 fn print_json(outcomes: &[(PathBuf, Outcome)]) {
-    let mut all = Vec::new();
-    let paths: Vec<serde_json::Value> = outcomes
+    let mut problems = Vec::new();
+    let paths = outcomes
         .iter()
         .map(|(path, o)| match o {
             Outcome::Failed(p) => {
-                all.push(problem_json(p));
-                serde_json::json!({
-                    "path": path.display().to_string(),
-                    "checked": false,
-                    "error": problem_json(p),
-                })
+                problems.push(ProblemOutput::new(p));
+                PathOutcome::Failed {
+                    path: path.display().to_string(),
+                    checked: false,
+                    error: ProblemOutput::new(p),
+                }
             }
             Outcome::Checked(r) => {
-                all.extend(r.problems.iter().map(problem_json));
-                serde_json::json!({
-                    "path": path.display().to_string(),
-                    "checked": true,
-                    "files": r.files,
-                    "unreadable_files": r.unreadable_files,
-                    "records": r.records,
-                    "valid": r.valid_records(),
-                    "invalid": r.invalid_records,
-                    "problem_count": r.problem_count,
-                    "problems": r.problems.iter().map(problem_json).collect::<Vec<_>>(),
-                    "omitted": r.omitted.iter().map(|o| serde_json::json!({
-                        "file": o.file, "problems": o.problems, "records": o.records,
-                    })).collect::<Vec<_>>(),
-                })
+                problems.extend(r.problems.iter().map(ProblemOutput::new));
+                PathOutcome::Checked {
+                    path: path.display().to_string(),
+                    checked: true,
+                    files: r.files as u64,
+                    unreadable_files: r.unreadable_files as u64,
+                    records: r.records as u64,
+                    valid: r.valid_records() as u64,
+                    invalid: r.invalid_records as u64,
+                    problem_count: r.problem_count as u64,
+                    problems: r.problems.iter().map(ProblemOutput::new).collect(),
+                    omitted: r
+                        .omitted
+                        .iter()
+                        .map(|o| OmittedOutput {
+                            file: o.file.clone(),
+                            problems: o.problems as u64,
+                            records: o.records as u64,
+                        })
+                        .collect(),
+                }
             }
         })
         .collect();
     let t = total(outcomes);
-    let out = serde_json::json!({
-        "paths": paths,
-        "files": t.files,
-        "unreadable_files": t.unreadable_files,
-        "records": t.records,
-        "valid": t.valid_records(),
-        "invalid": t.invalid_records,
-        "problem_count": t.problem_count,
-        "problems": all,
-    });
+    let out = ValidateOutput {
+        format_version: FORMAT_VERSION,
+        paths,
+        files: t.files as u64,
+        unreadable_files: t.unreadable_files as u64,
+        records: t.records as u64,
+        valid: t.valid_records() as u64,
+        invalid: t.invalid_records as u64,
+        problem_count: t.problem_count as u64,
+        problems,
+    };
+    // Keys in sorted order, as this output has always printed them.
+    let value = serde_json::to_value(&out).expect("OK because the output types always serialize");
     println!(
         "{}",
-        serde_json::to_string_pretty(&out).expect("OK because a Value always serializes")
+        serde_json::to_string_pretty(&value).expect("OK because a Value always serializes")
     );
 }

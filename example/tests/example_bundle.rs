@@ -346,9 +346,8 @@ fn run_window_covers_every_collector_time_and_lasts_about_a_minute() {
     let mut samples = 0;
     for records in p.events.values() {
         for r in records {
-            if let Event::Custom(c) = &r.event
-                && let CustomPayload::ClockSample(f) = &c.payload
-            {
+            let Event::Custom(c) = &r.event else { continue };
+            if let CustomPayload::ClockSample(f) = &c.payload {
                 samples += 1;
                 assert!(
                     start <= f.collector_recv_ms && f.collector_send_ms <= end,

@@ -704,10 +704,10 @@ pub fn encode_record<T: Message + serde::Serialize>(
     kind: &str,
     record: &T,
 ) -> Result<Vec<u8>, Error> {
-    if layout.holds::<T>(kind)
-        && let Ok(out) = diagwire_runtime::proto::encode(record)
-    {
-        return Ok(out);
+    if layout.holds::<T>(kind) {
+        if let Ok(out) = diagwire_runtime::proto::encode(record) {
+            return Ok(out);
+        }
     }
     encode_typed(layout, kind, record)
 }
@@ -723,11 +723,10 @@ pub fn decode_record<T: Message + serde::de::DeserializeOwned>(
     kind: &str,
     bytes: &[u8],
 ) -> Result<T, Error> {
-    if bytes.len() <= MAX_RECORD_BYTES
-        && layout.holds::<T>(kind)
-        && let Ok(v) = diagwire_runtime::proto::bounded(bytes.len(), || T::read_body(bytes))
-    {
-        return Ok(v);
+    if bytes.len() <= MAX_RECORD_BYTES && layout.holds::<T>(kind) {
+        if let Ok(v) = diagwire_runtime::proto::bounded(bytes.len(), || T::read_body(bytes)) {
+            return Ok(v);
+        }
     }
     decode_typed(layout, kind, bytes)
 }

@@ -8,6 +8,7 @@
 pub mod collect;
 pub mod compare;
 pub mod html;
+pub mod output;
 pub mod render;
 pub mod stats;
 pub mod svg;

@@ -4,9 +4,10 @@
 
 use std::fmt::Write;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::collect::{MAX_LISTED, Summary};
+use crate::output::SummaryOutput;
 
 /// A string from the bundle, safe to print: control characters become `\u{…}` escapes and table
 /// separators are escaped.
@@ -498,106 +499,9 @@ pub fn gossip_gaps(s: &Summary) -> Vec<String> {
     out
 }
 
-/// The summary as JSON (`docs/summary.md` documents every key).
+/// The summary as JSON (`docs/summary.md` documents every key; [`SummaryOutput`] is its type and
+/// the source of its JSON Schema). Keys are in sorted order, as a JSON value holds them.
 pub fn json(s: &Summary) -> Value {
-    let (start, end) = run_span(s);
-    let nodes: Vec<Value> = s
-        .nodes
-        .values()
-        .map(|n| {
-            json!({
-                "label": n.label, "role": n.role, "id": n.id, "listed": n.listed,
-                "snapshots": n.snapshots, "events": n.events, "finalize": n.finalize,
-            })
-        })
-        .collect();
-    let hosts: Vec<Value> = hosts(s)
-        .into_iter()
-        .map(|(label, f)| match f {
-            None => json!({"node": label, "boot_record": false, "rental": null, "ip": null, "datacenter": null,
-                "country": null, "container": null, "hostname": null, "relay": null, "iroh_version": null, "git_sha": null}),
-            Some([rental, ip, dc, country, container, hostname, relay, iroh, git]) => json!({
-                "node": label, "boot_record": true, "rental": rental, "ip": ip, "datacenter": dc, "country": country,
-                "container": container, "hostname": hostname, "relay": relay, "iroh_version": iroh, "git_sha": git,
-            }),
-        })
-        .collect();
-    json!({
-        "run": {
-            "run_id": s.run_id,
-            "nodes": s.nodes.len(),
-            "finalize_received": s.manifest.as_ref().map(|m| m.finalize_received),
-            "start_ms": start,
-            "end_ms": end,
-            "contract_version": s.manifest.as_ref().and_then(|m| m.contract_version.clone()),
-        },
-        "nodes": nodes,
-        "hosts": hosts,
-        "first_dead": s.first_dead.as_ref().map(|d| json!({
-            "observer": d.observer, "peer": d.peer, "wall_ms": d.wall_ms, "reason": d.reason,
-            "observer_conn_type": d.observer_conn, "peer_conn_type": d.peer_conn, "observer_probe_ok": d.observer_probe_ok,
-        })),
-        "relay_totals": s.relay_totals.iter().map(|t| json!({
-            "relay": t.relay, "counted": t.counted,
-            "active": t.counted.then_some(t.active), "opens": t.counted.then_some(t.opens),
-            "closes": t.counted.then_some(t.closes),
-            "bytes_rx": t.counted.then_some(t.bytes_rx), "bytes_tx": t.counted.then_some(t.bytes_tx),
-            "closes_by_reason": t.by_reason.iter().map(|(r, n)| json!({"reason": r, "count": n})).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "relay_sessions": s.relay_closes.iter().map(|c| json!({
-            "relay": c.relay, "peer": c.peer, "initiator": c.initiator, "reason": c.reason,
-            "duration_ms": c.duration_ms, "bytes_in": c.bytes_in, "bytes_out": c.bytes_out,
-            "closed_at_ms": c.closed_at_ms, "node_last_failure_reason": c.node_last_failure_reason,
-        })).collect::<Vec<_>>(),
-        "probe_outcomes": s.probes.iter().map(|p| json!({
-            "node": p.node, "kind": p.kind, "target": p.target, "outcome": p.outcome,
-            "rtt_ms": p.rtt_ms, "successes": p.successes, "attempts": p.attempts,
-        })).collect::<Vec<_>>(),
-        "probe_rtt": s.rtt.iter().map(|((obs, target), p)| json!({
-            "observer": obs, "target": target, "probes": p.probes, "acked": p.acked, "timed_out": p.timed_out,
-            "pending": p.probes - p.acked - p.timed_out,
-            "median_ms": p.rtts.percentile(50), "p95_ms": p.rtts.percentile(95), "p99_ms": p.rtts.percentile(99),
-            "budget": p.budget,
-        })).collect::<Vec<_>>(),
-        "probe_rtt_buckets": s.rtt_buckets.iter().map(|((obs, target, b), x)| json!({
-            "observer": obs, "target": target, "bucket_s": b, "probes": x.probes, "timed_out": x.timed_out,
-            "median_ms": x.rtts.percentile(50), "p99_ms": x.rtts.percentile(99),
-        })).collect::<Vec<_>>(),
-        "kernel_drops": s.kernel_drops.iter().map(|(node, counter, delta)| json!({
-            "node": node, "counter": counter, "delta": delta.to_string().parse::<i64>().unwrap_or(i64::MAX),
-        })).collect::<Vec<_>>(),
-        "gossip": s.gossip.iter().map(|((node, kind), g)| json!({
-            "node": node, "kind": kind, "count": g.count, "bytes": g.bytes, "items": g.items,
-        })).collect::<Vec<_>>(),
-        "inference_responses": {
-            "total": s.inference_total,
-            "listed": s.inference.iter().map(|i| json!({
-                "sender": i.sender, "target": i.target, "request_id": i.request_id, "bytes": i.bytes,
-                "outcome": i.outcome, "wall_ms": i.wall_ms,
-            })).collect::<Vec<_>>(),
-        },
-        "dials": s.dials.iter().map(|(peer, d)| json!({
-            "peer": peer, "started": d.started, "succeeded": d.succeeded, "failed": d.failed,
-            "in_flight": d.started as i64 - d.succeeded as i64 - d.failed as i64,
-            "last_outcome": d.last.as_ref().map(|(t, _)| t), "last_outcome_ms": d.last.as_ref().map(|(_, at)| at),
-        })).collect::<Vec<_>>(),
-        "subprocesses": s.subprocesses.iter().map(|r| json!({
-            "node": r.node, "label": r.label, "bucket": r.bucket.as_str(), "detail": r.detail,
-        })).collect::<Vec<_>>(),
-        "event_totals": s.event_totals,
-        "absent": s.absent.iter().map(|a| json!({"section": a.section, "why": a.why})).collect::<Vec<_>>(),
-        "validation": {
-            "records": s.records,
-            "problems": s.problem_counts.values().sum::<u64>(),
-            "by_kind": s.problem_counts,
-            "first": s.problems.iter().take(20).map(|p| json!({
-                "kind": p.kind.as_str(), "file": p.location.file, "record": p.location.record,
-                "pointer": p.location.pointer, "message": p.message,
-            })).collect::<Vec<_>>(),
-        },
-        "unknown": {
-            "event_types": s.unknown_event_types,
-            "fields": s.unknown_fields,
-        },
-    })
+    serde_json::to_value(SummaryOutput::new(s))
+        .expect("OK because the output types always serialize")
 }

@@ -1,0 +1,625 @@
+//! The summary's JSON output as types: what `diagwire summary --format json` prints, and the source
+//! of its published JSON Schema (`schemas/tools/summary.schema.json`, derived with schemars).
+//! `docs/summary.md` explains each section; the field docs here become the schema's descriptions.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::collect::Summary;
+use crate::render::{hosts, run_span};
+
+/// The version of this JSON shape (a semantic version, bumped by the contract's rules: a new
+/// optional key is minor, a removed or retyped key is major).
+pub const FORMAT_VERSION: &str = "1.0.0";
+
+/// `diagwire summary --format json`: the post-incident summary of one bundle.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SummaryOutput {
+    /// The version of this JSON shape.
+    #[schemars(extend("const" = FORMAT_VERSION))]
+    pub format_version: &'static str,
+    /// The run as a whole.
+    pub run: Run,
+    /// One row per node: listed in the manifest or found with a directory.
+    pub nodes: Vec<NodeRow>,
+    /// One row per node from its latest boot record.
+    pub hosts: Vec<HostRow>,
+    /// The earliest transition of any peer to `Dead`, when there is one.
+    pub first_dead: Option<FirstDeadRow>,
+    /// Per relay node, its latest relay-server totals.
+    pub relay_totals: Vec<RelayTotalsRow>,
+    /// Per (relay, peer), the latest closed relay session.
+    pub relay_sessions: Vec<RelaySessionRow>,
+    /// Per node, the probes of its latest snapshot with a probe block.
+    pub probe_outcomes: Vec<ProbeOutcomeRow>,
+    /// Per observer → target, the probe RTT distribution.
+    pub probe_rtt: Vec<ProbeRttRow>,
+    /// Per observer → target and 5-second bucket of send time, the probe RTTs.
+    pub probe_rtt_buckets: Vec<ProbeRttBucketRow>,
+    /// The kernel network counters that moved between a node's first and last host snapshot.
+    pub kernel_drops: Vec<KernelDropRow>,
+    /// Gossip receipts per (node, payload kind).
+    pub gossip: Vec<GossipRow>,
+    /// Inference responses sent.
+    pub inference_responses: InferenceResponses,
+    /// Per target peer, the dials of every observer.
+    pub dials: Vec<DialRow>,
+    /// Per stage and subprocess, its bucket.
+    pub subprocesses: Vec<SubprocessOutputRow>,
+    /// The number of events per event type (`Custom(<kind>)` per custom kind).
+    pub event_totals: BTreeMap<String, u64>,
+    /// Per section, why it has no data.
+    pub absent: Vec<AbsentRow>,
+    /// What reading the bundle found wrong.
+    pub validation: Validation,
+    /// What the current contract does not know.
+    pub unknown: Unknown,
+}
+
+/// The run as a whole.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Run {
+    /// The run's id.
+    pub run_id: String,
+    /// How many nodes the summary has rows for.
+    pub nodes: usize,
+    /// The manifest's `finalize_received`; null without a manifest.
+    pub finalize_received: Option<bool>,
+    /// The run's start on the collector's clock (the manifest's, else the earliest record's).
+    pub start_ms: Option<u64>,
+    /// The run's end on the collector's clock (the manifest's, else the latest record's).
+    pub end_ms: Option<u64>,
+    /// The contract version the manifest declares; null when it declares none.
+    pub contract_version: Option<String>,
+}
+
+/// One node.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct NodeRow {
+    /// The node's directory label.
+    pub label: String,
+    /// Its role, from its boot record or manifest entry.
+    pub role: Option<String>,
+    /// Its node id (hex).
+    pub id: String,
+    /// Whether the manifest lists it.
+    pub listed: bool,
+    /// Snapshots read.
+    pub snapshots: u64,
+    /// Events read.
+    pub events: u64,
+    /// Whether its finalize record was read.
+    pub finalize: bool,
+}
+
+/// One node's host, from its latest boot record (every field null without one).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HostRow {
+    /// The node's label.
+    pub node: String,
+    /// Whether the node has a boot record.
+    pub boot_record: bool,
+    /// `vastai_contract_id`, else `provider_contract_id`.
+    pub rental: Option<String>,
+    /// `host_ip_public`.
+    pub ip: Option<String>,
+    /// `datacenter_id`.
+    pub datacenter: Option<String>,
+    /// `host_country`.
+    pub country: Option<String>,
+    /// `container_id`.
+    pub container: Option<String>,
+    /// `hostname`.
+    pub hostname: Option<String>,
+    /// `home_relay_url_at_boot`.
+    pub relay: Option<String>,
+    /// The iroh version.
+    pub iroh_version: Option<String>,
+    /// The git sha of the build.
+    pub git_sha: Option<String>,
+}
+
+/// The first peer to go `Dead`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FirstDeadRow {
+    /// The node that declared the peer dead.
+    pub observer: String,
+    /// The peer declared dead.
+    pub peer: String,
+    /// When (the event's `wall_ms`).
+    pub wall_ms: u64,
+    /// The transition's reason.
+    pub reason: String,
+    /// The observer's connection type to the peer, from its snapshot nearest in time.
+    pub observer_conn_type: Option<String>,
+    /// The peer's connection type to the observer, from its snapshot nearest in time.
+    pub peer_conn_type: Option<String>,
+    /// Whether a probe of the observer's nearest snapshot was ok.
+    pub observer_probe_ok: Option<bool>,
+}
+
+/// A relay's latest totals (the counters are null when the relay reported none).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RelayTotalsRow {
+    /// The relay node's label.
+    pub relay: String,
+    /// Whether the relay reported totals.
+    pub counted: bool,
+    /// Active sessions.
+    pub active: Option<u64>,
+    /// Sessions opened.
+    pub opens: Option<u64>,
+    /// Sessions closed.
+    pub closes: Option<u64>,
+    /// Bytes received.
+    pub bytes_rx: Option<u64>,
+    /// Bytes sent.
+    pub bytes_tx: Option<u64>,
+    /// Closes per reason.
+    pub closes_by_reason: Vec<ReasonCount>,
+}
+
+/// A count for one reason.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReasonCount {
+    /// The reason.
+    pub reason: String,
+    /// How many.
+    pub count: u64,
+}
+
+/// The latest closed session of a (relay, peer).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RelaySessionRow {
+    /// The relay node's label.
+    pub relay: String,
+    /// The peer.
+    pub peer: String,
+    /// Who closed it, as a canonical side.
+    pub initiator: String,
+    /// Why.
+    pub reason: String,
+    /// How long the session lasted.
+    pub duration_ms: u64,
+    /// Bytes in.
+    pub bytes_in: u64,
+    /// Bytes out.
+    pub bytes_out: u64,
+    /// When it closed.
+    pub closed_at_ms: u64,
+    /// The latest `last_failure_reason` another node's connection cache holds for the peer.
+    pub node_last_failure_reason: Option<String>,
+}
+
+/// One probe of a node's latest snapshot with a probe block.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProbeOutcomeRow {
+    /// The node's label.
+    pub node: String,
+    /// The probe's kind.
+    pub kind: String,
+    /// Its target.
+    pub target: String,
+    /// Its outcome.
+    pub outcome: String,
+    /// Its RTT, when it has one.
+    pub rtt_ms: Option<u64>,
+    /// Successes.
+    pub successes: u64,
+    /// Attempts.
+    pub attempts: u64,
+}
+
+/// The probe RTTs of one observer → target.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProbeRttRow {
+    /// The probing node.
+    pub observer: String,
+    /// The probed node.
+    pub target: String,
+    /// Probes sent.
+    pub probes: u64,
+    /// Probes acknowledged.
+    pub acked: u64,
+    /// Probes that timed out.
+    pub timed_out: u64,
+    /// Probes neither acknowledged nor timed out.
+    pub pending: u64,
+    /// The median RTT (nearest rank); null without samples.
+    pub median_ms: Option<u64>,
+    /// The 95th percentile RTT (nearest rank).
+    pub p95_ms: Option<u64>,
+    /// The 99th percentile RTT (nearest rank).
+    pub p99_ms: Option<u64>,
+    /// The timeout budget the probes carried.
+    pub budget: Option<String>,
+}
+
+/// The probe RTTs of one observer → target in one 5-second bucket of send time.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProbeRttBucketRow {
+    /// The probing node.
+    pub observer: String,
+    /// The probed node.
+    pub target: String,
+    /// The bucket's start (epoch seconds).
+    pub bucket_s: u64,
+    /// Probes sent.
+    pub probes: u64,
+    /// Probes that timed out.
+    pub timed_out: u64,
+    /// The median RTT (nearest rank).
+    pub median_ms: Option<u64>,
+    /// The 99th percentile RTT (nearest rank).
+    pub p99_ms: Option<u64>,
+}
+
+/// A kernel counter that moved.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KernelDropRow {
+    /// The node's label.
+    pub node: String,
+    /// The counter.
+    pub counter: String,
+    /// How much it moved between the first and last host snapshot.
+    pub delta: i64,
+}
+
+/// Gossip receipts of one (node, payload kind).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GossipRow {
+    /// The receiving node.
+    pub node: String,
+    /// The payload kind.
+    pub kind: String,
+    /// Receipts.
+    pub count: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Items.
+    pub items: u64,
+}
+
+/// The inference responses of the run.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct InferenceResponses {
+    /// Every `InferenceResponseSent`.
+    pub total: u64,
+    /// The first ones, each listed.
+    pub listed: Vec<InferenceRow>,
+}
+
+/// One inference response.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct InferenceRow {
+    /// The sending node.
+    pub sender: String,
+    /// The target.
+    pub target: String,
+    /// The request id.
+    pub request_id: String,
+    /// Bytes.
+    pub bytes: u64,
+    /// The outcome.
+    pub outcome: String,
+    /// When.
+    pub wall_ms: u64,
+}
+
+/// The dials to one target peer, across all observers.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DialRow {
+    /// The target peer.
+    pub peer: String,
+    /// `DialStarted` events.
+    pub started: u64,
+    /// Outcomes `Success`.
+    pub succeeded: u64,
+    /// Other outcomes.
+    pub failed: u64,
+    /// Started minus succeeded minus failed.
+    pub in_flight: i64,
+    /// The last outcome, in the text reachability writes.
+    pub last_outcome: Option<String>,
+    /// When the last outcome was.
+    pub last_outcome_ms: Option<u64>,
+}
+
+/// One subprocess of a stage and its bucket.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SubprocessOutputRow {
+    /// The stage node.
+    pub node: String,
+    /// The subprocess.
+    pub label: String,
+    /// `never_spawned`, `exited`, `stuck` or `healthy`.
+    pub bucket: &'static str,
+    /// What the bucket rests on.
+    pub detail: String,
+}
+
+/// Why a section has no data.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AbsentRow {
+    /// The section.
+    pub section: &'static str,
+    /// Why.
+    pub why: String,
+}
+
+/// What reading the bundle found wrong.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Validation {
+    /// Records read.
+    pub records: u64,
+    /// Problems found.
+    pub problems: u64,
+    /// Problems per kind.
+    pub by_kind: BTreeMap<&'static str, u64>,
+    /// The first located problems.
+    pub first: Vec<ProblemRow>,
+}
+
+/// One located problem.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProblemRow {
+    /// The problem's kind.
+    pub kind: &'static str,
+    /// The file as a person finds it (`archive!inner/path` inside an archive).
+    pub file: String,
+    /// The record's index in the file; null for the file as a whole.
+    pub record: Option<usize>,
+    /// The JSON pointer into the record.
+    pub pointer: String,
+    /// A sentence for a person.
+    pub message: String,
+}
+
+/// What the current contract does not know, with counts.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Unknown {
+    /// Unknown event types.
+    pub event_types: BTreeMap<String, u64>,
+    /// Unknown fields by record kind and JSON pointer.
+    pub fields: BTreeMap<String, u64>,
+}
+
+impl SummaryOutput {
+    /// The JSON output of a summary.
+    pub fn new(s: &Summary) -> Self {
+        let (start_ms, end_ms) = run_span(s);
+        let nodes = s
+            .nodes
+            .values()
+            .map(|n| NodeRow {
+                label: n.label.clone(),
+                role: n.role.clone(),
+                id: n.id.clone(),
+                listed: n.listed,
+                snapshots: n.snapshots,
+                events: n.events,
+                finalize: n.finalize,
+            })
+            .collect();
+        let hosts = hosts(s)
+            .into_iter()
+            .map(|(node, f)| {
+                let boot_record = f.is_some();
+                let [
+                    rental,
+                    ip,
+                    datacenter,
+                    country,
+                    container,
+                    hostname,
+                    relay,
+                    iroh,
+                    git,
+                ] = f.unwrap_or_default();
+                HostRow {
+                    node,
+                    boot_record,
+                    rental,
+                    ip,
+                    datacenter,
+                    country,
+                    container,
+                    hostname,
+                    relay,
+                    iroh_version: iroh,
+                    git_sha: git,
+                }
+            })
+            .collect();
+        SummaryOutput {
+            format_version: FORMAT_VERSION,
+            run: Run {
+                run_id: s.run_id.clone(),
+                nodes: s.nodes.len(),
+                finalize_received: s.manifest.as_ref().map(|m| m.finalize_received),
+                start_ms,
+                end_ms,
+                contract_version: s.manifest.as_ref().and_then(|m| m.contract_version.clone()),
+            },
+            nodes,
+            hosts,
+            first_dead: s.first_dead.as_ref().map(|d| FirstDeadRow {
+                observer: d.observer.clone(),
+                peer: d.peer.clone(),
+                wall_ms: d.wall_ms,
+                reason: d.reason.clone(),
+                observer_conn_type: d.observer_conn.clone(),
+                peer_conn_type: d.peer_conn.clone(),
+                observer_probe_ok: d.observer_probe_ok,
+            }),
+            relay_totals: s
+                .relay_totals
+                .iter()
+                .map(|t| RelayTotalsRow {
+                    relay: t.relay.clone(),
+                    counted: t.counted,
+                    active: t.counted.then_some(t.active),
+                    opens: t.counted.then_some(t.opens),
+                    closes: t.counted.then_some(t.closes),
+                    bytes_rx: t.counted.then_some(t.bytes_rx),
+                    bytes_tx: t.counted.then_some(t.bytes_tx),
+                    closes_by_reason: t
+                        .by_reason
+                        .iter()
+                        .map(|(reason, count)| ReasonCount {
+                            reason: reason.clone(),
+                            count: *count,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            relay_sessions: s
+                .relay_closes
+                .iter()
+                .map(|c| RelaySessionRow {
+                    relay: c.relay.clone(),
+                    peer: c.peer.clone(),
+                    initiator: c.initiator.clone(),
+                    reason: c.reason.clone(),
+                    duration_ms: c.duration_ms,
+                    bytes_in: c.bytes_in,
+                    bytes_out: c.bytes_out,
+                    closed_at_ms: c.closed_at_ms,
+                    node_last_failure_reason: c.node_last_failure_reason.clone(),
+                })
+                .collect(),
+            probe_outcomes: s
+                .probes
+                .iter()
+                .map(|p| ProbeOutcomeRow {
+                    node: p.node.clone(),
+                    kind: p.kind.clone(),
+                    target: p.target.clone(),
+                    outcome: p.outcome.clone(),
+                    rtt_ms: p.rtt_ms,
+                    successes: p.successes,
+                    attempts: p.attempts,
+                })
+                .collect(),
+            probe_rtt: s
+                .rtt
+                .iter()
+                .map(|((observer, target), p)| ProbeRttRow {
+                    observer: observer.clone(),
+                    target: target.clone(),
+                    probes: p.probes,
+                    acked: p.acked,
+                    timed_out: p.timed_out,
+                    pending: p.probes - p.acked - p.timed_out,
+                    median_ms: p.rtts.percentile(50),
+                    p95_ms: p.rtts.percentile(95),
+                    p99_ms: p.rtts.percentile(99),
+                    budget: p.budget.clone(),
+                })
+                .collect(),
+            probe_rtt_buckets: s
+                .rtt_buckets
+                .iter()
+                .map(|((observer, target, bucket_s), x)| ProbeRttBucketRow {
+                    observer: observer.clone(),
+                    target: target.clone(),
+                    bucket_s: *bucket_s,
+                    probes: x.probes,
+                    timed_out: x.timed_out,
+                    median_ms: x.rtts.percentile(50),
+                    p99_ms: x.rtts.percentile(99),
+                })
+                .collect(),
+            kernel_drops: s
+                .kernel_drops
+                .iter()
+                .map(|(node, counter, delta)| KernelDropRow {
+                    node: node.clone(),
+                    counter: counter.clone(),
+                    delta: i64::try_from(*delta).unwrap_or(i64::MAX),
+                })
+                .collect(),
+            gossip: s
+                .gossip
+                .iter()
+                .map(|((node, kind), g)| GossipRow {
+                    node: node.clone(),
+                    kind: kind.clone(),
+                    count: g.count,
+                    bytes: g.bytes,
+                    items: g.items,
+                })
+                .collect(),
+            inference_responses: InferenceResponses {
+                total: s.inference_total,
+                listed: s
+                    .inference
+                    .iter()
+                    .map(|i| InferenceRow {
+                        sender: i.sender.clone(),
+                        target: i.target.clone(),
+                        request_id: i.request_id.clone(),
+                        bytes: i.bytes,
+                        outcome: i.outcome.clone(),
+                        wall_ms: i.wall_ms,
+                    })
+                    .collect(),
+            },
+            dials: s
+                .dials
+                .iter()
+                .map(|(peer, d)| DialRow {
+                    peer: peer.clone(),
+                    started: d.started,
+                    succeeded: d.succeeded,
+                    failed: d.failed,
+                    in_flight: d.started as i64 - d.succeeded as i64 - d.failed as i64,
+                    last_outcome: d.last.as_ref().map(|(t, _)| t.clone()),
+                    last_outcome_ms: d.last.as_ref().map(|(_, at)| *at),
+                })
+                .collect(),
+            subprocesses: s
+                .subprocesses
+                .iter()
+                .map(|r| SubprocessOutputRow {
+                    node: r.node.clone(),
+                    label: r.label.clone(),
+                    bucket: r.bucket.as_str(),
+                    detail: r.detail.clone(),
+                })
+                .collect(),
+            event_totals: s.event_totals.clone(),
+            absent: s
+                .absent
+                .iter()
+                .map(|a| AbsentRow {
+                    section: a.section,
+                    why: a.why.clone(),
+                })
+                .collect(),
+            validation: Validation {
+                records: s.records,
+                problems: s.problem_counts.values().sum(),
+                by_kind: s.problem_counts.clone(),
+                first: s
+                    .problems
+                    .iter()
+                    .take(20)
+                    .map(|p| ProblemRow {
+                        kind: p.kind.as_str(),
+                        file: p.location.file.clone(),
+                        record: p.location.record,
+                        pointer: p.location.pointer.clone(),
+                        message: p.message.clone(),
+                    })
+                    .collect(),
+            },
+            unknown: Unknown {
+                event_types: s.unknown_event_types.clone(),
+                fields: s.unknown_fields.clone(),
+            },
+        }
+    }
+}
