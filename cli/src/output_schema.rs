@@ -35,6 +35,18 @@ pub const OUTPUTS: &[Output] = &[
         version: crate::validate::FORMAT_VERSION,
         schema: || schemars::schema_for!(crate::validate::ValidateOutput),
     },
+    Output {
+        name: "diff",
+        command: "diagwire diff --format json",
+        version: diagwire_review::output::FORMAT_VERSION,
+        schema: || schemars::schema_for!(diagwire_review::output::DiffOutput),
+    },
+    Output {
+        name: "review",
+        command: "diagwire review --format json",
+        version: diagwire_review::output::FORMAT_VERSION,
+        schema: || schemars::schema_for!(diagwire_review::output::ReviewOutput),
+    },
 ];
 
 /// The command that rewrites the checked-in schemas.

@@ -93,6 +93,20 @@ fn every_json_output_meets_its_schema_on_both_example_bundles() {
     }
 }
 
+/// The commands whose JSON is about the repository's schema trees rather than a bundle.
+const TREE_COMMANDS: &[(&str, &[&str])] = &[
+    ("diff", &["diff", "1.0.0", "current", "--format", "json"]),
+    ("diff", &["diff", "1.1.0", "1.2.0", "--format", "json"]),
+    ("review", &["review", "--format", "json"]),
+];
+
+#[test]
+fn every_schema_tree_json_output_meets_its_schema() {
+    for (schema, args) in TREE_COMMANDS {
+        check_output_meets_schema(schema, args);
+    }
+}
+
 #[test]
 fn the_checked_in_output_schemas_are_fresh() {
     let out = diagwire(&["output-schema", "--check", "schemas/tools"]);

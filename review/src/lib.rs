@@ -13,6 +13,7 @@ pub mod changelog;
 pub mod confirm;
 pub mod diff;
 pub mod instance;
+pub mod output;
 pub mod proto;
 pub mod report;
 pub mod review;

@@ -3,11 +3,12 @@
 
 use std::fmt::Write;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::Comparison;
 use crate::catalog::{self, Bump};
 use crate::confirm::Side;
+use crate::output::{DiffOutput, ReviewOutput};
 use crate::proto::Status;
 use crate::review::Review;
 
@@ -164,42 +165,10 @@ fn compact(v: &Value) -> String {
     format!("{}…", &s[..cut])
 }
 
-/// JSON of one comparison.
+/// JSON of one comparison (`diagwire diff --format json`; [`DiffOutput`] is its type and the source
+/// of its JSON Schema). Keys are in sorted order, as a JSON value holds them.
 pub fn comparison_json(c: &Comparison) -> Value {
-    json!({
-        "old": c.old,
-        "new": c.new,
-        "old_version": c.old_version.as_ref().map(ToString::to_string),
-        "new_version": c.new_version.as_ref().map(ToString::to_string),
-        "required_bump": if c.is_empty() { None } else { Some(c.required().as_str()) },
-        "breaking": c.breaking().map(|f| f.finding.rule.id).collect::<Vec<_>>(),
-        "protobuf": match &c.protobuf {
-            Status::Compared { old, new } => json!({"compared": true, "old_numbers": old, "new_numbers": new}),
-            Status::Skipped(why) => json!({"compared": false, "skipped": why}),
-        },
-        "findings": c.findings.iter().map(|f| {
-            let r = f.finding.rule;
-            json!({
-                "rule": r.id,
-                "form": if r.is_protobuf() { "protobuf" } else { "json" },
-                "bump": r.bump.as_str(),
-                "schema": f.finding.at.schema,
-                "def": f.finding.at.def,
-                "member": f.finding.at.member,
-                "detail": f.finding.detail,
-                "old_reader_on_new_records": r.old_reader.as_str(),
-                "new_reader_on_old_records": r.new_reader.as_str(),
-                "counterexample": f.counterexample.as_ref().map(|x| json!({
-                    "kind": x.kind,
-                    "written_by": match x.written_by { Side::Old => "old", Side::New => "new" },
-                    "record": x.record,
-                    "confirmed": x.confirmed,
-                    "note": x.note,
-                    "verdicts": x.verdicts.iter().map(|v| json!({"reader": v.reader, "accepts": v.accepts, "detail": v.detail})).collect::<Vec<_>>(),
-                })),
-            })
-        }).collect::<Vec<_>>(),
-    })
+    serde_json::to_value(DiffOutput::new(c)).expect("OK because the output types always serialize")
 }
 
 /// The pull-request comment of a review.
@@ -299,27 +268,10 @@ pub fn review_md(r: &Review) -> String {
     out
 }
 
-/// The JSON of a review.
+/// The JSON of a review ([`ReviewOutput`] is its type and the source of its JSON Schema).
 pub fn review_json(r: &Review) -> Value {
-    json!({
-        "passes": r.failures().is_empty(),
-        "failures": r.failures(),
-        "version": r.version.to_string(),
-        "schemas_changed": r.schemas_changed,
-        "changelog_updated": r.changelog_ok,
-        "stale_generated": r.stale_generated,
-        "comparisons": r.steps.iter().map(|s| {
-            let mut v = comparison_json(&s.comparison);
-            v["declared_bump"] = json!(s.declared.map(Bump::as_str));
-            v["binding"] = json!(s.binding);
-            v["version_ok"] = json!(s.version_ok());
-            v["rollout"] = json!({
-                "order": s.rollout.order.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-                "why": s.rollout.why,
-            });
-            v
-        }).collect::<Vec<_>>(),
-    })
+    serde_json::to_value(ReviewOutput::new(r))
+        .expect("OK because the output types always serialize")
 }
 
 /// The catalog as a Markdown page (`docs/review-rules.md`): the rules of the JSON form, then those
