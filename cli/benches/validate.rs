@@ -47,10 +47,9 @@ use std::time::{Duration, Instant};
 
 use diagwire::bundle::Writer;
 use diagwire::bundle::read::{BundleReader, Limits};
-use diagwire::check::{Checker, Options, Report};
 use diagwire::layout::{self, FileKind, Role};
 use diagwire::v1::{BundleWriter, Manifest, Record, RecordKind, WriterKind};
-use diagwire::validate::Validators;
+use diagwire::validate::{Checker, Options, Report, Validators};
 use diagwire_example::Rng;
 use flate2::{Compression, GzBuilder};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! `diagwire validate` as a collector or an engineer runs it: one case per rule of its output —
 //! the located problem lines, the totals line, the formats and the exit status (0 clean, 1
 //! problems found, 2 a path that could not be checked at all). What each kind of bad input
-//! reports in detail is tested in the library (`check_files`, `check_bundle`); here each case
+//! reports in detail is tested in the library (`validate_files`, `validate_bundle`); here each case
 //! runs the binary through [`check`].
 
 use std::path::{Path, PathBuf};

@@ -471,7 +471,7 @@ fn read_bundle(path: &Path) {
         "more than the total cap was yielded"
     );
     if let Ok(mut reader) = BundleReader::open(path, limits) {
-        let _ = diagwire::check::bundle::check_bundle(validators(), &mut reader, &mut |_, _| {});
+        let _ = diagwire::validate::bundle::check_bundle(validators(), &mut reader, &mut |_, _| {});
     }
 }
 
@@ -496,7 +496,7 @@ impl std::io::Read for Trickle<'_> {
 /// in-memory check, the streamed check and the streamed check of a reader that returns a few
 /// bytes per read give the same report.
 pub fn record_file(data: &[u8]) {
-    use diagwire::check::{Checker, Options, Report};
+    use diagwire::validate::{Checker, Options, Report};
     let Some((kind, text)) = kind_and_rest(data) else {
         return;
     };

@@ -180,8 +180,8 @@ fn the_writer_writes_the_binary_form_when_asked() {
     assert_eq!(back, records);
 }
 
-fn validate(dir: &Path) -> diagwire::check::Report {
+fn validate(dir: &Path) -> diagwire::validate::Report {
     let validators = diagwire::validate::Validators::new().expect("validators");
-    let mut reader = diagwire::check::bundle::open(dir, Limits::default()).expect("opens");
-    diagwire::check::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {})
+    let mut reader = diagwire::validate::bundle::open(dir, Limits::default()).expect("opens");
+    diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {})
 }

@@ -13,12 +13,11 @@ use diagwire::NodeId;
 use diagwire::ProblemKind;
 use diagwire::bundle::Writer;
 use diagwire::bundle::read::{BundleReader, Limits};
-use diagwire::check::{Checker, Options, Report};
 use diagwire::v1::{
     BundleWriter, DialStarted, EventRecord, Finalize, Identity, Snapshot, SnapshotBody,
     SnapshotTrigger, WriterKind,
 };
-use diagwire::validate::Validators;
+use diagwire::validate::{Checker, Options, Report, Validators};
 
 const RUN: &str = "run-7";
 const WALL: u64 = 1_779_733_878_000;
