@@ -227,7 +227,7 @@ fn upgraded(sim: &Sim) -> Checked {
     }
 
     let out = tempfile::tempdir().expect("temp dir");
-    let run_dir = diagwire::bundle::write::write_dir(&up.contents, out.path()).expect("writes");
+    let run_dir = diagwire::bundle::output::write_dir(&up.contents, out.path()).expect("writes");
     let mut reader = open(&run_dir, Limits::default()).expect("opens");
     let report = check_bundle(validators(), &mut reader, &mut |_, _| {});
     assert!(

@@ -248,7 +248,7 @@ fn a_truncated_bundle_archive_reports_where_it_breaks_and_exits_one() {
     )
     .expect("read example");
     let mut bytes = Vec::new();
-    diagwire::bundle::write::write_tar_gz(&bundle, &mut bytes).expect("tar.gz");
+    diagwire::bundle::output::write_tar_gz(&bundle, &mut bytes).expect("tar.gz");
     let cut = bytes[..bytes.len() / 2].to_vec();
     check(Case {
         inputs: vec![input("cut.tar.gz", cut)],

@@ -661,7 +661,7 @@ assembles! {
     }, then |a| {
         use diagwire::bundle::read::{BundleReader, Limits};
         let out = tempfile::tempdir().unwrap();
-        let dir = diagwire::bundle::write::write_dir(&a.contents, out.path()).unwrap();
+        let dir = diagwire::bundle::output::write_dir(&a.contents, out.path()).unwrap();
         let mut reader = BundleReader::open(&dir, Limits::default()).unwrap();
         let validators = diagwire::validate::Validators::new().unwrap();
         let report =

@@ -146,7 +146,7 @@ fn a_staging_tree_of_both_forms_assembles_into_one_bundle_that_validates() {
         ]
     );
     assert_eq!(assembled.manifest.nodes[0].event_batches, 2);
-    let dir = diagwire::bundle::write::write_dir(&assembled.contents, &tmp.path().join("out"))
+    let dir = diagwire::bundle::output::write_dir(&assembled.contents, &tmp.path().join("out"))
         .expect("write");
     let report = validate(&dir);
     // The manifest and the two events files, one record each, all valid.

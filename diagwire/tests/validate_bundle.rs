@@ -256,7 +256,7 @@ fn locations_inside_an_archive_carry_the_full_inner_path() {
     });
     let (contents, _) = diagwire::bundle::read::read_all(&run, Limits::default()).expect("read");
     let archive = tmp.path().join("renamed.tar.gz");
-    diagwire::bundle::write::write_tar_gz(
+    diagwire::bundle::output::write_tar_gz(
         &contents,
         std::fs::File::create(&archive).expect("create"),
     )

@@ -10,7 +10,7 @@
 //!
 //! [`BundleReader::files`] then yields the regular files of the run directory one at a time, so
 //! memory holds one file's bytes at most. Directories are yielded sorted by path; archives in archive
-//! order, which is sorted for archives written by [`super::write::write_tar_gz`] and by the
+//! order, which is sorted for archives written by [`super::output::write_tar_gz`] and by the
 //! collector. An archive is read twice: a first pass, when opening, indexes the entries, finds the
 //! run directory, the duplicates and the paths that are both a file and a directory; a second
 //! pass, during iteration, yields the files. (One pass would not do: the last copy of a duplicate
