@@ -318,7 +318,7 @@ fn sites_of_type(t: &TypeShape, value: &serde_json::Value, ptr: &str, out: &mut 
             };
             for f in fields.iter() {
                 if let Some(v) = obj.get(f.key) {
-                    let p = format!("{ptr}/{}", diagwire::shape::escape_pointer(f.key));
+                    let p = format!("{ptr}/{}", diagwire::shape::escape_pointer_token(f.key));
                     sites_of_value(t.name, f.key, &f.value, v, &p, out);
                 }
             }
@@ -344,7 +344,7 @@ fn sites_of_type(t: &TypeShape, value: &serde_json::Value, ptr: &str, out: &mut 
                 }
                 Some(PayloadShape::Value(shape)) => {
                     if let Some((c, v)) = content.and_then(|c| value.get(c).map(|v| (c, v))) {
-                        let p = format!("{ptr}/{}", diagwire::shape::escape_pointer(c));
+                        let p = format!("{ptr}/{}", diagwire::shape::escape_pointer_token(c));
                         sites_of_value(t.name, c, shape, v, &p, out);
                     }
                 }
