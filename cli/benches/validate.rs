@@ -17,9 +17,9 @@
 //! (`diagwire-example`): its four nodes are copied into several clusters with new node ids, and
 //! the run is repeated epoch after epoch with its clocks and sequence numbers shifted, every event
 //! file holding a few of the example's batches. The bundle's layout and manifest come from the
-//! library's [`diagwire::bundle::Writer`]; the files are written straight into a gzip'd tar (level
-//! 6, as the collector writes them) in a temporary directory, so the generator never holds the
-//! bundle in memory. Every generated bundle must validate clean, or the bench stops.
+//! library's [`diagwire::bundle::Writer`]; the files are written one at a time into a gzip'd tar by
+//! the library's [`TarGzWriter`] (the bytes `write_tar_gz` writes, as the collector serves them) in
+//! a temporary directory, so the generator never holds the bundle in memory. Every generated bundle must validate clean, or the bench stops.
 //!
 //! What it measures (medians; the runs of the cases compared are interleaved round by round, so a
 //! change of machine load hits them alike):
@@ -37,7 +37,7 @@
 //!   target < 64 MB for `validate`, < 128 MB for `summary`. Read from GNU time (`/usr/bin/time -f %M`) when it is installed, else by
 //!   sampling the child's `VmHWM` in `/proc` until it exits.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fs::File;
 use std::hint::black_box;
 use std::io::{self, BufWriter, Write};
@@ -46,13 +46,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use diagwire::bundle::Writer;
+use diagwire::bundle::output::TarGzWriter;
 use diagwire::bundle::read::{BundleReader, Limits};
-use diagwire::check::{Checker, Options, Report};
 use diagwire::layout::{self, FileKind, Role};
 use diagwire::v1::{BundleWriter, Manifest, Record, RecordKind, WriterKind};
-use diagwire::validate::Validators;
+use diagwire::validate::{Checker, Options, Report, Validators};
 use diagwire_example::Rng;
-use flate2::{Compression, GzBuilder};
 use serde_json::Value;
 
 const MB: u64 = 1_000_000;
@@ -663,10 +662,7 @@ impl Template {
             .collect();
 
         let out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-        let gz = GzBuilder::new().mtime(0).write(out, Compression::new(6));
-        let mut tar = tar::Builder::new(gz);
-        append_dir(&mut tar, &run_id)?;
-        let mut dirs = BTreeSet::new();
+        let mut tar = TarGzWriter::new(&run_id, out)?;
         let mut made = Made {
             files: 0,
             raw_bytes: 0,
@@ -697,20 +693,11 @@ impl Template {
             } else {
                 bytes
             };
-            let mut end = 0;
-            while let Some(slash) = rel[end..].find('/') {
-                end += slash;
-                if dirs.insert(rel[..end].to_owned()) {
-                    append_dir(&mut tar, &format!("{run_id}/{}", &rel[..end]))?;
-                }
-                end += 1;
-            }
-            let mut header = header(tar::EntryType::Regular, 0o644, bytes.len() as u64);
-            tar.append_data(&mut header, format!("{run_id}/{rel}"), bytes.as_slice())?;
+            tar.append(rel, bytes)?;
             made.files += 1;
             made.raw_bytes += bytes.len() as u64;
         }
-        let mut out = tar.into_inner()?.finish()?;
+        let mut out = tar.finish()?;
         out.flush()?;
         drop(out);
         made.gz_bytes = std::fs::metadata(path)?.len();
@@ -724,20 +711,4 @@ type Gen = (usize, usize, u64, GenFile);
 enum GenFile {
     Events { first: usize },
     Snapshot { index: usize },
-}
-
-fn append_dir<W: Write>(tar: &mut tar::Builder<W>, path: &str) -> io::Result<()> {
-    let mut header = header(tar::EntryType::Directory, 0o755, 0);
-    tar.append_data(&mut header, format!("{path}/"), io::empty())
-}
-
-fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
-    let mut header = tar::Header::new_gnu();
-    header.set_entry_type(kind);
-    header.set_mode(mode);
-    header.set_size(size);
-    header.set_mtime(0);
-    header.set_uid(0);
-    header.set_gid(0);
-    header
 }

@@ -282,10 +282,10 @@ fn convert(bundle: &Path, to: EncodingArg, out: &Path) -> ExitCode {
     let (contents, problems) = diagwire::bundle::convert::convert(&mut reader, to);
     let written = if out.to_string_lossy().ends_with(".tar.gz") {
         std::fs::File::create(out)
-            .and_then(|f| diagwire::bundle::write::write_tar_gz(&contents, f))
+            .and_then(|f| diagwire::bundle::output::write_tar_gz(&contents, f))
             .map(|()| out.to_path_buf())
     } else {
-        diagwire::bundle::write::write_dir(&contents, out)
+        diagwire::bundle::output::write_dir(&contents, out)
     };
     let written = match written {
         Ok(w) => w,
@@ -325,7 +325,7 @@ fn upgrade(input: &Path, out: &Path) -> ExitCode {
         Ok(u) => u,
         Err(e) => return fail(&format!("{}: {e}", input.display())),
     };
-    let dir = match diagwire::bundle::write::write_dir(&upgraded.contents, out) {
+    let dir = match diagwire::bundle::output::write_dir(&upgraded.contents, out) {
         Ok(d) => d,
         Err(e) => return fail(&format!("{}: {e}", out.display())),
     };

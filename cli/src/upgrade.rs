@@ -6,7 +6,7 @@
 //! `sim/` folder holds the simulator's own files. [`upgrade`] reads such a directory and returns the
 //! bundle in the collector layout with every record in the contract's types ([`Upgraded`]), plus
 //! the list of everything that had no place in the contract, as [`Problem`]s. It never writes
-//! anything; [`diagwire::bundle::write`] does.
+//! anything; [`diagwire::bundle::output`] does.
 //!
 //! The records go through [`Writer`], which lays the files out ([`diagwire::layout`]) and derives
 //! the manifest, so an upgraded bundle and its manifest follow the same rules as an assembled one.

@@ -12,10 +12,9 @@ use std::process::ExitCode;
 
 use diagwire::Problem;
 use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind};
-use diagwire::check::{Checker, Options, Report};
 use diagwire::problem::printable;
 use diagwire::v1::RecordKind;
-use diagwire::validate::Validators;
+use diagwire::validate::{Checker, Options, Report, Validators};
 use schemars::JsonSchema;
 use serde::Serialize;
 

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use diagwire::bundle::read::Limits;
-use diagwire::check::bundle::{check_bundle, open};
 use diagwire::layout::{self, FileKind, Role};
 use diagwire::problem::ReadErrorKind;
 use diagwire::validate::Validators;
+use diagwire::validate::bundle::{check_bundle, open};
 use diagwire::{CONTRACT_VERSION, Location, Problem, ProblemKind, v1};
 use diagwire_cli::upgrade::{Upgraded, WRITER_NAME, is_sim_prod_shape, upgrade};
 use serde_json::{Value, json};
@@ -227,7 +227,7 @@ fn upgraded(sim: &Sim) -> Checked {
     }
 
     let out = tempfile::tempdir().expect("temp dir");
-    let run_dir = diagwire::bundle::write::write_dir(&up.contents, out.path()).expect("writes");
+    let run_dir = diagwire::bundle::output::write_dir(&up.contents, out.path()).expect("writes");
     let mut reader = open(&run_dir, Limits::default()).expect("opens");
     let report = check_bundle(validators(), &mut reader, &mut |_, _| {});
     assert!(

@@ -1,7 +1,7 @@
 //! `diagwire validate` as a collector or an engineer runs it: one case per rule of its output —
 //! the located problem lines, the totals line, the formats and the exit status (0 clean, 1
 //! problems found, 2 a path that could not be checked at all). What each kind of bad input
-//! reports in detail is tested in the library (`check_files`, `check_bundle`); here each case
+//! reports in detail is tested in the library (`validate_files`, `validate_bundle`); here each case
 //! runs the binary through [`check`].
 
 use std::path::{Path, PathBuf};
@@ -248,7 +248,7 @@ fn a_truncated_bundle_archive_reports_where_it_breaks_and_exits_one() {
     )
     .expect("read example");
     let mut bytes = Vec::new();
-    diagwire::bundle::write::write_tar_gz(&bundle, &mut bytes).expect("tar.gz");
+    diagwire::bundle::output::write_tar_gz(&bundle, &mut bytes).expect("tar.gz");
     let cut = bytes[..bytes.len() / 2].to_vec();
     check(Case {
         inputs: vec![input("cut.tar.gz", cut)],

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     }
     let bundle = golden::bundle_for(&version);
     let mut bytes = Vec::new();
-    if let Err(e) = diagwire::bundle::write::write_tar_gz(&bundle, &mut bytes) {
+    if let Err(e) = diagwire::bundle::output::write_tar_gz(&bundle, &mut bytes) {
         eprintln!("{e}");
         return ExitCode::from(1);
     }

@@ -318,7 +318,7 @@ fn sites_of_type(t: &TypeShape, value: &serde_json::Value, ptr: &str, out: &mut 
             };
             for f in fields.iter() {
                 if let Some(v) = obj.get(f.key) {
-                    let p = format!("{ptr}/{}", diagwire::shape::escape_pointer(f.key));
+                    let p = format!("{ptr}/{}", diagwire::shape::escape_pointer_token(f.key));
                     sites_of_value(t.name, f.key, &f.value, v, &p, out);
                 }
             }
@@ -344,7 +344,7 @@ fn sites_of_type(t: &TypeShape, value: &serde_json::Value, ptr: &str, out: &mut 
                 }
                 Some(PayloadShape::Value(shape)) => {
                     if let Some((c, v)) = content.and_then(|c| value.get(c).map(|v| (c, v))) {
-                        let p = format!("{ptr}/{}", diagwire::shape::escape_pointer(c));
+                        let p = format!("{ptr}/{}", diagwire::shape::escape_pointer_token(c));
                         sites_of_value(t.name, c, shape, v, &p, out);
                     }
                 }
@@ -471,7 +471,7 @@ fn read_bundle(path: &Path) {
         "more than the total cap was yielded"
     );
     if let Ok(mut reader) = BundleReader::open(path, limits) {
-        let _ = diagwire::check::bundle::check_bundle(validators(), &mut reader, &mut |_, _| {});
+        let _ = diagwire::validate::bundle::check_bundle(validators(), &mut reader, &mut |_, _| {});
     }
 }
 
@@ -496,7 +496,7 @@ impl std::io::Read for Trickle<'_> {
 /// in-memory check, the streamed check and the streamed check of a reader that returns a few
 /// bytes per read give the same report.
 pub fn record_file(data: &[u8]) {
-    use diagwire::check::{Checker, Options, Report};
+    use diagwire::validate::{Checker, Options, Report};
     let Some((kind, text)) = kind_and_rest(data) else {
         return;
     };

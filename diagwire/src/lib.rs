@@ -81,6 +81,7 @@ pub use problem::{Location, Problem, ProblemKind, TextPosition};
 pub mod validate;
 
 #[cfg(feature = "validate")]
+#[deprecated(note = "renamed to diagwire::validate")]
 pub mod check;
 
 #[cfg(feature = "bundle")]

@@ -23,10 +23,9 @@ pub fn unknown_keys(contract: &Contract, kind: &str, value: &Value) -> Vec<Strin
     out
 }
 
-/// Escapes one JSON pointer token.
-pub fn escape_pointer(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
+/// Escapes one JSON pointer token: another name of [`escape_pointer_token`], which callers of this
+/// module used before the runtime had it.
+pub use diagwire_runtime::shape::escape_pointer_token as escape_pointer;
 
 fn walk_value(
     contract: &Contract,
@@ -79,7 +78,7 @@ fn walk_type(
                         contract,
                         &f.value,
                         v,
-                        &format!("{ptr}/{}", escape_pointer(k)),
+                        &format!("{ptr}/{}", escape_pointer_token(k)),
                         out,
                     ),
                     None if consts.iter().any(|(c, _)| c == k) => {}
@@ -107,12 +106,15 @@ fn walk_type(
                         if takes {
                             claimed.insert(k, v);
                         } else {
-                            out.push(format!("{ptr}/{}", escape_pointer(&k)));
+                            out.push(format!("{ptr}/{}", escape_pointer_token(&k)));
                         }
                     }
                     walk_type(contract, u, &Value::Object(claimed), ptr, out);
                 }
-                _ => out.extend(rest.keys().map(|k| format!("{ptr}/{}", escape_pointer(k)))),
+                _ => out.extend(
+                    rest.keys()
+                        .map(|k| format!("{ptr}/{}", escape_pointer_token(k))),
+                ),
             }
         }
         TypeKind::Union {
@@ -158,7 +160,7 @@ fn walk_union(
                         contract,
                         shape,
                         v,
-                        &format!("{ptr}/{}", escape_pointer(c)),
+                        &format!("{ptr}/{}", escape_pointer_token(c)),
                         out,
                     );
                 }

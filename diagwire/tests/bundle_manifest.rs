@@ -5,7 +5,7 @@ mod common;
 
 use common::{Node, bundle, problems};
 use diagwire::bundle::BundleContents;
-use diagwire::bundle::write::write_dir;
+use diagwire::bundle::output::write_dir;
 
 fn two_nodes() -> BundleContents {
     let nodes = [

@@ -11,8 +11,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use diagwire::bundle::BundleContents;
+use diagwire::bundle::output::{TarGzWriter, write_dir, write_tar_gz};
 use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind, read_all};
-use diagwire::bundle::write::{write_dir, write_tar_gz};
 use diagwire::layout::{
     BundlePath, Encoding, FileKind, Role, bundle_path, bundle_path_as, parse_bundle_path,
 };
@@ -581,6 +581,50 @@ fn tar_lists_each_directory_before_its_entries_in_sorted_order() {
             "run-1/vastai-stage-0/vastai/vastai_sample-000001.json",
         ]
     );
+}
+
+/// The archive written one file at a time is the archive written whole.
+#[test]
+fn tar_gz_writer_writes_the_bytes_of_write_tar_gz() {
+    for bundle in [sample(), long_paths()] {
+        let mut streamed = TarGzWriter::new(&bundle.run_id, Vec::new()).unwrap();
+        for (path, bytes) in &bundle.files {
+            streamed.append(path, bytes).unwrap();
+        }
+        assert_eq!(streamed.finish().unwrap(), tar_gz_bytes(&bundle));
+    }
+}
+
+/// The archive written one file at a time refuses what [`write_tar_gz`] refuses, and a file out of
+/// path order (which would break the archive's order and could hide a duplicate).
+#[test]
+fn tar_gz_writer_refuses_unsafe_paths_and_files_out_of_order() {
+    let refused = |run_id: &str, paths: &[&str]| {
+        let err = TarGzWriter::new(run_id, Vec::new()).and_then(|mut w| {
+            paths.iter().try_for_each(|p| w.append(p, b"{}"))?;
+            w.finish()
+        });
+        let err = err.expect_err("refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+        err.to_string()
+    };
+    assert!(refused("../escaped", &[]).contains("not a single path component"));
+    assert!(refused("..", &[]).contains("a `..` component"));
+    assert!(refused("run-1", &["/tmp/escaped.json"]).contains("is absolute"));
+    assert!(refused("run-1", &["stage-0/../../escaped.json"]).contains("a `..` component"));
+    assert!(refused("run-1", &["stage-0/boot\0.json"]).contains("a NUL byte"));
+    let message = refused(
+        "run-1",
+        &["stage-0/boot.json", "stage-0/boot.json/inner.json"],
+    );
+    assert!(
+        message.contains("is a file and also the directory of"),
+        "{message}"
+    );
+    let message = refused("run-1", &["stage-0/boot.json", "MANIFEST.json"]);
+    assert!(message.contains("path order"), "{message}");
+    let message = refused("run-1", &["MANIFEST.json", "MANIFEST.json"]);
+    assert!(message.contains("path order"), "{message}");
 }
 
 // ---------------------------------------------------------------------------------------------

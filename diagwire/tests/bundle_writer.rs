@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use diagwire::bundle::read::{Limits, read_all};
-use diagwire::bundle::{Finished, Writer, write};
+use diagwire::bundle::{Finished, Writer, output};
 use diagwire::layout::FileKind;
 use diagwire::v1::{
     BundleWriter, DialStarted, EventRecord, Finalize, Identity, Manifest, ManifestNode, Record,
@@ -271,7 +271,7 @@ fn writing_the_same_bundle_twice_as_tar_gz_gives_the_same_bytes() {
     assert_eq!(manifest, two_nodes().finish().manifest);
     // And the same bytes as the contents written by the plain archive writer.
     let mut direct = Vec::new();
-    write::write_tar_gz(&two_nodes().finish().contents, &mut direct).unwrap();
+    output::write_tar_gz(&two_nodes().finish().contents, &mut direct).unwrap();
     assert_eq!(first, direct);
 }
 
@@ -307,7 +307,7 @@ fn the_bundle_validates_clean_against_its_manifest() {
         let mut reader =
             diagwire::bundle::read::BundleReader::open(&path, Limits::default()).unwrap();
         let report =
-            diagwire::check::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
+            diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
         assert!(
             report.problems.is_empty(),
             "{}: {:#?}",

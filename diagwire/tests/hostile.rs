@@ -10,11 +10,11 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use diagwire::bundle::BundleContents;
+use diagwire::bundle::output::{write_dir, write_tar_gz};
 use diagwire::bundle::read::ReadErrorKind::{
     Gzip, Io, Link, NotABundle, NotFound, PathConflict, Tar, TooLarge, TooManyEntries, UnsafePath,
 };
 use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind, read_all};
-use diagwire::bundle::write::{write_dir, write_tar_gz};
 use tar::{EntryType, Header};
 
 use At::{Bundle, Entry, Inside};

@@ -146,7 +146,7 @@ fn a_staging_tree_of_both_forms_assembles_into_one_bundle_that_validates() {
         ]
     );
     assert_eq!(assembled.manifest.nodes[0].event_batches, 2);
-    let dir = diagwire::bundle::write::write_dir(&assembled.contents, &tmp.path().join("out"))
+    let dir = diagwire::bundle::output::write_dir(&assembled.contents, &tmp.path().join("out"))
         .expect("write");
     let report = validate(&dir);
     // The manifest and the two events files, one record each, all valid.
@@ -180,8 +180,8 @@ fn the_writer_writes_the_binary_form_when_asked() {
     assert_eq!(back, records);
 }
 
-fn validate(dir: &Path) -> diagwire::check::Report {
+fn validate(dir: &Path) -> diagwire::validate::Report {
     let validators = diagwire::validate::Validators::new().expect("validators");
-    let mut reader = diagwire::check::bundle::open(dir, Limits::default()).expect("opens");
-    diagwire::check::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {})
+    let mut reader = diagwire::validate::bundle::open(dir, Limits::default()).expect("opens");
+    diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {})
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use common::{Node, bundle, problems};
 use diagwire::bundle::BundleContents;
-use diagwire::bundle::write::{write_dir, write_tar_gz};
+use diagwire::bundle::output::{write_dir, write_tar_gz};
 
 fn both_forms_validate_clean(b: &BundleContents) {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use diagwire::bundle::write::write_dir;
+use diagwire::bundle::output::write_dir;
 use diagwire_example::{OLDEST_RUN_ID, RUN_ID, n3_relay_flap, n3_relay_flap_oldest};
 
 fn main() -> std::io::Result<()> {

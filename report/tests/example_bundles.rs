@@ -177,9 +177,9 @@ fn each_example_summarizes_the_same_in_the_binary_form() {
             "every record file but the manifest"
         );
         let tmp = tempfile::tempdir().expect("tmp");
-        let dir = diagwire::bundle::write::write_dir(&binary, tmp.path()).expect("write");
+        let dir = diagwire::bundle::output::write_dir(&binary, tmp.path()).expect("write");
         let archive = tmp.path().join(format!("{run}.tar.gz"));
-        diagwire::bundle::write::write_tar_gz(
+        diagwire::bundle::output::write_tar_gz(
             &binary,
             std::fs::File::create(&archive).expect("create"),
         )

@@ -699,7 +699,7 @@ fn a_bundle_with_unknown_event_types_and_fields_completes_and_counts_them() {
          "peer": ids, "attempt": 1, "timeout_ms": 5, "future_key": true},
     ]);
     contents.insert_json("stage-0/events/events-000001.json", &events);
-    let path = diagwire::bundle::write::write_dir(&contents, dir.path()).expect("write");
+    let path = diagwire::bundle::output::write_dir(&contents, dir.path()).expect("write");
     let s = summarize(&path, Limits::default()).expect("a summary");
     assert_eq!(s.unknown_event_types["FutureThing"], 2);
     assert_eq!(s.unknown_fields["event /future_key"], 1);
@@ -718,7 +718,7 @@ fn validation_counts_files_that_do_not_read_and_locates_them() {
         "stage-0/snapshots/snapshot-000001.json".into(),
         b"{\"not\": \"a snapshot\"}".to_vec(),
     );
-    let path = diagwire::bundle::write::write_dir(&contents, dir.path()).expect("write");
+    let path = diagwire::bundle::output::write_dir(&contents, dir.path()).expect("write");
     let s = summarize(&path, Limits::default()).expect("a summary");
     assert_eq!(s.problem_counts.get("parse"), Some(&1));
     assert!(

@@ -13,7 +13,7 @@ use diagwire::NodeId;
 use diagwire::bundle::assemble::{
     CachedBundle, ServeDecision, StagingState, assemble, serve_decision, stage_post,
 };
-use diagwire::bundle::write::write_tar_gz;
+use diagwire::bundle::output::write_tar_gz;
 use diagwire::layout::{Encoding, FileKind};
 use diagwire::v1::{
     BundleWriter, DialStarted, EventRecord, Identity, Snapshot, SnapshotBody, SnapshotTrigger,

@@ -1,16 +1,17 @@
-//! swactor diagnostics bundles: reading (a directory or a `.tar.gz`), writing (a directory or a
-//! deterministic `.tar.gz`), building one record by record ([`Writer`]), and assembling one from
-//! the collector's staging tree; with the feature `proto`, re-encoding one between JSON and the
-//! binary form ([`convert`]). The layout is [`crate::layout`]'s; `docs/legacy-wire.md` describes it.
+//! swactor diagnostics bundles: reading (a directory or a `.tar.gz`, [`read`]), building one record
+//! by record ([`Writer`]), writing its files out (a directory or a deterministic `.tar.gz`,
+//! [`output`]), and assembling one from the collector's staging tree ([`assemble`]); with the
+//! feature `proto`, re-encoding one between JSON and the binary form ([`convert`]). The layout is
+//! [`crate::layout`]'s; `docs/legacy-wire.md` describes it.
 
 use std::collections::BTreeMap;
 
 pub mod assemble;
 #[cfg(feature = "proto")]
 pub mod convert;
+pub mod output;
 pub mod read;
 pub mod records;
-pub mod write;
 mod writer;
 
 pub use writer::{Finished, Writer};
@@ -41,3 +42,24 @@ impl BundleContents {
 }
 
 pub(crate) use crate::binary::pretty_json;
+
+/// The former name of [`output`], kept for one release.
+#[deprecated(note = "renamed to diagwire::bundle::output")]
+pub mod write {
+    use std::io;
+    use std::path::{Path, PathBuf};
+
+    use super::BundleContents;
+
+    /// Renamed to [`super::output::write_dir`].
+    #[deprecated(note = "renamed to diagwire::bundle::output::write_dir")]
+    pub fn write_dir(bundle: &BundleContents, parent: &Path) -> io::Result<PathBuf> {
+        super::output::write_dir(bundle, parent)
+    }
+
+    /// Renamed to [`super::output::write_tar_gz`].
+    #[deprecated(note = "renamed to diagwire::bundle::output::write_tar_gz")]
+    pub fn write_tar_gz(bundle: &BundleContents, out: impl io::Write) -> io::Result<()> {
+        super::output::write_tar_gz(bundle, out)
+    }
+}

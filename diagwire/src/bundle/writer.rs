@@ -320,18 +320,18 @@ impl Writer {
         }
     }
 
-    /// Finishes the bundle and writes it as `parent/<run_id>/…` (see [`super::write::write_dir`]).
+    /// Finishes the bundle and writes it as `parent/<run_id>/…` (see [`super::output::write_dir`]).
     pub fn write_dir(self, parent: &Path) -> io::Result<(PathBuf, Manifest)> {
         let done = self.finish();
-        let dir = super::write::write_dir(&done.contents, parent)?;
+        let dir = super::output::write_dir(&done.contents, parent)?;
         Ok((dir, done.manifest))
     }
 
     /// Finishes the bundle and writes it as a deterministic `.tar.gz` (see
-    /// [`super::write::write_tar_gz`]).
+    /// [`super::output::write_tar_gz`]).
     pub fn write_tar_gz(self, out: impl Write) -> io::Result<Manifest> {
         let done = self.finish();
-        super::write::write_tar_gz(&done.contents, out)?;
+        super::output::write_tar_gz(&done.contents, out)?;
         Ok(done.manifest)
     }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use diagwire::bundle::BundleContents;
 use diagwire::bundle::read::Limits;
-use diagwire::check::bundle::{check_bundle, open};
 use diagwire::validate::Validators;
+use diagwire::validate::bundle::{check_bundle, open};
 use serde_json::{Value, json};
 
 pub fn fixture(rel: &str) -> Value {

@@ -1,4 +1,5 @@
-//! Validation of records against the contract's JSON Schemas, beside the typed parse.
+//! The compiled JSON Schema validator of each record kind, beside the typed parse: where and why a
+//! record breaks its schema.
 //!
 //! A record is valid when the schema accepts it; the typed parse must then succeed too (the test
 //! suite checks that the two verdicts agree on every fixture).

@@ -1,5 +1,7 @@
-//! Checking record files and bundles against the contract, one record at a time.
+//! Validating records, record files and bundles against the contract, one record at a time.
 //!
+//! * [`Validators`] (`schema.rs`): the compiled JSON Schema validator of each record kind, which
+//!   says where and why a record breaks its schema.
 //! * [`record`]: one record — the typed parse decides, the JSON Schema validator explains a record
 //!   the parse refuses (with a JSON pointer).
 //! * [`file`]: one file — its shape for its kind (an events file is a JSON array of event records,
@@ -13,6 +15,7 @@
 
 mod file;
 mod record;
+mod schema;
 
 #[cfg(feature = "bundle")]
 pub mod bundle;
@@ -22,9 +25,9 @@ use std::path::Path;
 
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::v1::RecordKind;
-use crate::validate::Validators;
 
 pub use file::{FileShape, IN_MEMORY};
+pub use schema::{BuildError, Validators, Violation};
 
 /// How thoroughly to check, and how much to report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,9 +8,8 @@
 use std::sync::OnceLock;
 
 use diagwire::ProblemKind;
-use diagwire::check::{Checker, Options, Report};
 use diagwire::v1::RecordKind;
-use diagwire::validate::Validators;
+use diagwire::validate::{Checker, Options, Report, Validators};
 
 fn validators() -> &'static Validators {
     static V: OnceLock<Validators> = OnceLock::new();
@@ -390,7 +389,7 @@ fn a_binary_record_file_is_checked_by_its_extension() {
         .expect("encodes");
     let good = tmp.path().join("events-000001.pb");
     std::fs::write(&good, bytes).expect("write");
-    let report = diagwire::check::check_file(validators(), &good, None);
+    let report = diagwire::validate::check_file(validators(), &good, None);
     assert_eq!(
         (report.files, report.records, report.problems.len()),
         (1, 3, 0)
@@ -398,7 +397,7 @@ fn a_binary_record_file_is_checked_by_its_extension() {
 
     let bad = tmp.path().join("boot.pb");
     std::fs::write(&bad, [0x0a, 0x05, 0x01]).expect("write");
-    let report = diagwire::check::check_file(validators(), &bad, None);
+    let report = diagwire::validate::check_file(validators(), &bad, None);
     assert_eq!((report.files, report.unreadable_files), (1, 1));
     let [p] = &report.problems[..] else {
         panic!("{:?}", report.problems)

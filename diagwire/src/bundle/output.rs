@@ -1,15 +1,17 @@
-//! Writing a bundle as a directory tree or as a deterministic `.tar.gz`.
+//! Writing a bundle's files out: as a directory tree, or as a deterministic `.tar.gz` (whole with
+//! [`write_tar_gz`], or one file at a time with [`TarGzWriter`] for a bundle too large to hold).
 //!
-//! Both writers refuse a bundle whose run id is not a single plain path component, or with a file
-//! path that is absolute, has a `..`, `.` or empty component, a backslash or a NUL byte, or is both
-//! a file and a directory: nothing is ever written outside the run directory, and what is written
-//! reads back as the same [`BundleContents`].
+//! Every writer refuses a run id that is not a single plain path component, and a file path that
+//! is absolute, has a `..`, `.` or empty component, a backslash or a NUL byte, or is both a file
+//! and a directory: nothing is ever written outside the run directory, and what is written reads
+//! back as the same [`BundleContents`].
 
 use std::collections::BTreeSet;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use flate2::write::GzEncoder;
 use flate2::{Compression, GzBuilder};
 
 use super::BundleContents;
@@ -63,28 +65,83 @@ pub fn write_dir(bundle: &BundleContents, parent: &Path) -> io::Result<PathBuf> 
 /// and mtime 0, and the compression level is fixed.
 pub fn write_tar_gz(bundle: &BundleContents, out: impl Write) -> io::Result<()> {
     check_bundle(bundle)?;
-    let gzip = GzBuilder::new()
-        .mtime(0)
-        .write(out, Compression::new(GZIP_LEVEL));
-    let mut tar = tar::Builder::new(gzip);
-    let run = &bundle.run_id;
-    append_dir(&mut tar, run)?;
-    let mut dirs = BTreeSet::new();
+    let mut tar = TarGzWriter::new(&bundle.run_id, out)?;
     for (path, bytes) in &bundle.files {
+        tar.append(path, bytes)?;
+    }
+    tar.finish()?;
+    Ok(())
+}
+
+/// A bundle's `.tar.gz` written one file at a time, byte for byte what [`write_tar_gz`] writes for
+/// the same files: for a bundle too large to hold in memory. Files must come in path order (the
+/// order of [`BundleContents::files`]); a path out of order, or one [`write_tar_gz`] would refuse,
+/// is an error and nothing more is written.
+pub struct TarGzWriter<W: Write> {
+    tar: tar::Builder<GzEncoder<W>>,
+    run: String,
+    /// The directories written so far (relative to the run directory).
+    dirs: BTreeSet<String>,
+    /// The files written so far: the last one orders the next, and a directory at a file's path
+    /// is refused (a file always comes before the paths inside it).
+    files: BTreeSet<String>,
+}
+
+impl<W: Write> TarGzWriter<W> {
+    /// Starts the archive of the run `run_id` (its top-level directory) on `out`.
+    pub fn new(run_id: &str, out: W) -> io::Result<Self> {
+        check_run_id(run_id)?;
+        let gzip = GzBuilder::new()
+            .mtime(0)
+            .write(out, Compression::new(GZIP_LEVEL));
+        let mut tar = tar::Builder::new(gzip);
+        append_dir(&mut tar, run_id)?;
+        Ok(TarGzWriter {
+            tar,
+            run: run_id.to_owned(),
+            dirs: BTreeSet::new(),
+            files: BTreeSet::new(),
+        })
+    }
+
+    /// Appends the file at `path` (relative to the run directory), after the directories leading
+    /// to it that are not written yet.
+    pub fn append(&mut self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        check_path(path)?;
+        if let Some(last) = self.files.last() {
+            if path <= last.as_str() {
+                return Err(refuse(format!(
+                    "the file path `{path}` comes after `{last}`; files are written in path order"
+                )));
+            }
+        }
+        let run = &self.run;
         let mut dir_end = 0;
         while let Some(slash) = path[dir_end..].find('/') {
             dir_end += slash;
             let dir = &path[..dir_end];
-            if dirs.insert(dir.to_owned()) {
-                append_dir(&mut tar, &format!("{run}/{dir}"))?;
+            if !self.dirs.contains(dir) {
+                if self.files.contains(dir) {
+                    return Err(refuse(format!(
+                        "`{dir}` is a file and also the directory of `{path}`"
+                    )));
+                }
+                self.dirs.insert(dir.to_owned());
+                append_dir(&mut self.tar, &format!("{run}/{dir}"))?;
             }
             dir_end += 1;
         }
         let mut header = fixed_header(tar::EntryType::Regular, 0o644, bytes.len() as u64);
-        tar.append_data(&mut header, format!("{run}/{path}"), bytes.as_slice())?;
+        self.tar
+            .append_data(&mut header, format!("{run}/{path}"), bytes)?;
+        self.files.insert(path.to_owned());
+        Ok(())
     }
-    tar.into_inner()?.finish()?;
-    Ok(())
+
+    /// Writes the end of the archive and the gzip trailer, and returns the output.
+    pub fn finish(self) -> io::Result<W> {
+        self.tar.into_inner()?.finish()
+    }
 }
 
 fn append_dir<W: Write>(tar: &mut tar::Builder<W>, path: &str) -> io::Result<()> {
@@ -121,22 +178,9 @@ fn bad_component(component: &str) -> Option<&'static str> {
 
 /// Refuses a run id or file paths that could escape the run directory or would not read back.
 fn check_bundle(bundle: &BundleContents) -> io::Result<()> {
-    let run = &bundle.run_id;
-    if run.contains('/') {
-        return Err(refuse(format!(
-            "the run id `{run}` is not a single path component"
-        )));
-    }
-    if let Some(why) = bad_component(run) {
-        return Err(refuse(format!("the run id `{run}` has {why}")));
-    }
+    check_run_id(&bundle.run_id)?;
     for path in bundle.files.keys() {
-        if path.starts_with('/') {
-            return Err(refuse(format!("the file path `{path}` is absolute")));
-        }
-        if let Some(why) = path.split('/').find_map(bad_component) {
-            return Err(refuse(format!("the file path `{path}` has {why}")));
-        }
+        check_path(path)?;
         let below = format!("{path}/");
         if let Some((inner, _)) = bundle.files.range(below.clone()..).next() {
             if inner.starts_with(&below) {
@@ -145,6 +189,30 @@ fn check_bundle(bundle: &BundleContents) -> io::Result<()> {
                 )));
             }
         }
+    }
+    Ok(())
+}
+
+/// Refuses a run id that is not one plain path component.
+fn check_run_id(run: &str) -> io::Result<()> {
+    if run.contains('/') {
+        return Err(refuse(format!(
+            "the run id `{run}` is not a single path component"
+        )));
+    }
+    if let Some(why) = bad_component(run) {
+        return Err(refuse(format!("the run id `{run}` has {why}")));
+    }
+    Ok(())
+}
+
+/// Refuses a file path that is absolute or has a component that cannot be written.
+fn check_path(path: &str) -> io::Result<()> {
+    if path.starts_with('/') {
+        return Err(refuse(format!("the file path `{path}` is absolute")));
+    }
+    if let Some(why) = path.split('/').find_map(bad_component) {
+        return Err(refuse(format!("the file path `{path}` has {why}")));
     }
     Ok(())
 }

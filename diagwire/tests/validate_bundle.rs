@@ -13,12 +13,11 @@ use diagwire::NodeId;
 use diagwire::ProblemKind;
 use diagwire::bundle::Writer;
 use diagwire::bundle::read::{BundleReader, Limits};
-use diagwire::check::{Checker, Options, Report};
 use diagwire::v1::{
     BundleWriter, DialStarted, EventRecord, Finalize, Identity, Snapshot, SnapshotBody,
     SnapshotTrigger, WriterKind,
 };
-use diagwire::validate::Validators;
+use diagwire::validate::{Checker, Options, Report, Validators};
 
 const RUN: &str = "run-7";
 const WALL: u64 = 1_779_733_878_000;
@@ -257,7 +256,7 @@ fn locations_inside_an_archive_carry_the_full_inner_path() {
     });
     let (contents, _) = diagwire::bundle::read::read_all(&run, Limits::default()).expect("read");
     let archive = tmp.path().join("renamed.tar.gz");
-    diagwire::bundle::write::write_tar_gz(
+    diagwire::bundle::output::write_tar_gz(
         &contents,
         std::fs::File::create(&archive).expect("create"),
     )

@@ -270,7 +270,11 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let pointer = format!("{}/{}", self.pointer, crate::shape::escape_pointer(&key));
+            let pointer = format!(
+                "{}/{}",
+                self.pointer,
+                crate::shape::escape_pointer_token(&key)
+            );
             if out.contains_key(&key) {
                 *self.duplicate.borrow_mut() = Some((pointer, key));
                 return Err(serde::de::Error::custom("duplicate key"));

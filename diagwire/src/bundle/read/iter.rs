@@ -1,0 +1,164 @@
+//! Yielding the files: a directory's files read one at a time within the total cap, an archive's
+//! in a second pass matched to the first pass's index, and the problems with the bundle as a whole
+//! last.
+
+use std::io;
+
+use super::dir::{DirItem, read_dir_file};
+use super::index::{ArchiveAction, ArchiveItem};
+use super::inflate::{Fail, open_stream};
+use super::tar_reader::Walker;
+use super::{
+    BundleFile, BundleReader, Layout, ReadError, ReadErrorKind, Stream, StreamFile, too_large_total,
+};
+
+impl Iterator for Stream<'_> {
+    type Item = Result<StreamFile, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.files.next()?;
+        Some(item.map(|file| {
+            let size = file.bytes.len() as u64;
+            self.done += size;
+            StreamFile {
+                path: file.path,
+                node: file.node,
+                role: file.role,
+                encoding: file.encoding,
+                location: file.location,
+                size,
+                bytes: io::Cursor::new(file.bytes),
+            }
+        }))
+    }
+}
+
+/// The iteration over a bundle's files: where it is in the layout and the tail, the bytes read from
+/// a directory, and the open second pass over an archive.
+pub(super) struct Files<'a> {
+    reader: &'a BundleReader,
+    /// The next item of the layout.
+    next: usize,
+    /// The next item of the tail.
+    tail_next: usize,
+    /// Bytes read so far from a directory.
+    dir_total: u64,
+    /// The second pass over an archive.
+    walker: Option<Walker>,
+    /// Set when reading cannot go on; only the tail is left.
+    stopped: bool,
+}
+
+impl Iterator for Files<'_> {
+    type Item = Result<BundleFile, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.stopped {
+            let item = match &self.reader.layout {
+                Layout::Dir(items) => self.next_dir(items),
+                Layout::Archive { gzip, items } => self.next_archive(*gzip, items),
+            };
+            if item.is_some() {
+                return item;
+            }
+            self.stopped = true;
+            self.walker = None;
+        }
+        let e = self.reader.tail.get(self.tail_next)?;
+        self.tail_next += 1;
+        Some(Err(e.clone()))
+    }
+}
+
+impl<'a> Files<'a> {
+    /// The files of `reader` from the start.
+    pub(super) fn new(reader: &'a BundleReader) -> Self {
+        Files {
+            reader,
+            next: 0,
+            tail_next: 0,
+            dir_total: 0,
+            walker: None,
+            stopped: false,
+        }
+    }
+
+    fn next_dir(&mut self, items: &[DirItem]) -> Option<Result<BundleFile, ReadError>> {
+        let item = items.get(self.next)?;
+        self.next += 1;
+        Some(match item {
+            DirItem::Error(e) => Err(e.clone()),
+            DirItem::File { rel, full, .. } => {
+                let limits = self.reader.limits;
+                let room = limits.max_total_bytes.saturating_sub(self.dir_total);
+                match read_dir_file(full, limits, room) {
+                    Ok(bytes) if bytes.len() as u64 > room => {
+                        self.stopped = true;
+                        self.next = items.len();
+                        Err(too_large_total(full.display().to_string(), limits))
+                    }
+                    Ok(bytes) => {
+                        self.dir_total += bytes.len() as u64;
+                        let location = full.display().to_string();
+                        Ok(BundleFile::new(rel.clone(), location, bytes))
+                    }
+                    Err(e) => Err(e.about(rel.clone())),
+                }
+            }
+        })
+    }
+
+    fn next_archive(
+        &mut self,
+        gzip: bool,
+        items: &[ArchiveItem],
+    ) -> Option<Result<BundleFile, ReadError>> {
+        let item = items.get(self.next)?;
+        self.next += 1;
+        let (rel, size, location) = match &item.what {
+            ArchiveAction::Error(e) => return Some(Err(e.clone())),
+            ArchiveAction::File {
+                rel,
+                size,
+                location,
+            } => (rel, *size, location),
+        };
+        let result = self.read_archive_file(gzip, item.data_pos, size);
+        Some(match result {
+            Ok(bytes) => Ok(BundleFile::new(rel.clone(), location.clone(), bytes)),
+            Err((kind, message)) => {
+                // The archive changed or broke since the first pass: stop here.
+                self.next = items.len();
+                self.walker = None;
+                Err(ReadError::new(kind, location.clone(), message).about(rel.clone()))
+            }
+        })
+    }
+
+    fn read_archive_file(&mut self, gzip: bool, data_pos: u64, size: u64) -> Result<Vec<u8>, Fail> {
+        if self.walker.is_none() {
+            let stream = open_stream(self.reader.source(), gzip)
+                .map_err(|e| (ReadErrorKind::Io, e.to_string()))?;
+            self.walker = Some(Walker::new(stream, self.reader.limits));
+        }
+        let walker = self.walker.as_mut().expect("OK because it was just set");
+        loop {
+            let changed = || {
+                (
+                    ReadErrorKind::Io,
+                    "the archive changed while it was being read".to_owned(),
+                )
+            };
+            let entry = walker.next_entry()?.ok_or_else(changed)?;
+            if entry.data_pos == data_pos {
+                if entry.size != size {
+                    return Err(changed());
+                }
+                return walker.read_data(size);
+            }
+            if entry.data_pos > data_pos {
+                return Err(changed());
+            }
+        }
+    }
+}
