@@ -6,9 +6,9 @@ mod common;
 
 use diagwire::v1::CONTRACT;
 use diagwire::v1::*;
-use diagwire_rules::Coverage;
-use diagwire_rules::coverage::{DiffKind, Difference, Mode, Thresholds, compare};
-use diagwire_rules::scenario::{Params, Run, generate};
+use diagwire_check::Coverage;
+use diagwire_check::coverage::{DiffKind, Difference, Mode, Thresholds, compare};
+use diagwire_check::scenario::{Params, Run, generate};
 
 fn base() -> Run {
     generate(&Params::small(1))
@@ -34,7 +34,7 @@ fn field(
     role: &str,
     t: &str,
     f: &str,
-) -> (u64, diagwire_rules::coverage::FieldStats) {
+) -> (u64, diagwire_check::coverage::FieldStats) {
     c.roles[role]
         .field(t, f)
         .unwrap_or_else(|| panic!("{role}: no {t}.{f}"))
@@ -373,7 +373,7 @@ fn unknown_keys_agree_with_the_library_walk_on_every_record() {
                         .collect();
                 let mut got = BTreeSet::new();
                 let def = CONTRACT.record(kind.as_str()).unwrap().def;
-                diagwire_rules::blocks::instances_of_shape(
+                diagwire_check::blocks::instances_of_shape(
                     &diagwire::shape::ValueShape::Ref(def),
                     &value,
                     &mut |inst| {

@@ -2,7 +2,7 @@
 //! statistics (`diagwire check --coverage`), and sim-vs-prod parity (`diagwire parity`).
 //!
 //! The schemas say what one record may look like; this crate checks how records relate. The rules
-//! are data ([`catalog`], from `rules/behaviour-rules.json`): each has a stable id, a scope, a
+//! are data ([`catalog`], from `check/behaviour-rules.json`): each has a stable id, a scope, a
 //! level and a description, and names one of the evaluators of [`checks`]. [`check_bundle`] reads
 //! a bundle once, record by record (`diagwire::bundle::records::walk`), and feeds every record to
 //! the evaluator and, when asked, to the [`coverage`] collector; only per-node and per-key state is

@@ -10,8 +10,8 @@ use diagwire::bundle::Writer;
 use diagwire::bundle::read::Limits;
 use diagwire::v1::*;
 use diagwire::{NodeId, NodeIdHex};
-use diagwire_rules::parity::{self, Config};
-use diagwire_rules::scenario::{Params, generate};
+use diagwire_check::parity::{self, Config};
+use diagwire_check::scenario::{Params, generate};
 
 #[test]
 fn broken_files_are_findings_and_the_rest_is_still_checked() {
@@ -69,11 +69,11 @@ fn what_is_not_a_bundle_is_an_error_not_a_panic() {
         tmp.path().join("missing"),
         tmp.path().to_path_buf(),
     ] {
-        let r = diagwire_rules::check_bundle(
+        let r = diagwire_check::check_bundle(
             &path,
             Limits::default(),
-            &diagwire_rules::Catalog::builtin(),
-            diagwire_rules::Options::default(),
+            &diagwire_check::Catalog::builtin(),
+            diagwire_check::Options::default(),
             true,
         );
         match r {

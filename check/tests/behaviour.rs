@@ -5,8 +5,8 @@
 mod common;
 
 use diagwire::v1::*;
-use diagwire_rules::scenario::{Params, Run, generate, is_clock_sample};
-use diagwire_rules::{Catalog, CheckReport, Finding, Status};
+use diagwire_check::scenario::{Params, Run, generate, is_clock_sample};
+use diagwire_check::{Catalog, CheckReport, Finding, Status};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -580,17 +580,17 @@ fn a_sequence_number_going_back_is_found_with_the_two_records() {
 fn clock_samples_numbered_by_the_sink_are_excepted() {
     let report = passes(base(), "seq.monotonic");
     // The exception is what keeps the scenario passing: without it the sink's numbers break it.
-    let text = diagwire_rules::catalog::BUILTIN_RULES.replace(
+    let text = diagwire_check::catalog::BUILTIN_RULES.replace(
         r#""except_custom_kinds": ["clock_sample"]"#,
         r#""except_custom_kinds": []"#,
     );
     let strict = Catalog::from_json(&text).unwrap();
     let (_tmp, dir) = common::write(base());
-    let checked = diagwire_rules::check_bundle(
+    let checked = diagwire_check::check_bundle(
         &dir,
         diagwire::bundle::read::Limits::default(),
         &strict,
-        diagwire_rules::Options::default(),
+        diagwire_check::Options::default(),
         false,
     )
     .unwrap();
@@ -1043,7 +1043,7 @@ fn a_bundle_without_events_passes_only_vacuously_and_says_so() {
 
 #[test]
 fn a_rule_below_violation_level_is_reported_without_failing_the_check() {
-    let text = diagwire_rules::catalog::BUILTIN_RULES.replacen(
+    let text = diagwire_check::catalog::BUILTIN_RULES.replacen(
         r#""id": "absence.derived_status_unknown",
       "title": "A derived relay status reads unknown",
       "scope": "object",
@@ -1057,14 +1057,14 @@ fn a_rule_below_violation_level_is_reported_without_failing_the_check() {
     let catalog = Catalog::from_json(&text).unwrap();
     assert_eq!(
         catalog.get("absence.derived_status_unknown").unwrap().level,
-        diagwire_rules::Level::Improvement
+        diagwire_check::Level::Improvement
     );
     let (_keep, example, _) = example_with_guessed_relay_statuses();
-    let checked = diagwire_rules::check_bundle(
+    let checked = diagwire_check::check_bundle(
         &example,
         diagwire::bundle::read::Limits::default(),
         &catalog,
-        diagwire_rules::Options::default(),
+        diagwire_check::Options::default(),
         false,
     )
     .unwrap();
@@ -1082,11 +1082,11 @@ fn a_rule_below_violation_level_is_reported_without_failing_the_check() {
 #[test]
 fn findings_kept_per_rule_are_capped_and_the_rest_counted() {
     let (_keep, example, _) = example_with_guessed_relay_statuses();
-    let checked = diagwire_rules::check_bundle(
+    let checked = diagwire_check::check_bundle(
         &example,
         diagwire::bundle::read::Limits::default(),
         &Catalog::builtin(),
-        diagwire_rules::Options {
+        diagwire_check::Options {
             max_findings_per_rule: 3,
         },
         false,

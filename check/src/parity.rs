@@ -3,7 +3,7 @@
 //!
 //! First the shape ([`crate::coverage::compare`] in parity mode): the same record kinds, event
 //! types and field-presence sets per node role, and the same absence mixes, leaving out what only
-//! a simulator writes (`sim_only` in `rules/parity-groups.json`). Then the distributions of the
+//! a simulator writes (`sim_only` in `check/parity-groups.json`). Then the distributions of the
 //! fields the simulator must reproduce, each group read from the records as `parity-groups.json`
 //! says, and split into classes (the dial outcome, the message kind, …):
 //!

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use diagwire::bundle::read::Limits;
-use diagwire_rules::scenario::Run;
-use diagwire_rules::{Catalog, CheckReport, Checked, Options, check_bundle};
+use diagwire_check::scenario::Run;
+use diagwire_check::{Catalog, CheckReport, Checked, Options, check_bundle};
 
 /// The repository root.
 pub fn repo() -> PathBuf {

@@ -3,8 +3,8 @@
 
 mod common;
 
-use diagwire_rules::catalog::{BUILTIN_RULES, Catalog, Check};
-use diagwire_rules::parity::Config;
+use diagwire_check::catalog::{BUILTIN_RULES, Catalog, Check};
+use diagwire_check::parity::Config;
 
 #[track_caller]
 fn refused(text: &str, why: &str) {
@@ -96,8 +96,8 @@ fn duplicate_ids_unknown_checks_and_stray_params_are_refused() {
 
 #[test]
 fn every_gap_block_of_the_contract_has_a_typed_path() {
-    assert!(diagwire_rules::checks::typed_blocks_cover_contract());
-    let keys: Vec<&str> = diagwire_rules::blocks::gap_blocks()
+    assert!(diagwire_check::checks::typed_blocks_cover_contract());
+    let keys: Vec<&str> = diagwire_check::blocks::gap_blocks()
         .iter()
         .map(|b| b.key)
         .collect();

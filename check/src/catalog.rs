@@ -1,6 +1,6 @@
 //! The rule file: rules as data.
 //!
-//! `rules/behaviour-rules.json` lists every rule with its stable id, the scope it is evaluated per,
+//! `check/behaviour-rules.json` lists every rule with its stable id, the scope it is evaluated per,
 //! its level, the evaluator that implements it (`check`) with that evaluator's parameters, and a
 //! description. [`Catalog::builtin`] is that file, compiled in; [`Catalog::from_json`] reads
 //! another one (a stricter level, a rule left out, different ordering rules). Loading checks the

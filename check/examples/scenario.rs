@@ -1,8 +1,8 @@
-//! Writes bundles of the synthetic scenario (`diagwire_rules::scenario`) for trying
+//! Writes bundles of the synthetic scenario (`diagwire_check::scenario`) for trying
 //! `diagwire check` and `diagwire parity` by hand:
 //!
 //! ```sh
-//! cargo run -p diagwire-rules --example scenario -- OUT
+//! cargo run -p diagwire-check --example scenario -- OUT
 //! ```
 //!
 //! writes `OUT/small/` (a one-minute run every rule passes), `OUT/sim/` and `OUT/prod/` (a
@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 
 use diagwire::v1::WriterKind;
-use diagwire_rules::scenario::{Params, generate};
+use diagwire_check::scenario::{Params, generate};
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();

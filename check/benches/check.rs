@@ -2,10 +2,10 @@
 //! archive (the floor: a check has to decompress the archive at least once). Run by hand:
 //!
 //! ```sh
-//! cargo bench -p diagwire-rules --bench check -- [--mb 100] [--runs 5]
+//! cargo bench -p diagwire-check --bench check -- [--mb 100] [--runs 5]
 //! ```
 //!
-//! Generates a synthetic run (`diagwire_rules::scenario::Params::bulk`) of about `--mb` megabytes
+//! Generates a synthetic run (`diagwire_check::scenario::Params::bulk`) of about `--mb` megabytes
 //! of records as a `.tar.gz` (kept under `target/` and reused), then times, `--runs` times each,
 //! `gzip -dc FILE > /dev/null`, the rule check, and the rule check with coverage statistics, and
 //! prints the medians and their ratios.
@@ -16,8 +16,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use diagwire::bundle::read::Limits;
-use diagwire_rules::scenario::{Params, generate};
-use diagwire_rules::{Catalog, Options, check_bundle};
+use diagwire_check::scenario::{Params, generate};
+use diagwire_check::{Catalog, Options, check_bundle};
 
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
     args.iter()
@@ -58,7 +58,7 @@ fn main() {
     let mb = arg(&args, "--mb", 100);
     let runs = arg(&args, "--runs", 5).max(1) as usize;
     let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let path = target.join(format!("diagwire-rules-bench-{mb}mb.tar.gz"));
+    let path = target.join(format!("diagwire-check-bench-{mb}mb.tar.gz"));
     if !path.exists() {
         let t = Instant::now();
         std::fs::create_dir_all(&target).expect("target dir");
