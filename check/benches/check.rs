@@ -5,7 +5,7 @@
 //! cargo bench -p diagwire-check --bench check -- [--mb 100] [--runs 5]
 //! ```
 //!
-//! Generates a synthetic run (`diagwire_check::scenario::Params::bulk`) of about `--mb` megabytes
+//! Generates a synthetic run (`diagwire_testkit::scenario::Params::bulk`) of about `--mb` megabytes
 //! of records as a `.tar.gz` (kept under `target/` and reused), then times, `--runs` times each,
 //! `gzip -dc FILE > /dev/null`, the rule check, and the rule check with coverage statistics, and
 //! prints the medians and their ratios.
@@ -16,8 +16,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use diagwire::bundle::read::Limits;
-use diagwire_check::scenario::{Params, generate};
-use diagwire_check::{Catalog, Options, check_bundle};
+use diagwire_check::{Options, Rulebook, check_bundle};
+use diagwire_testkit::scenario::{Params, generate};
 
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
     args.iter()
@@ -75,7 +75,7 @@ fn main() {
         compressed as f64 / 1e6,
         raw as f64 / 1e6
     );
-    let catalog = Catalog::builtin();
+    let rulebook = Rulebook::builtin();
     let (mut gz, mut check, mut cover) = (Vec::new(), Vec::new(), Vec::new());
     let mut records = 0;
     for _ in 0..runs {
@@ -93,7 +93,7 @@ fn main() {
             let c = check_bundle(
                 &path,
                 Limits::default(),
-                &catalog,
+                &rulebook,
                 Options::default(),
                 with_coverage,
             )

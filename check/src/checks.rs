@@ -24,11 +24,11 @@ use diagwire::{Location, NodeId, Problem};
 use serde_json::Value;
 
 use crate::blocks::{self, GapBlock};
-use crate::catalog::{
-    Catalog, Check, Count, DialSide, ForbiddenValues, KnownValues, Precedes, Rule, ScopeFields,
+use crate::rulebook::{
+    Check, Count, DialSide, ForbiddenValues, KnownValues, Precedes, Rule, Rulebook, ScopeFields,
     SourceImplies, event_fields, event_variants,
 };
-use crate::report::{CheckReport, Finding, RuleResult, Witness};
+use crate::verdict::{CheckReport, Finding, RuleResult, Witness};
 
 /// Options of a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,7 +221,7 @@ struct Dials {
 /// The evaluator of one bundle.
 #[derive(Debug)]
 pub struct Checker<'c> {
-    catalog: &'c Catalog,
+    catalog: &'c Rulebook,
     opts: Options,
     source: String,
     archive: bool,
@@ -267,7 +267,7 @@ impl<'c> Checker<'c> {
     /// A checker for the bundle read from `source` (`archive` when it is a `.tar.gz`), whose run
     /// directory is named `run_id`.
     pub fn new(
-        catalog: &'c Catalog,
+        catalog: &'c Rulebook,
         opts: Options,
         source: &str,
         archive: bool,
@@ -1227,7 +1227,7 @@ fn scope_fields(
     opts: Options,
 ) {
     let has = |f: &str| v.get(f).is_some_and(|x| !x.is_null());
-    let by_name: HashMap<&str, &crate::catalog::Scope> =
+    let by_name: HashMap<&str, &crate::rulebook::Scope> =
         s.scopes.iter().map(|s| (s.scope.as_str(), s)).collect();
     if !s.scopes.iter().any(|sc| v.get(&sc.key).is_some()) {
         return;

@@ -24,7 +24,7 @@ use diagwire::v1::{CONTRACT, Event, Record, RecordKind};
 use serde_json::{Value, json};
 
 use crate::blocks;
-use crate::stats;
+use crate::significance;
 
 /// Counts of one field over the instances of its type.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -387,7 +387,7 @@ impl Coverage {
                             .filter(|(f, _)| is_tracked(f))
                             .map(|(f, c)| {
                                 let mut o = json!({
-                                    "presence": presence_name(f.presence),
+                                    "presence": f.presence.name(),
                                     "present": c.present,
                                     "null": c.null,
                                     "absent": c.absent,
@@ -579,7 +579,7 @@ impl Coverage {
                             s,
                             "| {role} | `{t}.{}` | {} | {} | {} | {} | {} | {:.1} |",
                             f.key,
-                            presence_name(f.presence),
+                            f.presence.name(),
                             st.instances,
                             fs.present,
                             fs.null,
@@ -612,16 +612,6 @@ impl Coverage {
             }
         }
         s
-    }
-}
-
-fn presence_name(p: Presence) -> &'static str {
-    match p {
-        Presence::Required => "required",
-        Presence::Nullable => "nullable",
-        Presence::Omittable => "omittable",
-        Presence::Default => "default",
-        Presence::SkipDefault => "skip-default",
     }
 }
 
@@ -921,7 +911,7 @@ pub fn compare(
                     if ma.iter().sum::<u64>() == 0 || mb.iter().sum::<u64>() == 0 {
                         continue;
                     }
-                    let effect = stats::total_variation(&ma, &mb);
+                    let effect = significance::total_variation(&ma, &mb);
                     mixes.push((out.len(), ma, mb));
                     out.push(Difference {
                         kind: DiffKind::AbsenceMix,
@@ -935,8 +925,12 @@ pub fn compare(
                         flagged: false,
                     });
                 } else if is_tracked(f) && sa.instances > 0 && sb.instances > 0 {
-                    let (p, _) =
-                        stats::two_proportions(fa.present, sa.instances, fb.present, sb.instances);
+                    let (p, _) = significance::two_proportions(
+                        fa.present,
+                        sa.instances,
+                        fb.present,
+                        sb.instances,
+                    );
                     let effect = fa.present as f64 / sa.instances as f64
                         - fb.present as f64 / sb.instances as f64;
                     out.push(Difference {
@@ -956,12 +950,12 @@ pub fn compare(
     }
     // Mix p-values last: their permutations must resolve alpha over every test of the comparison.
     let tests = out.iter().filter(|d| d.p.is_some()).count();
-    let rounds = t.rounds.max(crate::parity::rounds_for(tests, t.alpha));
+    let rounds = t.rounds.max(significance::rounds_for(tests, t.alpha));
     for (i, ma, mb) in mixes {
-        out[i].p = Some(stats::mix_test(&ma, &mb, rounds, 0xC0FFEE).1);
+        out[i].p = Some(significance::mix_test(&ma, &mb, rounds, 0xC0FFEE).1);
     }
     let ps: Vec<f64> = out.iter().filter_map(|d| d.p).collect();
-    let adjusted = stats::holm(&ps);
+    let adjusted = significance::holm(&ps);
     let mut it = adjusted.into_iter();
     for d in &mut out {
         if d.p.is_some() {

@@ -2,13 +2,14 @@
 //! statistics (`diagwire check --coverage`), and sim-vs-prod parity (`diagwire parity`).
 //!
 //! The schemas say what one record may look like; this crate checks how records relate. The rules
-//! are data ([`catalog`], from `check/behaviour-rules.json`): each has a stable id, a scope, a
-//! level and a description, and names one of the evaluators of [`checks`]. [`check_bundle`] reads
-//! a bundle once, record by record (`diagwire::bundle::records::walk`), and feeds every record to
-//! the evaluator and, when asked, to the [`coverage`] collector; only per-node and per-key state is
-//! kept, never the bundle. [`parity`] compares two bundles' coverage and the distributions of the
-//! fields the simulator must reproduce, with the tests of [`stats`]. [`scenario`] generates
-//! bundles of a synthetic run for tests and benchmarks.
+//! are data ([`rulebook`], from `check/behaviour-rules.json`): each has a stable id, a scope, a
+//! level and a description, and names one of the evaluators of [`evaluate`]. [`check_bundle`]
+//! reads a bundle once, record by record (`diagwire::bundle::records::walk`), and feeds every
+//! record to the evaluators and, when asked, to the [`coverage`] collector; only per-node and
+//! per-key state is kept, never the bundle. [`verdict`] is what a check reports. [`parity`]
+//! compares two bundles' coverage and the distributions of the fields the simulator must
+//! reproduce, with the tests of [`significance`]. The synthetic runs the tests and benchmarks use
+//! live in the dev-only crate `diagwire-testkit`.
 //!
 //! `docs/behaviour.md` explains every rule, statistic and threshold.
 
@@ -18,18 +19,17 @@ use diagwire::bundle::read::{BundleReader, Limits, ReadError};
 use diagwire::bundle::records::walk;
 
 pub mod blocks;
-pub mod catalog;
 pub mod checks;
 pub mod coverage;
 pub mod parity;
-pub mod report;
-pub mod scenario;
-pub mod stats;
+pub mod rulebook;
+pub mod significance;
+pub mod verdict;
 
-pub use catalog::{Catalog, Level, Rule};
 pub use checks::{Checker, Options};
 pub use coverage::Coverage;
-pub use report::{CheckReport, Finding, RuleResult, Status, Witness};
+pub use rulebook::{Level, Rule, Rulebook};
+pub use verdict::{CheckReport, Finding, RuleResult, Status, Witness};
 
 /// What one pass over a bundle produced.
 #[derive(Debug, Clone)]
@@ -40,13 +40,13 @@ pub struct Checked {
     pub coverage: Option<Coverage>,
 }
 
-/// Checks the bundle at `path` (a directory or a `.tar.gz`) against `catalog` in one streaming
+/// Checks the bundle at `path` (a directory or a `.tar.gz`) against `rulebook` in one streaming
 /// pass, collecting coverage statistics too when `with_coverage` is set. Fails only when the bundle
 /// cannot be opened at all; everything else is a finding.
 pub fn check_bundle(
     path: &Path,
     limits: Limits,
-    catalog: &Catalog,
+    rulebook: &Rulebook,
     opts: Options,
     with_coverage: bool,
 ) -> Result<Checked, ReadError> {
@@ -54,7 +54,7 @@ pub fn check_bundle(
     let source = reader.source().display().to_string();
     let archive = reader.source().is_file();
     let run_id = reader.run_id().to_owned();
-    let mut checker = Checker::new(catalog, opts, &source, archive, &run_id);
+    let mut checker = Checker::new(rulebook, opts, &source, archive, &run_id);
     let mut coverage = with_coverage.then(|| Coverage::new(&source));
     let mut problems = Vec::new();
     walk(

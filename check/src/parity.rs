@@ -34,7 +34,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::coverage::{self, Coverage, Difference, Mode};
-use crate::stats::{self, PMethod};
+use crate::significance::{self, PMethod};
 
 /// The parity configuration shipped with the crate.
 pub const BUILTIN_GROUPS: &str = include_str!("../parity-groups.json");
@@ -154,7 +154,7 @@ impl Config {
                         .event_type
                         .as_deref()
                         .ok_or_else(|| format!("group `{}` needs an event type", g.id))?;
-                    if crate::catalog::event_fields(t).is_none() {
+                    if crate::rulebook::event_fields(t).is_none() {
                         return Err(format!("group `{}`: `{t}` is not an event type", g.id));
                     }
                 }
@@ -726,7 +726,9 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
         })
         .sum();
     let t = Thresholds {
-        permutations: t.permutations.max(rounds_for(classes, t.alpha)),
+        permutations: t
+            .permutations
+            .max(significance::rounds_for(classes, t.alpha)),
         ..t
     };
     let mut groups = Vec::new();
@@ -739,8 +741,8 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
                 let classes: BTreeSet<&String> = a.values.keys().chain(b.values.keys()).collect();
                 for class in classes {
                     let empty = Vec::new();
-                    let xa = stats::sorted_finite(a.values.get(class).unwrap_or(&empty));
-                    let xb = stats::sorted_finite(b.values.get(class).unwrap_or(&empty));
+                    let xa = significance::sorted_finite(a.values.get(class).unwrap_or(&empty));
+                    let xb = significance::sorted_finite(b.values.get(class).unwrap_or(&empty));
                     groups.push(numeric(g, class, &xa, &xb, &t, seed));
                 }
             }
@@ -766,7 +768,7 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
         }
     }
     let ps: Vec<f64> = groups.iter().filter_map(|g| g.p).collect();
-    let mut adjusted = stats::holm(&ps).into_iter();
+    let mut adjusted = significance::holm(&ps).into_iter();
     for g in &mut groups {
         if g.p.is_some() {
             g.p_adjusted = adjusted.next();
@@ -782,14 +784,6 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
         groups,
         thresholds: t,
     }
-}
-
-/// The permutations needed for `tests` Holm-adjusted tests at level `alpha`.
-pub fn rounds_for(tests: usize, alpha: f64) -> usize {
-    if alpha <= 0.0 || !alpha.is_finite() {
-        return 0;
-    }
-    ((2.0 * tests as f64 / alpha).ceil() as usize).min(1_000_000)
 }
 
 fn base(g: &Group, class: &str, n_sim: u64, n_prod: u64) -> GroupResult {
@@ -831,7 +825,7 @@ fn numeric(g: &Group, class: &str, a: &[f64], b: &[f64], t: &Thresholds, seed: u
         if x.is_empty() {
             return None;
         }
-        let v = stats::quantiles(x, &[0.5, 0.9, 0.99]);
+        let v = significance::quantiles(x, &[0.5, 0.9, 0.99]);
         Some([v[0], v[1], v[2], x[x.len() - 1]])
     };
     r.q_sim = q(a);
@@ -843,18 +837,18 @@ fn numeric(g: &Group, class: &str, a: &[f64], b: &[f64], t: &Thresholds, seed: u
     let large = a.len().min(b.len()) > t.large_n;
     let ks = if large {
         // Only shown: above large_n the Wasserstein distance decides.
-        let d = stats::ks_statistic(a, b);
+        let d = significance::ks_statistic(a, b);
         (
             d,
-            stats::ks_p_asymptotic(d, a.len(), b.len()),
+            significance::ks_p_asymptotic(d, a.len(), b.len()),
             PMethod::ClosedForm,
         )
     } else {
-        stats::ks_test(a, b, t.closed_form_min_n, t.permutations, seed)
+        significance::ks_test(a, b, t.closed_form_min_n, t.permutations, seed)
     };
-    let w = stats::wasserstein1(a, b);
-    let pooled = stats::sorted_finite(&a.iter().chain(b).copied().collect::<Vec<_>>());
-    let ratio = w / stats::spread(&pooled);
+    let w = significance::wasserstein1(a, b);
+    let pooled = significance::sorted_finite(&a.iter().chain(b).copied().collect::<Vec<_>>());
+    let ratio = w / significance::spread(&pooled);
     r.ks = Some(ks);
     r.w1 = Some((w, ratio));
     r.verdict = Verdict::Same;
@@ -899,8 +893,8 @@ fn mix(
         r.verdict = v;
         return r;
     }
-    let (_, p, method) = stats::mix_test(&ca, &cb, t.permutations, seed);
-    let tvd = stats::total_variation(&ca, &cb);
+    let (_, p, method) = significance::mix_test(&ca, &cb, t.permutations, seed);
+    let tvd = significance::total_variation(&ca, &cb);
     r.mix_test = Some((p, tvd, method));
     r.verdict = Verdict::Same;
     if (na.min(nb) as usize) <= t.large_n {
@@ -921,7 +915,7 @@ fn rate(g: &Group, ca: u64, ta: f64, cb: u64, tb: f64, t: &Thresholds) -> GroupR
         return r;
     }
     let (ra, rb) = (ca as f64 / ta, cb as f64 / tb);
-    let p = stats::rate_test(ca, ta, cb, tb);
+    let p = significance::rate_test(ca, ta, cb, tb);
     r.rates = Some((ra, rb, p));
     if ca + cb == 0 {
         return r;

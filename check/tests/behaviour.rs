@@ -5,8 +5,8 @@
 mod common;
 
 use diagwire::v1::*;
-use diagwire_check::scenario::{Params, Run, generate, is_clock_sample};
-use diagwire_check::{Catalog, CheckReport, Finding, Status};
+use diagwire_check::{CheckReport, Finding, Rulebook, Status};
+use diagwire_testkit::scenario::{Params, Run, generate, is_clock_sample};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -580,11 +580,11 @@ fn a_sequence_number_going_back_is_found_with_the_two_records() {
 fn clock_samples_numbered_by_the_sink_are_excepted() {
     let report = passes(base(), "seq.monotonic");
     // The exception is what keeps the scenario passing: without it the sink's numbers break it.
-    let text = diagwire_check::catalog::BUILTIN_RULES.replace(
+    let text = diagwire_check::rulebook::BUILTIN_RULES.replace(
         r#""except_custom_kinds": ["clock_sample"]"#,
         r#""except_custom_kinds": []"#,
     );
-    let strict = Catalog::from_json(&text).unwrap();
+    let strict = Rulebook::from_json(&text).unwrap();
     let (_tmp, dir) = common::write(base());
     let checked = diagwire_check::check_bundle(
         &dir,
@@ -1043,7 +1043,7 @@ fn a_bundle_without_events_passes_only_vacuously_and_says_so() {
 
 #[test]
 fn a_rule_below_violation_level_is_reported_without_failing_the_check() {
-    let text = diagwire_check::catalog::BUILTIN_RULES.replacen(
+    let text = diagwire_check::rulebook::BUILTIN_RULES.replacen(
         r#""id": "absence.derived_status_unknown",
       "title": "A derived relay status reads unknown",
       "scope": "object",
@@ -1054,7 +1054,7 @@ fn a_rule_below_violation_level_is_reported_without_failing_the_check() {
       "level": "improvement""#,
         1,
     );
-    let catalog = Catalog::from_json(&text).unwrap();
+    let catalog = Rulebook::from_json(&text).unwrap();
     assert_eq!(
         catalog.get("absence.derived_status_unknown").unwrap().level,
         diagwire_check::Level::Improvement
@@ -1085,7 +1085,7 @@ fn findings_kept_per_rule_are_capped_and_the_rest_counted() {
     let checked = diagwire_check::check_bundle(
         &example,
         diagwire::bundle::read::Limits::default(),
-        &Catalog::builtin(),
+        &Rulebook::builtin(),
         diagwire_check::Options {
             max_findings_per_rule: 3,
         },
@@ -1109,7 +1109,7 @@ fn findings_kept_per_rule_are_capped_and_the_rest_counted() {
 #[test]
 fn every_rule_of_the_catalog_has_cases_in_this_file() {
     let source = include_str!("behaviour.rs");
-    for rule in &Catalog::builtin().rules {
+    for rule in &Rulebook::builtin().rules {
         assert!(
             source.matches(&format!("\"{}\"", rule.id)).count() >= 2,
             "rule `{}` needs a breaking and a keeping case here",

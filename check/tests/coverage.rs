@@ -8,7 +8,7 @@ use diagwire::v1::CONTRACT;
 use diagwire::v1::*;
 use diagwire_check::Coverage;
 use diagwire_check::coverage::{DiffKind, Difference, Mode, Thresholds, compare};
-use diagwire_check::scenario::{Params, Run, generate};
+use diagwire_testkit::scenario::{Params, Run, generate};
 
 fn base() -> Run {
     generate(&Params::small(1))

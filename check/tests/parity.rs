@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use diagwire::bundle::read::Limits;
 use diagwire::v1::*;
 use diagwire_check::parity::{self, Config, Decider, ParityReport, Profile, Verdict};
-use diagwire_check::scenario::{Params, Run, generate};
+use diagwire_testkit::scenario::{Params, Run, generate};
 
 fn sim() -> Run {
     generate(&Params::parity(11, WriterKind::Sim))

@@ -11,7 +11,7 @@ use diagwire::bundle::read::Limits;
 use diagwire::v1::*;
 use diagwire::{NodeId, NodeIdHex};
 use diagwire_check::parity::{self, Config};
-use diagwire_check::scenario::{Params, generate};
+use diagwire_testkit::scenario::{Params, generate};
 
 #[test]
 fn broken_files_are_findings_and_the_rest_is_still_checked() {
@@ -72,7 +72,7 @@ fn what_is_not_a_bundle_is_an_error_not_a_panic() {
         let r = diagwire_check::check_bundle(
             &path,
             Limits::default(),
-            &diagwire_check::Catalog::builtin(),
+            &diagwire_check::Rulebook::builtin(),
             diagwire_check::Options::default(),
             true,
         );

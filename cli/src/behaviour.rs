@@ -8,7 +8,7 @@ use clap::ValueEnum;
 use diagwire::bundle::read::Limits;
 use diagwire_check::coverage::{self, Mode, Thresholds};
 use diagwire_check::parity::{self, Config};
-use diagwire_check::{Catalog, Options};
+use diagwire_check::{Options, Rulebook};
 use serde_json::json;
 
 /// Output format of `check` and `parity`.
@@ -48,12 +48,12 @@ pub fn check(
             return fail("--fail-on-coverage-below takes a percentage from 0 to 100");
         }
     }
-    let catalog = Catalog::builtin();
+    let rulebook = Rulebook::builtin();
     let need_coverage = show_coverage || baseline.is_some() || fail_below.is_some();
     let checked = match diagwire_check::check_bundle(
         bundle,
         Limits::default(),
-        &catalog,
+        &rulebook,
         Options::default(),
         need_coverage,
     ) {

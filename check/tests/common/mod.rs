@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use diagwire::bundle::read::Limits;
-use diagwire_check::scenario::Run;
-use diagwire_check::{Catalog, CheckReport, Checked, Options, check_bundle};
+use diagwire_check::{CheckReport, Checked, Options, Rulebook, check_bundle};
+use diagwire_testkit::scenario::Run;
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -27,7 +27,7 @@ pub fn check_path(path: &Path) -> Checked {
     check_bundle(
         path,
         Limits::default(),
-        &Catalog::builtin(),
+        &Rulebook::builtin(),
         Options::default(),
         true,
     )

@@ -2,7 +2,7 @@
 //!
 //! `check/behaviour-rules.json` lists every rule with its stable id, the scope it is evaluated per,
 //! its level, the evaluator that implements it (`check`) with that evaluator's parameters, and a
-//! description. [`Catalog::builtin`] is that file, compiled in; [`Catalog::from_json`] reads
+//! description. [`Rulebook::builtin`] is that file, compiled in; [`Rulebook::from_json`] reads
 //! another one (a stricter level, a rule left out, different ordering rules). Loading checks the
 //! parameters against the contract's shape table, so a rule that names an event type or field the
 //! contract does not have is refused instead of silently checking nothing.
@@ -254,19 +254,19 @@ pub struct SourceImplies {
 
 /// Why a rule file was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CatalogError(pub String);
+pub struct RulebookError(pub String);
 
-impl fmt::Display for CatalogError {
+impl fmt::Display for RulebookError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for CatalogError {}
+impl std::error::Error for RulebookError {}
 
 /// The rules, in file order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Catalog {
+pub struct Rulebook {
     /// The rules.
     pub rules: Vec<Rule>,
 }
@@ -292,32 +292,32 @@ struct RawRule {
     description: String,
 }
 
-impl Catalog {
+impl Rulebook {
     /// The shipped rule file.
-    pub fn builtin() -> Catalog {
-        Catalog::from_json(BUILTIN_RULES)
+    pub fn builtin() -> Rulebook {
+        Rulebook::from_json(BUILTIN_RULES)
             .expect("OK because a test loads the shipped rule file against the contract")
     }
 
     /// Reads a rule file and checks it against the contract.
-    pub fn from_json(text: &str) -> Result<Catalog, CatalogError> {
+    pub fn from_json(text: &str) -> Result<Rulebook, RulebookError> {
         let raw: RawFile = serde_json::from_str(text)
-            .map_err(|e| CatalogError(format!("not a rule file: {e}")))?;
+            .map_err(|e| RulebookError(format!("not a rule file: {e}")))?;
         let mut ids = BTreeSet::new();
         let mut rules = Vec::new();
         for r in raw.rules {
             if !ids.insert(r.id.clone()) {
-                return Err(CatalogError(format!("rule id `{}` appears twice", r.id)));
+                return Err(RulebookError(format!("rule id `{}` appears twice", r.id)));
             }
             if r.id.is_empty() || r.description.trim().is_empty() {
-                return Err(CatalogError(format!(
+                return Err(RulebookError(format!(
                     "rule `{}` needs an id and a description",
                     r.id
                 )));
             }
             let check = parse_check(&r.check, r.params)
-                .map_err(|e| CatalogError(format!("rule `{}`: {e}", r.id)))?;
-            validate(&check).map_err(|e| CatalogError(format!("rule `{}`: {e}", r.id)))?;
+                .map_err(|e| RulebookError(format!("rule `{}`: {e}", r.id)))?;
+            validate(&check).map_err(|e| RulebookError(format!("rule `{}`: {e}", r.id)))?;
             rules.push(Rule {
                 id: r.id,
                 title: r.title,
@@ -327,7 +327,7 @@ impl Catalog {
                 check,
             });
         }
-        Ok(Catalog { rules })
+        Ok(Rulebook { rules })
     }
 
     /// The rule with that id.

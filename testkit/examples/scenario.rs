@@ -1,8 +1,8 @@
-//! Writes bundles of the synthetic scenario (`diagwire_check::scenario`) for trying
+//! Writes bundles of the synthetic scenario (`diagwire_testkit::scenario`) for trying
 //! `diagwire check` and `diagwire parity` by hand:
 //!
 //! ```sh
-//! cargo run -p diagwire-check --example scenario -- OUT
+//! cargo run -p diagwire-testkit --example scenario -- OUT
 //! ```
 //!
 //! writes `OUT/small/` (a one-minute run every rule passes), `OUT/sim/` and `OUT/prod/` (a
@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 
 use diagwire::v1::WriterKind;
-use diagwire_check::scenario::{Params, generate};
+use diagwire_testkit::scenario::{Params, generate};
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -24,64 +24,7 @@ use statrs::distribution::{Binomial, ChiSquared, ContinuousCDF, DiscreteCDF};
 use statrs::statistics::{Data, OrderStatistics};
 use statrs::stats_tests::{Alternative, fishers_exact};
 
-/// SplitMix64: a small, fast, fixed-seed generator (Steele, Lea, Flood 2014), enough for
-/// shuffling in permutation tests and for the synthetic scenario.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator with this seed.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform number in [0, 1).
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// A uniform integer in 0..n (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            return 0;
-        }
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// A standard normal number (Box–Muller).
-    pub fn normal(&mut self) -> f64 {
-        let u1 = self.next_f64().max(f64::MIN_POSITIVE);
-        let u2 = self.next_f64();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-
-    /// An exponential number with this mean.
-    pub fn exponential(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.next_f64()).ln()
-    }
-
-    /// A log-normal number with this median and log-scale sigma.
-    pub fn lognormal(&mut self, median: f64, sigma: f64) -> f64 {
-        median * (sigma * self.normal()).exp()
-    }
-
-    /// Shuffles `v` in place (Fisher–Yates).
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
-    }
-}
+use diagwire_runtime::SplitMix64;
 
 /// The finite values of `v`, sorted.
 pub fn sorted_finite(v: &[f64]) -> Vec<f64> {
@@ -428,6 +371,15 @@ pub fn rate_test(ca: u64, ta: f64, cb: u64, tb: f64) -> f64 {
     let lower = bin.cdf(ca);
     let upper = if ca == 0 { 1.0 } else { bin.sf(ca - 1) };
     (2.0 * lower.min(upper)).clamp(0.0, 1.0)
+}
+
+/// The permutations needed for `tests` Holm-adjusted tests at level `alpha`: enough that the
+/// smallest attainable p-value, 1/(B + 1), can pass the strictest Holm step, `alpha / tests`.
+pub fn rounds_for(tests: usize, alpha: f64) -> usize {
+    if alpha <= 0.0 || !alpha.is_finite() {
+        return 0;
+    }
+    ((2.0 * tests as f64 / alpha).ceil() as usize).min(1_000_000)
 }
 
 /// Holm's step-down adjustment of p-values (keeps the family-wise error rate at the level used).

@@ -3,18 +3,18 @@
 
 mod common;
 
-use diagwire_check::catalog::{BUILTIN_RULES, Catalog, Check};
 use diagwire_check::parity::Config;
+use diagwire_check::rulebook::{BUILTIN_RULES, Check, Rulebook};
 
 #[track_caller]
 fn refused(text: &str, why: &str) {
-    let err = Catalog::from_json(text).expect_err("the rule file should be refused");
+    let err = Rulebook::from_json(text).expect_err("the rule file should be refused");
     assert!(err.0.contains(why), "{err}");
 }
 
 #[test]
 fn the_shipped_rule_file_loads_with_stable_dotted_ids() {
-    let c = Catalog::builtin();
+    let c = Rulebook::builtin();
     assert!(c.rules.len() >= 17);
     for r in &c.rules {
         assert!(
@@ -108,7 +108,7 @@ fn every_gap_block_of_the_contract_has_a_typed_path() {
 fn the_behaviour_page_documents_every_rule_group_and_threshold() {
     let page = std::fs::read_to_string(common::repo().join("docs/behaviour.md"))
         .expect("docs/behaviour.md");
-    for r in &Catalog::builtin().rules {
+    for r in &Rulebook::builtin().rules {
         assert!(
             page.contains(&format!("`{}`", r.id)),
             "docs/behaviour.md lacks rule `{}`",

@@ -4,7 +4,7 @@
 use diagwire::Location;
 use serde_json::{Value, json};
 
-use crate::catalog::Level;
+use crate::rulebook::Level;
 
 /// Findings shown per rule in Markdown (JSON has every kept one).
 pub const MARKDOWN_FINDINGS: usize = 10;

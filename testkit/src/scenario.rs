@@ -20,7 +20,7 @@ use diagwire::NodeId;
 use diagwire::bundle::Writer;
 use diagwire::v1::*;
 
-use crate::stats::SplitMix64;
+use diagwire_runtime::SplitMix64;
 
 /// The knobs of a scenario.
 #[derive(Debug, Clone, PartialEq)]
