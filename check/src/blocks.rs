@@ -7,9 +7,9 @@
 
 use diagwire::shape::{
     FieldShape, PayloadShape, TypeKind, TypeShape, UnionStyle, ValueShape, VariantShape,
-    escape_pointer,
 };
 use diagwire::v1::CONTRACT;
+use diagwire_runtime::shape::escape_pointer_token;
 use serde_json::{Map, Value};
 
 /// The name of the field that lists a block's gaps.
@@ -78,7 +78,7 @@ fn push_token(ptr: &mut String, token: &str) -> usize {
     let len = ptr.len();
     ptr.push('/');
     if token.contains(['~', '/']) {
-        ptr.push_str(&escape_pointer(token));
+        ptr.push_str(&escape_pointer_token(token));
     } else {
         ptr.push_str(token);
     }

@@ -340,7 +340,7 @@ impl Coverage {
                 let key = format!(
                     "{kind_name}:{}/{}",
                     normalize_pointer(inst.ptr),
-                    diagwire::shape::escape_pointer(k)
+                    diagwire_runtime::shape::escape_pointer_token(k)
                 );
                 if role.unknown_keys.len() < MAX_UNKNOWN_KEYS
                     || role.unknown_keys.contains_key(&key)

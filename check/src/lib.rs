@@ -19,15 +19,15 @@ use diagwire::bundle::read::{BundleReader, Limits, ReadError};
 use diagwire::bundle::records::walk;
 
 pub mod blocks;
-pub mod checks;
 pub mod coverage;
+pub mod evaluate;
 pub mod parity;
 pub mod rulebook;
 pub mod significance;
 pub mod verdict;
 
-pub use checks::{Checker, Options};
 pub use coverage::Coverage;
+pub use evaluate::{Checker, Options};
 pub use rulebook::{Level, Rule, Rulebook};
 pub use verdict::{CheckReport, Finding, RuleResult, Status, Witness};
 

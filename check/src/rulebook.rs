@@ -58,7 +58,7 @@ pub struct Rule {
     pub check: Check,
 }
 
-/// An evaluator with its parameters: what [`crate::checks`] implements.
+/// An evaluator with its parameters: what [`crate::evaluate`] implements.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Check {
     /// Every file and record of the layout could be read.

@@ -96,7 +96,7 @@ fn duplicate_ids_unknown_checks_and_stray_params_are_refused() {
 
 #[test]
 fn every_gap_block_of_the_contract_has_a_typed_path() {
-    assert!(diagwire_check::checks::typed_blocks_cover_contract());
+    assert!(diagwire_check::evaluate::typed_blocks_cover_contract());
     let keys: Vec<&str> = diagwire_check::blocks::gap_blocks()
         .iter()
         .map(|b| b.key)
