@@ -37,12 +37,12 @@ fn fields_of(v: &Value, fields: &[String]) -> Fields {
 }
 
 /// Keeps `e` under `key` unless an earlier event is kept there.
-fn keep_first<T>(map: &mut Keyed<T>, key: (usize, Key), e: &Ev, value: impl FnOnce() -> T)
+fn keep_first<T>(map: &mut Keyed<T>, key: (usize, Key), e: Ev, value: impl FnOnce(Ev) -> T)
 where
     T: AsRef<Ev>,
 {
     if map.get(&key).is_none_or(|old| e.earlier_than(old.as_ref())) {
-        map.insert(key, value());
+        map.insert(key, value(e));
     }
 }
 
@@ -79,35 +79,31 @@ impl PrecedesEval {
     }
 
     fn event(&mut self, e: &EventIn<'_>, v: &Value) {
-        let (p, tag) = (&self.p, e.tag);
-        let ev = e.ev();
+        let (p, tag, node) = (&self.p, e.tag, e.node);
         if tag == p.event {
-            let key = (e.node, Key::of(v, &self.all));
-            keep_first(&mut self.targets, key, &ev, || {
-                (ev.clone(), fields_of(v, &self.all))
-            });
+            let key = (node, Key::of(v, &self.all));
+            let all = &self.all;
+            keep_first(&mut self.targets, key, e.ev(), |ev| (ev, fields_of(v, all)));
         }
         for (n, needs) in p.needs.iter().zip(&mut self.needs) {
             if tag == n.event {
-                keep_first(needs, (e.node, Key::of(v, &n.fields)), &ev, || ev.clone());
+                keep_first(needs, (node, Key::of(v, &n.fields)), e.ev(), |ev| ev);
             }
         }
         for (i, c) in p.completes.iter().enumerate() {
             if tag == c.opened_by {
                 let refs: Vec<String> = c.open_match.iter().chain(&c.pair).cloned().collect();
-                keep_first(
-                    &mut self.openers[i],
-                    (e.node, Key::of(v, &c.pair)),
-                    &ev,
-                    || (ev.clone(), fields_of(v, &refs)),
-                );
+                let key = (node, Key::of(v, &c.pair));
+                keep_first(&mut self.openers[i], key, e.ev(), |ev| {
+                    (ev, fields_of(v, &refs))
+                });
             }
             if tag == c.closed_by {
                 keep_first(
                     &mut self.closers[i],
-                    (e.node, Key::of(v, &c.pair)),
-                    &ev,
-                    || ev.clone(),
+                    (node, Key::of(v, &c.pair)),
+                    e.ev(),
+                    |ev| ev,
                 );
             }
         }
