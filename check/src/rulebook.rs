@@ -41,7 +41,7 @@ impl Level {
     }
 }
 
-/// One rule of the catalog.
+/// One rule of the rule book.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
     /// Stable id (`order.prompt_after_barrier`), never reused for another meaning.

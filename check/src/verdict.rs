@@ -102,7 +102,7 @@ pub struct CheckReport {
     pub records: u64,
     /// Files and records that could not be read.
     pub unreadable: u64,
-    /// Every rule, in catalog order.
+    /// Every rule, in the rule book's order.
     pub rules: Vec<RuleResult>,
 }
 
@@ -126,7 +126,7 @@ impl CheckReport {
         self.rules.iter().find(|r| r.id == id)
     }
 
-    /// Every kept finding, in catalog order.
+    /// Every kept finding, in the rule book's order.
     pub fn findings(&self) -> impl Iterator<Item = &Finding> {
         self.rules.iter().flat_map(|r| &r.findings)
     }
