@@ -1,14 +1,14 @@
 //! `diagwire check` and `diagwire parity`: the behavioural contract of a bundle, its coverage and
-//! absence statistics, and sim-vs-prod parity (the `diagwire-rules` crate; `docs/behaviour.md`).
+//! absence statistics, and sim-vs-prod parity (the `diagwire-check` crate; `docs/behaviour.md`).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
 use diagwire::bundle::read::Limits;
-use diagwire_rules::coverage::{self, Mode, Thresholds};
-use diagwire_rules::parity::{self, Config};
-use diagwire_rules::{Catalog, Options};
+use diagwire_check::coverage::{self, Mode, Thresholds};
+use diagwire_check::parity::{self, Config};
+use diagwire_check::{Options, Rulebook};
 use serde_json::json;
 
 /// Output format of `check` and `parity`.
@@ -48,12 +48,12 @@ pub fn check(
             return fail("--fail-on-coverage-below takes a percentage from 0 to 100");
         }
     }
-    let catalog = Catalog::builtin();
+    let rulebook = Rulebook::builtin();
     let need_coverage = show_coverage || baseline.is_some() || fail_below.is_some();
-    let checked = match diagwire_rules::check_bundle(
+    let checked = match diagwire_check::check_bundle(
         bundle,
         Limits::default(),
-        &catalog,
+        &rulebook,
         Options::default(),
         need_coverage,
     ) {
@@ -62,7 +62,7 @@ pub fn check(
     };
     let diffs = match (baseline, &checked.coverage) {
         (Some(b), Some(cov)) => {
-            let base = match diagwire_rules::coverage_of(b, Limits::default()) {
+            let base = match diagwire_check::coverage_of(b, Limits::default()) {
                 Ok(c) => c,
                 Err(e) => return fail(&e.to_string()),
             };

@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use diagwire::v1::{Event, WriterKind};
-use diagwire_rules::scenario::{Params, Run, generate};
+use diagwire_testkit::scenario::{Params, Run, generate};
 use serde_json::Value;
 
 fn repo() -> PathBuf {

@@ -1,0 +1,120 @@
+//! `count`: how many events of a set each key (the values of the `per` fields) may have: at most
+//! `max`, at least `min` (for every key any event names), optionally only in a finalized bundle or
+//! only for the bundle's own run.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::{End, Ev, Evaluator, Input, Key, Reads, Stream, Tally};
+use crate::rulebook::{Count, event_variants};
+
+/// Per key: how many counted events, the first of them kept as witnesses, and the key's first
+/// event of any type.
+#[derive(Debug, Default)]
+struct Seen {
+    n: u64,
+    kept: Vec<Ev>,
+    first: Option<Ev>,
+}
+
+/// The evaluator of `count`.
+#[derive(Debug)]
+pub(crate) struct CountEval {
+    p: Count,
+    keys: BTreeMap<Key, Seen>,
+}
+
+impl CountEval {
+    /// The evaluator of these parameters.
+    pub fn new(p: &Count) -> Self {
+        CountEval {
+            p: p.clone(),
+            keys: BTreeMap::new(),
+        }
+    }
+}
+
+impl Evaluator for CountEval {
+    fn reads(&self) -> Reads {
+        let per = &self.p.per;
+        Reads {
+            event_values: event_variants()
+                .iter()
+                .filter(|(_, f)| per.iter().all(|p| f.iter().any(|x| x.key == p)))
+                .map(|(t, _)| *t)
+                .collect(),
+            blocks: false,
+        }
+    }
+
+    fn take(&mut self, input: &Input<'_>, _: &Stream, _: &mut Tally<'_>) {
+        let Input::Event(e) = input else { return };
+        let Some(v) = e.value else { return };
+        let c = &self.p;
+        if !c.per.iter().all(|f| v.get(f).is_some_and(|x| !x.is_null())) {
+            return;
+        }
+        let seen = self.keys.entry(Key::of(v, &c.per)).or_default();
+        if seen.first.is_none() {
+            seen.first = Some(e.ev());
+        }
+        if c.events.iter().any(|x| x == e.tag) {
+            seen.n += 1;
+            let keep = c.max.map_or(1, |m| m.saturating_add(1)) as usize;
+            if seen.kept.len() < keep {
+                seen.kept.push(e.ev());
+            }
+        }
+    }
+
+    fn finish(self: Box<Self>, end: &End<'_>, out: &mut Tally<'_>) {
+        let c = &self.p;
+        if c.only_if_finalized && !end.stream.finalized {
+            return;
+        }
+        let own = Key(vec![Some(Value::String(end.run.clone()).to_string())]);
+        let names = c.events.join(", ");
+        for (key, seen) in self.keys {
+            if c.only_bundle_run && key != own {
+                continue;
+            }
+            out.checked += 1;
+            let Seen { n, kept, first } = seen;
+            if let Some(max) = c.max {
+                if n > max {
+                    let extra = kept.last().map_or_else(
+                        || first.as_ref().map(|f| f.loc.clone()).unwrap_or_default(),
+                        |e| e.loc.clone(),
+                    );
+                    out.find(
+                        extra,
+                        kept.iter().map(Ev::witness).collect(),
+                        format!(
+                            "{} has {n} events of {names}, at most {max} allowed",
+                            key.describe(&c.per)
+                        ),
+                    );
+                }
+            }
+            if let Some(min) = c.min {
+                if n < min {
+                    let Some(first) = first else { continue };
+                    out.find(
+                        first.loc.clone(),
+                        vec![first.witness()],
+                        format!(
+                            "{} has {n} events of {names} (at least {min} needed){}",
+                            key.describe(&c.per),
+                            if c.only_if_finalized {
+                                ", although the bundle was finalized"
+                            } else {
+                                ""
+                            }
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! `scope_fields`: an event that names a scope (a stage, a dial, a session…) carries the identity
+//! fields that scope and the scopes it lies within need.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use super::{Evaluator, EventIn, Input, Reads, Stream, Tally, tags_with, with_pointer};
+use crate::rulebook::{Scope, ScopeFields};
+use crate::verdict::Witness;
+
+/// The evaluator of `scope_fields`.
+#[derive(Debug)]
+pub(crate) struct ScopeFieldsEval {
+    p: ScopeFields,
+}
+
+impl ScopeFieldsEval {
+    /// The evaluator of these parameters.
+    pub fn new(p: &ScopeFields) -> Self {
+        ScopeFieldsEval { p: p.clone() }
+    }
+
+    fn event(&self, e: &EventIn<'_>, v: &Value, out: &mut Tally<'_>) {
+        let s = &self.p;
+        let has = |f: &str| v.get(f).is_some_and(|x| !x.is_null());
+        let by_name: HashMap<&str, &Scope> =
+            s.scopes.iter().map(|s| (s.scope.as_str(), s)).collect();
+        if !s.scopes.iter().any(|sc| v.get(&sc.key).is_some()) {
+            return;
+        }
+        out.checked += 1;
+        let mut missing: Vec<(String, String)> = Vec::new();
+        for sc in s.scopes.iter().filter(|sc| has(&sc.key)) {
+            let mut need: Vec<&str> = sc.requires.iter().map(String::as_str).collect();
+            let mut stack: Vec<&str> = sc.within.iter().map(String::as_str).collect();
+            let mut seen = BTreeSet::new();
+            while let Some(w) = stack.pop() {
+                if !seen.insert(w) {
+                    continue;
+                }
+                if let Some(outer) = by_name.get(w) {
+                    need.push(&outer.key);
+                    need.extend(outer.requires.iter().map(String::as_str));
+                    stack.extend(outer.within.iter().map(String::as_str));
+                }
+            }
+            for f in need {
+                if !has(f) && !missing.iter().any(|(m, _)| m == f) {
+                    missing.push((f.to_owned(), sc.scope.clone()));
+                }
+            }
+        }
+        if missing.is_empty() {
+            return;
+        }
+        let tag = v.get("type").and_then(Value::as_str).unwrap_or("?");
+        let list = missing
+            .iter()
+            .map(|(f, sc)| format!("`{f}` (for its {sc} scope)"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.find(
+            with_pointer(e.loc, &format!("/{}", missing[0].0)),
+            vec![Witness {
+                location: e.loc.clone(),
+                value: v.clone(),
+            }],
+            format!("`{tag}` names a scope but lacks {list}"),
+        );
+    }
+}
+
+impl Evaluator for ScopeFieldsEval {
+    fn reads(&self) -> Reads {
+        let keys: Vec<&str> = self.p.scopes.iter().map(|s| s.key.as_str()).collect();
+        Reads {
+            event_values: tags_with(|f| keys.contains(&f.key)),
+            blocks: false,
+        }
+    }
+
+    fn take(&mut self, input: &Input<'_>, _: &Stream, out: &mut Tally<'_>) {
+        if let Input::Event(e) = input {
+            if let Some(v) = e.value {
+                self.event(e, v, out);
+            }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The behavioural contract of the event stream (`diagwire check`), coverage and absence
+//! statistics (`diagwire check --coverage`), and sim-vs-prod parity (`diagwire parity`).
+//!
+//! The schemas say what one record may look like; this crate checks how records relate. The rules
+//! are data ([`rulebook`], from `check/behaviour-rules.json`): each has a stable id, a scope, a
+//! level and a description, and names one of the evaluators of [`evaluate`]. [`check_bundle`]
+//! reads a bundle once, record by record (`diagwire::bundle::records::walk`), and feeds every
+//! record to the evaluators and, when asked, to the [`coverage`] collector; only per-node and
+//! per-key state is kept, never the bundle. [`verdict`] is what a check reports. [`parity`]
+//! compares two bundles' coverage and the distributions of the fields the simulator must
+//! reproduce, with the tests of [`significance`]. The synthetic runs the tests and benchmarks use
+//! live in the dev-only crate `diagwire-testkit`.
+//!
+//! `docs/behaviour.md` explains every rule, statistic and threshold.
+
+use std::path::Path;
+
+use diagwire::bundle::read::{BundleReader, Limits, ReadError};
+use diagwire::bundle::records::walk;
+
+pub mod blocks;
+pub mod coverage;
+pub mod evaluate;
+pub mod parity;
+pub mod rulebook;
+pub mod significance;
+pub mod verdict;
+
+pub use coverage::Coverage;
+pub use evaluate::{Checker, Options};
+pub use rulebook::{Level, Rule, Rulebook};
+pub use verdict::{CheckReport, Finding, RuleResult, Status, Witness};
+
+/// What one pass over a bundle produced.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The rules' verdict.
+    pub report: CheckReport,
+    /// The coverage and absence statistics, when asked for.
+    pub coverage: Option<Coverage>,
+}
+
+/// Checks the bundle at `path` (a directory or a `.tar.gz`) against `rulebook` in one streaming
+/// pass, collecting coverage statistics too when `with_coverage` is set. Fails only when the bundle
+/// cannot be opened at all; everything else is a finding.
+pub fn check_bundle(
+    path: &Path,
+    limits: Limits,
+    rulebook: &Rulebook,
+    opts: Options,
+    with_coverage: bool,
+) -> Result<Checked, ReadError> {
+    let mut reader = BundleReader::open(path, limits)?;
+    let source = reader.source().display().to_string();
+    let archive = reader.source().is_file();
+    let run_id = reader.run_id().to_owned();
+    let mut checker = Checker::new(rulebook, opts, &source, archive, &run_id);
+    let mut coverage = with_coverage.then(|| Coverage::new(&source));
+    let mut problems = Vec::new();
+    walk(
+        &mut reader,
+        |item| {
+            checker.record(&item);
+            if let Some(c) = &mut coverage {
+                c.record(&item);
+            }
+        },
+        |problem| problems.push(problem),
+    );
+    for problem in &problems {
+        checker.problem(problem);
+        if let Some(c) = &mut coverage {
+            c.problem();
+        }
+    }
+    Ok(Checked {
+        report: checker.finish(),
+        coverage: coverage.map(Coverage::finish),
+    })
+}
+
+/// The coverage and absence statistics of the bundle at `path`, in one pass.
+pub fn coverage_of(path: &Path, limits: Limits) -> Result<Coverage, ReadError> {
+    let mut reader = BundleReader::open(path, limits)?;
+    let mut coverage = Coverage::new(&reader.source().display().to_string());
+    let mut problems = 0;
+    walk(
+        &mut reader,
+        |item| coverage.record(&item),
+        |_| problems += 1,
+    );
+    for _ in 0..problems {
+        coverage.problem();
+    }
+    Ok(coverage.finish())
+}

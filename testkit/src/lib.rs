@@ -1,0 +1,6 @@
+//! Test support for the workspace, kept out of the library crates: [`scenario`] generates the
+//! bundles of a synthetic run that the tests and benchmarks of `diagwire-check` (and the CLI's
+//! `check` and `parity` tests) write and read. The crate is a dev-dependency only and is never
+//! published.
+
+pub mod scenario;
