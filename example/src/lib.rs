@@ -46,7 +46,7 @@
 //! The records are modelled, not observed, so the bundle's writer is a simulator
 //! ([`WriterKind::Sim`], `diagwire-example`). What the collector stored goes through
 //! [`diagwire::bundle::Writer`], which lays the files out, writes them as the collector does and
-//! derives `MANIFEST.json` from them; this module only decides what each node posted and when.
+//! derives `MANIFEST.json` from them; this crate only decides what each node posted and when.
 //!
 //! Generation is a pure function: no clock, no randomness source but a fixed-seed PRNG, no I/O.
 
