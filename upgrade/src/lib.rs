@@ -8,8 +8,9 @@
 //! the list of everything that had no place in the contract, as [`Problem`]s. It never writes
 //! anything; [`diagwire::bundle::write`] does.
 //!
-//! The records go through [`Writer`], which lays the files out ([`diagwire::layout`]) and derives
-//! the manifest, so an upgraded bundle and its manifest follow the same rules as an assembled one.
+//! The records go through the bundle [`Writer`](diagwire::bundle::Writer), which lays the files
+//! out ([`diagwire::layout`]) and derives the manifest, so an upgraded bundle and its manifest
+//! follow the same rules as an assembled one.
 //! Which keys a record holds that the contract does not know, and which event fields hold node ids,
 //! come from the generated shape table ([`diagwire::shape`]); every record is checked against the
 //! contract's schemas ([`Validators`]) and parsed into its type before it is written.
@@ -69,8 +70,7 @@
 //! `input` reads its files within caps, `scan` walks it into node directories, `identity` derives
 //! each node's id and boot identities, `events`, `snapshot`, `finalize` and `manifest` map the
 //! records onto the contract, `contract` asks the generated shape table which keys a record has,
-//! `unmapped` builds the list of what had no place, and `upgrader` runs the pass and writes the
-//! bundle through the [`Writer`](diagwire::bundle::Writer).
+//! `unmapped` builds the list of what had no place, and `upgrader` runs the pass.
 
 use std::fs;
 use std::io;
