@@ -51,7 +51,8 @@ use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::layout::{self, FileKind, Role};
 use diagwire::v1::{BundleWriter, Manifest, Record, RecordKind, WriterKind};
 use diagwire::validate::{Checker, Options, Report, Validators};
-use diagwire_example::Rng;
+use diagwire_example::bytes32;
+use diagwire_runtime::SplitMix64;
 use serde_json::Value;
 
 const MB: u64 = 1_000_000;
@@ -592,10 +593,15 @@ impl Template {
     fn write(&self, target: u64, path: &Path) -> io::Result<Made> {
         let epochs = target.div_ceil(self.epoch_bytes * CLUSTERS as u64).max(1);
         let run_id = format!("bench-{}mb", target / MB);
-        let mut rng = Rng(0x7661_6c69_6461_7465);
+        let mut rng = SplitMix64::new(0x7661_6c69_6461_7465);
         // Per cluster: template id → copy id.
         let clusters: Vec<HashMap<[u8; 32], [u8; 32]>> = (0..CLUSTERS)
-            .map(|_| self.nodes.iter().map(|n| (n.id, rng.bytes32())).collect())
+            .map(|_| {
+                self.nodes
+                    .iter()
+                    .map(|n| (n.id, bytes32(&mut rng)))
+                    .collect()
+            })
             .collect();
         let hexes: Vec<Vec<(String, String)>> = clusters
             .iter()

@@ -7,6 +7,7 @@ mod behaviour;
 mod output_schema;
 mod review;
 mod summary;
+mod upgrade;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -226,7 +227,7 @@ fn main() -> ExitCode {
                 cross_check,
             })
         }
-        Command::Upgrade { input, out } => upgrade(&input, &out),
+        Command::Upgrade { input, out } => upgrade::upgrade(&input, &out),
         Command::Convert { bundle, to, out } => convert(&bundle, to, &out),
         Command::Check {
             bundle,
@@ -318,25 +319,4 @@ fn parse_kind(s: &str) -> Result<RecordKind, String> {
 fn fail(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(2)
-}
-
-fn upgrade(input: &Path, out: &Path) -> ExitCode {
-    let upgraded = match diagwire_cli::upgrade::upgrade(input) {
-        Ok(u) => u,
-        Err(e) => return fail(&format!("{}: {e}", input.display())),
-    };
-    let dir = match diagwire::bundle::output::write_dir(&upgraded.contents, out) {
-        Ok(d) => d,
-        Err(e) => return fail(&format!("{}: {e}", out.display())),
-    };
-    for problem in &upgraded.problems {
-        println!("not mapped: {problem}");
-    }
-    println!(
-        "wrote {} file(s) to {}; {} item(s) not mapped",
-        upgraded.contents.files.len(),
-        dir.display(),
-        upgraded.problems.len()
-    );
-    ExitCode::SUCCESS
 }

@@ -26,8 +26,8 @@ pub const OUTPUTS: &[Output] = &[
     Output {
         name: "summary",
         command: "diagwire summary --format json",
-        version: diagwire_report::output::FORMAT_VERSION,
-        schema: || schemars::schema_for!(diagwire_report::output::SummaryOutput),
+        version: diagwire_summary::output::FORMAT_VERSION,
+        schema: || schemars::schema_for!(diagwire_summary::output::SummaryOutput),
     },
     Output {
         name: "validate",

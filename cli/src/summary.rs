@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use diagwire::bundle::read::Limits;
-use diagwire_report::{compare, html, render, summarize_with, tsv};
+use diagwire_summary::{compare, html, render, summarize_with, tsv};
 
 /// Output formats of `diagwire summary`.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -4,8 +4,8 @@ use diagwire::bundle::Writer;
 use diagwire::bundle::read::Limits;
 use diagwire::v1::*;
 use diagwire::{Json, NodeId, NodeIdHex};
-use diagwire_report::collect::{Bucket, Summary};
-use diagwire_report::{render, summarize};
+use diagwire_summary::model::{Bucket, Summary};
+use diagwire_summary::{render, summarize};
 use serde_json::json;
 
 const T0: u64 = 1_779_733_870_000;
@@ -827,8 +827,8 @@ fn the_html_page_is_self_contained_deterministic_and_scriptless() {
         r.summary()
     };
     let (a, b) = (
-        diagwire_report::html::page(&mk()),
-        diagwire_report::html::page(&mk()),
+        diagwire_summary::html::page(&mk()),
+        diagwire_summary::html::page(&mk()),
     );
     assert_eq!(a, b);
     assert!(!a.contains("<script"));
@@ -870,7 +870,7 @@ fn the_html_page_stays_bounded_whatever_the_number_of_points() {
         })
         .collect();
     r.events(1, events);
-    let page = diagwire_report::html::page(&r.summary());
+    let page = diagwire_summary::html::page(&r.summary());
     assert!(page.len() < 3_000_000, "{} bytes", page.len());
     assert!(page.contains("Showing the first 4000 of 20000 dial outcomes."));
 }

@@ -4,9 +4,10 @@
 
 use std::fmt::Write;
 
+use diagwire_runtime::short_hex;
 use serde_json::Value;
 
-use crate::collect::{MAX_LISTED, Summary};
+use crate::model::{MAX_LISTED, Summary};
 use crate::output::SummaryOutput;
 
 /// A string from the bundle, safe to print: control characters become `\u{…}` escapes and table
@@ -126,7 +127,7 @@ pub fn markdown(s: &Summary) -> String {
                 " (not in the manifest)"
             },
             opt(n.role.as_ref()),
-            clean(&n.id.chars().take(8).collect::<String>()),
+            clean(short_hex(&n.id)),
             n.snapshots,
             n.events,
             if n.finalize { "yes" } else { "no" }

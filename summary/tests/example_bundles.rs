@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use diagwire::bundle::read::Limits;
-use diagwire_report::collect::Bucket;
-use diagwire_report::{render, summarize};
+use diagwire_summary::model::Bucket;
+use diagwire_summary::{render, summarize};
 
 fn example(run: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,8 +1,8 @@
 //! One pass over a bundle's records, keeping per-node and per-pair state only, into the
-//! [`Summary`] every renderer reads.
+//! [`Summary`] every renderer reads (its types are in [`crate::model`]).
 //!
 //! Reads any generation and any release: records are read with the current contract's types, which
-//! keep what they do not know; unknown event types and unknown keys are counted, never fatal.
+//! keep what they do not know; unknown event types and fields are counted, never fatal.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -10,335 +10,14 @@ use std::path::Path;
 use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::bundle::records::{Item, walk};
 use diagwire::layout::{FileKind, Role};
-use diagwire::v1::{
-    CustomPayload, DialResult, Event, EventRecord, Identity, Manifest, PeerState, Record, Snapshot,
-};
+use diagwire::v1::{CustomPayload, DialResult, Event, EventRecord, PeerState, Record, Snapshot};
 use diagwire::{NodeId, Problem};
+use diagwire_runtime::short_hex;
 
-use crate::stats::Samples;
-
-/// Most points kept per plotted series; longer series are thinned (the plot says so).
-pub const MAX_SERIES_POINTS: usize = 4_000;
-/// Most inference responses and located problems listed.
-pub const MAX_LISTED: usize = 200;
-
-/// A node of the run.
-#[derive(Debug, Clone, Default)]
-pub struct Node {
-    /// The directory label.
-    pub label: String,
-    /// The id it posted under (hex for swactor nodes).
-    pub id: String,
-    /// The role, from the manifest or the boot record.
-    pub role: Option<String>,
-    /// Whether the manifest lists it.
-    pub listed: bool,
-    /// Its latest boot record.
-    pub boot: Option<Identity>,
-    /// Snapshots read.
-    pub snapshots: u64,
-    /// Event records read.
-    pub events: u64,
-    /// Whether it has a finalize record.
-    pub finalize: bool,
-    /// Snapshots with a host block, with a probe block, with an iroh block, with a subprocess block.
-    pub with_host: u64,
-    /// See `with_host`.
-    pub with_probes: u64,
-    /// See `with_host`.
-    pub with_iroh: u64,
-    /// See `with_host`.
-    pub with_subprocess: u64,
-    /// Api gaps its iroh introspector named.
-    pub api_gaps: BTreeSet<String>,
-}
-
-/// The earliest transition of any peer to `Dead`.
-#[derive(Debug, Clone)]
-pub struct FirstDead {
-    /// Who saw it.
-    pub observer: String,
-    /// Who went dead.
-    pub peer: String,
-    /// When (the observer's clock).
-    pub wall_ms: u64,
-    /// SWIM's reason.
-    pub reason: String,
-    /// The observer's `conn_type` for the peer, from its snapshot nearest in time.
-    pub observer_conn: Option<String>,
-    /// The peer's `conn_type` for the observer, likewise.
-    pub peer_conn: Option<String>,
-    /// Whether a probe of the observer's nearest snapshot was ok.
-    pub observer_probe_ok: Option<bool>,
-}
-
-/// A relay-session close as the relay reported it, joined with what the nodes saw.
-#[derive(Debug, Clone)]
-pub struct RelayClose {
-    /// The relay node.
-    pub relay: String,
-    /// The peer whose session closed.
-    pub peer: String,
-    /// Who closed it, as a canonical side (`diagwire::canonical::relay_close`: a `remote` of 1.0.0
-    /// writers reads `peer`, an `idle_timeout` reads `relay`).
-    pub initiator: String,
-    /// The relay's reason.
-    pub reason: String,
-    /// How long it was open.
-    pub duration_ms: u64,
-    /// Bytes from the peer.
-    pub bytes_in: u64,
-    /// Bytes to the peer.
-    pub bytes_out: u64,
-    /// When it closed.
-    pub closed_at_ms: u64,
-    /// The latest `last_failure_reason` any other node's connection cache holds for the peer.
-    pub node_last_failure_reason: Option<String>,
-}
-
-/// A relay's latest own report.
-#[derive(Debug, Clone)]
-pub struct RelayTotals {
-    /// The relay node.
-    pub relay: String,
-    /// Sessions open at the report.
-    pub active: u64,
-    /// Sessions opened.
-    pub opens: u64,
-    /// Sessions closed.
-    pub closes: u64,
-    /// Bytes received.
-    pub bytes_rx: u64,
-    /// Bytes sent.
-    pub bytes_tx: u64,
-    /// Closes by reason.
-    pub by_reason: Vec<(String, u64)>,
-    /// False when the relay could not count its sessions (`counters_source: unavailable`): the
-    /// five counters are placeholders, not an idle relay.
-    pub counted: bool,
-}
-
-/// One probe's latest state on one node.
-#[derive(Debug, Clone)]
-pub struct ProbeRow {
-    /// The node.
-    pub node: String,
-    /// The probe kind.
-    pub kind: String,
-    /// The target.
-    pub target: String,
-    /// The latest outcome.
-    pub outcome: String,
-    /// The latest RTT.
-    pub rtt_ms: Option<u64>,
-    /// Successes.
-    pub successes: u64,
-    /// Attempts.
-    pub attempts: u64,
-}
-
-/// SWIM probe outcomes of one observer towards one target.
-#[derive(Debug, Clone, Default)]
-pub struct RttPair {
-    /// Probes sent.
-    pub probes: u64,
-    /// Acknowledged.
-    pub acked: u64,
-    /// Timed out.
-    pub timed_out: u64,
-    /// RTTs of the acknowledged ones.
-    pub rtts: Samples,
-    /// The timeout budget (ms when known, else ticks).
-    pub budget: Option<String>,
-}
-
-/// One row of the per-bucket RTT table.
-#[derive(Debug, Clone, Default)]
-pub struct RttBucket {
-    /// Probes sent in the bucket.
-    pub probes: u64,
-    /// RTTs of those acknowledged.
-    pub rtts: Samples,
-    /// Timed out.
-    pub timed_out: u64,
-}
-
-/// Gossip receipts of one node of one kind.
-#[derive(Debug, Clone, Default)]
-pub struct Gossip {
-    /// Receipts.
-    pub count: u64,
-    /// Payload bytes.
-    pub bytes: u64,
-    /// Items.
-    pub items: u64,
-}
-
-/// One `InferenceResponseSent`.
-#[derive(Debug, Clone)]
-pub struct Inference {
-    /// The sending node.
-    pub sender: String,
-    /// The target.
-    pub target: String,
-    /// The request.
-    pub request_id: String,
-    /// The response size.
-    pub bytes: u64,
-    /// How the send ended.
-    pub outcome: String,
-    /// When.
-    pub wall_ms: u64,
-}
-
-/// Dials towards one peer, across all observers.
-#[derive(Debug, Clone, Default)]
-pub struct Dials {
-    /// `DialStarted` events.
-    pub started: u64,
-    /// `DialOutcome: Success`.
-    pub succeeded: u64,
-    /// Any other outcome.
-    pub failed: u64,
-    /// The latest outcome and its time.
-    pub last: Option<(String, u64)>,
-}
-
-/// A subprocess of one node, from its events and snapshots.
-#[derive(Debug, Clone, Default)]
-pub struct Subprocess {
-    /// The node.
-    pub node: String,
-    /// The caller's label.
-    pub label: String,
-    /// The PID.
-    pub pid: u32,
-    /// Whether `SubprocessSpawned` was seen.
-    pub spawned: bool,
-    /// `SubprocessExited`: (exit code, signal, uptime).
-    pub exited: Option<(Option<i32>, Option<i32>, Option<u64>)>,
-    /// RSS at the first and the latest snapshot that had it.
-    pub rss: Option<(u64, u64)>,
-    /// CPU time likewise.
-    pub cpu_ms: Option<(u64, u64)>,
-    /// Known from the legacy worker events only: `pid` is the worker's number on its node.
-    pub legacy: bool,
-}
-
-/// The bucket of a stage's worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bucket {
-    /// No subprocess was ever spawned.
-    NeverSpawned,
-    /// It spawned and exited.
-    Exited,
-    /// It spawned and neither exited nor became ready.
-    Stuck,
-    /// It spawned and became ready (a `worker_ready` event).
-    Healthy,
-}
-
-impl Bucket {
-    /// The bucket's name in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Bucket::NeverSpawned => "never_spawned",
-            Bucket::Exited => "exited",
-            Bucket::Stuck => "stuck",
-            Bucket::Healthy => "healthy",
-        }
-    }
-}
-
-/// A classified subprocess row (or a stage with none).
-#[derive(Debug, Clone)]
-pub struct SubprocessRow {
-    /// The node.
-    pub node: String,
-    /// The subprocess label (`-` for a stage that spawned none).
-    pub label: String,
-    /// Its bucket.
-    pub bucket: Bucket,
-    /// The evidence in words.
-    pub detail: String,
-}
-
-/// A reason a section has no data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Absence {
-    /// The section.
-    pub section: &'static str,
-    /// Why.
-    pub why: String,
-}
-
-/// A sampled value of a counter on one node.
-pub type Series = Vec<(u64, u64)>;
-
-/// What the summary read.
-#[derive(Debug, Default)]
-pub struct Summary {
-    /// Where the bundle was read from.
-    pub source: String,
-    /// The run id.
-    pub run_id: String,
-    /// The manifest, when it parsed.
-    pub manifest: Option<Manifest>,
-    /// The nodes, by label.
-    pub nodes: BTreeMap<String, Node>,
-    /// The first peer to go dead.
-    pub first_dead: Option<FirstDead>,
-    /// Each relay's latest report.
-    pub relay_totals: Vec<RelayTotals>,
-    /// The latest close per (relay, peer).
-    pub relay_closes: Vec<RelayClose>,
-    /// The latest probe states.
-    pub probes: Vec<ProbeRow>,
-    /// Per (observer, target).
-    pub rtt: BTreeMap<(String, String), RttPair>,
-    /// Per (observer, target, bucket start in epoch seconds).
-    pub rtt_buckets: BTreeMap<(String, String, u64), RttBucket>,
-    /// Non-zero kernel drop deltas: (node, counter, delta).
-    pub kernel_drops: Vec<(String, String, i128)>,
-    /// Per (node, payload kind).
-    pub gossip: BTreeMap<(String, String), Gossip>,
-    /// Every `InferenceResponseSent` (the first [`MAX_LISTED`]).
-    pub inference: Vec<Inference>,
-    /// `InferenceResponseSent` events in all.
-    pub inference_total: u64,
-    /// Per target peer.
-    pub dials: BTreeMap<String, Dials>,
-    /// Events by type (`Custom(<kind>)` per kind).
-    pub event_totals: BTreeMap<String, u64>,
-    /// Events by node and type.
-    pub node_event_totals: BTreeMap<(String, String), u64>,
-    /// The subprocess rows.
-    pub subprocesses: Vec<SubprocessRow>,
-    /// Records read.
-    pub records: u64,
-    /// Problems by kind.
-    pub problem_counts: BTreeMap<&'static str, u64>,
-    /// The first located problems.
-    pub problems: Vec<Problem>,
-    /// Why sections are empty.
-    pub absent: Vec<Absence>,
-    /// Unknown event types by tag.
-    pub unknown_event_types: BTreeMap<String, u64>,
-    /// Unknown keys by where they sit (`<record kind> <pointer without indexes>`).
-    pub unknown_fields: BTreeMap<String, u64>,
-    /// SWIM opinion timelines per (observer, peer).
-    pub swim_lanes: BTreeMap<(String, String), Vec<(u64, PeerState)>>,
-    /// Relay-session status timelines per node.
-    pub relay_lanes: BTreeMap<String, Vec<(u64, String)>>,
-    /// Dial outcomes: (time, observer, peer, succeeded).
-    pub dial_points: Vec<(u64, String, String, bool)>,
-    /// Dial outcomes in all (the points may be thinned).
-    pub dial_points_total: u64,
-    /// Kernel drop counters over time, per (node, counter).
-    pub drop_series: BTreeMap<(String, String), Series>,
-    /// First and last wall clock seen in any record.
-    pub span_ms: Option<(u64, u64)>,
-}
+use crate::model::{
+    Absence, Bucket, FirstDead, Inference, MAX_LISTED, MAX_SERIES_POINTS, Node, ProbeRow,
+    RelayClose, RelayTotals, Subprocess, SubprocessRow, Summary,
+};
 
 /// What a snapshot says for the first-Dead lookups: its time, the `conn_type` it holds per peer
 /// id, and whether any probe was ok.
@@ -417,10 +96,6 @@ pub fn summarize_with(
     Ok(pass.finish())
 }
 
-fn short(hex: &str) -> String {
-    hex.chars().take(8).collect()
-}
-
 fn dial_text(r: &DialResult) -> String {
     match r {
         DialResult::Success => "Success".into(),
@@ -441,7 +116,10 @@ impl Pass {
 
     /// The label of a node id: its directory when known, else the first 8 characters.
     fn label_of(&self, hex: &str) -> String {
-        self.labels.get(hex).cloned().unwrap_or_else(|| short(hex))
+        self.labels
+            .get(hex)
+            .cloned()
+            .unwrap_or_else(|| short_hex(hex).to_owned())
     }
 
     fn node(&mut self, label: &str) -> &mut Node {
@@ -936,7 +614,12 @@ impl Pass {
     /// Replaces the peer ids the pass kept by their labels.
     fn name_peers(&mut self) {
         let labels = std::mem::take(&mut self.labels);
-        let name = |hex: &str| labels.get(hex).cloned().unwrap_or_else(|| short(hex));
+        let name = |hex: &str| {
+            labels
+                .get(hex)
+                .cloned()
+                .unwrap_or_else(|| short_hex(hex).to_owned())
+        };
         self.s.dials = std::mem::take(&mut self.s.dials)
             .into_iter()
             .map(|(k, v)| (name(&k), v))
@@ -1016,7 +699,7 @@ impl Pass {
                 c.peer = labels
                     .get(&c.peer)
                     .cloned()
-                    .unwrap_or_else(|| short(&c.peer));
+                    .unwrap_or_else(|| short_hex(&c.peer).to_owned());
                 c
             })
             .collect();

@@ -3,15 +3,17 @@
 //! validation, absence and what the reader did not know; as Markdown, JSON, TSV or one
 //! self-contained HTML page with plots; and the two-bundle comparison (`diagwire compare`).
 //!
-//! [`collect`] reads the bundle in one pass into a [`collect::Summary`]; the renderers only read it.
+//! [`collect`] reads the bundle in one pass into a [`model::Summary`]; the renderers only read it.
 
 pub mod collect;
 pub mod compare;
 pub mod html;
+pub mod model;
 pub mod output;
+pub mod quantile;
 pub mod render;
-pub mod stats;
 pub mod svg;
 pub mod tsv;
 
-pub use collect::{Summary, summarize, summarize_with};
+pub use collect::{summarize, summarize_with};
+pub use model::Summary;

@@ -2,13 +2,13 @@
 //! bundle. Inline SVG plots come first — a state timeline per node with fault windows shaded across
 //! all lanes, dial outcomes per peer over time, the RTT distribution per observer → target, and the
 //! kernel drop counters over time — then every section of the Markdown summary as HTML. Long series
-//! are capped while reading ([`crate::collect::MAX_SERIES_POINTS`]) and each plot says so.
+//! are capped while reading ([`crate::model::MAX_SERIES_POINTS`]) and each plot says so.
 
 use std::fmt::Write;
 
 use diagwire::v1::PeerState;
 
-use crate::collect::{MAX_SERIES_POINTS, Summary};
+use crate::model::{MAX_SERIES_POINTS, Summary};
 use crate::render::{markdown, run_span};
 use crate::svg::{Scale, Svg, esc};
 
@@ -354,7 +354,7 @@ fn rtt(s: &Summary, o: &mut String) {
 fn drops(s: &Summary, span: (u64, u64), o: &mut String) {
     o.push_str("<section id=\"kernel-drops\"><h2>Kernel drop counters over time</h2>");
     // Counters that moved, as the rise since their first sample.
-    let moving: Vec<(&(String, String), &crate::collect::Series)> = s
+    let moving: Vec<(&(String, String), &crate::model::Series)> = s
         .drop_series
         .iter()
         .filter(|(_, v)| v.first().map(|f| f.1) != v.last().map(|l| l.1))

@@ -4,7 +4,7 @@ use diagwire::NodeId;
 use diagwire::bundle::Writer;
 use diagwire::bundle::read::Limits;
 use diagwire::v1::*;
-use diagwire_report::{compare, summarize, tsv};
+use diagwire_summary::{compare, summarize, tsv};
 
 const T0: u64 = 1_779_733_870_000;
 

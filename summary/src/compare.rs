@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use crate::collect::Summary;
+use crate::model::Summary;
 use crate::render::clean;
 
 /// The comparison of bundle A with bundle B, as Markdown-friendly text.

@@ -10,6 +10,7 @@ use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::bundle::records::walk;
 use diagwire::v1::{Event, Record};
 use diagwire::{NodeId, Problem};
+use diagwire_runtime::short_hex;
 
 /// A field of a row: tabs, line breaks and other control characters escaped.
 pub fn field(s: &str) -> String {
@@ -135,13 +136,13 @@ pub fn timeline(bundle: &Path, limits: Limits, out: &mut impl Write) -> Result<(
                         labels
                             .get(&hex)
                             .cloned()
-                            .unwrap_or_else(|| hex.chars().take(8).collect())
+                            .unwrap_or_else(|| short_hex(&hex).to_owned())
                     };
                     let hex_name = |hex: &str| {
                         labels
                             .get(hex)
                             .cloned()
-                            .unwrap_or_else(|| hex.chars().take(8).collect())
+                            .unwrap_or_else(|| short_hex(hex).to_owned())
                     };
                     let (peer, details) = match &r.event {
                         Event::SwimTransition(x) => (

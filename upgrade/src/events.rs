@@ -1,0 +1,268 @@
+//! Events: an events file's envelope and each of its records mapped onto the contract's event
+//! record (`variant` → `type`, node ids from hex or directory names to the contract's forms,
+//! `Custom` and `register_name` renamed), kept as a simulator `Custom` kind when it does not fit.
+
+use serde_json::{Map, Value, json};
+
+use diagwire::v1::{self, RecordKind};
+use diagwire::{Location, NodeId, ProblemKind};
+
+use crate::Object;
+use crate::contract::{event_envelope_keys, event_id_fields};
+use crate::identity::{Node, hex_node_id, id_bytes};
+use crate::unmapped::{at, key_pointer, quote};
+use crate::upgrader::Upgrader;
+
+impl Upgrader<'_> {
+    /// One events file: the envelope's `records`, each upgraded on its own.
+    pub(crate) fn events_file(&mut self, node: &Node, rel: &str) -> Option<Vec<v1::EventRecord>> {
+        let envelope = self.read_object(rel)?;
+        let Some(Value::Array(records)) = envelope.get("records") else {
+            self.note(
+                ProblemKind::Shape,
+                Location::file(rel),
+                "an events file without a `records` array; skipped",
+            );
+            return None;
+        };
+        self.note_envelope(rel, None, &envelope);
+        for (k, v) in &envelope {
+            if matches!(k.as_str(), "schema_version" | "kind" | "records") {
+                continue;
+            }
+            self.note(
+                ProblemKind::Unmapped,
+                at(rel, None, key_pointer(k)),
+                format!(
+                    "`{k}` ({}) of the events envelope dropped: an events file in the contract is a bare \
+                     JSON array of event records",
+                    quote(v)
+                ),
+            );
+        }
+        let mut out = Vec::new();
+        for (i, record) in records.iter().enumerate() {
+            if let Some(event) = self.event(node, rel, i, record) {
+                out.push(event);
+            }
+        }
+        Some(out)
+    }
+
+    /// The node id a hex string (any case) or a node's directory name names.
+    pub(crate) fn resolve_id(&self, value: &Value) -> Option<NodeId> {
+        value
+            .as_str()
+            .and_then(|s| hex_node_id(s).or_else(|| self.names.get(s).copied()))
+    }
+
+    /// A hex string or a node's directory name as the contract's byte-array node id.
+    pub(crate) fn to_id_bytes(&self, value: &Value) -> Value {
+        self.resolve_id(value)
+            .map_or_else(|| value.clone(), |id| id_bytes(&id))
+    }
+
+    /// A node's directory name (or upper-case hex) as the contract's hex node id.
+    pub(crate) fn to_id_hex(&self, value: &Value) -> Value {
+        self.resolve_id(value)
+            .map_or_else(|| value.clone(), |id| Value::String(id.to_string()))
+    }
+
+    /// Event record `index` of events file `rel` as the contract's event record.
+    pub(crate) fn event(
+        &mut self,
+        node: &Node,
+        rel: &str,
+        index: usize,
+        record: &Value,
+    ) -> Option<v1::EventRecord> {
+        let here = |pointer: &str| at(rel, Some(index), pointer);
+        let Some(obj) = record.as_object() else {
+            self.note(
+                ProblemKind::Shape,
+                here(""),
+                format!(
+                    "an event record that is not a JSON object ({}); dropped",
+                    quote(record)
+                ),
+            );
+            return None;
+        };
+        let wall_ms = obj.get("wall_ms").and_then(Value::as_u64);
+        let seq = obj.get("monotonic_seq").and_then(Value::as_u64);
+        let variant = obj.get("variant").and_then(Value::as_str);
+        let (Some(wall_ms), Some(seq), Some(variant)) = (wall_ms, seq, variant) else {
+            self.note(
+                ProblemKind::Shape,
+                here(""),
+                format!(
+                    "an event record without an integer `wall_ms`, an integer `monotonic_seq` and a \
+                     string `variant`; dropped: {}",
+                    quote(record)
+                ),
+            );
+            return None;
+        };
+        let mut rest: Object = obj
+            .iter()
+            .filter(|(k, _)| {
+                !matches!(
+                    k.as_str(),
+                    "variant" | "user_kind" | "wall_ms" | "monotonic_seq"
+                )
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut candidate = Map::new();
+        candidate.insert("node_id".into(), id_bytes(&node.id));
+        candidate.insert("monotonic_seq".into(), seq.into());
+        candidate.insert("wall_ms".into(), wall_ms.into());
+
+        let name; // the type, or the custom kind, for messages and the fallback kind
+        let as_written; // the fields as the simulator wrote them, for the fallback
+        if variant == "Custom" {
+            let kind = match obj.get("user_kind") {
+                Some(Value::String(k)) => Some(k.clone()),
+                Some(other) => {
+                    rest.insert("user_kind".into(), other.clone());
+                    None
+                }
+                None => match rest.remove("kind") {
+                    Some(Value::String(k)) => Some(k),
+                    Some(other) => {
+                        rest.insert("kind".into(), other);
+                        None
+                    }
+                    None => None,
+                },
+            };
+            let kind = kind.unwrap_or_else(|| {
+                self.note(
+                    ProblemKind::Shape,
+                    here(""),
+                    "a `Custom` event without a string `user_kind`; written as kind `sim.custom`",
+                );
+                "sim.custom".to_owned()
+            });
+            let mut fields = if rest.len() == 1 && rest.contains_key("fields") {
+                rest.remove("fields").unwrap_or(Value::Null)
+            } else {
+                Value::Object(rest)
+            };
+            as_written = fields.clone();
+            if kind == "register_name" {
+                self.adapt_register_name(node, wall_ms, &mut fields);
+            }
+            candidate.insert("type".into(), json!("Custom"));
+            candidate.insert("kind".into(), json!(kind));
+            candidate.insert("fields".into(), fields);
+            name = kind;
+        } else {
+            if let Some(user_kind) = obj.get("user_kind") {
+                rest.insert("user_kind".into(), user_kind.clone());
+            }
+            as_written = Value::Object(rest.clone());
+            let (id_fields, hex_fields) = event_id_fields(variant);
+            let envelope = event_envelope_keys();
+            for (k, v) in rest {
+                let v = if id_fields.contains(&k.as_str()) {
+                    self.to_id_bytes(&v)
+                } else if hex_fields.contains(&k.as_str()) {
+                    self.to_id_hex(&v)
+                } else {
+                    v
+                };
+                if envelope.contains(k.as_str()) {
+                    self.note(
+                        ProblemKind::Unmapped,
+                        here(&key_pointer(&k)),
+                        format!(
+                            "`{k}` ({}) collides with the contract's envelope; dropped (the contract's \
+                             `{k}` is the emitting node's / the event type)",
+                            quote(&v)
+                        ),
+                    );
+                    continue;
+                }
+                candidate.insert(k, v);
+            }
+            candidate.insert("type".into(), json!(variant));
+            name = variant.to_owned();
+        }
+
+        let candidate = Value::Object(candidate);
+        let problem = match self.parse::<v1::EventRecord>(RecordKind::Event, &candidate) {
+            Ok(event) => {
+                if matches!(event.event, v1::Event::Other(_)) {
+                    self.note(
+                        ProblemKind::Unmapped,
+                        here("/variant"),
+                        format!("event type `{variant}` is unknown to the contract; kept as an unknown event type"),
+                    );
+                } else {
+                    let what = format!("`{name}` event");
+                    self.report_unknown(&here(""), RecordKind::Event, &what, &candidate, None);
+                }
+                return Some(event);
+            }
+            Err(why) => why,
+        };
+
+        // The fields do not fit the type: keep the event, as a Custom event of a simulator kind.
+        let fallback_kind = format!("sim.{name}");
+        let fallback = json!({
+            "node_id": id_bytes(&node.id),
+            "monotonic_seq": seq,
+            "wall_ms": wall_ms,
+            "type": "Custom",
+            "kind": fallback_kind,
+            "fields": as_written,
+        });
+        match self.parse::<v1::EventRecord>(RecordKind::Event, &fallback) {
+            Ok(event) => {
+                self.note(
+                    ProblemKind::Schema,
+                    here(""),
+                    format!(
+                        "a `{name}` event that does not fit the contract ({problem}); kept as a `Custom` \
+                         event of kind `{fallback_kind}` with its fields as the simulator wrote them"
+                    ),
+                );
+                Some(event)
+            }
+            Err(_) => {
+                self.note(
+                    ProblemKind::Schema,
+                    here(""),
+                    format!(
+                        "a `{name}` event that does not fit the contract ({problem}); dropped: {}",
+                        quote(record)
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// Renames the simulator's `register_name` fields to the contract's.
+    pub(crate) fn adapt_register_name(&self, node: &Node, wall_ms: u64, fields: &mut Value) {
+        let Some(f) = fields.as_object_mut() else {
+            return;
+        };
+        if !f.contains_key("actor_addr_hex") {
+            if let Some(address) = f.remove("address") {
+                f.insert("actor_addr_hex".into(), address);
+            }
+        }
+        let ours = f
+            .remove("our_node_id_hex")
+            .or_else(|| f.remove("peer_node_id"));
+        if let Some(ours) = ours {
+            f.insert("our_node_id_hex".into(), self.to_id_hex(&ours));
+        }
+        f.entry("wall_ms").or_insert_with(|| wall_ms.into());
+        if let Some(stage_index) = node.stage_index {
+            f.entry("stage_index").or_insert_with(|| stage_index.into());
+        }
+    }
+}
