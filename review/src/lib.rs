@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod changelog;
 pub mod confirm;
 pub mod diff;
+pub mod finding;
 pub mod instance;
 pub mod proto;
 pub mod report;
@@ -20,7 +21,7 @@ pub mod tree;
 
 use catalog::Bump;
 use confirm::{Counterexample, Readers};
-use diff::Finding;
+use finding::Finding;
 use tree::Tree;
 
 /// A finding with its counterexample, when its rule breaks a reader on the wire.
@@ -67,7 +68,7 @@ impl Comparison {
     pub fn unclassified(&self) -> impl Iterator<Item = &Checked> {
         self.findings
             .iter()
-            .filter(|c| c.finding.rule.id == "UNCLASSIFIED")
+            .filter(|c| *c.finding.rule == catalog::UNCLASSIFIED)
     }
 
     /// The findings that need a major bump.
