@@ -265,6 +265,6 @@ fn the_rules_page_is_up_to_date() {
     let on_disk = std::fs::read_to_string(&page).unwrap_or_default();
     assert!(
         on_disk == diagwire_review::report::catalog_md(),
-        "docs/review-rules.md is stale: run `cargo diagwire rules > docs/review-rules.md`"
+        "docs/review-rules.md is stale: run `cargo diagwire review --catalog > docs/review-rules.md`"
     );
 }
