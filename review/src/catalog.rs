@@ -304,7 +304,8 @@ rules! {
         "nothing is called compatible without a rule: classify it, or add a rule with its fixture";
 }
 
-/// The rule of that id.
+/// The rule of an id read as text (a fixture folder's name, a report being read back). Code names
+/// a rule by its constant (`catalog::FIELD_RENAMED`), so a misspelt id does not compile.
 pub fn rule(id: &str) -> Option<&'static Rule> {
     ALL.iter().find(|r| r.id == id)
 }
