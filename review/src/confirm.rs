@@ -4,7 +4,7 @@
 
 use diagwire::validate::Validators;
 use diagwire_runtime::shape::escape_pointer_token;
-use diagwire_schema::model::{DefKind, IntWidth, Model, Presence, Ty};
+use diagwire_schema::model::{DefKind, IntWidth, Model, Presence, Ty, UnionStyle};
 use serde_json::{Value, json};
 
 use crate::catalog;
@@ -790,7 +790,7 @@ fn names_tag(m: &Model, union: &str, v: Option<&Value>, tag: &str) -> bool {
         return false;
     };
     match u.style {
-        diagwire_schema::model::Style::External => v.as_str() == Some(tag) || v.get(tag).is_some(),
+        UnionStyle::External => v.as_str() == Some(tag) || v.get(tag).is_some(),
         _ => v.get(&u.tag).and_then(Value::as_str) == Some(tag),
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! [`diff::diff`] classifies every difference between two schema trees under a rule of
 //! [`catalog`], and [`proto::diff`] every difference of their protobuf forms (when both trees have
-//! a number table); [`confirm`] builds a counterexample for each breaking finding and runs the
+//! a number table), each difference a [`finding::Finding`]; [`confirm`] builds a counterexample for each breaking finding and runs the
 //! readers (or, for the protobuf form, the codec) on it; [`review`] compares the working tree with a git base and every release of the support
 //! window and checks the declared version, the changelog and the generated code; [`report`]
 //! renders it all as Markdown or JSON; [`changelog`] drafts the next release's section.
