@@ -44,10 +44,14 @@ enum Command {
     /// against every frozen release of the current major version, with the required and declared
     /// version bump, the changelog and generated-code checks, and the rollout order per role.
     /// Prints Markdown ready to paste as a comment (or JSON); exit status 1 when the review fails.
+    /// `--catalog` prints the review's rule catalog instead (the source of docs/review-rules.md).
     Review {
         /// The git revision the pull request is based on.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "catalog")]
         base: Option<String>,
+        /// Print the rule catalog the review classifies changes under, and review nothing.
+        #[arg(long)]
+        catalog: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = review::Format::Md)]
         format: review::Format,
@@ -89,7 +93,8 @@ enum Command {
         /// Bundle B.
         b: PathBuf,
     },
-    /// Print the review's rule catalog (the source of docs/review-rules.md).
+    /// Deprecated spelling of `review --catalog`, kept for one release.
+    #[command(hide = true)]
     Rules {
         /// Output format.
         #[arg(long, value_enum, default_value_t = review::Format::Md)]
@@ -244,9 +249,17 @@ fn main() -> ExitCode {
         ),
         Command::Parity { sim, prod, format } => behaviour::parity(&sim, &prod, format),
         Command::Diff { old, new, format } => review::diff(&old, &new, format),
-        Command::Review { base, format } => review::review(base.as_deref(), format),
+        Command::Review {
+            catalog: true,
+            format,
+            ..
+        } => review::catalog(format),
+        Command::Review { base, format, .. } => review::review(base.as_deref(), format),
         Command::Changelog { date, since } => review::changelog(date.as_deref(), since.as_deref()),
-        Command::Rules { format } => review::rules(format),
+        Command::Rules { format } => {
+            eprintln!("{}", review::RULES_DEPRECATED);
+            review::catalog(format)
+        }
         Command::Summary {
             bundle,
             format,

@@ -1,4 +1,5 @@
-//! `diagwire diff`, `review`, `changelog` and `rules`: the schema review from the command line.
+//! `diagwire diff`, `review` (and `review --catalog`) and `changelog`: the schema review from the
+//! command line.
 //! (The changelog date is computed here: a civil date from a day count needs no date crate.)
 
 use std::path::{Path, PathBuf};
@@ -182,8 +183,12 @@ fn today() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// `diagwire rules`: the catalog.
-pub fn rules(format: Format) -> ExitCode {
+/// What `diagwire rules`, the former spelling of `diagwire review --catalog`, says on standard error.
+pub const RULES_DEPRECATED: &str =
+    "`diagwire rules` is deprecated: use `diagwire review --catalog`";
+
+/// `diagwire review --catalog`: the rule catalog.
+pub fn catalog(format: Format) -> ExitCode {
     match format {
         Format::Md => print!("{}", report::catalog_md()),
         Format::Json => {

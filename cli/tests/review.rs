@@ -1,6 +1,7 @@
 //! `diagwire diff` and `diagwire review` on the real schemas: the released history classifies as
 //! compatible, deliberate breaks on a copy of the newest release are caught with a counterexample
-//! that the readers really refuse or misread, and a pull request is reviewed against its git base.
+//! that the readers really refuse or misread, a pull request is reviewed against its git base, and
+//! `review --catalog` (formerly `rules`) prints the rule catalog.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -421,4 +422,61 @@ fn a_commit_that_adds_an_optional_field_with_a_minor_bump_and_a_changelog_entry_
     let v: Value = serde_json::from_slice(&json.stdout).expect("JSON");
     assert_eq!(v["passes"], true);
     assert_eq!(v["comparisons"][0]["rollout"]["order"][0], "bundle readers");
+}
+
+/// The deprecation line of the former spelling of `review --catalog`.
+const RULES_DEPRECATED: &str = "`diagwire rules` is deprecated: use `diagwire review --catalog`\n";
+
+#[test]
+fn review_catalog_prints_the_rule_catalog_in_both_formats() {
+    let md = diagwire(&repo(), &["review", "--catalog"]);
+    assert_eq!(md.status.code(), Some(0), "{}", text(&md));
+    assert_eq!(
+        String::from_utf8_lossy(&md.stdout),
+        diagwire_review::report::catalog_md()
+    );
+    assert!(md.stderr.is_empty(), "{}", text(&md));
+    let json = diagwire(&repo(), &["review", "--catalog", "--format", "json"]);
+    assert_eq!(json.status.code(), Some(0), "{}", text(&json));
+    let v: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let ids: Vec<&str> = v
+        .as_array()
+        .expect("a list of rules")
+        .iter()
+        .map(|r| r["id"].as_str().expect("an id"))
+        .collect();
+    let catalog: Vec<&str> = diagwire_review::catalog::ALL.iter().map(|r| r.id).collect();
+    assert_eq!(ids, catalog);
+    assert_eq!(v[0]["bump"], "minor");
+    assert_eq!(v[0]["old_reader_on_new_records"], "keeps it as unknown");
+}
+
+#[test]
+fn review_catalog_does_not_take_a_base() {
+    let o = diagwire(&repo(), &["review", "--catalog", "--base", "HEAD"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn the_former_rules_verb_says_it_is_deprecated_and_prints_the_same_catalog() {
+    for format in ["md", "json"] {
+        let old = diagwire(&repo(), &["rules", "--format", format]);
+        let new = diagwire(&repo(), &["review", "--catalog", "--format", format]);
+        assert_eq!(old.status.code(), Some(0), "{}", text(&old));
+        assert_eq!(old.stdout, new.stdout, "{format}");
+        assert_eq!(String::from_utf8_lossy(&old.stderr), RULES_DEPRECATED);
+    }
+}
+
+#[test]
+fn the_former_rules_verb_is_hidden_from_help() {
+    let help = diagwire(&repo(), &["--help"]);
+    let out = String::from_utf8_lossy(&help.stdout);
+    assert!(out.contains("review"), "{out}");
+    assert!(
+        !out.lines().any(|l| l.trim_start().starts_with("rules ")),
+        "{out}"
+    );
+    let review = diagwire(&repo(), &["review", "--help"]);
+    assert!(String::from_utf8_lossy(&review.stdout).contains("--catalog"));
 }

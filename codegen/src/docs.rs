@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Write;
 
 use diagwire_schema::Version;
-use diagwire_schema::model::{Def, DefKind, Model, Payload, Presence, Style, Ty};
+use diagwire_schema::model::{Def, DefKind, Model, Payload, Presence, Ty, UnionStyle};
 
 /// Where the pages go.
 pub const DOCS_OUT: &str = "docs/reference";
@@ -47,7 +47,7 @@ impl Since<'_> {
 fn ty(t: &Ty) -> String {
     match t {
         Ty::Str => "string".into(),
-        Ty::Int(f) => f.schema().into(),
+        Ty::Int(f) => f.name().into(),
         Ty::F64 => "double".into(),
         Ty::Bool => "boolean".into(),
         Ty::Json => "any JSON".into(),
@@ -174,12 +174,12 @@ fn def_section(s: &mut String, m: &Model, d: &Def, since: &Since<'_>) {
             "{} {} union{}",
             if u.open { "open" } else { "closed" },
             match u.style {
-                Style::Internal => "internal",
-                Style::Adjacent => "adjacent",
-                Style::External => "external",
+                UnionStyle::Internal => "internal",
+                UnionStyle::Adjacent => "adjacent",
+                UnionStyle::External => "external",
             },
             match (u.style, &u.content) {
-                (Style::External, _) => String::new(),
+                (UnionStyle::External, _) => String::new(),
                 (_, Some(c)) => format!(", tag `{}`, content `{c}`", u.tag),
                 _ => format!(", tag `{}`", u.tag),
             }

@@ -10,8 +10,8 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use diagwire_schema::model::{
-    Def, DefKind, FileModel, IntFmt, Model, Payload, Presence, Prop, StructDef, Style, Ty,
-    UnionDef, variant_name,
+    Def, DefKind, FileModel, IntWidth, Model, Payload, Presence, Prop, StructDef, Ty, UnionDef,
+    UnionStyle, variant_name,
 };
 
 /// A piece of a generated file: tokens for `prettyplease`, or text laid out by hand.
@@ -217,9 +217,9 @@ fn def(model: &Model, d: &Def) -> Vec<Part> {
         DefKind::Struct(s) => struct_def(model, d, s, docs, grows),
         DefKind::Enum { values, open } => enum_def(d, values, *open, docs, grows),
         DefKind::Union(u) => match u.style {
-            Style::Internal => internal_union(model, d, u, docs, grows),
-            Style::Adjacent => vec![Part::Tokens(adjacent_union(d, u, docs, grows))],
-            Style::External => vec![Part::Tokens(external_union(d, u, docs))],
+            UnionStyle::Internal => internal_union(model, d, u, docs, grows),
+            UnionStyle::Adjacent => vec![Part::Tokens(adjacent_union(d, u, docs, grows))],
+            UnionStyle::External => vec![Part::Tokens(external_union(d, u, docs))],
         },
         DefKind::NodeId => {
             let rt = rt();
@@ -842,14 +842,14 @@ fn external_union(d: &Def, u: &UnionDef, docs: TokenStream) -> TokenStream {
 // ---------------------------------------------------------------------------------------------
 // The contract's shape as data (`diagwire_runtime::shape`).
 
-fn int_width(f: IntFmt) -> &'static str {
+fn int_width(f: IntWidth) -> &'static str {
     match f {
-        IntFmt::U8 => "U8",
-        IntFmt::U16 => "U16",
-        IntFmt::U32 => "U32",
-        IntFmt::U64 => "U64",
-        IntFmt::I32 => "I32",
-        IntFmt::I64 => "I64",
+        IntWidth::U8 => "U8",
+        IntWidth::U16 => "U16",
+        IntWidth::U32 => "U32",
+        IntWidth::U64 => "U64",
+        IntWidth::I32 => "I32",
+        IntWidth::I64 => "I64",
     }
 }
 
@@ -948,9 +948,9 @@ pub fn shape_file(model: &Model) -> String {
             ),
             DefKind::Union(u) => {
                 let style = match u.style {
-                    Style::Internal => "S::Internal",
-                    Style::Adjacent => "S::Adjacent",
-                    Style::External => "S::External",
+                    UnionStyle::Internal => "S::Internal",
+                    UnionStyle::Adjacent => "S::Adjacent",
+                    UnionStyle::External => "S::External",
                 };
                 let mut k = format!(
                     "K::Union {{\n            style: {style},\n            tag: {:?},\n            content: {},\n            open: {},\n            variants: &[\n",

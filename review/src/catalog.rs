@@ -2,7 +2,7 @@
 //! version bump it needs and what it does to each reader.
 //!
 //! The ids never change meaning; a rule that is withdrawn keeps its id out of use. `docs/review-rules.md`
-//! is rendered from this table (`cargo diagwire rules --format md`), and a test fails when it is stale.
+//! is rendered from this table (`cargo diagwire review --catalog`), and a test fails when it is stale.
 //!
 //! The rules whose ids start with `PROTO_` classify the protobuf form: their effects are those on
 //! readers of the binary records (`diagwire-proto` and readers generated from the `.proto`), found
@@ -304,7 +304,8 @@ rules! {
         "nothing is called compatible without a rule: classify it, or add a rule with its fixture";
 }
 
-/// The rule of that id.
+/// The rule of an id read as text (a fixture folder's name, a report being read back). Code names
+/// a rule by its constant (`catalog::FIELD_RENAMED`), so a misspelt id does not compile.
 pub fn rule(id: &str) -> Option<&'static Rule> {
     ALL.iter().find(|r| r.id == id)
 }

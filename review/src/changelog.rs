@@ -7,7 +7,7 @@ use std::fmt::Write;
 use diagwire_schema::Version;
 
 use crate::Comparison;
-use crate::catalog::Bump;
+use crate::catalog::{self, Bump, Rule};
 
 /// The version after `last` that a change needing `bump` calls for.
 pub fn next_version(last: &Version, bump: Bump) -> Version {
@@ -24,28 +24,28 @@ pub fn draft(c: &Comparison, version: &Version, date: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "## {version} — {date}\n");
     let breaking: Vec<_> = c.breaking().collect();
-    let additive = |id: &str| {
+    let additive = |rule: &Rule| {
         matches!(
-            id,
-            "RECORD_KIND_ADDED"
-                | "FIELD_ADDED_OPTIONAL"
-                | "ENUM_VALUE_ADDED_OPEN"
-                | "UNION_VARIANT_ADDED_OPEN"
-                | "PROVENANCE_WIDENED"
+            *rule,
+            catalog::RECORD_KIND_ADDED
+                | catalog::FIELD_ADDED_OPTIONAL
+                | catalog::ENUM_VALUE_ADDED_OPEN
+                | catalog::UNION_VARIANT_ADDED_OPEN
+                | catalog::PROVENANCE_WIDENED
         )
     };
     let added: Vec<_> = c
         .findings
         .iter()
-        .filter(|f| additive(f.finding.rule.id))
+        .filter(|f| additive(f.finding.rule))
         .collect();
     let changed: Vec<_> = c
         .findings
         .iter()
         .filter(|f| {
             f.finding.rule.bump == Bump::Minor
-                && !additive(f.finding.rule.id)
-                && f.finding.rule.id != "TYPE_ADDED"
+                && !additive(f.finding.rule)
+                && *f.finding.rule != catalog::TYPE_ADDED
         })
         .collect();
     let docs = c

@@ -3,10 +3,12 @@
 //! one that is compiled in (a release, or the current schemas), and the tree's schemas otherwise.
 
 use diagwire::validate::Validators;
-use diagwire_schema::model::{DefKind, IntFmt, Model, Presence, Ty};
+use diagwire_runtime::shape::escape_pointer_token;
+use diagwire_schema::model::{DefKind, IntWidth, Model, Presence, Ty, UnionStyle};
 use serde_json::{Value, json};
 
-use crate::diff::{Finding, Subject};
+use crate::catalog;
+use crate::finding::{Finding, Subject};
 use crate::instance::{Builder, Target};
 use crate::tree::Tree;
 
@@ -136,12 +138,13 @@ impl<'t> Readers<'t> {
 /// Builds and runs the counterexample of a finding, if its rule breaks a reader on the wire.
 pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Option<Counterexample> {
     let (om, nm) = (&old.tree.model, &new.tree.model);
-    let id = f.rule.id;
-    let plan: Plan = match (&f.subject, id) {
-        (Subject::Field { def, field }, "FIELD_ADDED_REQUIRED" | "FIELD_OPTIONAL_TO_REQUIRED") => {
-            Plan::field(Side::Old, om, def, field, Edit::Remove, Expect::Rejects)
-        }
-        (Subject::Field { def, field }, "FIELD_REMOVED_REQUIRED") => {
+    let rule = *f.rule;
+    let plan: Plan = match (&f.subject, rule) {
+        (
+            Subject::Field { def, field },
+            catalog::FIELD_ADDED_REQUIRED | catalog::FIELD_OPTIONAL_TO_REQUIRED,
+        ) => Plan::field(Side::Old, om, def, field, Edit::Remove, Expect::Rejects),
+        (Subject::Field { def, field }, catalog::FIELD_REMOVED_REQUIRED) => {
             let old_field = field.clone();
             Plan::field(
                 Side::New,
@@ -154,15 +157,17 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
         }
         (
             Subject::Field { def, field },
-            "FIELD_REQUIRED_TO_OPTIONAL" | "FIELD_PRESENCE_UNDEFAULTED",
+            catalog::FIELD_REQUIRED_TO_OPTIONAL | catalog::FIELD_PRESENCE_UNDEFAULTED,
         ) => {
             let edit = match prop(nm, def, field).map(|p| p.presence) {
-                Some(Presence::Omittable) if id == "FIELD_REQUIRED_TO_OPTIONAL" => Edit::Remove,
+                Some(Presence::Omittable) if rule == catalog::FIELD_REQUIRED_TO_OPTIONAL => {
+                    Edit::Remove
+                }
                 _ => Edit::Set(Value::Null),
             };
             Plan::field(Side::New, nm, def, field, edit, Expect::Rejects)
         }
-        (Subject::Field { def, field }, "FIELD_PRESENCE_DEFAULTED") => Plan::field(
+        (Subject::Field { def, field }, catalog::FIELD_PRESENCE_DEFAULTED) => Plan::field(
             Side::Old,
             om,
             def,
@@ -170,7 +175,7 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
             Edit::Set(Value::Null),
             Expect::Rejects,
         ),
-        (Subject::Field { def, field }, "FIELD_RENAMED") => {
+        (Subject::Field { def, field }, catalog::FIELD_RENAMED) => {
             let value = prop(nm, def, field)
                 .map(|p| Builder::new(nm).value(&p.ty))
                 .unwrap_or(Value::Null);
@@ -185,14 +190,14 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
             plan.unknown_key = Some((def.clone(), field.clone()));
             Some(plan)
         }
-        (Subject::Field { def, field }, "FIELD_TYPE_CHANGED") => {
+        (Subject::Field { def, field }, catalog::FIELD_TYPE_CHANGED) => {
             let value = prop(nm, def, field)
                 .map(|p| Builder::new(nm).value(&p.ty))
                 .unwrap_or(Value::Null);
             Plan::field(Side::New, nm, def, field, Edit::Set(value), Expect::Rejects)
         }
-        (Subject::Field { def, field }, "INTEGER_WIDENED" | "INTEGER_NARROWED") => {
-            let (writer, wm, rm) = if id == "INTEGER_WIDENED" {
+        (Subject::Field { def, field }, catalog::INTEGER_WIDENED | catalog::INTEGER_NARROWED) => {
+            let (writer, wm, rm) = if rule == catalog::INTEGER_WIDENED {
                 (Side::New, nm, om)
             } else {
                 (Side::Old, om, nm)
@@ -206,7 +211,7 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
             };
             Plan::field(writer, wm, def, field, edit, Expect::Rejects)
         }
-        (Subject::Field { def, field }, "BOUND_ADDED") => {
+        (Subject::Field { def, field }, catalog::BOUND_ADDED) => {
             let max = new.tree_max_items(def, field)?;
             let item = match prop(om, def, field).map(|p| &p.ty) {
                 Some(Ty::Vec(i)) => Builder::new(om).value(i),
@@ -222,7 +227,7 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
                 Expect::Rejects,
             )
         }
-        (Subject::Field { def, field }, "PROVENANCE_NARROWED") => {
+        (Subject::Field { def, field }, catalog::PROVENANCE_NARROWED) => {
             let source = prop(om, def, field)
                 .and_then(|p| p.provenance.as_ref())
                 .and_then(|pv| pv.source.clone());
@@ -249,7 +254,7 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
             }
             Some(plan)
         }
-        (Subject::Field { def, field }, "UNIT_CHANGED" | "FIELD_BECAME_DERIVED") => {
+        (Subject::Field { def, field }, catalog::UNIT_CHANGED | catalog::FIELD_BECAME_DERIVED) => {
             let value = prop(nm, def, field)
                 .map(|p| Builder::new(nm).value(&p.ty))
                 .unwrap_or(Value::Null);
@@ -261,7 +266,7 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
                 Edit::Set(value),
                 Expect::SilentMisread,
             )?;
-            plan.note = if id == "UNIT_CHANGED" {
+            plan.note = if rule == catalog::UNIT_CHANGED {
                 format!(
                     "both sides take the record; the old reader reads `{field}` in its old unit"
                 )
@@ -272,32 +277,32 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
             };
             Some(plan)
         }
-        (Subject::Value { def, value }, "ENUM_VALUE_ADDED_CLOSED") => {
+        (Subject::Value { def, value }, catalog::ENUM_VALUE_ADDED_CLOSED) => {
             Plan::type_use(Side::New, nm, def, json!(value), Expect::Rejects)
         }
-        (Subject::Value { def, value }, "ENUM_VALUE_REMOVED_CLOSED") => {
+        (Subject::Value { def, value }, catalog::ENUM_VALUE_REMOVED_CLOSED) => {
             Plan::type_use(Side::Old, om, def, json!(value), Expect::Rejects)
         }
-        (Subject::Def(def), "ENUM_CLOSED") => {
+        (Subject::Def(def), catalog::ENUM_CLOSED) => {
             Plan::type_use(Side::Old, om, def, json!("future_value"), Expect::Rejects)
         }
-        (Subject::Def(def), "ENUM_OPENED") => {
+        (Subject::Def(def), catalog::ENUM_OPENED) => {
             Plan::type_use(Side::New, nm, def, json!("future_value"), Expect::Rejects)
         }
         (
             Subject::Variant { def, tag, .. },
-            "UNION_VARIANT_ADDED_CLOSED" | "UNION_TAG_VALUE_CHANGED",
+            catalog::UNION_VARIANT_ADDED_CLOSED | catalog::UNION_TAG_VALUE_CHANGED,
         ) => Plan::variant(Side::New, nm, def, tag, Expect::RejectsOrMisreads),
-        (Subject::Variant { def, tag, .. }, "UNION_VARIANT_REMOVED") => {
+        (Subject::Variant { def, tag, .. }, catalog::UNION_VARIANT_REMOVED) => {
             Plan::variant(Side::Old, om, def, tag, Expect::RejectsOrMisreads)
         }
-        (Subject::Def(def), "UNION_CLOSED") => {
+        (Subject::Def(def), catalog::UNION_CLOSED) => {
             Plan::variant(Side::Old, om, def, "future_variant", Expect::Rejects)
         }
-        (Subject::Def(def), "UNION_OPENED") => {
+        (Subject::Def(def), catalog::UNION_OPENED) => {
             Plan::variant(Side::New, nm, def, "future_variant", Expect::Rejects)
         }
-        (Subject::Def(def), "UNION_TAG_KEY_CHANGED" | "UNION_STYLE_CHANGED") => {
+        (Subject::Def(def), catalog::UNION_TAG_KEY_CHANGED | catalog::UNION_STYLE_CHANGED) => {
             // A variant with content shows a changed content key; any variant a changed tag key.
             let tag = match nm.def(def).map(|d| &d.kind) {
                 Some(DefKind::Union(u)) => u
@@ -311,12 +316,12 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
             };
             Plan::variant(Side::New, nm, def, &tag, Expect::Rejects)
         }
-        (Subject::Def(def), "TYPE_KIND_CHANGED" | "FLATTEN_CHANGED") => {
+        (Subject::Def(def), catalog::TYPE_KIND_CHANGED | catalog::FLATTEN_CHANGED) => {
             let value = Builder::new(nm).def_value(def, 0);
             Plan::type_use(Side::New, nm, def, value, Expect::Rejects)
                 .or_else(|| Plan::whole(Side::New, nm, def, Expect::Rejects))
         }
-        (Subject::Record(kind), "RECORD_KIND_REMOVED") => {
+        (Subject::Record(kind), catalog::RECORD_KIND_REMOVED) => {
             let def = om
                 .records()
                 .into_iter()
@@ -352,7 +357,7 @@ impl Readers<'_> {
         let doc: Value = serde_json::from_str(text).ok()?;
         doc.pointer(&format!(
             "/$defs/{def}/properties/{}/maxItems",
-            crate::diff::esc(field)
+            escape_pointer_token(field)
         ))?
         .as_u64()
     }
@@ -396,7 +401,7 @@ fn prop<'m>(m: &'m Model, def: &str, field: &str) -> Option<&'m diagwire_schema:
     }
 }
 
-fn int_of(m: &Model, def: &str, field: &str) -> Option<IntFmt> {
+fn int_of(m: &Model, def: &str, field: &str) -> Option<IntWidth> {
     match &prop(m, def, field)?.ty {
         Ty::Int(f) => Some(*f),
         Ty::Vec(i) => match **i {
@@ -412,7 +417,7 @@ fn is_vec(m: &Model, def: &str, field: &str) -> bool {
 }
 
 /// An integer the writer's width holds and the reader's does not.
-fn beyond(writer: IntFmt, reader: IntFmt) -> Option<Value> {
+fn beyond(writer: IntWidth, reader: IntWidth) -> Option<Value> {
     let ((wlo, whi), (rlo, rhi)) = (writer.bounds(), reader.bounds());
     let n = if whi > rhi {
         rhi + 1
@@ -650,7 +655,7 @@ pub fn protobuf(
     if m.reserved {
         return None;
     }
-    let id = f.rule.id;
+    let rule = *f.rule;
     let writer = if f.rule.old_reader.breaks() {
         Side::New
     } else {
@@ -667,7 +672,10 @@ pub fn protobuf(
                 return None;
             }
             let p = prop(wm, &m.message, &m.name)?;
-            let value = if matches!(id, "PROTO_INTEGER_WIDENED" | "PROTO_INTEGER_NARROWED") {
+            let value = if matches!(
+                rule,
+                catalog::PROTO_INTEGER_WIDENED | catalog::PROTO_INTEGER_NARROWED
+            ) {
                 let v = beyond(
                     int_of(wm, &m.message, &m.name)?,
                     int_of(rm, &m.message, &m.name)?,
@@ -694,7 +702,11 @@ pub fn protobuf(
                     old: was,
                     new: m.name.clone(),
                 },
-                None => Check::Same(format!("{}/{}", plan.pointer, crate::diff::esc(&m.name))),
+                None => Check::Same(format!(
+                    "{}/{}",
+                    plan.pointer,
+                    escape_pointer_token(&m.name)
+                )),
             };
             (plan, check)
         }
@@ -778,7 +790,7 @@ fn names_tag(m: &Model, union: &str, v: Option<&Value>, tag: &str) -> bool {
         return false;
     };
     match u.style {
-        diagwire_schema::model::Style::External => v.as_str() == Some(tag) || v.get(tag).is_some(),
+        UnionStyle::External => v.as_str() == Some(tag) || v.get(tag).is_some(),
         _ => v.get(&u.tag).and_then(Value::as_str) == Some(tag),
     }
 }
@@ -845,7 +857,7 @@ fn run_protobuf(
                         .ok()
                         .and_then(|b| decode(&rs.layout, &kind, &b).ok())
                         .map(known);
-                    let key = format!("{pointer}/{}", crate::diff::esc(old));
+                    let key = format!("{pointer}/{}", escape_pointer_token(old));
                     let got = read.pointer(&key);
                     let base = control.as_ref().and_then(|c| c.pointer(&key));
                     (

@@ -6,7 +6,8 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use diagwire_schema::model::{Def, DefKind, Model, Payload, Presence, StructDef, Style, Ty};
+use diagwire_runtime::shape::escape_pointer_token;
+use diagwire_schema::model::{Def, DefKind, Model, Payload, Presence, StructDef, Ty, UnionStyle};
 use serde_json::{Map, Value, json};
 
 /// How deep references are followed when building a value.
@@ -124,25 +125,25 @@ impl<'m> Builder<'m> {
         let Some(v) = u.variants.iter().find(|v| v.tag == tag) else {
             // An unknown tag: an object with only the tag (unit) for the styles that allow it.
             return match u.style {
-                Style::External => json!(tag),
+                UnionStyle::External => json!(tag),
                 _ => json!({ u.tag.clone(): tag }),
             };
         };
         match (&u.style, &v.payload) {
-            (Style::Internal, Payload::Def(d)) => {
+            (UnionStyle::Internal, Payload::Def(d)) => {
                 let mut inner = self.def_value(d, depth + 1);
                 if let Value::Object(m) = &mut inner {
                     m.insert(u.tag.clone(), json!(tag));
                 }
                 inner
             }
-            (Style::Adjacent, Payload::Ty(t)) => {
+            (UnionStyle::Adjacent, Payload::Ty(t)) => {
                 json!({ u.tag.clone(): tag, u.content.clone().unwrap_or_default(): self.value_at(t, depth + 1) })
             }
-            (Style::Adjacent, _) => json!({ u.tag.clone(): tag }),
-            (Style::External, Payload::Ty(t)) => json!({ tag: self.value_at(t, depth + 1) }),
-            (Style::External, _) => json!(tag),
-            (Style::Internal, _) => json!({ u.tag.clone(): tag }),
+            (UnionStyle::Adjacent, _) => json!({ u.tag.clone(): tag }),
+            (UnionStyle::External, Payload::Ty(t)) => json!({ tag: self.value_at(t, depth + 1) }),
+            (UnionStyle::External, _) => json!(tag),
+            (UnionStyle::Internal, _) => json!({ u.tag.clone(): tag }),
         }
     }
 
@@ -271,7 +272,7 @@ impl<'m> Builder<'m> {
                 base.insert(field.clone(), v);
                 (
                     Value::Object(base),
-                    format!("/{}{p}", crate::diff::esc(field)),
+                    format!("/{}{p}", escape_pointer_token(field)),
                 )
             }
             (Hop::Variant(union, tag), Ty::Ref(n)) if union == n => {
@@ -282,26 +283,26 @@ impl<'m> Builder<'m> {
                     return (self.variant_value(union, tag, depth), String::new());
                 };
                 match (&u.style, &variant.payload) {
-                    (Style::Internal, Payload::Def(d)) => {
+                    (UnionStyle::Internal, Payload::Def(d)) => {
                         let (mut v, p) = self.build(&Ty::Ref(d.clone()), rest, depth + 1);
                         if let Value::Object(m) = &mut v {
                             m.insert(u.tag.clone(), json!(tag));
                         }
                         (v, p)
                     }
-                    (Style::Adjacent, Payload::Ty(t)) => {
+                    (UnionStyle::Adjacent, Payload::Ty(t)) => {
                         let content = u.content.clone().unwrap_or_default();
                         let (v, p) = self.build(t, rest, depth + 1);
                         (
                             json!({ u.tag.clone(): tag, content.clone(): v }),
-                            format!("/{}{p}", crate::diff::esc(&content)),
+                            format!("/{}{p}", escape_pointer_token(&content)),
                         )
                     }
-                    (Style::External, Payload::Ty(t)) => {
+                    (UnionStyle::External, Payload::Ty(t)) => {
                         let (v, p) = self.build(t, rest, depth + 1);
                         (
                             json!({ tag.clone(): v }),
-                            format!("/{}{p}", crate::diff::esc(tag)),
+                            format!("/{}{p}", escape_pointer_token(tag)),
                         )
                     }
                     _ => (self.variant_value(union, tag, depth), String::new()),

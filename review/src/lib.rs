@@ -3,7 +3,7 @@
 //!
 //! [`diff::diff`] classifies every difference between two schema trees under a rule of
 //! [`catalog`], and [`proto::diff`] every difference of their protobuf forms (when both trees have
-//! a number table); [`confirm`] builds a counterexample for each breaking finding and runs the
+//! a number table), each difference a [`finding::Finding`]; [`confirm`] builds a counterexample for each breaking finding and runs the
 //! readers (or, for the protobuf form, the codec) on it; [`review`] compares the working tree with a git base and every release of the support
 //! window and checks the declared version, the changelog and the generated code; [`report`]
 //! renders it all as Markdown or JSON; [`changelog`] drafts the next release's section.
@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod changelog;
 pub mod confirm;
 pub mod diff;
+pub mod finding;
 pub mod instance;
 pub mod output;
 pub mod proto;
@@ -21,7 +22,7 @@ pub mod tree;
 
 use catalog::Bump;
 use confirm::{Counterexample, Readers};
-use diff::Finding;
+use finding::Finding;
 use tree::Tree;
 
 /// A finding with its counterexample, when its rule breaks a reader on the wire.
@@ -68,7 +69,7 @@ impl Comparison {
     pub fn unclassified(&self) -> impl Iterator<Item = &Checked> {
         self.findings
             .iter()
-            .filter(|c| c.finding.rule.id == "UNCLASSIFIED")
+            .filter(|c| *c.finding.rule == catalog::UNCLASSIFIED)
     }
 
     /// The findings that need a major bump.

@@ -17,7 +17,7 @@ use diagwire_schema::model::Model;
 use serde_json::Value;
 
 use crate::catalog::{self, Rule};
-use crate::diff::{At, Finding, Subject};
+use crate::finding::{At, Finding, Subject};
 use crate::tree::{NumberTable, Tree};
 
 /// One side's binary form: the layout the codec reads, and the table it was numbered from.

@@ -278,7 +278,7 @@ pub fn review_json(r: &Review) -> Value {
 /// of the protobuf form with where each side's number table is found.
 pub fn catalog_md() -> String {
     let mut out = String::from(
-        "# Schema review rules\n\nEvery change `diagwire diff` and `diagwire review` find is classified under one of these rules. The ids are stable. \"Old reader\" is a reader built before the change given records written after it; \"new reader\" the reverse — bundles are kept, so new readers meet old records as long as the bundles exist. A change no rule classifies is `UNCLASSIFIED` and fails the review. Each rule has a fixture pair under `review/tests/rules/<ID>/`.\n\nThis page is generated: `cargo diagwire rules > docs/review-rules.md`.\n\n",
+        "# Schema review rules\n\nEvery change `diagwire diff` and `diagwire review` find is classified under one of these rules. The ids are stable. \"Old reader\" is a reader built before the change given records written after it; \"new reader\" the reverse — bundles are kept, so new readers meet old records as long as the bundles exist. A change no rule classifies is `UNCLASSIFIED` and fails the review. Each rule has a fixture pair under `review/tests/rules/<ID>/`.\n\nThis page is generated: `cargo diagwire review --catalog > docs/review-rules.md`.\n\n",
     );
     let table = |out: &mut String, protobuf: bool| {
         out.push_str("| id | change | bump | old reader, new records | new reader, old records | why |\n|---|---|---|---|---|---|\n");

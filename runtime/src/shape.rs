@@ -55,6 +55,59 @@ pub enum IntWidth {
     I64,
 }
 
+impl IntWidth {
+    /// Every width, narrowest unsigned first.
+    pub const ALL: [IntWidth; 6] = [
+        IntWidth::U8,
+        IntWidth::U16,
+        IntWidth::U32,
+        IntWidth::U64,
+        IntWidth::I32,
+        IntWidth::I64,
+    ];
+
+    /// The profile's spelling, the schema's integer `format` (`uint8` … `int64`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            IntWidth::U8 => "uint8",
+            IntWidth::U16 => "uint16",
+            IntWidth::U32 => "uint32",
+            IntWidth::U64 => "uint64",
+            IntWidth::I32 => "int32",
+            IntWidth::I64 => "int64",
+        }
+    }
+
+    /// The width of a schema's integer `format`, if it is one of the profile's.
+    pub fn from_name(name: &str) -> Option<IntWidth> {
+        IntWidth::ALL.into_iter().find(|w| w.name() == name)
+    }
+
+    /// The Rust type (`u8` … `i64`).
+    pub const fn rust(self) -> &'static str {
+        match self {
+            IntWidth::U8 => "u8",
+            IntWidth::U16 => "u16",
+            IntWidth::U32 => "u32",
+            IntWidth::U64 => "u64",
+            IntWidth::I32 => "i32",
+            IntWidth::I64 => "i64",
+        }
+    }
+
+    /// The smallest and largest value (the `minimum` and `maximum` a schema must state).
+    pub const fn bounds(self) -> (i128, i128) {
+        match self {
+            IntWidth::U8 => (0, u8::MAX as i128),
+            IntWidth::U16 => (0, u16::MAX as i128),
+            IntWidth::U32 => (0, u32::MAX as i128),
+            IntWidth::U64 => (0, u64::MAX as i128),
+            IntWidth::I32 => (i32::MIN as i128, i32::MAX as i128),
+            IntWidth::I64 => (i64::MIN as i128, i64::MAX as i128),
+        }
+    }
+}
+
 /// The type of a field's value (without the `Option` that presence adds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ValueShape {

@@ -10,16 +10,19 @@
 //! rule and keep their bounds, so [`crate::load`] accepts them; [`crate::load_current`] applies it
 //! to the schemas being edited.
 
-use crate::model::{Problems, definitions, esc};
+use diagwire_runtime::shape::escape_pointer_token;
+
+use crate::definitions;
 use crate::ordered::J;
+use crate::problem::{Problems, SchemaProblem};
 
 /// Every keyword of `files` that states a bound the typed parse does not enforce. The files have
 /// passed [`crate::load`], so they are inside the rest of the profile.
 pub(crate) fn problems(files: &[(String, String, J)]) -> Problems {
     let mut out = Problems::new();
     for (path, name, def) in definitions(files) {
-        let ptr = format!("/$defs/{}", esc(name));
-        let mut at = |p: &str, msg: String| out.push(format!("{path}#{p}: {msg}"));
+        let ptr = format!("/$defs/{}", escape_pointer_token(name));
+        let mut at = |p: &str, msg: String| out.push(SchemaProblem::new(path, p, msg));
         definition(&ptr, def, &mut at);
     }
     out
@@ -50,7 +53,11 @@ fn definition(ptr: &str, def: &J, at: &mut impl FnMut(&str, String)) {
     }
     if let Some(props) = def.get("properties").and_then(J::as_obj) {
         for (key, prop) in props {
-            value(&format!("{ptr}/properties/{}", esc(key)), prop, at);
+            value(
+                &format!("{ptr}/properties/{}", escape_pointer_token(key)),
+                prop,
+                at,
+            );
         }
     }
     if let Some(branches) = def.get("oneOf").and_then(J::as_arr) {
@@ -58,7 +65,7 @@ fn definition(ptr: &str, def: &J, at: &mut impl FnMut(&str, String)) {
             if let Some(props) = branch.get("properties").and_then(J::as_obj) {
                 for (key, prop) in props {
                     value(
-                        &format!("{ptr}/oneOf/{i}/properties/{}", esc(key)),
+                        &format!("{ptr}/oneOf/{i}/properties/{}", escape_pointer_token(key)),
                         prop,
                         at,
                     );

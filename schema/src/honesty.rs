@@ -17,8 +17,11 @@
 //! Frozen releases were written before these rules, so [`crate::load`] accepts them and
 //! [`crate::load_current`] applies them.
 
-use crate::model::{Problems, definitions, esc};
+use diagwire_runtime::shape::escape_pointer_token;
+
+use crate::definitions;
 use crate::ordered::J;
+use crate::problem::{Problems, SchemaProblem};
 
 /// `*_source` properties that are not provenance sources: 1.0.0 fields whose name predates the
 /// convention and which say where a value came from in the protocol's own words, not how the
@@ -44,10 +47,10 @@ pub(crate) fn problems(files: &[(String, String, J)]) -> Problems {
             .iter()
             .filter_map(J::as_str)
             .collect();
-        let ptr = format!("/$defs/{}/properties", esc(name));
-        let mut at = |p: String, msg: String| out.push(format!("{path}#{p}: {msg}"));
+        let ptr = format!("/$defs/{}/properties", escape_pointer_token(name));
+        let mut at = |p: String, msg: String| out.push(SchemaProblem::new(path, p, msg));
         for (key, prop) in props {
-            let here = format!("{ptr}/{}", esc(key));
+            let here = format!("{ptr}/{}", escape_pointer_token(key));
             let Some(pv) = prop.get("x-provenance") else {
                 continue;
             };
@@ -81,7 +84,7 @@ pub(crate) fn problems(files: &[(String, String, J)]) -> Problems {
             if !key.ends_with("_source") || NOT_PROVENANCE.contains(&(name, key)) {
                 continue;
             }
-            let here = format!("{ptr}/{}", esc(key));
+            let here = format!("{ptr}/{}", escape_pointer_token(key));
             if !is_value_source(prop) {
                 at(
                     here,

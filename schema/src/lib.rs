@@ -5,10 +5,14 @@
 //! models of two versions. Every problem names the schema file and the JSON pointer of the
 //! offending schema. Nothing here writes a file.
 
+mod check;
 mod enforced;
 mod honesty;
+mod lower;
 pub mod model;
 pub mod ordered;
+pub mod problem;
+mod resolve;
 pub mod units;
 
 use std::fs;
@@ -16,6 +20,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 pub use semver::Version;
+
+pub use problem::{OutsideProfile, SchemaProblem};
 
 /// One schema file: the path it is reported under, its stem (`event` for `event.schema.json`, also
 /// its module name and `$id` suffix) and its document.
@@ -62,17 +68,28 @@ pub fn read_kebab_dir(dir: &Path, display: &str) -> Result<Vec<SchemaFile>> {
     Ok(files)
 }
 
+/// Every `$defs` entry of `files`: the file's path, the definition's name and its schema.
+pub(crate) fn definitions(files: &[SchemaFile]) -> impl Iterator<Item = (&str, &str, &ordered::J)> {
+    files.iter().flat_map(|(path, _, doc)| {
+        doc.get("$defs")
+            .and_then(ordered::J::as_obj)
+            .into_iter()
+            .flatten()
+            .map(move |(name, def)| (path.as_str(), name.as_str(), def))
+    })
+}
+
 /// Lowers schema documents into the resolved model, or lists every profile violation.
-pub fn load(files: &[SchemaFile]) -> Result<model::Model> {
-    let mut m = model::lower(files).map_err(problems)?;
-    model::resolve(&mut m).map_err(problems)?;
-    grammar_problems(files).map_err(problems)?;
+pub fn load(files: &[SchemaFile]) -> Result<model::Model, OutsideProfile> {
+    let mut m = lower::lower(files).map_err(outside)?;
+    resolve::resolve(&mut m).map_err(outside)?;
+    grammar_problems(files).map_err(outside)?;
     Ok(m)
 }
 
 /// Reads and loads the schema folder `dir`.
 pub fn load_dir(dir: &Path, display: &str) -> Result<model::Model> {
-    load(&read_dir(dir, display)?)
+    Ok(load(&read_dir(dir, display)?)?)
 }
 
 /// Lowers the schemas being edited (`schemas/`) like [`load`], and also refuses every keyword that
@@ -86,7 +103,7 @@ pub fn load_dir(dir: &Path, display: &str) -> Result<model::Model> {
 ///
 /// [`load`] accepts such bounds because frozen releases, and the older trees a review compares
 /// with, were written before this rule and never change.
-pub fn load_current(files: &[SchemaFile]) -> Result<model::Model> {
+pub fn load_current(files: &[SchemaFile]) -> Result<model::Model, OutsideProfile> {
     let m = load(files)?;
     let mut current = enforced::problems(files);
     current.extend(honesty::problems(files));
@@ -94,19 +111,19 @@ pub fn load_current(files: &[SchemaFile]) -> Result<model::Model> {
     if current.is_empty() {
         Ok(m)
     } else {
-        Err(problems(current))
+        Err(outside(current))
     }
 }
 
 /// Reads and loads the schema folder `dir` with [`load_current`].
 pub fn load_current_dir(dir: &Path, display: &str) -> Result<model::Model> {
-    load_current(&read_dir(dir, display)?)
+    Ok(load_current(&read_dir(dir, display)?)?)
 }
 
-/// Validates every document against the profile's meta-schema; the checks in [`model`] run first
+/// Validates every document against the profile's meta-schema; the checks of [`lower`] run first
 /// and give the more precise message where both apply, so this catches what they do not look at
 /// (keys inside array items, annotation values).
-fn grammar_problems(files: &[SchemaFile]) -> Result<(), Vec<String>> {
+fn grammar_problems(files: &[SchemaFile]) -> Result<(), problem::Problems> {
     let meta: serde_json::Value = serde_json::from_str(PROFILE_META_SCHEMA)
         .expect("OK because the meta-schema is valid JSON");
     let validator = jsonschema::validator_for(&meta).expect("OK because the meta-schema compiles");
@@ -114,20 +131,18 @@ fn grammar_problems(files: &[SchemaFile]) -> Result<(), Vec<String>> {
     for (path, _, doc) in files {
         let value = doc.to_value();
         for e in validator.iter_errors(&value) {
-            out.push(format!(
-                "{path}#{}: {e} (profile grammar)",
-                e.instance_path()
+            out.push(SchemaProblem::new(
+                path,
+                e.instance_path().to_string(),
+                format!("{e} (profile grammar)"),
             ));
         }
     }
     if out.is_empty() { Ok(()) } else { Err(out) }
 }
 
-fn problems(list: Vec<String>) -> anyhow::Error {
-    anyhow::anyhow!(
-        "the schemas are outside the profile (schemas/README.md):\n  {}",
-        list.join("\n  ")
-    )
+fn outside(problems: problem::Problems) -> OutsideProfile {
+    OutsideProfile { problems }
 }
 
 /// The contract version in `schemas/VERSION` under `root`, which must be a semantic version.

@@ -10,8 +10,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Problems, definitions, esc};
+use diagwire_runtime::shape::escape_pointer_token;
+
+use crate::definitions;
 use crate::ordered::J;
+use crate::problem::{Problems, SchemaProblem};
 
 /// Every unit, with what a number in it is.
 pub const UNITS: &[(&str, &str)] = &[
@@ -108,7 +111,11 @@ pub(crate) fn problems(files: &[(String, String, J)]) -> Problems {
             continue;
         };
         for (key, prop) in props {
-            let here = format!("/$defs/{}/properties/{}", esc(name), esc(key));
+            let here = format!(
+                "/$defs/{}/properties/{}",
+                escape_pointer_token(name),
+                escape_pointer_token(key)
+            );
             let (unit, at) = match prop.get("x-unit").and_then(J::as_str) {
                 Some(u) => (u, format!("{here}/x-unit")),
                 None => match prop
@@ -120,7 +127,7 @@ pub(crate) fn problems(files: &[(String, String, J)]) -> Problems {
                     None => continue,
                 },
             };
-            let mut problem = |msg: String| out.push(format!("{path}#{at}: {msg}"));
+            let mut problem = |msg: String| out.push(SchemaProblem::new(path, at.as_str(), msg));
             if let Some((_, to)) = RETIRED.iter().find(|(r, _)| *r == unit) {
                 problem(format!("unit `{unit}` is a retired spelling: write `{to}`"));
                 continue;

@@ -7,7 +7,9 @@
 
 use std::path::Path;
 
-use diagwire_schema::{SchemaFile, load, load_current, load_current_dir, read_kebab_dir};
+use diagwire_schema::{
+    SchemaFile, SchemaProblem, load, load_current, load_current_dir, read_kebab_dir,
+};
 
 const LINT_DIR: &str = "schema/tests/lint";
 
@@ -38,6 +40,23 @@ fn check(names: &[&str], pointer: &str, message: &str) {
         "the schemas are outside the profile (schemas/README.md):\n  {LINT_DIR}/{last}.schema.json#{pointer}: {message}"
     );
     assert_eq!(got, want);
+}
+
+#[test]
+fn a_problem_is_typed_and_printed_as_file_pointer_and_message() {
+    let err = load_current(&[lint_file("missing-description")]).expect_err("the lint refuses it");
+    let want = SchemaProblem {
+        file: format!("{LINT_DIR}/missing-description.schema.json"),
+        pointer: "/$defs/Sample/properties/label".into(),
+        message: "missing `description`".into(),
+    };
+    assert_eq!(
+        err.problems[0].to_string(),
+        format!(
+            "{LINT_DIR}/missing-description.schema.json#/$defs/Sample/properties/label: missing `description`"
+        )
+    );
+    assert_eq!(err.problems, [want]);
 }
 
 /// One case: the test name says the behaviour, then the schemas loaded together (the last one is

@@ -1,0 +1,60 @@
+//! A schema problem: a profile rule a schema breaks, located by its file and the JSON pointer of
+//! the offending schema, and the error that lists every problem of a load.
+
+use std::fmt;
+
+/// One place where a schema breaks the profile.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SchemaProblem {
+    /// The schema file, as it was read (`schemas/event.schema.json`).
+    pub file: String,
+    /// The JSON pointer of the offending schema inside the file (empty for the whole file).
+    pub pointer: String,
+    /// What is wrong, in a sentence.
+    pub message: String,
+}
+
+impl SchemaProblem {
+    /// The problem `message` at `pointer` of `file`.
+    pub fn new(
+        file: impl Into<String>,
+        pointer: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        SchemaProblem {
+            file: file.into(),
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// `file#pointer: message`.
+impl fmt::Display for SchemaProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}#{}: {}", self.file, self.pointer, self.message)
+    }
+}
+
+/// The problems a pass found.
+pub type Problems = Vec<SchemaProblem>;
+
+/// The error of a load: every problem of the schemas, in the order the passes found them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutsideProfile {
+    /// The problems (never empty).
+    pub problems: Problems,
+}
+
+/// A header line, then one problem per line.
+impl fmt::Display for OutsideProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the schemas are outside the profile (schemas/README.md):")?;
+        for p in &self.problems {
+            write!(f, "\n  {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for OutsideProfile {}
