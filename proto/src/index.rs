@@ -1,29 +1,18 @@
-//! The codec layout of one contract version, read from the generated `*.layout.json`.
+//! [`Codec`]: the protobuf descriptor of one contract version indexed for the codec — messages
+//! and enums by position, union variants by tag, enum values both ways — built once from the
+//! descriptor (a generated static, or one the schema review built at run time).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use serde_json::Value;
+use diagwire_generated::v1::RecordKind;
+use diagwire_runtime::descriptor::{self, Descriptor, Shape};
 
-/// A scalar type of the layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scalar {
-    Str,
-    U8,
-    U16,
-    U32,
-    U64,
-    I32,
-    I64,
-    F64,
-    Bool,
-    NodeId,
-    HexId,
-    Json,
-}
+use crate::codec::Kind;
+pub(crate) use diagwire_runtime::descriptor::{Presence, Scalar, UnionStyle as Style};
 
-/// FNV-1a: the layout's maps are keyed by short names the codec looks up for every value, where
-/// the default hasher's resistance to chosen keys buys nothing (the keys come from the layout).
+/// FNV-1a: the index's maps are keyed by short names the codec looks up for every value, where
+/// the default hasher's resistance to chosen keys buys nothing (the keys come from the descriptor).
 #[derive(Clone, Copy)]
 pub(crate) struct Fnv(u64);
 
@@ -45,11 +34,11 @@ impl Hasher for Fnv {
     }
 }
 
-/// A map of the layout.
+/// A map of the index.
 pub(crate) type Names<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
-/// A message or enum of the layout: its name, and its index in the layout's list of them, so the
-/// codec finds it without looking the name up (`usize::MAX` when the layout has none of the name).
+/// A message or enum of the descriptor: its name, and its index in the list of them, so the codec
+/// finds it without looking the name up (`usize::MAX` when the descriptor has none of the name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ref {
     pub name: String,
@@ -73,7 +62,7 @@ impl std::ops::Deref for Ref {
     }
 }
 
-/// A value type of the layout.
+/// A value type, with its references resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Ty {
     Scalar(Scalar),
@@ -94,16 +83,6 @@ impl Ty {
     }
 }
 
-/// A struct field's presence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Presence {
-    Required,
-    Nullable,
-    Omittable,
-    Default,
-    SkipDefault,
-}
-
 #[derive(Debug, Clone)]
 pub(crate) struct Field {
     pub key: String,
@@ -111,13 +90,6 @@ pub(crate) struct Field {
     pub presence: Presence,
     pub ty: Ty,
     pub flatten: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Style {
-    Internal,
-    Adjacent,
-    External,
 }
 
 #[derive(Debug, Clone)]
@@ -151,11 +123,14 @@ pub(crate) enum Msg {
 /// An enum's value → number and number → value maps.
 pub(crate) type EnumNumbers = (Names<String, u64>, Names<u64, String>);
 
-/// The layout of one contract version: its messages, enums and record kinds.
+/// The codec of one contract version: its descriptor, indexed. [`crate::codec`] and
+/// [`crate::current`] give those of the generated descriptors; [`Codec::new`] indexes any other.
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub struct Codec {
     /// The contract version (`1.0.0`, …).
     pub version: String,
+    /// The descriptor it was built from.
+    descriptor: Descriptor,
     /// Message name → index in `msgs`.
     pub(crate) messages: Names<String, usize>,
     pub(crate) msgs: Vec<Msg>,
@@ -166,155 +141,82 @@ pub struct Layout {
     pub(crate) unknown_json: u32,
 }
 
-fn bad(what: &str) -> String {
-    format!("layout: {what}")
+/// A value type of the descriptor, unresolved.
+fn ty(t: &descriptor::Ty) -> Ty {
+    match t {
+        descriptor::Ty::Scalar(s) => Ty::Scalar(*s),
+        descriptor::Ty::Enum(e) => Ty::Enum(Ref::new(e)),
+        descriptor::Ty::Message(m) => Ty::Msg(Ref::new(m)),
+        descriptor::Ty::List(i) => Ty::List(Box::new(ty(&i.ty()))),
+    }
 }
 
-fn ty(v: &Value) -> Result<Ty, String> {
-    if let Some(s) = v.as_str() {
-        return Ok(Ty::Scalar(match s {
-            "string" => Scalar::Str,
-            "u8" => Scalar::U8,
-            "u16" => Scalar::U16,
-            "u32" => Scalar::U32,
-            "u64" => Scalar::U64,
-            "i32" => Scalar::I32,
-            "i64" => Scalar::I64,
-            "f64" => Scalar::F64,
-            "bool" => Scalar::Bool,
-            "node_id" => Scalar::NodeId,
-            "hex_id" => Scalar::HexId,
-            "json" => Scalar::Json,
-            other => return Err(bad(&format!("unknown scalar `{other}`"))),
-        }));
-    }
-    if let Some(e) = v.get("enum").and_then(Value::as_str) {
-        return Ok(Ty::Enum(Ref::new(e)));
-    }
-    if let Some(m) = v.get("message").and_then(Value::as_str) {
-        return Ok(Ty::Msg(Ref::new(m)));
-    }
-    if let Some(i) = v.get("list") {
-        return Ok(Ty::List(Box::new(ty(i)?)));
-    }
-    Err(bad(&format!("unknown type {v}")))
-}
-
-fn num(v: &Value) -> Result<u32, String> {
-    v.as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| bad("field number"))
-}
-
-fn s(v: &Value, k: &str) -> Result<String, String> {
-    v.get(k)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| bad(&format!("`{k}` missing")))
-}
-
-impl Layout {
-    /// Reads a layout from its JSON text.
-    pub fn parse(text: &str) -> Result<Layout, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
+impl Codec {
+    /// Indexes a descriptor.
+    pub fn new(d: &Descriptor) -> Codec {
         let mut messages: Names<String, Msg> = Names::default();
-        for (name, m) in v
-            .get("messages")
-            .and_then(Value::as_object)
-            .ok_or_else(|| bad("messages"))?
-        {
-            let msg = if let Some(st) = m.get("struct") {
-                let mut fields = Vec::new();
-                for f in st
-                    .get("fields")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| bad("fields"))?
-                {
-                    fields.push(Field {
-                        key: s(f, "key")?,
-                        number: num(&f["number"])?,
-                        presence: match s(f, "presence")?.as_str() {
-                            "required" => Presence::Required,
-                            "nullable" => Presence::Nullable,
-                            "omittable" => Presence::Omittable,
-                            "default" => Presence::Default,
-                            "skip-default" => Presence::SkipDefault,
-                            other => return Err(bad(&format!("presence `{other}`"))),
-                        },
-                        ty: ty(&f["ty"])?,
-                        flatten: f.get("flatten").and_then(Value::as_bool).unwrap_or(false),
-                    });
-                }
-                Msg::Struct {
-                    fields,
+        for m in d.messages.iter() {
+            let msg = match &m.shape {
+                Shape::Struct { fields, .. } => Msg::Struct {
+                    fields: fields
+                        .iter()
+                        .map(|f| Field {
+                            key: f.key.to_string(),
+                            number: f.number,
+                            presence: f.presence,
+                            ty: ty(&f.ty),
+                            flatten: f.flatten,
+                        })
+                        .collect(),
                     in_order: false,
-                }
-            } else if let Some(u) = m.get("union") {
-                let mut variants = Vec::new();
-                for x in u
-                    .get("variants")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| bad("variants"))?
-                {
-                    variants.push(Variant {
-                        tag: s(x, "tag")?,
-                        number: num(&x["number"])?,
-                        ty: if x["ty"].is_null() {
-                            None
-                        } else {
-                            Some(ty(&x["ty"])?)
-                        },
-                    });
-                }
-                let mut by_tag = Names::default();
-                for (i, x) in variants.iter().enumerate() {
-                    by_tag.insert(x.tag.clone(), i);
-                }
-                Msg::Union {
-                    by_tag: (by_tag.len() == variants.len()).then_some(by_tag),
-                    style: match s(u, "style")?.as_str() {
-                        "internal" => Style::Internal,
-                        "adjacent" => Style::Adjacent,
-                        "external" => Style::External,
-                        other => return Err(bad(&format!("style `{other}`"))),
-                    },
-                    tag: s(u, "tag")?,
-                    content: u.get("content").and_then(Value::as_str).map(str::to_owned),
+                },
+                Shape::Union {
+                    style,
+                    tag,
+                    content,
                     variants,
+                } => {
+                    let variants: Vec<Variant> = variants
+                        .iter()
+                        .map(|x| Variant {
+                            tag: x.tag.to_string(),
+                            number: x.number,
+                            ty: x.ty.as_ref().map(ty),
+                        })
+                        .collect();
+                    let mut by_tag = Names::default();
+                    for (i, x) in variants.iter().enumerate() {
+                        by_tag.insert(x.tag.clone(), i);
+                    }
+                    Msg::Union {
+                        by_tag: (by_tag.len() == variants.len()).then_some(by_tag),
+                        style: *style,
+                        tag: tag.to_string(),
+                        content: content.as_ref().map(ToString::to_string),
+                        variants,
+                    }
                 }
-            } else if let Some(w) = m.get("wrapper") {
-                Msg::Wrapper(ty(w)?)
-            } else if let Some(t) = m.get("tuple").and_then(Value::as_array) {
-                Msg::Tuple(t.iter().map(ty).collect::<Result<_, _>>()?)
-            } else {
-                return Err(bad(&format!("message `{name}`")));
+                Shape::Wrapper(t) => Msg::Wrapper(ty(t)),
+                Shape::Tuple(items) => Msg::Tuple(items.iter().map(ty).collect()),
             };
-            messages.insert(name.clone(), msg);
+            messages.insert(m.name.to_string(), msg);
         }
         let mut enums: Names<String, EnumNumbers> = Names::default();
-        for (name, e) in v
-            .get("enums")
-            .and_then(Value::as_object)
-            .ok_or_else(|| bad("enums"))?
-        {
+        for e in d.enums.iter() {
             let mut by_name = Names::default();
             let mut by_num = Names::default();
-            for (k, n) in e.as_object().ok_or_else(|| bad("enum"))? {
-                let n = n.as_u64().ok_or_else(|| bad("enum number"))?;
-                by_name.insert(k.clone(), n);
-                by_num.insert(n, k.clone());
+            for v in e.values.iter() {
+                by_name.insert(v.name.to_string(), u64::from(v.number));
+                by_num.insert(u64::from(v.number), v.name.to_string());
             }
-            enums.insert(name.clone(), (by_name, by_num));
+            enums.insert(e.name.to_string(), (by_name, by_num));
         }
-        let records = v
-            .get("records")
-            .and_then(Value::as_object)
-            .ok_or_else(|| bad("records"))?
+        let records = d
+            .records
             .iter()
-            .map(|(k, d)| (k.clone(), d.as_str().unwrap_or_default().to_owned()))
+            .map(|r| (r.kind.to_string(), r.message.to_string()))
             .collect();
-        let absent_keys = num(&v["absent_keys"])?;
-        let unknown_json = num(&v["unknown_json"])?;
+        let (absent_keys, unknown_json) = (d.absent_keys, d.unknown_json);
         for m in messages.values_mut() {
             if let Msg::Struct {
                 fields, in_order, ..
@@ -360,15 +262,21 @@ impl Layout {
             .iter()
             .map(|n| enums.remove(n).expect("a name of the map"))
             .collect();
-        Ok(Layout {
-            version: s(&v, "version")?,
+        Codec {
+            version: d.version.to_string(),
+            descriptor: d.clone(),
             messages: message_ids,
             msgs,
             enum_list,
             records,
             absent_keys,
             unknown_json,
-        })
+        }
+    }
+
+    /// The descriptor the codec was built from.
+    pub fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
     }
 
     /// The message named `name`.
@@ -376,14 +284,14 @@ impl Layout {
         self.messages.get(name).map(|i| &self.msgs[*i])
     }
 
-    /// Whether the generated codec of `T` writes and reads the records of `kind` of this layout:
-    /// the layout is of `T`'s contract version, and the kind's message is `T`'s (for a list
-    /// record, the wrapper of a list of `T`'s items).
-    pub(crate) fn holds<T: diagwire_runtime::proto::Message>(&self, kind: &str) -> bool {
+    /// Whether the generated codec of `T` writes and reads the records of `kind` of this contract
+    /// version: the codec is of `T`'s contract version, and the kind's message is `T`'s (for a
+    /// list record, the wrapper of a list of `T`'s items).
+    pub fn holds<T: diagwire_runtime::proto::Message>(&self, kind: impl Kind) -> bool {
         if self.version != T::CONTRACT {
             return false;
         }
-        let Some(name) = self.records.get(kind) else {
+        let Some(name) = self.records.get(kind.name()) else {
             return false;
         };
         if !T::LIST {
@@ -406,15 +314,17 @@ impl Layout {
     }
 
     /// The name of the message a record of `kind` is, which the path of every decoding error of
-    /// such a record starts with.
-    pub fn message_of(&self, kind: &str) -> Option<&str> {
-        self.records.get(kind).map(String::as_str)
+    /// such a record starts with (`None` when this contract version has no such record kind).
+    pub fn message_of(&self, kind: impl Kind) -> Option<&str> {
+        self.records.get(kind.name()).map(String::as_str)
     }
 
-    /// The record kinds this version has, sorted.
-    pub fn kinds(&self) -> Vec<&str> {
-        let mut k: Vec<&str> = self.records.keys().map(String::as_str).collect();
-        k.sort_unstable();
-        k
+    /// The record kinds this version has, in the order of [`RecordKind::ALL`].
+    pub fn kinds(&self) -> Vec<RecordKind> {
+        RecordKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| self.records.contains_key(k.as_str()))
+            .collect()
     }
 }
