@@ -6,7 +6,8 @@ use std::path::Path;
 
 use arbitrary::Unstructured;
 use diagwire::proto::{
-    Codec, DESCRIPTORS, Message, codec, decode, decode_record, encode, encode_record, encoders,
+    Codec, DESCRIPTORS, Encoded, Message, codec, decode, decode_record, encode, encode_record,
+    encoders,
 };
 use diagwire::v1::RecordKind;
 use diagwire_compat_tests::fuzzing::arbitrary_record;
@@ -123,7 +124,11 @@ fn direct_and_general_encoders_agree() {
         let l = codec(version).unwrap();
         for (i, (kind, v)) in values.iter().enumerate() {
             let kind = *kind;
-            let Some((first, general)) = encoders(l, kind, v) else {
+            let Some(Encoded {
+                direct: first,
+                general,
+            }) = encoders(l, kind, v)
+            else {
                 continue;
             };
             match first {
@@ -152,7 +157,11 @@ fn direct_and_general_encoders_agree() {
                     let Ok(seen) = decode(o, kind, &b) else {
                         continue;
                     };
-                    if let Some((Some(d), general)) = encoders(o, kind, &seen) {
+                    if let Some(Encoded {
+                        direct: Some(d),
+                        general,
+                    }) = encoders(o, kind, &seen)
+                    {
                         assert_eq!(Ok(d), general, "{version}→{older}");
                     }
                 }

@@ -15,7 +15,7 @@ mod index;
 pub mod stream;
 
 pub use codec::{
-    Error, Kind, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, decode_budget,
+    Encoded, Error, Kind, MAX_DEPTH, MAX_RECORD_BYTES, UNKNOWN_FIELDS_KEY, decode, decode_budget,
     decode_record, decode_typed, encode, encode_record, encode_typed, encoders,
 };
 /// The record kinds the codec's functions take.

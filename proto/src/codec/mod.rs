@@ -261,19 +261,24 @@ pub fn decode(codec: &Codec, kind: impl Kind, bytes: &[u8]) -> Result<Value, Err
     decode::record(codec, msg, bytes)
 }
 
-/// Both encoders on one record, for the test that holds the direct encoder to the general one
-/// (`compat-tests/tests/proto_codecs.rs`): the direct encoder's bytes (`None` where it leaves the
-/// record to the general encoder) and the general encoder's result; `None` when this contract
-/// version has no record kind `kind`.
+/// What both encoders wrote for one record (see [`encoders`]).
 #[doc(hidden)]
-pub fn encoders(
-    codec: &Codec,
-    kind: impl Kind,
-    record: &Value,
-) -> Option<(Option<Vec<u8>>, Result<Vec<u8>, Error>)> {
+#[derive(Debug)]
+pub struct Encoded {
+    /// The direct encoder's bytes; `None` where it leaves the record to the general encoder.
+    pub direct: Option<Vec<u8>>,
+    /// The general encoder's result.
+    pub general: Result<Vec<u8>, Error>,
+}
+
+/// Both encoders on one record, for the test that holds the direct encoder to the general one
+/// (`compat-tests/tests/proto_codecs.rs`); `None` when this contract version has no record kind
+/// `kind`.
+#[doc(hidden)]
+pub fn encoders(codec: &Codec, kind: impl Kind, record: &Value) -> Option<Encoded> {
     let msg = codec.records.get(kind.name())?;
-    Some((
-        direct::Direct::encode(codec, msg, record).ok(),
-        encode_general(codec, msg, record),
-    ))
+    Some(Encoded {
+        direct: direct::Direct::encode(codec, msg, record).ok(),
+        general: encode_general(codec, msg, record),
+    })
 }
