@@ -284,16 +284,11 @@ fn scratch_repo() -> tempfile::TempDir {
         "docs/reference",
         "compat-tests/tests/released_constructors",
         "generated/proto",
-        "proto/releases",
     ] {
         copy(rel);
     }
+    // `schemas/` holds the number tables too (`proto-numbers.json`, each release's in its folder).
     std::fs::copy(repo().join("CHANGELOG.md"), dir.path().join("CHANGELOG.md")).expect("changelog");
-    std::fs::copy(
-        repo().join("proto/numbers.json"),
-        dir.path().join("proto/numbers.json"),
-    )
-    .expect("protobuf numbers");
     git(dir.path(), &["init", "-q"]);
     git(dir.path(), &["add", "-A"]);
     git(

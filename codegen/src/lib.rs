@@ -9,8 +9,8 @@
 //! it, the release table), `generated/schemas/` (the schema texts the crate compiles in, so the
 //! crate is self-contained), `codegen-features/src/features/` (every feature schema rendered on its
 //! own, compiled and tested there), [`CONSTRUCTORS_TEST`] (calls of every released
-//! constructor against the current types), and [`proto`]'s `.proto` files and codec layouts in
-//! `generated/proto/` with the number file `proto/numbers.json`.
+//! constructor against the current types), and [`proto`]'s `.proto` files and descriptors in
+//! `generated/proto/` with the number file `schemas/proto-numbers.json`.
 
 pub mod docs;
 pub mod emit;
@@ -255,12 +255,12 @@ pub mod v1;
 #[rustfmt::skip]
 pub mod releases;
 
-/// The protobuf codec layouts of every release and of the current schemas, which
+/// The protobuf descriptors of every release and of the current schemas, which
 /// `diagwire-proto` reads (feature `proto`).
 #[cfg(feature = \"proto\")]
 #[rustfmt::skip]
 pub mod proto {
-    include!(\"../proto/layouts.rs\");
+    include!(\"../proto/descriptors.rs\");
 }
 ";
 
@@ -366,15 +366,12 @@ fn render_contract(root: &Path, c: &ContractOut<'_>) -> Result<Vec<Output>> {
     }
     out.push((
         PathBuf::from(format!("{}/protobuf.rs", c.module)),
-        header(&format!(
-            "every file in `{}/` and `{}`",
-            c.source,
-            proto::NUMBERS_FILE
-        )) + &render(vec![Part::Tokens(native::render(
-            &model,
-            c.numbers,
-            &c.version.to_string(),
-        )?)])?,
+        header(&format!("every file in `{}/`", c.source))
+            + &render(vec![Part::Tokens(native::render(
+                &model,
+                c.numbers,
+                &c.version.to_string(),
+            )?)])?,
     ));
     out.push((
         PathBuf::from(format!("{}/shape.rs", c.module)),

@@ -1,12 +1,12 @@
 //! The generated protobuf codec of one contract version: for every type, the `Encode`, `Decode`
 //! and `Message` impls of `diagwire_runtime::proto`, writing and reading its fields by the numbers
-//! the version's layout has (the pinned number file for the current schemas, the frozen numbers
+//! the version's descriptor has (the pinned number file for the current schemas, the frozen numbers
 //! for a release).
 //!
-//! It writes exactly what the layout-driven codec writes for the record's JSON, field by field in
+//! It writes exactly what the descriptor-driven codec writes for the record's JSON, field by field in
 //! number order, and it reads only what it can read as that codec would; anything else (an unknown
 //! key, variant or enum value, a field twice, a field number it does not know) is a `Bail`, and the
-//! caller falls back to the layout-driven codec.
+//! caller falls back to the descriptor-driven codec.
 
 use anyhow::{Context, Result};
 use diagwire_schema::model::{
@@ -53,8 +53,8 @@ fn is_list(model: &Model, t: &Ty) -> bool {
     }
 }
 
-/// Whether a value of `t` is a scalar or enum of the layout, which keeps a value it cannot hold in
-/// its message's `unknown_json` (anything else that does not fit is the layout codec's).
+/// Whether a value of `t` is a scalar or enum of the descriptor, which keeps a value it cannot hold in
+/// its message's `unknown_json` (anything else that does not fit is the descriptor codec's).
 fn is_scalar(model: &Model, t: &Ty) -> bool {
     match t {
         Ty::Str | Ty::Int(_) | Ty::F64 | Ty::Bool | Ty::Json => true,
@@ -291,7 +291,7 @@ fn structure(
             slot,
         });
     }
-    // The layout codec writes a message's fields in number order.
+    // The descriptor codec writes a message's fields in number order.
     let mut by_number: Vec<&F> = fs.iter().collect();
     by_number.sort_by_key(|f| f.n);
     let writes = by_number.iter().map(|f| &f.write);

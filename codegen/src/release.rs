@@ -4,7 +4,8 @@
 //! `schemas/VERSION` and appends their fingerprints to `schemas/releases/FROZEN`; the tests then fail
 //! if a released file changes, disappears or appears, or if the current schemas differ from the
 //! release of the current version (a schema change needs a new version). The release's protobuf
-//! field numbers are frozen in `proto/releases/<version>.json` at the same time.
+//! field numbers are frozen beside its schemas, in `schemas/releases/<version>/proto-numbers.json`,
+//! at the same time, and fingerprinted with them.
 
 use std::fs;
 use std::path::Path;
@@ -13,7 +14,8 @@ use anyhow::{Context, Result, bail};
 
 use crate::contract_version;
 
-/// The fingerprint list, one `fnv1a64 <hex> <version>/<file>` line per released file.
+/// The fingerprint list, one `fnv1a64 <hex> <version>/<file>` line per released file (each schema
+/// and the release's number table).
 pub const FROZEN: &str = "schemas/releases/FROZEN";
 
 /// FNV-1a, 64 bits: a fingerprint against accidental edits (review guards against deliberate ones).
@@ -24,6 +26,15 @@ pub fn fingerprint(bytes: &[u8]) -> String {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     format!("{h:016x}")
+}
+
+/// The files of a release folder that are frozen: its schemas and its number table.
+fn frozen_files(dir: &Path) -> Result<Vec<String>> {
+    let mut out = schema_files(dir)?;
+    if dir.join(crate::proto::NUMBERS_NAME).is_file() {
+        out.push(crate::proto::NUMBERS_NAME.to_owned());
+    }
+    Ok(out)
 }
 
 fn schema_files(dir: &Path) -> Result<Vec<String>> {
@@ -57,15 +68,18 @@ pub fn cut(root: &Path) -> Result<String> {
             fingerprint(&bytes)
         ));
     }
-    fs::write(root.join(FROZEN), lines)?;
     // The protobuf numbers of the release are frozen beside the schemas, never regenerated.
     let files = crate::read_schemas(root, &format!("schemas/releases/{version}"))?;
     let model = diagwire_schema::load(&files)?;
     let numbers = crate::proto::update_numbers(&crate::proto::read_numbers(root)?, &[&model]);
-    let frozen = crate::proto::freeze(&numbers, &model)?;
-    let frozen_dir = root.join(crate::proto::FROZEN_DIR);
-    fs::create_dir_all(&frozen_dir)?;
-    fs::write(frozen_dir.join(format!("{version}.json")), frozen.render())?;
+    let frozen = crate::proto::freeze(&numbers, &model)?.render();
+    fs::write(dir.join(crate::proto::NUMBERS_NAME), &frozen)?;
+    lines.push_str(&format!(
+        "fnv1a64 {} {version}/{}\n",
+        fingerprint(frozen.as_bytes()),
+        crate::proto::NUMBERS_NAME
+    ));
+    fs::write(root.join(FROZEN), lines)?;
     Ok(format!(
         "released {version}: schemas/releases/{version}/. Record it in CHANGELOG.md and commit."
     ))
@@ -98,7 +112,7 @@ pub fn frozen_problems(root: &Path) -> Result<Vec<String>> {
             continue;
         }
         let version = entry.file_name().to_string_lossy().into_owned();
-        for name in schema_files(&entry.path())? {
+        for name in frozen_files(&entry.path())? {
             let rel = format!("{version}/{name}");
             if !listed.contains(&rel) {
                 problems.push(format!("schemas/releases/{rel} is not recorded in {FROZEN}; cut releases with `cargo codegen release`"));

@@ -83,3 +83,60 @@ fn a_release_folder_that_is_not_a_semantic_version_is_an_error() {
         "{e:#}"
     );
 }
+
+/// A copy of the repository's releases (schemas, number tables and fingerprints) in a temporary
+/// root.
+fn copied_releases() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let from = workspace_root().join("schemas/releases");
+    let to = dir.path().join("schemas/releases");
+    for entry in std::fs::read_dir(&from).expect("releases") {
+        let path = entry.expect("entry").path();
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            for file in std::fs::read_dir(&path).expect("release") {
+                let file = file.expect("file").path();
+                std::fs::copy(&file, target.join(file.file_name().expect("name"))).expect("copy");
+            }
+        } else {
+            std::fs::create_dir_all(&to).expect("mkdir");
+            std::fs::copy(&path, &target).expect("copy");
+        }
+    }
+    dir
+}
+
+#[test]
+fn a_release_number_table_is_frozen_with_its_schemas() {
+    let dir = copied_releases();
+    let root = dir.path();
+    assert!(frozen_problems(root).expect("problems").is_empty());
+    let oldest = diagwire_codegen::released_versions(root).expect("releases")[0].to_string();
+    let table = root.join(format!("schemas/releases/{oldest}/proto-numbers.json"));
+    // An edited table is caught like an edited schema.
+    let text = std::fs::read_to_string(&table).expect("table");
+    std::fs::write(&table, text.replacen(": 1,", ": 99,", 1)).expect("write");
+    assert_eq!(
+        frozen_problems(root).expect("problems"),
+        [format!(
+            "schemas/releases/{oldest}/proto-numbers.json changed after its release; released schemas are immutable: revert it and make the change in a new version"
+        )]
+    );
+    // A table no fingerprint lists is caught too.
+    std::fs::write(&table, text).expect("write");
+    let frozen = root.join("schemas/releases/FROZEN");
+    let lines: String = std::fs::read_to_string(&frozen)
+        .expect("FROZEN")
+        .lines()
+        .filter(|l| !l.ends_with(&format!("{oldest}/proto-numbers.json")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&frozen, lines).expect("write");
+    assert_eq!(
+        frozen_problems(root).expect("problems"),
+        [format!(
+            "schemas/releases/{oldest}/proto-numbers.json is not recorded in schemas/releases/FROZEN; cut releases with `cargo codegen release`"
+        )]
+    );
+}

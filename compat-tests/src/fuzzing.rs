@@ -707,12 +707,12 @@ pub fn cross_version_cells() -> Vec<Vec<Cell>> {
     all
 }
 
-/// Every protobuf layout (each release's, then the current schemas') that has record kind `kind`.
-fn proto_layouts(kind: RecordKind) -> impl Iterator<Item = &'static diagwire::proto::Layout> {
-    diagwire::proto::LAYOUTS
+/// Every protobuf descriptor (each release's, then the current schemas') that has record kind `kind`.
+fn proto_codecs(kind: RecordKind) -> impl Iterator<Item = &'static diagwire::proto::Codec> {
+    diagwire::proto::DESCRIPTORS
         .iter()
-        .filter_map(|(v, _)| diagwire::proto::layout(v))
-        .filter(move |l| l.message_of(kind.as_str()).is_some())
+        .filter_map(|(v, _)| diagwire::proto::codec(v))
+        .filter(move |l| l.message_of(kind).is_some())
 }
 
 /// The JSON values of `v` (every object, array, string, number, boolean and null, once each).
@@ -724,47 +724,47 @@ fn json_values(v: &serde_json::Value) -> usize {
     }
 }
 
-/// `value` of `kind` through `layout` both ways: JSON → protobuf → JSON gives `value`, and protobuf
+/// `value` of `kind` through `codec` both ways: JSON → protobuf → JSON gives `value`, and protobuf
 /// → JSON → protobuf gives the same bytes.
 fn assert_proto_lossless(
-    layout: &diagwire::proto::Layout,
+    codec: &diagwire::proto::Codec,
     kind: RecordKind,
     value: &serde_json::Value,
 ) {
     use diagwire::proto::{decode, encode};
-    let v = &layout.version;
-    let bytes = encode(layout, kind.as_str(), value)
+    let v = &codec.version;
+    let bytes = encode(codec, kind, value)
         .unwrap_or_else(|e| panic!("`{kind}` ({v}): encoding failed: {e}\n{value}"));
-    let back = decode(layout, kind.as_str(), &bytes).unwrap_or_else(|e| {
+    let back = decode(codec, kind, &bytes).unwrap_or_else(|e| {
         panic!("`{kind}` ({v}): its own encoding does not decode: {e}\n{value}")
     });
     assert_eq!(
         &back, value,
         "`{kind}` ({v}): JSON → protobuf → JSON changed the record"
     );
-    let again = encode(layout, kind.as_str(), &back).expect("encoded once, encodes again");
+    let again = encode(codec, kind, &back).expect("encoded once, encodes again");
     assert_eq!(
         again, bytes,
         "`{kind}` ({v}): protobuf → JSON → protobuf changed the bytes\n{value}"
     );
-    assert_generated_codec_agrees(layout, kind, &bytes);
+    assert_generated_codec_agrees(codec, kind, &bytes);
 }
 
 /// The generated codec of the current type of `kind` reads `bytes` exactly when reading the JSON
 /// that `decode` makes of them does, and as the same value; and it writes that value as `encode`
 /// writes the value's JSON.
-fn assert_generated_codec_agrees(layout: &diagwire::proto::Layout, kind: RecordKind, bytes: &[u8]) {
-    fn check<T>(layout: &diagwire::proto::Layout, kind: RecordKind, bytes: &[u8])
+fn assert_generated_codec_agrees(codec: &diagwire::proto::Codec, kind: RecordKind, bytes: &[u8]) {
+    fn check<T>(codec: &diagwire::proto::Codec, kind: RecordKind, bytes: &[u8])
     where
         T: DeserializeOwned + Serialize + diagwire::proto::Message + PartialEq + std::fmt::Debug,
     {
-        let v = &layout.version;
-        let k = kind.as_str();
-        let via_json = diagwire::proto::decode(layout, k, bytes)
+        let v = &codec.version;
+        let k = kind;
+        let via_json = diagwire::proto::decode(codec, k, bytes)
             .ok()
             .and_then(|j| T::deserialize(&j).ok());
         match (
-            diagwire::proto::decode_record::<T>(layout, k, bytes),
+            diagwire::proto::decode_record::<T>(codec, k, bytes),
             &via_json,
         ) {
             (Ok(t), Some(j)) => {
@@ -776,34 +776,34 @@ fn assert_generated_codec_agrees(layout: &diagwire::proto::Layout, kind: RecordK
             (Err(_), None) => {}
             (t, j) => panic!("`{kind}` ({v}): generated decode {t:?}, through JSON {j:?}"),
         }
-        // What the type read, the generated encoder writes as the layout codec writes its JSON.
+        // What the type read, the generated encoder writes as the descriptor codec writes its JSON.
         if let Some(t) = via_json {
             let json = serde_json::to_value(&t).expect("a typed value serializes");
             assert_eq!(
-                diagwire::proto::encode_record(layout, k, &t).ok(),
-                diagwire::proto::encode(layout, k, &json).ok(),
+                diagwire::proto::encode_record(codec, k, &t).ok(),
+                diagwire::proto::encode(codec, k, &json).ok(),
                 "`{kind}` ({v}): the generated encoder wrote other bytes\n{json}"
             );
         }
     }
     use diagwire::v1 as t;
     match kind {
-        RecordKind::Boot => check::<t::Identity>(layout, kind, bytes),
-        RecordKind::Error => check::<t::ErrorBody>(layout, kind, bytes),
-        RecordKind::Event => check::<t::EventRecord>(layout, kind, bytes),
-        RecordKind::EventBatch => check::<t::EventBatch>(layout, kind, bytes),
-        RecordKind::Finalize => check::<t::Finalize>(layout, kind, bytes),
-        RecordKind::Live => check::<t::LiveRecord>(layout, kind, bytes),
-        RecordKind::Manifest => check::<t::Manifest>(layout, kind, bytes),
-        RecordKind::PostAck => check::<t::PostAck>(layout, kind, bytes),
-        RecordKind::Runs => check::<t::RunsListing>(layout, kind, bytes),
-        RecordKind::Snapshot => check::<t::Snapshot>(layout, kind, bytes),
-        RecordKind::Vastai => check::<t::VastaiRecord>(layout, kind, bytes),
+        RecordKind::Boot => check::<t::Identity>(codec, kind, bytes),
+        RecordKind::Error => check::<t::ErrorBody>(codec, kind, bytes),
+        RecordKind::Event => check::<t::EventRecord>(codec, kind, bytes),
+        RecordKind::EventBatch => check::<t::EventBatch>(codec, kind, bytes),
+        RecordKind::Finalize => check::<t::Finalize>(codec, kind, bytes),
+        RecordKind::Live => check::<t::LiveRecord>(codec, kind, bytes),
+        RecordKind::Manifest => check::<t::Manifest>(codec, kind, bytes),
+        RecordKind::PostAck => check::<t::PostAck>(codec, kind, bytes),
+        RecordKind::Runs => check::<t::RunsListing>(codec, kind, bytes),
+        RecordKind::Snapshot => check::<t::Snapshot>(codec, kind, bytes),
+        RecordKind::Vastai => check::<t::VastaiRecord>(codec, kind, bytes),
         _ => {}
     }
 }
 
-/// Protobuf decoding of arbitrary bytes (a kind byte, then the bytes) with every layout that has
+/// Protobuf decoding of arbitrary bytes (a kind byte, then the bytes) with every descriptor that has
 /// the kind, and the lossless round trips.
 ///
 /// * Decoding never panics. It builds at most [`diagwire::proto::decode_budget`] JSON values for
@@ -814,7 +814,7 @@ fn assert_generated_codec_agrees(layout: &diagwire::proto::Layout, kind: RecordK
 ///   protobuf are exact. (The fuzzer's bytes themselves need not be the canonical encoding:
 ///   fields out of order, repeated or non-minimal varints decode, and re-encode canonically.)
 /// * The same bytes drive an `Arbitrary` record of the kind's generated type, as JSON, which every
-///   layout converts losslessly: an older layout keeps what it does not know as unknown JSON.
+///   codec converts losslessly: an older descriptor keeps what it does not know as unknown JSON.
 /// * The generated codec agrees: `decode_record` into the current type reads a value exactly when
 ///   the JSON `decode` makes reads as one, and the same value; `encode_record` of that value
 ///   writes `encode`'s bytes for its JSON.
@@ -823,9 +823,9 @@ pub fn proto_decode(data: &[u8]) {
     let Some((kind, rest)) = kind_and_rest(data) else {
         return;
     };
-    for layout in proto_layouts(kind) {
-        let v = &layout.version;
-        let message = layout.message_of(kind.as_str()).expect("filtered on it");
+    for codec in proto_codecs(kind) {
+        let v = &codec.version;
+        let message = codec.message_of(kind).expect("filtered on it");
         let located = |e: &diagwire::proto::Error, len: usize| {
             assert!(
                 !e.message.is_empty(),
@@ -837,8 +837,8 @@ pub fn proto_decode(data: &[u8]) {
                 e.offset
             );
         };
-        assert_generated_codec_agrees(layout, kind, rest);
-        match decode(layout, kind.as_str(), rest) {
+        assert_generated_codec_agrees(codec, kind, rest);
+        match decode(codec, kind, rest) {
             Ok(value) => {
                 let made = json_values(&value);
                 assert!(
@@ -847,7 +847,7 @@ pub fn proto_decode(data: &[u8]) {
                     rest.len(),
                     decode_budget(rest.len())
                 );
-                assert_proto_lossless(layout, kind, &value);
+                assert_proto_lossless(codec, kind, &value);
             }
             Err(e) => {
                 located(&e, rest.len());
@@ -860,7 +860,7 @@ pub fn proto_decode(data: &[u8]) {
                 }
             }
         }
-        for (i, r) in stream::decode_stream(layout, kind.as_str(), rest)
+        for (i, r) in stream::decode_stream(codec, kind, rest)
             .enumerate()
             .take(64)
         {
@@ -882,7 +882,7 @@ pub fn proto_decode(data: &[u8]) {
     let Some(value) = arbitrary_record(kind, &mut Unstructured::new(rest)) else {
         return;
     };
-    for layout in proto_layouts(kind) {
-        assert_proto_lossless(layout, kind, &value);
+    for codec in proto_codecs(kind) {
+        assert_proto_lossless(codec, kind, &value);
     }
 }

@@ -1,19 +1,19 @@
 //! The compatibility matrix in protobuf: for every record kind and every ordered pair of (writer,
 //! reader) among the contract readers, generated values of the writer's types go through the
-//! reader's protobuf layout and back without losing anything.
+//! reader's protobuf descriptor and back without losing anything.
 //!
 //! The writer's generated codec (`encode_record`, `decode_record`) writes the JSON's bytes and reads
 //! the JSON's value for every generated value of the writer's types.
 //!
-//! A value of the writer's types is serialized to JSON, encoded with the writer's layout, decoded
-//! with the reader's layout, encoded again with the reader's layout and decoded with the writer's
-//! layout; the JSON must come back equal. A reader as old as the writer or older must also write the
+//! A value of the writer's types is serialized to JSON, encoded with the writer's descriptor, decoded
+//! with the reader's descriptor, encoded again with the reader's descriptor and decoded with the writer's
+//! descriptor; the JSON must come back equal. A reader as old as the writer or older must also write the
 //! writer's bytes back unchanged (what it does not know it keeps raw), and a newer reader must read
 //! the older record as the same JSON. The pairs come from generated code
 //! (`diagwire::release_pairs!`, in [`READERS`] order), so cutting a release edits nothing here.
 
 use arbitrary::{Arbitrary, Unstructured};
-use diagwire::proto::{Layout, Message, decode, decode_record, encode, encode_record};
+use diagwire::proto::{Codec, Message, decode, decode_record, encode, encode_record};
 use diagwire::releases::READERS;
 use diagwire::v1::RecordKind;
 use diagwire_compat_tests::rng::SplitMix64;
@@ -22,21 +22,21 @@ use serde::Serialize;
 /// Generated values per cell of the matrix.
 const VALUES_PER_CELL: u64 = 500;
 
-/// The protobuf layout of contract reader `i`: its release's, or the current schemas' for a reader
+/// The protobuf descriptor of contract reader `i`: its release's, or the current schemas' for a reader
 /// of schemas not released yet.
-fn layout_of(i: usize) -> &'static Layout {
+fn codec_of(i: usize) -> &'static Codec {
     let version = READERS[i].version;
-    diagwire::proto::layout(version)
+    diagwire::proto::codec(version)
         .or_else(|| (version == diagwire::v1::CONTRACT.version).then(diagwire::proto::current))
-        .unwrap_or_else(|| panic!("no protobuf layout for contract reader {version}"))
+        .unwrap_or_else(|| panic!("no protobuf descriptor for contract reader {version}"))
 }
 
-/// One value of `W` through the writer's layout `w` and the reader's layout `r` (`older`: the
+/// One value of `W` through the writer's descriptor `w` and the reader's descriptor `r` (`older`: the
 /// reader is the writer's release or an earlier one). `None` when the input made no value, else
 /// whether the reader kept fields it does not know.
 fn through<W>(
     kind: &str,
-    (w, r, older): (&Layout, &Layout, bool),
+    (w, r, older): (&Codec, &Codec, bool),
     u: &mut Unstructured<'_>,
 ) -> Option<bool>
 where
@@ -47,6 +47,7 @@ where
         + PartialEq
         + std::fmt::Debug,
 {
+    let kind = RecordKind::from_name(kind).expect("a record kind of the matrix");
     let Ok(value) = W::arbitrary(u) else {
         return None;
     };
@@ -110,13 +111,13 @@ macro_rules! kind {
                 ($w:ty, $r:ty) => {{
                     // `release_pairs!` runs the writers in reader order, and each one's readers.
                     let (wi, ri) = (cells / n, cells % n);
-                    let layouts = (layout_of(wi), layout_of(ri), ri <= wi);
+                    let codecs = (codec_of(wi), codec_of(ri), ri <= wi);
                     let mut rng = SplitMix64(0x9b0f ^ (line!() as u64) ^ (cells as u64) << 32);
                     let mut checked = 0;
                     for _ in 0..VALUES_PER_CELL {
                         let data = rng.bytes(4096);
                         if let Some(kept) =
-                            through::<$w>($kind, layouts, &mut Unstructured::new(&data))
+                            through::<$w>($kind, codecs, &mut Unstructured::new(&data))
                         {
                             checked += 1;
                             kept_unknown += u64::from(kept);
@@ -177,10 +178,10 @@ fn the_matrix_covers_every_record_kind_and_every_reader() {
         READERS.len()
     );
     for (i, reader) in READERS.iter().enumerate() {
-        let l = layout_of(i);
+        let l = codec_of(i);
         for kind in RecordKind::ALL {
             assert!(
-                l.message_of(kind.as_str()).is_some(),
+                l.message_of(*kind).is_some(),
                 "contract reader {} has no protobuf message for `{kind}`",
                 reader.version
             );

@@ -2,8 +2,8 @@
 //! of JSON records (validation, the record walk, summaries and checks) reads it too.
 //!
 //! A binary file holds one protobuf message of its record kind (an events file one `EventBatch`),
-//! and is decoded with the layout of the current schemas: field numbers never change meaning, so
-//! that layout reads what every older writer wrote, and a newer writer's fields it does not know
+//! and is decoded with the descriptor of the current schemas: field numbers never change meaning, so
+//! that descriptor reads what every older writer wrote, and a newer writer's fields it does not know
 //! are kept under `"$protobuf_unknown"` as the codec describes (`docs/protobuf.md`). Without the
 //! feature `proto` a binary file is a located problem, never a silent skip.
 
@@ -37,7 +37,7 @@ fn decode(kind: RecordKind, bytes: &[u8]) -> Result<Vec<u8>, String> {
             "larger than the {MAX_BINARY_FILE_BYTES} bytes a binary record file may have"
         ));
     }
-    let value = diagwire_proto::decode(diagwire_proto::current(), kind.as_str(), bytes)
+    let value = diagwire_proto::decode(diagwire_proto::current(), kind, bytes)
         .map_err(|e| format!("not the protobuf of a {kind} record: {e}"))?;
     Ok(serde_json::to_vec(&value).expect("OK because a decoded JSON value always serializes"))
 }
@@ -69,9 +69,7 @@ pub fn encode_value<T: serde::Serialize + ?Sized>(
 ) -> Result<Vec<u8>, String> {
     match encoding {
         Encoding::Json => Ok(pretty_json(&value)),
-        Encoding::Protobuf => {
-            diagwire_proto::encode_typed(diagwire_proto::current(), kind.as_str(), value)
-                .map_err(|e| format!("cannot encode the {kind} record as protobuf: {e}"))
-        }
+        Encoding::Protobuf => diagwire_proto::encode_typed(diagwire_proto::current(), kind, value)
+            .map_err(|e| format!("cannot encode the {kind} record as protobuf: {e}")),
     }
 }

@@ -61,7 +61,7 @@ pub use diagwire_generated::release_pairs;
 pub use diagwire_runtime::arb;
 
 /// The lossless protobuf encoding of every record kind (feature `proto`): JSON ↔ protobuf with the
-/// layout of any release, and length-delimited record streams. See `docs/protobuf.md`.
+/// descriptor of any release, and length-delimited record streams. See `docs/protobuf.md`.
 #[cfg(feature = "proto")]
 pub use diagwire_proto as proto;
 

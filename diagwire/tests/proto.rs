@@ -19,8 +19,8 @@ fn a_record_read_back_from_protobuf_parses_to_the_same_typed_record() {
         }
         let text = std::fs::read_to_string(&path).expect("fixture");
         let json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-        let bytes = proto::encode(proto::current(), "event", &json).expect("encode");
-        let back = proto::decode(proto::current(), "event", &bytes).expect("decode");
+        let bytes = proto::encode(proto::current(), RecordKind::Event, &json).expect("encode");
+        let back = proto::decode(proto::current(), RecordKind::Event, &bytes).expect("decode");
         let a = Record::parse(RecordKind::Event, &text).expect("typed parse");
         let b =
             Record::from_value(RecordKind::Event, back).expect("typed parse of the decoded JSON");

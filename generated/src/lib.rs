@@ -15,10 +15,10 @@ pub mod v1;
 #[rustfmt::skip]
 pub mod releases;
 
-/// The protobuf codec layouts of every release and of the current schemas, which
+/// The protobuf descriptors of every release and of the current schemas, which
 /// `diagwire-proto` reads (feature `proto`).
 #[cfg(feature = "proto")]
 #[rustfmt::skip]
 pub mod proto {
-    include!("../proto/layouts.rs");
+    include!("../proto/descriptors.rs");
 }

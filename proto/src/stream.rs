@@ -4,18 +4,18 @@
 use prost::encoding::{decode_varint, encode_varint};
 use serde_json::Value;
 
-use crate::codec::{Error, MAX_RECORD_BYTES, decode, encode};
-use crate::layout::Layout;
+use crate::codec::{Error, Kind, MAX_RECORD_BYTES, decode, encode};
+use crate::index::Codec;
 
 /// Encodes `records` of `kind` as one stream.
 pub fn encode_stream<'a>(
-    layout: &Layout,
-    kind: &str,
+    codec: &Codec,
+    kind: impl Kind,
     records: impl IntoIterator<Item = &'a Value>,
 ) -> Result<Vec<u8>, Error> {
     let mut out = Vec::new();
     for (i, r) in records.into_iter().enumerate() {
-        let b = encode(layout, kind, r).map_err(|e| Error {
+        let b = encode(codec, kind, r).map_err(|e| Error {
             path: format!("record {i}: {}", e.path),
             ..e
         })?;
@@ -27,8 +27,8 @@ pub fn encode_stream<'a>(
 
 /// The records of a stream, one at a time; an error names the record index and its offset.
 pub fn decode_stream<'a>(
-    layout: &'a Layout,
-    kind: &'a str,
+    codec: &'a Codec,
+    kind: impl Kind + 'a,
     bytes: &'a [u8],
 ) -> impl Iterator<Item = Result<Value, Error>> + 'a {
     let mut pos = 0usize;
@@ -66,7 +66,7 @@ pub fn decode_stream<'a>(
             }
         };
         pos = start + len;
-        Some(decode(layout, kind, &bytes[start..pos]).map_err(|e| Error {
+        Some(decode(codec, kind, &bytes[start..pos]).map_err(|e| Error {
             path: format!("record {i}: {}", e.path),
             offset: start + e.offset,
             message: e.message,

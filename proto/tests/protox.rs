@@ -1,15 +1,16 @@
 //! The generated `.proto` files compile (with protox, a protobuf compiler in Rust) and say what the
-//! codec does: every message of a layout exists with the same field numbers, names, types and wire
+//! codec does: every message of a descriptor exists with the same field numbers, names, types and wire
 //! types, every enum value has its number, a union's variants are the members of its `oneof`, and
 //! the reserved numbers are the ones the number table retired. One check, run on the current
 //! `v1.proto` and on every release's file; doctored copies of `v1.proto` show that it fails when the
-//! file and the layout disagree.
+//! file and the descriptor disagree.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use diagwire_proto::LAYOUTS;
+use diagwire_codegen::proto::snake;
+use diagwire_proto::DESCRIPTORS;
 use protox::file::{File, FileResolver};
 use protox::prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::Value;
@@ -21,7 +22,7 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The `.proto` file beside the layout of `version`, relative to `generated/proto/`.
+/// The `.proto` file beside the descriptor of `version`, relative to `generated/proto/`.
 fn proto_file(version: &str) -> String {
     if version == "current" {
         "diagwire/v1.proto".to_owned()
@@ -34,9 +35,9 @@ fn proto_file(version: &str) -> String {
 /// the table of every number ever handed out for the current schemas.
 fn numbers_of(version: &str) -> Value {
     let path = if version == "current" {
-        root().join("proto/numbers.json")
+        root().join("schemas/proto-numbers.json")
     } else {
-        root().join(format!("proto/releases/{version}.json"))
+        root().join(format!("schemas/releases/{version}/proto-numbers.json"))
     };
     serde_json::from_slice(&fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
         .unwrap()
@@ -68,36 +69,7 @@ fn compile(name: &str, source: &str) -> Result<DescriptorPool, protox::Error> {
     Ok(c.descriptor_pool())
 }
 
-/// The generator's snake case of a JSON key, tag or enum value.
-fn snake(s: &str) -> String {
-    let mut out = String::new();
-    let mut prev_lower = false;
-    for c in s.chars() {
-        if c.is_ascii_uppercase() {
-            if prev_lower {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-            prev_lower = false;
-        } else if c.is_ascii_alphanumeric() {
-            out.push(c);
-            prev_lower = true;
-        } else {
-            if !out.ends_with('_') && !out.is_empty() {
-                out.push('_');
-            }
-            prev_lower = false;
-        }
-    }
-    let out = out.trim_end_matches('_').to_owned();
-    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("f_{out}")
-    } else {
-        out
-    }
-}
-
-/// A layout type as protobuf sees it: repeated or not, and the element kind by name
+/// A descriptor type as protobuf sees it: repeated or not, and the element kind by name
 /// (`uint32`, `sint64`, `bytes`, `message Foo`, `enum Bar`, …).
 fn expected_kind(ty: &Value) -> (bool, String) {
     if let Some(inner) = ty.get("list") {
@@ -120,12 +92,12 @@ fn expected_kind(ty: &Value) -> (bool, String) {
         "f64" => "double",
         "bool" => "bool",
         "node_id" | "hex_id" | "json" => "bytes",
-        other => panic!("layout scalar `{other}`"),
+        other => panic!("descriptor scalar `{other}`"),
     };
     (false, k.to_owned())
 }
 
-/// The wire type the codec writes a layout type's elements with.
+/// The wire type the codec writes a descriptor type's elements with.
 fn codec_wire(kind: &str) -> prost::encoding::WireType {
     use prost::encoding::WireType;
     match kind {
@@ -158,7 +130,7 @@ fn kind_name(k: &Kind) -> String {
     }
 }
 
-/// What one field of the layout says: its number, name, element kind, whether it repeats, whether
+/// What one field of the descriptor says: its number, name, element kind, whether it repeats, whether
 /// it is a proto3 `optional`, and the `oneof` it belongs to.
 struct Want<'a> {
     number: u32,
@@ -176,7 +148,7 @@ fn check_fields(at: &str, m: &MessageDescriptor, want: &[Want<'_>], problems: &m
     for f in m.fields() {
         if !wanted.contains(&f.number()) {
             problems.push(format!(
-                "{at}: field {} = {} is not in the layout",
+                "{at}: field {} = {} is not in the descriptor",
                 f.name(),
                 f.number()
             ));
@@ -207,7 +179,7 @@ fn check_field(at: &str, f: &FieldDescriptor, w: &Want<'_>, problems: &mut Vec<S
     let kind = f.kind();
     let got = kind_name(&kind);
     if got != w.kind {
-        problems.push(format!("{at}: type {got}, the layout says {}", w.kind));
+        problems.push(format!("{at}: type {got}, the descriptor says {}", w.kind));
     }
     if kind.wire_type() != codec_wire(&w.kind) {
         problems.push(format!(
@@ -218,7 +190,7 @@ fn check_field(at: &str, f: &FieldDescriptor, w: &Want<'_>, problems: &mut Vec<S
     }
     if f.is_list() != w.repeated {
         problems.push(format!(
-            "{at}: repeated {}, the layout says {}",
+            "{at}: repeated {}, the descriptor says {}",
             f.is_list(),
             w.repeated
         ));
@@ -230,7 +202,7 @@ fn check_field(at: &str, f: &FieldDescriptor, w: &Want<'_>, problems: &mut Vec<S
     let optional = f.field_descriptor_proto().proto3_optional();
     if optional != w.optional {
         problems.push(format!(
-            "{at}: optional {optional}, the layout's presence says {}",
+            "{at}: optional {optional}, the descriptor's presence says {}",
             w.optional
         ));
     }
@@ -240,7 +212,7 @@ fn check_field(at: &str, f: &FieldDescriptor, w: &Want<'_>, problems: &mut Vec<S
         .map(|o| o.name().to_owned());
     if oneof.as_deref() != w.oneof {
         problems.push(format!(
-            "{at}: in oneof {oneof:?}, the layout says {:?}",
+            "{at}: in oneof {oneof:?}, the descriptor says {:?}",
             w.oneof
         ));
     }
@@ -266,32 +238,32 @@ fn ranges_to_set(ranges: impl Iterator<Item = std::ops::Range<u32>>) -> BTreeSet
     ranges.flat_map(|r| r.start..r.end).collect()
 }
 
-/// Every disagreement between the compiled `.proto` (`pool`) and `layout` (the layout JSON the
+/// Every disagreement between the compiled `.proto` (`pool`) and `descriptor` (the descriptor JSON the
 /// codec reads), with `numbers` the number table the file was rendered from.
-fn disagreements(pool: &DescriptorPool, layout: &Value, numbers: &Value) -> Vec<String> {
+fn disagreements(pool: &DescriptorPool, descriptor: &Value, numbers: &Value) -> Vec<String> {
     let mut problems = Vec::new();
-    let package = layout["package"].as_str().unwrap();
-    let absent_keys = layout["absent_keys"].as_u64().unwrap() as u32;
-    let unknown_json = layout["unknown_json"].as_u64().unwrap() as u32;
-    let messages = layout["messages"].as_object().unwrap();
-    let enums = layout["enums"].as_object().unwrap();
+    let package = descriptor["package"].as_str().unwrap();
+    let absent_keys = descriptor["absent_keys"].as_u64().unwrap() as u32;
+    let unknown_json = descriptor["unknown_json"].as_u64().unwrap() as u32;
+    let messages = descriptor["messages"].as_object().unwrap();
+    let enums = descriptor["enums"].as_object().unwrap();
     let full = |n: &str| format!("{package}.{n}");
 
     for m in pool.all_messages() {
         if m.name() != "Unit" && !messages.contains_key(m.name()) {
-            problems.push(format!("message {} is not in the layout", m.name()));
+            problems.push(format!("message {} is not in the descriptor", m.name()));
         }
     }
     for e in pool.all_enums() {
         if !enums.contains_key(e.name()) {
-            problems.push(format!("enum {} is not in the layout", e.name()));
+            problems.push(format!("enum {} is not in the descriptor", e.name()));
         }
     }
     match pool.get_message_by_name(&full("Unit")) {
         Some(u) if u.fields().len() == 0 => {}
         _ => problems.push("no empty message `Unit` for unit variants".to_owned()),
     }
-    for (kind, msg) in layout["records"].as_object().unwrap() {
+    for (kind, msg) in descriptor["records"].as_object().unwrap() {
         if pool
             .get_message_by_name(&full(msg.as_str().unwrap()))
             .is_none()
@@ -302,7 +274,7 @@ fn disagreements(pool: &DescriptorPool, layout: &Value, numbers: &Value) -> Vec<
 
     for (name, shape) in messages {
         let Some(m) = pool.get_message_by_name(&full(name)) else {
-            problems.push(format!("message {name} of the layout is missing"));
+            problems.push(format!("message {name} of the descriptor is missing"));
             continue;
         };
         let table = numbers["messages"].get(name.as_str());
@@ -411,7 +383,7 @@ fn disagreements(pool: &DescriptorPool, layout: &Value, numbers: &Value) -> Vec<
                 });
             }
         } else {
-            problems.push(format!("{name}: a layout message of no known shape"));
+            problems.push(format!("{name}: a descriptor message of no known shape"));
             continue;
         }
         check_fields(name, &m, &want, &mut problems);
@@ -431,7 +403,7 @@ fn disagreements(pool: &DescriptorPool, layout: &Value, numbers: &Value) -> Vec<
 
     for (name, values) in enums {
         let Some(e) = pool.get_enum_by_name(&full(name)) else {
-            problems.push(format!("enum {name} of the layout is missing"));
+            problems.push(format!("enum {name} of the descriptor is missing"));
             continue;
         };
         let prefix = snake(name).to_uppercase();
@@ -452,7 +424,7 @@ fn disagreements(pool: &DescriptorPool, layout: &Value, numbers: &Value) -> Vec<
             }
             used.push(value.clone());
             if expected.insert(n as i32, value).is_some() {
-                problems.push(format!("enum {name}: number {n} twice in the layout"));
+                problems.push(format!("enum {name}: number {n} twice in the descriptor"));
             }
         }
         let got: BTreeMap<i32, String> = e
@@ -462,13 +434,17 @@ fn disagreements(pool: &DescriptorPool, layout: &Value, numbers: &Value) -> Vec<
         for (n, v) in &expected {
             match got.get(n) {
                 Some(g) if g == v => {}
-                Some(g) => problems.push(format!("enum {name}: {n} is {g}, the layout says {v}")),
+                Some(g) => {
+                    problems.push(format!("enum {name}: {n} is {g}, the descriptor says {v}"))
+                }
                 None => problems.push(format!("enum {name}: no value {n} ({v})")),
             }
         }
         for (n, g) in &got {
             if !expected.contains_key(n) {
-                problems.push(format!("enum {name}: value {g} = {n} is not in the layout"));
+                problems.push(format!(
+                    "enum {name}: value {g} = {n} is not in the descriptor"
+                ));
             }
         }
         let (reserved, _) = reserved_of(numbers["enums"].get(name.as_str()));
@@ -488,18 +464,17 @@ fn disagreements(pool: &DescriptorPool, layout: &Value, numbers: &Value) -> Vec<
     problems
 }
 
-/// The layout JSON of `version`, as the codec reads it.
-fn layout_json(version: &str) -> Value {
-    let text = LAYOUTS
+/// The descriptor of `version` the codec reads, as JSON.
+fn descriptor_json(version: &str) -> Value {
+    DESCRIPTORS
         .iter()
         .find(|(v, _)| *v == version)
-        .map(|(_, t)| *t)
-        .unwrap_or_else(|| panic!("no layout {version}"));
-    serde_json::from_str(text).unwrap()
+        .map(|(_, d)| d.to_json())
+        .unwrap_or_else(|| panic!("no descriptor {version}"))
 }
 
 /// Compiles the `.proto` of `version` (its text, or `doctored` instead) and lists where it and the
-/// layout disagree.
+/// descriptor disagree.
 fn check(version: &str, doctored: Option<&str>) -> Vec<String> {
     let name = proto_file(version);
     let path = root().join("generated/proto").join(&name);
@@ -508,21 +483,21 @@ fn check(version: &str, doctored: Option<&str>) -> Vec<String> {
         None => fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
     };
     let pool = compile(&name, &text).unwrap_or_else(|e| panic!("{name} does not compile: {e:?}"));
-    let layout = layout_json(version);
-    disagreements(&pool, &layout, &numbers_of(version))
+    let descriptor = descriptor_json(version);
+    disagreements(&pool, &descriptor, &numbers_of(version))
 }
 
 #[test]
-fn every_generated_proto_compiles_and_agrees_with_its_layout() {
+fn every_generated_proto_compiles_and_agrees_with_its_descriptor() {
     let mut failed = Vec::new();
-    for (version, _) in LAYOUTS {
+    for (version, _) in DESCRIPTORS {
         let problems = check(version, None);
-        let layout = layout_json(version);
+        let descriptor = descriptor_json(version);
         println!(
             "{}: {} messages, {} enums, {} disagreement(s)",
             proto_file(version),
-            layout["messages"].as_object().unwrap().len(),
-            layout["enums"].as_object().unwrap().len(),
+            descriptor["messages"].as_object().unwrap().len(),
+            descriptor["enums"].as_object().unwrap().len(),
             problems.len()
         );
         if !problems.is_empty() {
@@ -537,7 +512,7 @@ fn every_generated_proto_compiles_and_agrees_with_its_layout() {
 }
 
 #[test]
-fn every_proto_file_has_a_layout() {
+fn every_proto_file_has_a_descriptor() {
     let dir = root().join("generated/proto");
     let mut on_disk = BTreeSet::new();
     for sub in ["diagwire", "diagwire/releases"] {
@@ -551,9 +526,13 @@ fn every_proto_file_has_a_layout() {
             }
         }
     }
-    let with_layout: BTreeSet<String> = LAYOUTS.iter().map(|(v, _)| proto_file(v)).collect();
-    assert_eq!(on_disk, with_layout);
-    assert!(with_layout.len() >= 3, "the current file and the releases");
+    let with_descriptor: BTreeSet<String> =
+        DESCRIPTORS.iter().map(|(v, _)| proto_file(v)).collect();
+    assert_eq!(on_disk, with_descriptor);
+    assert!(
+        with_descriptor.len() >= 3,
+        "the current file and the releases"
+    );
 }
 
 /// `v1.proto` with the first line that `pick` accepts replaced by `edit` of it.
@@ -590,7 +569,7 @@ fn field_line(l: &str) -> bool {
 }
 
 #[test]
-fn a_proto_that_disagrees_with_the_layout_is_caught() {
+fn a_proto_that_disagrees_with_the_descriptor_is_caught() {
     // A renumbered field.
     let t = doctor(
         |l| field_line(l) && l.contains("uint64 ") && !l.contains("2046") && !l.contains("2047"),
@@ -599,13 +578,17 @@ fn a_proto_that_disagrees_with_the_layout_is_caught() {
             format!("{head} = 1999;")
         },
     );
-    assert_caught("renumbered field", &t, "1999 is not in the layout");
+    assert_caught("renumbered field", &t, "1999 is not in the descriptor");
     // A zigzag integer declared as a plain one (same wire type, other values).
     let t = doctor(
         |l| field_line(l) && l.contains(" sint32 "),
         |l| l.replacen(" sint32 ", " int32 ", 1),
     );
-    assert_caught("sint32 as int32", &t, "type int32, the layout says sint32");
+    assert_caught(
+        "sint32 as int32",
+        &t,
+        "type int32, the descriptor says sint32",
+    );
     // A double declared as a float (another wire type).
     let t = doctor(
         |l| field_line(l) && l.contains(" double "),
@@ -635,7 +618,7 @@ fn a_proto_that_disagrees_with_the_layout_is_caught() {
         },
         |l| l.replacen(" = 1;", " = 99;", 1),
     );
-    assert_caught("renumbered enum value", &t, "= 99 is not in the layout");
+    assert_caught("renumbered enum value", &t, "= 99 is not in the descriptor");
     // A union variant moved out of its oneof (the closing brace moved above it).
     let text = fs::read_to_string(root().join("generated/proto/diagwire/v1.proto")).unwrap();
     let start = text.find("  oneof variant {\n").unwrap();

@@ -809,7 +809,7 @@ fn run_protobuf(
         ws.label, rs.label
     );
     let kind = plan.kind.clone();
-    let bytes = match encode(&ws.layout, &kind, &plan.record) {
+    let bytes = match encode(&ws.codec, &kind, &plan.record) {
         Ok(b) => b,
         Err(e) => {
             return Counterexample {
@@ -823,8 +823,8 @@ fn run_protobuf(
         }
     };
     // The writer must read its own record back as written, or the record shows nothing.
-    let own_ok = decode(&ws.layout, &kind, &bytes).is_ok_and(|v| known(v) == plan.record);
-    let (verdict, broke) = match decode(&rs.layout, &kind, &bytes) {
+    let own_ok = decode(&ws.codec, &kind, &bytes).is_ok_and(|v| known(v) == plan.record);
+    let (verdict, broke) = match decode(&rs.codec, &kind, &bytes) {
         Err(e) => (
             Verdict {
                 reader,
@@ -853,9 +853,9 @@ fn run_protobuf(
                     if let Some(obj) = without.pointer_mut(pointer).and_then(Value::as_object_mut) {
                         obj.remove(new);
                     }
-                    let control = encode(&ws.layout, &kind, &without)
+                    let control = encode(&ws.codec, &kind, &without)
                         .ok()
-                        .and_then(|b| decode(&rs.layout, &kind, &b).ok())
+                        .and_then(|b| decode(&rs.codec, &kind, &b).ok())
                         .map(known);
                     let key = format!("{pointer}/{}", escape_pointer_token(old));
                     let got = read.pointer(&key);

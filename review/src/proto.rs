@@ -1,6 +1,6 @@
-//! The binary side of a comparison: each tree's protobuf codec layout, rendered from its model and
-//! number table exactly as `cargo codegen` renders it, and the two layouts compared member by member
-//! under the `PROTO_` rules of the catalog.
+//! The binary side of a comparison: each tree's protobuf descriptor, built from its model and
+//! number table exactly as `cargo codegen` renders it, and the two descriptors compared member by
+//! member (in their JSON form) under the `PROTO_` rules of the catalog.
 //!
 //! The JSON rules look at what a record is; these look at how the protobuf form carries it: the
 //! number of every struct field, union variant and enum value, the wire type and encoding of every
@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use diagwire::proto::Layout;
+use diagwire::proto::{Codec, Descriptor};
 use diagwire_codegen::proto::Numbers;
 use diagwire_schema::model::Model;
 use serde_json::Value;
@@ -20,7 +20,7 @@ use crate::catalog::{self, Rule};
 use crate::finding::{At, Finding, Subject};
 use crate::tree::{NumberTable, Tree};
 
-/// One side's binary form: the layout the codec reads, and the table it was numbered from.
+/// One side's binary form: the descriptor, its codec, and the table it was numbered from.
 pub struct Side {
     /// How reports name the tree.
     pub label: String,
@@ -28,10 +28,10 @@ pub struct Side {
     pub table: String,
     /// The number table.
     pub numbers: Numbers,
-    /// The layout as JSON (the text of a `*.layout.json`).
-    pub json: Value,
-    /// The layout as the codec reads it.
-    pub layout: Layout,
+    /// The descriptor, built at run time.
+    pub descriptor: Descriptor,
+    /// The codec of the descriptor.
+    pub codec: Codec,
 }
 
 impl Side {
@@ -56,24 +56,23 @@ impl Side {
             .version
             .as_ref()
             .map_or_else(|| "unversioned".to_owned(), ToString::to_string);
-        let text = diagwire_codegen::proto::layout(&tree.model, &numbers, "diagwire", &version)
-            .map_err(|e| {
-                // The generator names its own number file; the table here may be another one.
-                let e = format!("{e:#}");
-                let e = e
-                    .strip_prefix(diagwire_codegen::proto::NUMBERS_FILE)
-                    .and_then(|r| r.strip_prefix(": "))
-                    .unwrap_or(&e);
-                format!("{} cannot be encoded with `{table}`: {e}", tree.label)
-            })?;
-        let json = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", tree.label))?;
-        let layout = Layout::parse(&text).map_err(|e| format!("{}: {e}", tree.label))?;
+        let descriptor =
+            diagwire_codegen::proto::descriptor(&tree.model, &numbers, "diagwire", &version)
+                .map_err(|e| {
+                    // The generator names its own number file; the table here may be another one.
+                    let e = format!("{e:#}");
+                    let e = e
+                        .strip_prefix(diagwire_codegen::proto::NUMBERS_FILE)
+                        .and_then(|r| r.strip_prefix(": "))
+                        .unwrap_or(&e);
+                    format!("{} cannot be encoded with `{table}`: {e}", tree.label)
+                })?;
         Ok(Side {
             label: tree.label.clone(),
             table,
             numbers,
-            json,
-            layout,
+            codec: Codec::new(&descriptor),
+            descriptor,
         })
     }
 }
@@ -90,7 +89,7 @@ pub fn sides(old: &Tree, new: &Tree) -> Result<(Side, Side), String> {
 /// Whether a comparison looked at the binary form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
-    /// Both sides' layouts were compared; the tables they were numbered from.
+    /// Both sides' descriptors were compared; the tables they were numbered from.
     Compared {
         /// The older side's table.
         old: String,
@@ -132,7 +131,7 @@ pub struct Member {
     pub reserved: bool,
 }
 
-/// A message of a layout, as far as the comparison needs it.
+/// A message of a descriptor's JSON form, as far as the comparison needs it.
 enum View<'a> {
     Struct(Vec<(&'a str, u32, &'a Value)>),
     Union(Vec<(&'a str, u32, &'a Value)>),
@@ -170,7 +169,7 @@ fn view(m: &Value) -> Option<View<'_>> {
         .map(|t| View::Tuple(t.iter().collect()))
 }
 
-/// The wire type a value of the layout type `t` is written with (lists of numbers packed).
+/// The wire type a value of the descriptor type `t` is written with (lists of numbers packed).
 fn wire(t: &Value) -> &'static str {
     match t {
         Value::String(s) => match s.as_str() {
@@ -240,7 +239,8 @@ fn int_width(t: &Value) -> Option<(bool, u8)> {
     })
 }
 
-/// The rule a change of a value's layout type falls under, if it changes the binary form.
+/// The rule a change of a value's descriptor type (in its JSON form) falls under, if it changes
+/// the binary form.
 pub fn type_rule(old: &Value, new: &Value) -> Option<Rule> {
     if old == new {
         return None;
@@ -407,9 +407,10 @@ pub fn diff(old: &Side, new: &Side, old_model: &Model, new_model: &Model) -> Vec
         models: [new_model, old_model],
         out: Vec::new(),
     };
+    let (old_json, new_json) = (old.descriptor.to_json(), new.descriptor.to_json());
     let (om, nm) = (
-        objects(&old.json, "messages"),
-        objects(&new.json, "messages"),
+        objects(&old_json, "messages"),
+        objects(&new_json, "messages"),
     );
     let unions = |ms: &BTreeMap<String, Value>| -> BTreeMap<String, BTreeSet<String>> {
         ms.iter()
@@ -508,7 +509,7 @@ pub fn diff(old: &Side, new: &Side, old_model: &Model, new_model: &Model) -> Vec
             _ => {}
         }
     }
-    let (oe, ne) = (objects(&old.json, "enums"), objects(&new.json, "enums"));
+    let (oe, ne) = (objects(&old_json, "enums"), objects(&new_json, "enums"));
     for (name, o) in &oe {
         let Some(n) = ne.get(name) else { continue };
         // Enum values have numbers and no type of their own.
@@ -655,23 +656,24 @@ mod tests {
         assert_eq!(x.verdicts[0].detail, "reads `/color` as \"green\"");
     }
 
-    /// A side made of a layout alone (the models only name schema files).
+    /// A side made of a descriptor alone (the models only name schema files).
     fn side(messages: Value) -> Side {
         let json = json!({
             "version": "0.0.0", "package": "t", "absent_keys": 2046, "unknown_json": 2047,
             "records": {}, "messages": messages, "enums": {},
         });
+        let descriptor = Descriptor::from_json(&json).expect("descriptor");
         Side {
             label: "t".into(),
             table: "t.json".into(),
             numbers: Numbers::default(),
-            layout: Layout::parse(&json.to_string()).expect("layout"),
-            json,
+            codec: Codec::new(&descriptor),
+            descriptor,
         }
     }
 
     #[test]
-    fn layouts_compare_oneof_moves_form_changes_and_positional_items() {
+    fn descriptors_compare_oneof_moves_form_changes_and_positional_items() {
         let union = |variants: Value| json!({"union": {"style": "external", "tag": "", "content": null, "variants": variants}});
         let structure = |fields: Value| json!({"struct": {"extra": false, "fields": fields}});
         let old = side(json!({

@@ -305,7 +305,7 @@ pub fn catalog_md() -> String {
 const PROTOBUF_MD: &str = "
 ## Protobuf rules
 
-Every record also has a protobuf form ([`protobuf.md`](protobuf.md)), whose readers care about what the JSON does not show: the number of each struct field, union variant and enum value, the wire type and encoding of each value, and which members sit in a union's `oneof`. `diff` and `review` render each side's codec layout from its schemas and its number table, as `cargo codegen` renders `generated/proto/`, and compare the two layouts; the rules below classify what differs, in a section of their own in the report (`#### Protobuf`). Their effects are those on protobuf readers (`diagwire-proto`, and readers generated from the `.proto`), and each breaking finding's counterexample is a record one side writes, encoded with its layout and decoded with the other side's by the codec. The JSON rules still classify the same change for JSON readers, so a type change is usually a finding of both kinds.
+Every record also has a protobuf form ([`protobuf.md`](protobuf.md)), whose readers care about what the JSON does not show: the number of each struct field, union variant and enum value, the wire type and encoding of each value, and which members sit in a union's `oneof`. `diff` and `review` render each side's protobuf descriptor from its schemas and its number table, as `cargo codegen` renders `generated/proto/`, and compare the two descriptors; the rules below classify what differs, in a section of their own in the report (`#### Protobuf`). Their effects are those on protobuf readers (`diagwire-proto`, and readers generated from the `.proto`), and each breaking finding's counterexample is a record one side writes, encoded with its descriptor and decoded with the other side's by the codec. The JSON rules still classify the same change for JSON readers, so a type change is usually a finding of both kinds.
 
 A plain addition under a fresh number is no protobuf finding, to an open union or a closed one alike: a protobuf reader keeps a number it does not know as an unknown field, and the JSON rules say what the addition does. A change between an unsigned and a signed (zigzag) integer keeps the varint wire type, so no reader notices anything: it is `PROTO_ENCODING_CHANGED`, a silent misread, not `PROTO_WIRE_TYPE_CHANGED`. A wider integer of the same encoding (`uint32` to `uint64`, or `u8` to `u16`, which the `.proto` both call `uint32` but the codec range-checks) is `PROTO_INTEGER_WIDENED`: an old reader reads every value of the old width as before and refuses a wider one.
 
@@ -314,11 +314,11 @@ A plain addition under a fresh number is no protobuf finding, to an open union o
 | tree | its number table |
 |---|---|
 | a folder holding `proto-numbers.json` (a rule fixture, a pull request's schemas copied elsewhere) | that file |
-| a release, `schemas/releases/<v>/` | `proto/releases/<v>.json`, frozen when the release was cut |
-| a repository's `schemas/` (`current`, the working tree of `review`) | `proto/numbers.json` |
-| the schemas at a git revision (`review --base REV`) | `proto/numbers.json` at that revision |
+| a release, `schemas/releases/<v>/` | its `proto-numbers.json`, frozen when the release was cut |
+| a repository's `schemas/` (`current`, the working tree of `review`) | `schemas/proto-numbers.json` |
+| the schemas at a git revision (`review --base REV`) | `schemas/proto-numbers.json` at that revision |
 
-`proto-numbers.json` has the form of `proto/numbers.json` (`messages` and `enums`, each table with its `numbers` and `reserved` names) and must number every field, variant and value of the folder's schemas. A number the older side's table reserves and the newer side gives to another name is `PROTO_NUMBER_REUSED` as well. When a side has no table, or one that does not number every member, the protobuf rules are skipped for that comparison and the report says why (`Protobuf: not compared — …`); the JSON rules run either way.
+`proto-numbers.json` has the form of `schemas/proto-numbers.json` (`messages` and `enums`, each table with its `numbers` and `reserved` names) and must number every field, variant and value of the folder's schemas. A number the older side's table reserves and the newer side gives to another name is `PROTO_NUMBER_REUSED` as well. When a side has no table, or one that does not number every member, the protobuf rules are skipped for that comparison and the report says why (`Protobuf: not compared — …`); the JSON rules run either way.
 
 ";
 

@@ -7,7 +7,8 @@
 //! not only with the previous one.
 //!
 //! Each comparison covers the protobuf form as well: a release is encoded with its frozen numbers
-//! (`proto/releases/<v>.json`), the working tree and the git base with `proto/numbers.json`.
+//! (`schemas/releases/<v>/proto-numbers.json`), the working tree and the git base with
+//! `schemas/proto-numbers.json`.
 
 use std::path::Path;
 

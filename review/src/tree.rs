@@ -2,10 +2,10 @@
 //! revision, loaded into the resolved model, with the version it declares, the protobuf number
 //! table it is encoded with, and the generated reader that reads it when there is one.
 //!
-//! The number table of a folder is found by convention: a `proto-numbers.json` inside the folder
-//! when there is one ([`NUMBER_FILE`]); otherwise, for a release folder `schemas/releases/<v>`, the
-//! repository's `proto/releases/<v>.json`, and for a repository's `schemas/`, its
-//! `proto/numbers.json`. The schemas at a git revision use `proto/numbers.json` at that revision.
+//! The number table of a folder is the `proto-numbers.json` inside it ([`NUMBER_FILE`]): a
+//! repository keeps its pinned table in `schemas/proto-numbers.json` and each release's frozen one
+//! in `schemas/releases/<v>/proto-numbers.json`, beside the schemas they number. The schemas at a
+//! git revision use `schemas/proto-numbers.json` at that revision.
 
 use std::fs;
 use std::path::Path;
@@ -32,9 +32,9 @@ pub struct Tree {
     pub numbers: NumberTable,
 }
 
-/// The name of the number table a folder of schemas may hold, for folders outside a repository's
-/// conventions (rule fixtures, a pull request's schemas copied elsewhere).
-pub const NUMBER_FILE: &str = "proto-numbers.json";
+/// The name of the number table a folder of schemas holds: a repository's `schemas/` and each of
+/// its releases, and any other folder (rule fixtures, a pull request's schemas copied elsewhere).
+pub const NUMBER_FILE: &str = diagwire_codegen::proto::NUMBERS_NAME;
 
 /// Where a tree's protobuf numbers come from.
 #[derive(Debug, Clone)]
@@ -58,42 +58,28 @@ pub enum NumberTable {
 }
 
 impl NumberTable {
-    /// The table of the schema folder `dir`, by the conventions of this module.
+    /// The table of the schema folder `dir`, by the conventions of this module. A report names a
+    /// repository's tables by their path in the repository (`schemas/proto-numbers.json`,
+    /// `schemas/releases/<v>/proto-numbers.json`), any other by its path as given.
     pub fn find(dir: &Path) -> NumberTable {
         let own = dir.join(NUMBER_FILE);
-        if own.is_file() {
-            return NumberTable::read(&own, own.display().to_string());
-        }
         let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         let name = |p: &Path| p.file_name().and_then(|n| n.to_str()).map(str::to_owned);
         let parent = full.parent();
         let grand = parent.and_then(Path::parent);
-        let conventional = match (name(&full), parent.and_then(name), grand.and_then(name)) {
+        let shown = match (name(&full), parent.and_then(name), grand.and_then(name)) {
             (Some(v), Some(r), Some(s))
                 if r == "releases" && s == "schemas" && Version::parse(&v).is_ok() =>
             {
-                grand.and_then(Path::parent).map(|root| {
-                    (
-                        root.join(format!("proto/releases/{v}.json")),
-                        format!("proto/releases/{v}.json"),
-                    )
-                })
+                format!("schemas/releases/{v}/{NUMBER_FILE}")
             }
-            (Some(s), _, _) if s == "schemas" => parent.map(|root| {
-                (
-                    root.join("proto/numbers.json"),
-                    "proto/numbers.json".to_owned(),
-                )
-            }),
-            _ => None,
+            (Some(s), _, _) if s == "schemas" => format!("schemas/{NUMBER_FILE}"),
+            _ => own.display().to_string(),
         };
-        match conventional {
-            Some((path, shown)) if path.is_file() => NumberTable::read(&path, shown),
-            Some((_, shown)) => NumberTable::Missing(format!(
-                "no `{shown}` beside the schemas and no `{}`",
-                own.display()
-            )),
-            None => NumberTable::Missing(format!("no `{}`", own.display())),
+        if own.is_file() {
+            NumberTable::read(&own, shown)
+        } else {
+            NumberTable::Missing(format!("no `{shown}`"))
         }
     }
 
@@ -198,7 +184,7 @@ impl Tree {
             .ok()
             .and_then(|v| Version::parse(v.trim()).ok());
         let mut tree = Tree::from_texts(format!("{rev}:schemas"), version, texts)?;
-        let at = format!("{rev}:proto/numbers.json");
+        let at = format!("{rev}:schemas/{NUMBER_FILE}");
         tree.numbers = match git(root, &["show", &at]) {
             Ok(text) => NumberTable::parse(&text, at),
             Err(_) => NumberTable::Missing(format!("no `{at}`")),

@@ -1,10 +1,11 @@
 //! The protobuf side of the review on the real schemas: each tree finds its number table by the
-//! repository's conventions, the layouts it compares are the ones `cargo codegen` generates, the
+//! repository's conventions, the descriptors it compares are the ones `cargo codegen` generates, the
 //! releases and the current schemas agree in the binary form, and a renumbered field in a copy of
 //! the newest release is caught with a counterexample the codec confirms.
 
 use std::path::{Path, PathBuf};
 
+use diagwire::proto::{DESCRIPTORS, Descriptor};
 use diagwire_review::proto::{Side, Status};
 use diagwire_review::tree::{NUMBER_FILE, NumberTable, Tree};
 use diagwire_review::{compare, report};
@@ -36,37 +37,43 @@ fn table(t: &Tree) -> &str {
     }
 }
 
-/// A layout without its package name, which only the `.proto` file's place decides.
-fn unpackaged(mut v: Value) -> Value {
-    v.as_object_mut().expect("a layout").remove("package");
-    v
+/// The generated descriptor of `version` (a release, or `"current"`).
+fn generated(version: &str) -> &'static Descriptor {
+    DESCRIPTORS
+        .iter()
+        .find(|(v, _)| *v == version)
+        .map(|(_, d)| *d)
+        .unwrap_or_else(|| panic!("no generated descriptor {version}"))
+}
+
+/// A descriptor with the package name of `like`, which only the `.proto` file's place decides.
+fn packaged(mut d: Descriptor, like: &Descriptor) -> Descriptor {
+    d.package = like.package.clone();
+    d
 }
 
 #[test]
-fn the_review_compares_the_layouts_cargo_codegen_generates() {
+fn the_review_compares_the_descriptors_cargo_codegen_generates() {
     for v in releases() {
         let tree = release(&v);
-        assert_eq!(table(&tree), format!("proto/releases/{v}.json"));
-        let module = diagwire_schema::release_module(&v.parse().expect("version"));
-        let generated = repo().join(format!(
-            "generated/proto/diagwire/releases/{module}.layout.json"
-        ));
-        let generated: Value =
-            serde_json::from_str(&std::fs::read_to_string(generated).expect("layout"))
-                .expect("JSON");
+        assert_eq!(
+            table(&tree),
+            format!("schemas/releases/{v}/proto-numbers.json")
+        );
+        let generated = generated(&v);
         let side = Side::of(&tree).unwrap_or_else(|e| panic!("{v}: {e}"));
-        assert_eq!(unpackaged(side.json), unpackaged(generated), "release {v}");
+        assert_eq!(
+            &packaged(side.descriptor, generated),
+            generated,
+            "release {v}"
+        );
     }
     let mut current = Tree::load_dir(&repo().join("schemas")).expect("schemas");
     current.version = diagwire_schema::contract_version(&repo()).ok();
-    assert_eq!(table(&current), "proto/numbers.json");
-    let generated: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("generated/proto/diagwire/v1.layout.json"))
-            .expect("layout"),
-    )
-    .expect("JSON");
+    assert_eq!(table(&current), "schemas/proto-numbers.json");
+    let generated = generated("current");
     let side = Side::of(&current).expect("current");
-    assert_eq!(unpackaged(side.json), unpackaged(generated), "current");
+    assert_eq!(&packaged(side.descriptor, generated), generated, "current");
 }
 
 #[test]
@@ -77,8 +84,8 @@ fn every_release_agrees_with_the_current_schemas_in_the_binary_form() {
         assert_eq!(
             c.protobuf,
             Status::Compared {
-                old: format!("proto/releases/{v}.json"),
-                new: "proto/numbers.json".into(),
+                old: format!("schemas/releases/{v}/proto-numbers.json"),
+                new: "schemas/proto-numbers.json".into(),
             }
         );
         let protobuf: Vec<&str> = c
@@ -98,6 +105,10 @@ fn a_renumbered_field_in_a_copy_of_the_newest_release_is_caught_and_misread() {
     let from = repo().join("schemas/releases").join(&newest);
     for entry in std::fs::read_dir(&from).expect("release") {
         let path = entry.expect("entry").path();
+        // The schemas only: the release's number table stays behind.
+        if path.file_name().is_some_and(|n| n == NUMBER_FILE) {
+            continue;
+        }
         std::fs::copy(&path, dir.path().join(path.file_name().expect("name"))).expect("copy");
     }
     // Without a table of its own, the copy is compared in its JSON form only, and says so.
@@ -113,8 +124,7 @@ fn a_renumbered_field_in_a_copy_of_the_newest_release_is_caught_and_misread() {
     report::comparison_md(&c, &mut md);
     assert!(md.contains("Protobuf: not compared — "), "{md}");
     // With the release's numbers, one of them changed by hand.
-    let frozen = std::fs::read_to_string(repo().join(format!("proto/releases/{newest}.json")))
-        .expect("frozen numbers");
+    let frozen = std::fs::read_to_string(from.join(NUMBER_FILE)).expect("frozen numbers");
     let mut numbers: Value = serde_json::from_str(&frozen).expect("JSON");
     let t = &mut numbers["messages"]["DialStarted"]["numbers"];
     let fresh = t

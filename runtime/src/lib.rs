@@ -16,6 +16,8 @@ pub mod rng;
 pub mod shape;
 
 #[cfg(feature = "proto")]
+pub mod descriptor;
+#[cfg(feature = "proto")]
 pub mod proto;
 
 #[cfg(feature = "arbitrary")]

@@ -3,7 +3,7 @@
 //! from the pinned number file, on prost's varint primitives.
 //!
 //! Written here rather than derived with prost because prost drops unknown fields and has no
-//! catch-alls, and because the bytes must be exactly the ones the layout-driven codec of
+//! catch-alls, and because the bytes must be exactly the ones the descriptor-driven codec of
 //! `diagwire-proto` writes for the record's JSON, which is the reference: the generated codec takes
 //! the records whose every value has a field in its own contract version (no unknown key, variant
 //! or enum value, no number outside its JSON form) and returns [`Bail`] for anything else, which
@@ -11,7 +11,7 @@
 
 use prost::encoding::decode_varint;
 
-/// A value the generated codec leaves to the layout-driven one.
+/// A value the generated codec leaves to the descriptor-driven one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bail;
 
@@ -155,7 +155,7 @@ fn read_fixed64(wire: u8, b: &mut &[u8]) -> R<u64> {
 
 /// A value of the contract as a protobuf field.
 pub trait Encode {
-    /// Whether the layout codec counts the value as the zero it leaves out of a required or
+    /// Whether the descriptor codec counts the value as the zero it leaves out of a required or
     /// defaulted field: an empty string or list, `false`, `0`, `+0.0`. Messages, enums and ids
     /// have none.
     fn is_zero(&self) -> bool {
@@ -194,7 +194,7 @@ pub trait Decode: Sized {
         Ok(())
     }
 
-    /// The value of a required field the wire left out, where the layout codec reads one.
+    /// The value of a required field the wire left out, where the descriptor codec reads one.
     fn zero() -> R<Self> {
         Err(Bail)
     }
@@ -204,9 +204,9 @@ pub trait Decode: Sized {
 pub trait Message: Sized {
     /// The contract version whose numbers the type was generated with (`1.2.1`, …).
     const CONTRACT: &'static str;
-    /// The message's name in that version's layout; for a list record, its items' message.
+    /// The message's name in that version's descriptor; for a list record, its items' message.
     const NAME: &'static str;
-    /// A list record (a batch): the layout's wrapper message of a list of [`Message::NAME`].
+    /// A list record (a batch): the descriptor's wrapper message of a list of [`Message::NAME`].
     const LIST: bool = false;
     /// Writes the message's fields.
     fn body(&self, out: &mut Vec<u8>) -> R;
@@ -282,7 +282,7 @@ pub const fn budget(len: usize) -> usize {
 }
 
 /// Runs a decoding of `len` input bytes with [`budget`]`(len)`: past it, the nested messages it
-/// reads are a [`Bail`] (the layout codec, with its own budget, then decides).
+/// reads are a [`Bail`] (the descriptor codec, with its own budget, then decides).
 pub fn bounded<T>(len: usize, decode: impl FnOnce() -> R<T>) -> R<T> {
     let saved = BUDGET.with(|b| b.replace(budget(len)));
     let out = decode();
@@ -290,8 +290,8 @@ pub fn bounded<T>(len: usize, decode: impl FnOnce() -> R<T>) -> R<T> {
     out
 }
 
-/// The JSON key under which a reader keeps what its layout cannot name (the layout codec's raw
-/// fields); a record holding it is the layout codec's.
+/// The JSON key under which a reader keeps what its descriptor cannot name (the descriptor codec's raw
+/// fields); a record holding it is the descriptor codec's.
 pub const UNKNOWN_FIELDS_KEY: &str = "$protobuf_unknown";
 
 /// A message's `unknown_json` being collected: the keys whose values have no field.
@@ -299,7 +299,7 @@ pub type Unknown = Option<serde_json::Map<String, serde_json::Value>>;
 
 /// Writes the scalar (or enum) field `key` as field `n`; a value its type cannot hold on the wire
 /// (an unknown enum value, a string that is not a hex id, a number without a JSON form) goes into
-/// the message's `unknown_json` as its JSON, as the layout codec keeps it.
+/// the message's `unknown_json` as its JSON, as the descriptor codec keeps it.
 #[inline]
 pub fn scalar<T: Encode + serde::Serialize>(
     v: &T,
@@ -378,7 +378,7 @@ pub fn read_unknown(wire: u8, b: &mut &[u8]) -> R<serde_json::Map<String, serde_
     }
 }
 
-/// Sets a field from its JSON in `unknown_json`; a field also on the wire is the layout codec's.
+/// Sets a field from its JSON in `unknown_json`; a field also on the wire is the descriptor codec's.
 pub fn from_json<T: serde::de::DeserializeOwned>(slot: &mut Option<T>, v: serde_json::Value) -> R {
     if slot.is_some() {
         return Err(Bail);
@@ -396,7 +396,7 @@ pub fn keep(extra: &mut crate::Extra, k: String, v: serde_json::Value) -> R {
     Ok(())
 }
 
-/// Sets a field read once; a second occurrence goes to the layout codec.
+/// Sets a field read once; a second occurrence goes to the descriptor codec.
 #[inline]
 pub fn once<T: Decode>(slot: &mut Option<T>, wire: u8, b: &mut &[u8]) -> R {
     if slot.is_some() {
@@ -618,7 +618,7 @@ impl Encode for f64 {
     }
     #[inline]
     fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
-        // A number without a JSON form (`serde_json` writes `null`) is the layout codec's.
+        // A number without a JSON form (`serde_json` writes `null`) is the descriptor codec's.
         if !self.is_finite() {
             return Err(Bail);
         }
@@ -736,7 +736,7 @@ pub fn hex(bytes: &[u8]) -> String {
 impl Encode for crate::NodeIdHex {
     #[inline]
     fn field(&self, n: u32, out: &mut Vec<u8>) -> R {
-        // Any other string (a synthetic producer id) is the layout codec's: it keeps it as JSON.
+        // Any other string (a synthetic producer id) is the descriptor codec's: it keeps it as JSON.
         let b = hex32(self.as_str()).ok_or(Bail)?;
         bytes_field(n, &b, out);
         Ok(())

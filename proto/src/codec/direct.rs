@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 
 use diagwire_runtime::proto::{bytes_field, close_len, hex32, open_len};
 
-use super::{Bail, Enc, MAX_DEPTH, Misfit, UNKNOWN_FIELDS_KEY, is_zero, wire_of};
-use crate::layout::{Field, Layout, Msg, Names, Presence, Scalar, Style, Ty, Variant};
+use super::encode::Enc;
+use super::{Bail, MAX_DEPTH, Misfit, UNKNOWN_FIELDS_KEY, is_zero, wire_of};
+use crate::index::{Codec, Field, Msg, Names, Presence, Scalar, Style, Ty, Variant};
 
 /// The variant of a union with tag `t`.
 fn find_variant<'l>(
@@ -142,17 +143,17 @@ fn delimited<R>(n: u32, out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>) -> R)
 }
 
 pub(super) struct Direct<'a> {
-    layout: &'a Layout,
+    codec: &'a Codec,
     depth: usize,
 }
 
 type Fit = Result<Result<(), Misfit>, Bail>;
 
 impl<'a> Direct<'a> {
-    pub(super) fn encode(layout: &'a Layout, msg: &str, v: &Value) -> Result<Vec<u8>, Bail> {
-        let mut d = Direct { layout, depth: 0 };
+    pub(super) fn encode(codec: &'a Codec, msg: &str, v: &Value) -> Result<Vec<u8>, Bail> {
+        let mut d = Direct { codec, depth: 0 };
         let mut out = Vec::with_capacity(256);
-        let msg = layout.message(msg).ok_or(Bail)?;
+        let msg = codec.message(msg).ok_or(Bail)?;
         match d.message(msg, Src::Val(v), &mut out)? {
             Ok(()) => Ok(out),
             Err(Misfit) => Err(Bail),
@@ -161,7 +162,7 @@ impl<'a> Direct<'a> {
 
     fn scalar(&self, t: &Ty, v: &Value, out: &mut Vec<u8>) -> Result<(), Misfit> {
         Enc {
-            layout: self.layout,
+            codec: self.codec,
             depth: 0,
         }
         .scalar(t, v, out)
@@ -180,7 +181,7 @@ impl<'a> Direct<'a> {
 
     fn field_inner(&mut self, n: u32, t: &Ty, src: Src<'_>, out: &mut Vec<u8>) -> Fit {
         if let Ty::Msg(m) = t {
-            let msg = self.layout.msg(m).ok_or(Bail)?;
+            let msg = self.codec.msg(m).ok_or(Bail)?;
             return delimited(n, out, |out| self.message(msg, src, out));
         }
         let Some(v) = src.value() else {
@@ -347,7 +348,7 @@ impl<'a> Direct<'a> {
                     tag,
                     content,
                     ..
-                }) = self.layout.msg(u)
+                }) = self.codec.msg(u)
                 {
                     let (t, c) = (tag.as_str(), content.as_deref());
                     let mut len = 0;
@@ -407,11 +408,11 @@ impl<'a> Direct<'a> {
             }
         }
         for k in absent {
-            bytes_field(self.layout.absent_keys, k.as_bytes(), out);
+            bytes_field(self.codec.absent_keys, k.as_bytes(), out);
         }
         if let Some(u) = unknown {
             let j = serde_json::to_vec(&Value::Object(u)).map_err(|_| Bail)?;
-            bytes_field(self.layout.unknown_json, &j, out);
+            bytes_field(self.codec.unknown_json, &j, out);
         }
         Ok(())
     }
@@ -499,7 +500,7 @@ impl<'a> Direct<'a> {
                 (Src::Obj(o), _) => Some(serde_json::to_vec(&o.to_value())),
             };
             if let Some(j) = j {
-                bytes_field(self.layout.unknown_json, &j.map_err(|_| Bail)?, out);
+                bytes_field(self.codec.unknown_json, &j.map_err(|_| Bail)?, out);
             }
         }
         Ok(Ok(()))

@@ -1,17 +1,17 @@
 //! The protobuf codec against the generated JSON code, on the same records, in one run.
 //!
 //! ```sh
-//! cargo bench -p diagwire-proto --bench codec
+//! cargo bench -p diagwire-compat-tests --bench proto_codec
 //! ```
 //!
 //! Inputs: the benchmark event stream of `diagwire_compat_tests::stream` (a simulated three-node run,
 //! `BENCH_RECORDS` events, the decode benchmark's), and every snapshot of the example bundle
 //! `examples/bundles/n3-relay-flap` (what `diagwire-example` writes). Each record is parsed into the
 //! kind's generated type first (`EventRecord`, `Snapshot`); the JSON side is `serde_json` of that
-//! typed value (compact), the protobuf side the current layout's encoding of it. Before anything is
+//! typed value (compact), the protobuf side the current descriptor's encoding of it. Before anything is
 //! timed, every record must round-trip exactly through protobuf, every codec must write the same
 //! bytes and read the same value, and the generated codec must take every record itself (no
-//! fallback to the layout codec).
+//! fallback to the descriptor codec).
 //!
 //! What it measures, per input:
 //!
@@ -41,11 +41,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
+use diagwire::proto::{
+    Codec, Message, decode, decode_record, decode_typed, encode, encode_record, encode_typed,
+};
 use diagwire::v1::{EventRecord, RecordKind, Snapshot};
 use diagwire_compat_tests::stream;
-use diagwire_proto::{
-    Layout, Message, decode, decode_record, decode_typed, encode, encode_record, encode_typed,
-};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde::Serialize;
@@ -84,7 +84,7 @@ struct Typed {
     decode_generated: Case,
     /// Panics unless every codec writes the same bytes and reads every record as the value it
     /// was made from, and the generated codec takes every record itself.
-    check: fn(&Input, &Layout),
+    check: fn(&Input, &Codec),
 }
 
 fn items<T: 'static>(i: &Input) -> &[T] {
@@ -94,29 +94,29 @@ fn items<T: 'static>(i: &Input) -> &[T] {
 impl Typed {
     fn of<T: DeserializeOwned + Serialize + Message + PartialEq + std::fmt::Debug + 'static>()
     -> Typed {
-        fn encode_json<T: Serialize + 'static>(i: &Input, _: &Layout) -> Duration {
+        fn encode_json<T: Serialize + 'static>(i: &Input, _: &Codec) -> Duration {
             timed(items::<T>(i), |r| {
                 serde_json::to_vec(r).expect("serializes")
             })
         }
-        fn encode_generated<T: Serialize + Message + 'static>(i: &Input, l: &Layout) -> Duration {
+        fn encode_generated<T: Serialize + Message + 'static>(i: &Input, l: &Codec) -> Duration {
             timed(items::<T>(i), |r| {
-                encode_record(l, i.kind.as_str(), r).expect("encodes")
+                encode_record(l, i.kind, r).expect("encodes")
             })
         }
-        fn decode_json<T: DeserializeOwned>(i: &Input, _: &Layout) -> Duration {
+        fn decode_json<T: DeserializeOwned>(i: &Input, _: &Codec) -> Duration {
             timed(&i.json, |t| serde_json::from_str::<T>(t).expect("parses"))
         }
-        fn decode_generated<T: DeserializeOwned + Message>(i: &Input, l: &Layout) -> Duration {
+        fn decode_generated<T: DeserializeOwned + Message>(i: &Input, l: &Codec) -> Duration {
             timed(&i.proto, |b| {
-                decode_record::<T>(l, i.kind.as_str(), b).expect("decodes")
+                decode_record::<T>(l, i.kind, b).expect("decodes")
             })
         }
-        fn check<T>(i: &Input, l: &Layout)
+        fn check<T>(i: &Input, l: &Codec)
         where
             T: DeserializeOwned + Serialize + Message + PartialEq + std::fmt::Debug + 'static,
         {
-            let k = i.kind.as_str();
+            let k = i.kind;
             for (((r, t), b), v) in items::<T>(i)
                 .iter()
                 .zip(&i.json)
@@ -163,7 +163,7 @@ impl Typed {
 }
 
 impl Input {
-    fn new<T>(name: &'static str, kind: RecordKind, texts: Vec<String>, layout: &Layout) -> Input
+    fn new<T>(name: &'static str, kind: RecordKind, texts: Vec<String>, codec: &Codec) -> Input
     where
         T: DeserializeOwned + Serialize + Message + PartialEq + std::fmt::Debug + 'static,
     {
@@ -180,12 +180,12 @@ impl Input {
             .collect();
         let proto: Vec<Vec<u8>> = values
             .iter()
-            .map(|v| encode(layout, kind.as_str(), v).expect("a bench record encodes"))
+            .map(|v| encode(codec, kind, v).expect("a bench record encodes"))
             .collect();
         for (v, b) in values.iter().zip(&proto) {
-            let back = decode(layout, kind.as_str(), b).expect("its encoding decodes");
+            let back = decode(codec, kind, b).expect("its encoding decodes");
             assert_eq!(&back, v, "{name}: JSON → protobuf → JSON");
-            assert_eq!(&encode(layout, kind.as_str(), &back).unwrap(), b);
+            assert_eq!(&encode(codec, kind, &back).unwrap(), b);
         }
         let input = Input {
             name,
@@ -196,7 +196,7 @@ impl Input {
             proto,
             cases: Typed::of::<T>(),
         };
-        (input.cases.check)(&input, layout);
+        (input.cases.check)(&input, codec);
         input
     }
 
@@ -216,16 +216,16 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-fn events(layout: &Layout) -> Input {
+fn events(codec: &Codec) -> Input {
     let records = stream::run(stream::BENCH_RECORDS, stream::BENCH_SEED);
     let texts = records
         .iter()
         .map(|r| serde_json::to_string(r).expect("serializes"))
         .collect();
-    Input::new::<EventRecord>("events", RecordKind::Event, texts, layout)
+    Input::new::<EventRecord>("events", RecordKind::Event, texts, codec)
 }
 
-fn snapshots(layout: &Layout) -> Input {
+fn snapshots(codec: &Codec) -> Input {
     let mut paths = Vec::new();
     let mut stack = vec![root().join("examples/bundles/n3-relay-flap")];
     while let Some(dir) = stack.pop() {
@@ -246,7 +246,7 @@ fn snapshots(layout: &Layout) -> Input {
         .iter()
         .map(|p| std::fs::read_to_string(p).expect("a snapshot file"))
         .collect();
-    Input::new::<Snapshot>("snapshots", RecordKind::Snapshot, texts, layout)
+    Input::new::<Snapshot>("snapshots", RecordKind::Snapshot, texts, codec)
 }
 
 fn gzip(chunks: impl Iterator<Item = Vec<u8>>) -> usize {
@@ -332,18 +332,14 @@ fn timed<T, R>(items: &[T], mut f: impl FnMut(&T) -> R) -> Duration {
 }
 
 /// A timed case: one pass over an input.
-type Case = fn(&Input, &Layout) -> Duration;
+type Case = fn(&Input, &Codec) -> Duration;
 
-fn proto_encode_value(i: &Input, l: &Layout) -> Duration {
-    timed(&i.values, |v| {
-        encode(l, i.kind.as_str(), v).expect("encodes")
-    })
+fn proto_encode_value(i: &Input, l: &Codec) -> Duration {
+    timed(&i.values, |v| encode(l, i.kind, v).expect("encodes"))
 }
 
-fn proto_decode_value(i: &Input, l: &Layout) -> Duration {
-    timed(&i.proto, |b| {
-        decode(l, i.kind.as_str(), b).expect("decodes")
-    })
+fn proto_decode_value(i: &Input, l: &Codec) -> Duration {
+    timed(&i.proto, |b| decode(l, i.kind, b).expect("decodes"))
 }
 
 /// A case of an input: some depend on the input's type.
@@ -383,7 +379,7 @@ fn verdict(judged: bool, ok: bool, what: &str) -> String {
 }
 
 /// The medians of the interleaved pass and one line per ratio.
-fn summary(inputs: &[Input], layout: &Layout) {
+fn summary(inputs: &[Input], codec: &Codec) {
     let mut samples = vec![vec![Vec::with_capacity(SUMMARY_ROUNDS); CASES.len()]; inputs.len()];
     for _ in 0..SUMMARY_ROUNDS {
         for (i, input) in inputs.iter().enumerate() {
@@ -392,8 +388,8 @@ fn summary(inputs: &[Input], layout: &Layout) {
                 // One untimed pass first, so each case is timed with its own working set in
                 // memory, as criterion's back-to-back iterations time it.
                 let passes = SAMPLE_RECORDS.div_ceil(input.json.len());
-                case(input, layout);
-                let total: Duration = (0..passes).map(|_| case(input, layout)).sum();
+                case(input, codec);
+                let total: Duration = (0..passes).map(|_| case(input, codec)).sum();
                 samples[i][c].push(total / passes as u32);
             }
         }
@@ -465,8 +461,8 @@ fn summary(inputs: &[Input], layout: &Layout) {
 }
 
 fn main() {
-    let layout = diagwire_proto::current();
-    let inputs = [events(layout), snapshots(layout)];
+    let codec = diagwire::proto::current();
+    let inputs = [events(codec), snapshots(codec)];
 
     let mut c = Criterion::default()
         .sample_size(20)
@@ -480,7 +476,7 @@ fn main() {
         for (name, case) in CASES {
             let case = case(input);
             group.bench_function(name, |b| {
-                b.iter_custom(|iters| (0..iters).map(|_| case(input, layout)).sum())
+                b.iter_custom(|iters| (0..iters).map(|_| case(input, codec)).sum())
             });
         }
         group.finish();
@@ -491,6 +487,6 @@ fn main() {
     // profiling run (`--profile-time`) times nothing.
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--profile-time") {
-        summary(&inputs, layout);
+        summary(&inputs, codec);
     }
 }
