@@ -10,7 +10,7 @@
 
 use anyhow::{Context, Result};
 use diagwire_schema::model::{
-    Def, DefKind, Model, Payload, Presence, StructDef, Style, Ty, UnionDef, variant_name,
+    Def, DefKind, Model, Payload, Presence, StructDef, Ty, UnionDef, UnionStyle, variant_name,
 };
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -379,11 +379,11 @@ fn union(
         let n = number(numbers, &d.name, &v.tag, false)?;
         let var = ident(&v.rust);
         match (&v.payload, u.style) {
-            (Payload::Def(_), Style::Internal) | (Payload::Ty(_), _) => {
+            (Payload::Def(_), UnionStyle::Internal) | (Payload::Ty(_), _) => {
                 writes.push(quote!(#name::#var(v) => #rt::Encode::field(v, #n, out),));
                 reads.push(quote!(#n => #name::#var(#rt::Decode::read(wire, &mut b)?),));
             }
-            (Payload::Unit, Style::Adjacent | Style::External) => {
+            (Payload::Unit, UnionStyle::Adjacent | UnionStyle::External) => {
                 writes.push(quote!(#name::#var => {
                     #rt::bytes_field(#n, &[], out);
                     Ok(())
@@ -394,10 +394,10 @@ fn union(
                 }));
             }
             // Variants the Rust type does not have (the generator writes none for them).
-            (Payload::Unit, Style::Internal) | (Payload::Def(_), _) => {}
+            (Payload::Unit, UnionStyle::Internal) | (Payload::Def(_), _) => {}
         }
     }
-    let other = if u.open && u.style != Style::External {
+    let other = if u.open && u.style != UnionStyle::External {
         quote!(_ => Err(#rt::Bail),)
     } else {
         quote!()

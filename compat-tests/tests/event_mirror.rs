@@ -316,16 +316,8 @@ fn stream_records_read_into_known_generated_variants_and_write_back_an_equal_val
 
 /// A deterministic byte source (splitmix64), so a failing case reproduces from its number.
 fn bytes(case: u64, len: usize) -> Vec<u8> {
-    let mut x = case;
-    (0..len)
-        .map(|_| {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) as u8
-        })
-        .collect()
+    let mut rng = diagwire_compat_tests::rng::SplitMix64::new(case);
+    (0..len).map(|_| rng.next_u64() as u8).collect()
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //!
 //! The rules whose ids start with `PROTO_` classify the protobuf form: their effects are those on
 //! readers of the binary records (`diagwire-proto` and readers generated from the `.proto`), found
-//! by comparing both sides' codec layouts ([`crate::proto`]). The other rules classify the JSON form.
+//! by comparing both sides' protobuf descriptors ([`crate::proto`]). The other rules classify the JSON form.
 
 use std::fmt;
 
@@ -283,7 +283,7 @@ rules! {
         "readers of the other side decode the value as the member the number named for them, and a reserved number still names its removed member in kept records and older readers";
     PROTO_WIRE_TYPE_CHANGED = "PROTO_WIRE_TYPE_CHANGED", Major, Misreads, Misreads,
         "a value's protobuf wire type changed (varint, fixed64, length-delimited: an integer made a string, a double made an integer)",
-        "a reader meets the number with a wire type its layout does not declare and keeps it as an unknown field, so it reads the member as absent or zero (prost-generated readers refuse the record)";
+        "a reader meets the number with a wire type its descriptor does not declare and keeps it as an unknown field, so it reads the member as absent or zero (prost-generated readers refuse the record)";
     PROTO_ENCODING_CHANGED = "PROTO_ENCODING_CHANGED", Major, Misreads, Misreads,
         "a value keeps its wire type but is encoded another way (uint and zigzag sint, an enum and an integer or another enum, a string, bytes or a message and another)",
         "the bytes still parse on both sides, so each reads the other's values as different ones and nothing fails: a zigzag 1 is an unsigned 2";

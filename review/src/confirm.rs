@@ -614,7 +614,7 @@ fn knows_tag(m: &Model, union: &str, tag: &str) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Protobuf counterexamples: a record one side writes, encoded with its layout and decoded with the
+// Protobuf counterexamples: a record one side writes, encoded with its descriptor and decoded with the
 // other side's, by the codec itself.
 
 /// What a protobuf counterexample looks for in the reader's decoding.
@@ -639,7 +639,7 @@ enum Check {
 }
 
 /// Builds and runs the counterexample of a protobuf finding (`PROTO_` rules), with the codec on
-/// both sides' layouts. `om` and `nm` are the models of the trees the sides were rendered from.
+/// both sides' descriptors. `om` and `nm` are the models of the trees the sides were rendered from.
 pub fn protobuf(
     f: &Finding,
     old: &crate::proto::Side,
@@ -647,7 +647,7 @@ pub fn protobuf(
     om: &Model,
     nm: &Model,
 ) -> Option<Counterexample> {
-    use crate::proto::Kind;
+    use crate::finding::Kind;
     let Subject::Protobuf(m) = &f.subject else {
         return None;
     };
@@ -803,9 +803,9 @@ fn run_protobuf(
     rm: &Model,
 ) -> Counterexample {
     use diagwire::proto::{decode, encode};
-    let reader = format!("protobuf layout of {}", rs.label);
+    let reader = format!("protobuf descriptor of {}", rs.label);
     let note = format!(
-        "encoded with the protobuf layout of {} and decoded with that of {}",
+        "encoded with the protobuf descriptor of {} and decoded with that of {}",
         ws.label, rs.label
     );
     let kind = plan.kind.clone();
@@ -818,7 +818,7 @@ fn run_protobuf(
                 record: plan.record,
                 verdicts: vec![],
                 confirmed: false,
-                note: format!("the writer's layout cannot encode it: {e}"),
+                note: format!("the writer's descriptor cannot encode it: {e}"),
             };
         }
     };

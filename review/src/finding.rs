@@ -75,7 +75,38 @@ pub enum Subject {
         old_tag: Option<String>,
     },
     /// A member of the protobuf form (a `PROTO_` rule's finding).
-    Protobuf(crate::proto::Member),
+    Protobuf(Member),
     /// Nothing a record can show (documentation).
     None,
+}
+
+/// What a member of the binary form is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A field of a struct message, by JSON key (`@<field>` for an absorbed union).
+    Field,
+    /// A member of a union message's `oneof`, by tag.
+    Variant,
+    /// A value of an enum.
+    Value,
+    /// A positional item of a list wrapper or tuple message (`items`, `item0`, …).
+    Item,
+    /// A whole message.
+    Message,
+}
+
+/// The place of a protobuf finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The message or enum.
+    pub message: String,
+    /// What the member is.
+    pub kind: Kind,
+    /// The key, tag or value (empty for a whole message).
+    pub name: String,
+    /// For a reused number: the number and the member it named on the old side.
+    pub was: Option<(u32, String)>,
+    /// Whether that member was only reserved in the old side's table (no old reader of this
+    /// comparison knows it).
+    pub reserved: bool,
 }

@@ -17,7 +17,7 @@ use diagwire_schema::model::Model;
 use serde_json::Value;
 
 use crate::catalog::{self, Rule};
-use crate::finding::{At, Finding, Subject};
+use crate::finding::{At, Finding, Kind, Member, Subject};
 use crate::tree::{NumberTable, Tree};
 
 /// One side's binary form: the descriptor, its codec, and the table it was numbered from.
@@ -98,37 +98,6 @@ pub enum Status {
     },
     /// The protobuf rules were skipped, and why.
     Skipped(String),
-}
-
-/// What a member of the binary form is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A field of a struct message, by JSON key (`@<field>` for an absorbed union).
-    Field,
-    /// A member of a union message's `oneof`, by tag.
-    Variant,
-    /// A value of an enum.
-    Value,
-    /// A positional item of a list wrapper or tuple message (`items`, `item0`, …).
-    Item,
-    /// A whole message.
-    Message,
-}
-
-/// The place of a protobuf finding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
-    /// The message or enum.
-    pub message: String,
-    /// What the member is.
-    pub kind: Kind,
-    /// The key, tag or value (empty for a whole message).
-    pub name: String,
-    /// For a reused number: the number and the member it named on the old side.
-    pub was: Option<(u32, String)>,
-    /// Whether that member was only reserved in the old side's table (no old reader of this
-    /// comparison knows it).
-    pub reserved: bool,
 }
 
 /// A message of a descriptor's JSON form, as far as the comparison needs it.
@@ -241,7 +210,7 @@ fn int_width(t: &Value) -> Option<(bool, u8)> {
 
 /// The rule a change of a value's descriptor type (in its JSON form) falls under, if it changes
 /// the binary form.
-pub fn type_rule(old: &Value, new: &Value) -> Option<Rule> {
+pub fn type_rule(old: &Value, new: &Value) -> Option<&'static Rule> {
     if old == new {
         return None;
     }
@@ -249,16 +218,16 @@ pub fn type_rule(old: &Value, new: &Value) -> Option<Rule> {
         return type_rule(a, b);
     }
     if wire(old) != wire(new) {
-        return Some(catalog::PROTO_WIRE_TYPE_CHANGED);
+        return Some(&catalog::PROTO_WIRE_TYPE_CHANGED);
     }
     match (int_width(old), int_width(new)) {
         (Some((sa, wa)), Some((sb, wb))) if sa == sb && wb > wa => {
-            Some(catalog::PROTO_INTEGER_WIDENED)
+            Some(&catalog::PROTO_INTEGER_WIDENED)
         }
         (Some((sa, wa)), Some((sb, wb))) if sa == sb && wb < wa => {
-            Some(catalog::PROTO_INTEGER_NARROWED)
+            Some(&catalog::PROTO_INTEGER_NARROWED)
         }
-        _ => Some(catalog::PROTO_ENCODING_CHANGED),
+        _ => Some(&catalog::PROTO_ENCODING_CHANGED),
     }
 }
 
@@ -290,8 +259,7 @@ impl Cx<'_> {
         String::new()
     }
 
-    fn push(&mut self, rule: Rule, member: Member, detail: String) {
-        let rule = catalog::rule(rule.id).expect("OK because every rule is in the catalog");
+    fn push(&mut self, rule: &'static Rule, member: Member, detail: String) {
         self.out.push(Finding {
             rule,
             at: At {
@@ -333,13 +301,13 @@ impl Cx<'_> {
             if let Some((old_number, old_ty)) = by_name.get(name) {
                 if old_number != number {
                     self.push(
-                        catalog::PROTO_NUMBER_CHANGED,
+                        &catalog::PROTO_NUMBER_CHANGED,
                         member(None, false),
                         format!("{} is number {number}, was {old_number}", what(name)),
                     );
                 }
                 if let Some(rule) = type_rule(old_ty, ty) {
-                    let detail = if rule.id == "PROTO_WIRE_TYPE_CHANGED" {
+                    let detail = if *rule == catalog::PROTO_WIRE_TYPE_CHANGED {
                         format!(
                             "{} is now {} ({}), was {} ({})",
                             what(name),
@@ -362,12 +330,12 @@ impl Cx<'_> {
             }
             match (by_number.get(number), reserved.get(number)) {
                 (Some(prev), _) if prev != name => self.push(
-                    catalog::PROTO_NUMBER_REUSED,
+                    &catalog::PROTO_NUMBER_REUSED,
                     member(Some((*number, (*prev).to_owned())), false),
                     format!("number {number} of `{message}` now names `{name}`; it named `{prev}`"),
                 ),
                 (None, Some(prev)) if prev != name => self.push(
-                    catalog::PROTO_NUMBER_REUSED,
+                    &catalog::PROTO_NUMBER_REUSED,
                     member(Some((*number, prev.clone())), true),
                     format!(
                         "number {number} of `{message}` now names `{name}`; the old table reserved it for `{prev}`"
@@ -447,7 +415,7 @@ pub fn diff(old: &Side, new: &Side, old_model: &Model, new_model: &Model) -> Vec
                         .map(|(u, _)| format!("; it is now a member of `{u}`"))
                         .unwrap_or_default();
                     cx.push(
-                        catalog::PROTO_ONEOF_MEMBER_REMOVED,
+                        &catalog::PROTO_ONEOF_MEMBER_REMOVED,
                         Member {
                             message: name.clone(),
                             kind: Kind::Variant,
@@ -469,7 +437,7 @@ pub fn diff(old: &Side, new: &Side, old_model: &Model, new_model: &Model) -> Vec
                     )
                 };
                 cx.push(
-                    catalog::PROTO_ONEOF_CHANGED,
+                    &catalog::PROTO_ONEOF_CHANGED,
                     Member {
                         message: name.clone(),
                         kind: Kind::Message,
@@ -648,7 +616,7 @@ mod tests {
             .findings
             .iter()
             .find(|f| {
-                f.finding.rule.id == "PROTO_NUMBER_REUSED"
+                *f.finding.rule == catalog::PROTO_NUMBER_REUSED
                     && f.finding.at.member.as_deref() == Some("red")
             })
             .and_then(|f| f.counterexample.as_ref())

@@ -10,12 +10,6 @@ pub use diagwire_runtime::shape::{IntWidth, Presence, UnionStyle};
 
 use crate::ordered::J;
 
-/// The former name of [`IntWidth`], kept for code that still spells it so.
-pub type IntFmt = IntWidth;
-
-/// The former name of [`UnionStyle`], kept for code that still spells it so.
-pub type Style = UnionStyle;
-
 /// All schema files of one contract version.
 #[derive(Debug, Clone)]
 pub struct Model {

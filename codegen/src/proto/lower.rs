@@ -4,14 +4,14 @@
 use std::fmt::Write as _;
 
 use diagwire_runtime::descriptor::{Scalar, Ty as PTy, UnionStyle};
-use diagwire_runtime::shape::Presence as RPresence;
-use diagwire_schema::model::{DefKind, IntFmt, Model, Payload, Presence, Style, Ty};
+use diagwire_runtime::shape::Presence;
+use diagwire_schema::model::{DefKind, IntWidth, Model, Payload, Ty};
 
 /// A field of a struct message.
 #[derive(Debug, Clone)]
 pub(super) struct Field {
     pub(super) key: String,
-    pub(super) presence: RPresence,
+    pub(super) presence: Presence,
     pub(super) ty: PTy,
     pub(super) doc: String,
     pub(super) flatten: bool,
@@ -89,29 +89,9 @@ pub(super) fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().trim().to_owned()
 }
 
-fn int_scalar(f: IntFmt) -> Scalar {
+fn int_scalar(f: IntWidth) -> Scalar {
     Scalar::from_name(f.rust())
         .expect("OK because every integer format is a scalar of the descriptor")
-}
-
-/// The runtime's spelling of a presence of the schema model.
-pub(super) fn presence(p: Presence) -> RPresence {
-    match p {
-        Presence::Required => RPresence::Required,
-        Presence::Nullable => RPresence::Nullable,
-        Presence::Omittable => RPresence::Omittable,
-        Presence::Default => RPresence::Default,
-        Presence::SkipDefault => RPresence::SkipDefault,
-    }
-}
-
-/// The runtime's spelling of a union style of the schema model.
-fn style(s: Style) -> UnionStyle {
-    match s {
-        Style::Internal => UnionStyle::Internal,
-        Style::Adjacent => UnionStyle::Adjacent,
-        Style::External => UnionStyle::External,
-    }
 }
 
 struct Lower<'a> {
@@ -220,7 +200,7 @@ impl Lower<'_> {
                     });
                     fields.push(Field {
                         key: p.name.clone(),
-                        presence: presence(p.presence),
+                        presence: p.presence,
                         ty: t,
                         doc: first_line(&p.description),
                         flatten: false,
@@ -230,7 +210,7 @@ impl Lower<'_> {
                 if let Some(fl) = &s.flatten {
                     fields.push(Field {
                         key: format!("@{}", fl.field),
-                        presence: RPresence::Required,
+                        presence: Presence::Required,
                         ty: PTy::Message(fl.union.clone().into()),
                         doc: format!("The keys of the absorbed union `{}`.", fl.union),
                         flatten: true,
@@ -266,7 +246,7 @@ impl Lower<'_> {
                     name: d.name.clone(),
                     doc,
                     shape: Shape::Union {
-                        style: style(u.style),
+                        style: u.style,
                         tag: u.tag.clone(),
                         content: u.content.clone(),
                         variants,

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use diagwire::bundle::read::Limits;
-use diagwire::validate::bundle::{check_bundle, open};
 use diagwire::layout::{self, FileKind, Role};
 use diagwire::validate::Validators;
+use diagwire::validate::bundle::{check_bundle, open};
 use diagwire::{CONTRACT_VERSION, Problem, v1};
 use diagwire_upgrade::{Upgraded, WRITER_NAME, upgrade};
 use serde_json::{Value, json};
