@@ -21,6 +21,7 @@ use diagwire::bundle::records::walk;
 pub mod blocks;
 pub mod coverage;
 pub mod evaluate;
+pub mod output;
 pub mod parity;
 pub mod rulebook;
 pub mod significance;
