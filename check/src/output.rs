@@ -2,6 +2,7 @@
 //! and the source of their published JSON Schemas (`schemas/tools/check.schema.json` and
 //! `schemas/tools/parity.schema.json`, derived with schemars). `docs/behaviour.md` explains every
 //! rule, statistic and threshold; the field docs here become the schemas' descriptions.
+//! The reports' `to_json` methods live here too, so that the reports never import their output.
 
 use std::collections::BTreeMap;
 
@@ -654,8 +655,43 @@ pub struct Rates {
 }
 
 /// `value` as JSON: what the `to_json` functions of the reports return.
-pub(crate) fn to_value<T: Serialize>(value: &T) -> Value {
+fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).expect("OK because every output type serializes to JSON")
+}
+
+impl CheckReport {
+    /// The report as JSON: the `check` key of [`CheckOutput`].
+    pub fn to_json(&self) -> Value {
+        to_value(&CheckReportOutput::from(self))
+    }
+}
+
+impl Finding {
+    /// The finding as JSON.
+    pub fn to_json(&self) -> Value {
+        to_value(&FindingOutput::from(self))
+    }
+}
+
+impl Coverage {
+    /// The coverage as JSON: the `coverage` key of [`CheckOutput`].
+    pub fn to_json(&self) -> Value {
+        to_value(&CoverageOutput::from(self))
+    }
+}
+
+impl Difference {
+    /// As JSON.
+    pub fn to_json(&self) -> Value {
+        to_value(&DifferenceOutput::from(self))
+    }
+}
+
+impl ParityReport {
+    /// As JSON: [`ParityOutput`].
+    pub fn to_json(&self) -> Value {
+        to_value(&ParityOutput::from(self))
+    }
 }
 
 #[cfg(test)]

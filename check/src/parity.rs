@@ -483,11 +483,6 @@ impl ParityReport {
         self.groups.iter().filter(|g| g.verdict.fails())
     }
 
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        crate::output::to_value(&crate::output::ParityOutput::from(self))
-    }
-
     /// As Markdown.
     pub fn to_markdown(&self) -> String {
         let mut s = String::new();

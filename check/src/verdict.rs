@@ -141,11 +141,6 @@ impl CheckReport {
             .filter(|r| r.status() == Status::NotExercised)
     }
 
-    /// The report as JSON.
-    pub fn to_json(&self) -> Value {
-        crate::output::to_value(&crate::output::CheckReportOutput::from(self))
-    }
-
     /// The report as Markdown: a verdict, the findings, and the rule coverage table.
     pub fn to_markdown(&self) -> String {
         use std::fmt::Write;
@@ -237,18 +232,6 @@ impl CheckReport {
         }
         s
     }
-}
-
-impl Finding {
-    /// The finding as JSON.
-    pub fn to_json(&self) -> Value {
-        crate::output::to_value(&crate::output::FindingOutput::from(self))
-    }
-}
-
-/// A location as JSON: file, record index, pointer.
-pub fn location_json(l: &Location) -> Value {
-    crate::output::to_value(&crate::output::LocationOutput::from(l))
 }
 
 /// `value` as one line of JSON, cut to about `max` characters.

@@ -7,7 +7,6 @@ use std::fmt::Write;
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{Coverage, RoleCoverage, has_provenance, is_tracked, struct_fields};
 use crate::significance;
@@ -99,13 +98,6 @@ pub struct Difference {
     pub effect: Option<f64>,
     /// Whether the difference counts against the bundle.
     pub flagged: bool,
-}
-
-impl Difference {
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        crate::output::to_value(&crate::output::DifferenceOutput::from(self))
-    }
 }
 
 fn excluded(exclude: &[String], subject: &str) -> bool {

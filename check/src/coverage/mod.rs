@@ -372,11 +372,6 @@ impl Coverage {
         self
     }
 
-    /// The coverage as JSON.
-    pub fn to_json(&self) -> Value {
-        crate::output::to_value(&crate::output::CoverageOutput::from(self))
-    }
-
     /// The coverage as Markdown: kinds and event types per role, then the absence tables.
     pub fn to_markdown(&self) -> String {
         let mut s = String::new();
