@@ -8,8 +8,9 @@
 //! record to the evaluators and, when asked, to the [`coverage`] collector; only per-node and
 //! per-key state is kept, never the bundle. [`verdict`] is what a check reports. [`parity`]
 //! compares two bundles' coverage and the distributions of the fields the simulator must
-//! reproduce, with the tests of [`significance`]. The synthetic runs the tests and benchmarks use
-//! live in the dev-only crate `diagwire-testkit`.
+//! reproduce, with the tests of [`significance`]. [`output`] is the JSON both commands print, as
+//! types with a JSON Schema; it imports the reports, never the other way round. The synthetic runs
+//! the tests and benchmarks use live in the dev-only crate `diagwire-testkit`.
 //!
 //! `docs/behaviour.md` explains every rule, statistic and threshold.
 
@@ -21,6 +22,7 @@ use diagwire::bundle::records::walk;
 pub mod blocks;
 pub mod coverage;
 pub mod evaluate;
+pub mod output;
 pub mod parity;
 pub mod rulebook;
 pub mod significance;

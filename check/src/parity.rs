@@ -30,8 +30,9 @@ use std::path::Path;
 use diagwire::bundle::read::{BundleReader, Limits, ReadError};
 use diagwire::bundle::records::{Item, walk};
 use diagwire::v1::{Event, Record};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::coverage::{self, Coverage, Difference, Mode};
 use crate::significance::{self, PMethod};
@@ -352,7 +353,8 @@ impl Profile {
 }
 
 /// How a group was judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Within the thresholds.
     Same,
@@ -382,7 +384,8 @@ impl Verdict {
 }
 
 /// The statistic that decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Decider {
     /// The KS p-value.
     Ks,
@@ -478,42 +481,6 @@ impl ParityReport {
     /// The groups that fail.
     pub fn failures(&self) -> impl Iterator<Item = &GroupResult> {
         self.groups.iter().filter(|g| g.verdict.fails())
-    }
-
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        let t = &self.thresholds;
-        json!({
-            "sim": self.sim,
-            "prod": self.prod,
-            "passed": self.passed(),
-            "thresholds": {
-                "alpha": t.alpha, "min_n": t.min_n, "large_n": t.large_n,
-                "closed_form_min_n": t.closed_form_min_n, "permutations": t.permutations,
-                "w1_over_sd": t.w1_over_sd, "tvd": t.tvd, "rate_ratio": t.rate_ratio,
-            },
-            "shape": self.shape.iter().map(Difference::to_json).collect::<Vec<_>>(),
-            "groups": self.groups.iter().map(|g| json!({
-                "group": g.group,
-                "field": g.field,
-                "class": g.class,
-                "n_sim": g.n_sim,
-                "n_prod": g.n_prod,
-                "quantiles": g.q_sim.zip(g.q_prod).map(|(s, p)| json!({
-                    "sim": {"p50": s[0], "p90": s[1], "p99": s[2], "max": s[3]},
-                    "prod": {"p50": p[0], "p90": p[1], "p99": p[2], "max": p[3]},
-                })),
-                "ks": g.ks.map(|(d, p, m)| json!({"d": d, "p": p, "method": m.as_str()})),
-                "wasserstein1": g.w1.map(|(w, r)| json!({"distance": w, "over_sd": r})),
-                "mix": g.mix.as_ref().map(|(s, p)| json!({"sim": s, "prod": p})),
-                "mix_test": g.mix_test.map(|(p, tvd, m)| json!({"p": p, "tvd": tvd, "method": m.as_str()})),
-                "rates_per_node_minute": g.rates.map(|(s, p, pv)| json!({"sim": s, "prod": p, "p": pv})),
-                "decided_by": g.decider.as_str(),
-                "p": g.p,
-                "p_adjusted": g.p_adjusted,
-                "verdict": g.verdict.as_str(),
-            })).collect::<Vec<_>>(),
-        })
     }
 
     /// As Markdown.

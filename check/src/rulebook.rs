@@ -12,14 +12,17 @@ use std::fmt;
 
 use diagwire::shape::{FieldShape, PayloadShape, TypeKind, ValueShape};
 use diagwire::v1::CONTRACT;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The rule file shipped with the crate.
 pub const BUILTIN_RULES: &str = include_str!("../behaviour-rules.json");
 
 /// How much a finding of a rule weighs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     /// The bundle breaks the contract: `diagwire check` fails.

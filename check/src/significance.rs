@@ -25,6 +25,8 @@ use statrs::statistics::{Data, OrderStatistics};
 use statrs::stats_tests::{Alternative, fishers_exact};
 
 use diagwire_runtime::SplitMix64;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 /// The finite values of `v`, sorted.
 pub fn sorted_finite(v: &[f64]) -> Vec<f64> {
@@ -185,7 +187,8 @@ pub fn ks_permutation_p(a: &[f64], b: &[f64], rounds: usize, seed: u64) -> f64 {
 }
 
 /// How a p-value was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum PMethod {
     /// A closed form (asymptotic distribution).
     ClosedForm,

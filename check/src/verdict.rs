@@ -2,7 +2,9 @@
 //! to check, so a rule that saw nothing is never mistaken for one that passed.
 
 use diagwire::Location;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::rulebook::Level;
 
@@ -34,7 +36,8 @@ pub struct Finding {
 }
 
 /// Whether a rule had anything to check, and how it went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Nothing in the bundle was in the rule's reach.
     NotExercised,
@@ -138,30 +141,6 @@ impl CheckReport {
             .filter(|r| r.status() == Status::NotExercised)
     }
 
-    /// The report as JSON.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "bundle": self.bundle,
-            "run_id": self.run_id,
-            "contract_version": self.contract_version,
-            "records": self.records,
-            "unreadable": self.unreadable,
-            "passed": self.passed(),
-            "violations": self.violations(),
-            "rules": self.rules.iter().map(|r| json!({
-                "id": r.id,
-                "title": r.title,
-                "scope": r.scope,
-                "level": r.level.as_str(),
-                "status": r.status().as_str(),
-                "checked": r.checked,
-                "inconclusive": r.inconclusive,
-                "findings_total": r.findings_total,
-                "findings": r.findings.iter().map(Finding::to_json).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        })
-    }
-
     /// The report as Markdown: a verdict, the findings, and the rule coverage table.
     pub fn to_markdown(&self) -> String {
         use std::fmt::Write;
@@ -253,27 +232,6 @@ impl CheckReport {
         }
         s
     }
-}
-
-impl Finding {
-    /// The finding as JSON.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "rule": self.rule,
-            "level": self.level.as_str(),
-            "location": location_json(&self.location),
-            "message": self.message,
-            "witness": self.witness.iter().map(|w| json!({
-                "location": location_json(&w.location),
-                "value": w.value,
-            })).collect::<Vec<_>>(),
-        })
-    }
-}
-
-/// A location as JSON: file, record index, pointer.
-pub fn location_json(l: &Location) -> Value {
-    json!({ "file": l.file, "record": l.record, "pointer": l.pointer })
 }
 
 /// `value` as one line of JSON, cut to about `max` characters.

@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use diagwire::bundle::read::Limits;
 use diagwire_check::coverage::{self, Mode, Thresholds};
+use diagwire_check::output::{CheckOutput, ParityOutput};
 use diagwire_check::parity::{self, Config};
 use diagwire_check::{Options, Rulebook};
-use serde_json::json;
+use serde::Serialize;
 
 /// Output format of `check` and `parity`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -25,10 +26,12 @@ fn fail(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn print_json(v: &serde_json::Value) {
+/// Prints `output` as pretty JSON, through a `serde_json::Value` so that keys come out sorted.
+fn print_json<T: Serialize>(output: &T) {
+    let v = serde_json::to_value(output).expect("OK because every output type serializes to JSON");
     println!(
         "{}",
-        serde_json::to_string_pretty(v).expect("OK because a Value always serializes")
+        serde_json::to_string_pretty(&v).expect("OK because a Value always serializes")
     );
 }
 
@@ -110,22 +113,14 @@ pub fn check(
             }
         }
         Format::Json => {
-            let mut out = json!({ "check": checked.report.to_json() });
-            if show_coverage {
-                if let Some(c) = &checked.coverage {
-                    out["coverage"] = c.to_json();
-                }
-            }
-            if let Some(d) = &diffs {
-                out["baseline"] = json!({
-                    "bundle": baseline.map(|b| b.display().to_string()),
-                    "flagged": flagged,
-                    "differences": d.iter().map(|x| x.to_json()).collect::<Vec<_>>(),
-                });
-            }
-            if let (Some(p), Some(got)) = (fail_below, percent) {
-                out["coverage_gate"] = json!({ "required": p, "percent": got, "passed": got >= p });
-            }
+            let out = CheckOutput::new(
+                &checked.report,
+                checked.coverage.as_ref().filter(|_| show_coverage),
+                baseline
+                    .zip(diffs.as_deref())
+                    .map(|(b, d)| (b.display().to_string(), d)),
+                fail_below.zip(percent),
+            );
             print_json(&out);
         }
     }
@@ -146,7 +141,7 @@ pub fn parity(sim: &Path, prod: &Path, format: Format) -> ExitCode {
     };
     match format {
         Format::Md => print!("{}", report.to_markdown()),
-        Format::Json => print_json(&report.to_json()),
+        Format::Json => print_json(&ParityOutput::from(&report)),
     }
     if report.passed() {
         ExitCode::SUCCESS

@@ -47,6 +47,18 @@ pub const OUTPUTS: &[Output] = &[
         version: diagwire_review::output::FORMAT_VERSION,
         schema: || schemars::schema_for!(diagwire_review::output::ReviewOutput),
     },
+    Output {
+        name: "check",
+        command: "diagwire check --format json",
+        version: diagwire_check::output::FORMAT_VERSION,
+        schema: || schemars::schema_for!(diagwire_check::output::CheckOutput),
+    },
+    Output {
+        name: "parity",
+        command: "diagwire parity --format json",
+        version: diagwire_check::output::FORMAT_VERSION,
+        schema: || schemars::schema_for!(diagwire_check::output::ParityOutput),
+    },
 ];
 
 /// The command that rewrites the checked-in schemas.

@@ -36,6 +36,23 @@ const EXAMPLES: &[&str] = &[
 const JSON_COMMANDS: &[(&str, &[&str])] = &[
     ("summary", &["summary", "{}", "--format", "json"]),
     ("validate", &["validate", "{}", "--format", "json"]),
+    ("check", &["check", "{}", "--format", "json"]),
+    ("check", &["check", "{}", "--coverage", "--format", "json"]),
+    (
+        "check",
+        &[
+            "check",
+            "{}",
+            "--coverage",
+            "--baseline",
+            "examples/bundles/n3-relay-flap-oldest",
+            "--fail-on-coverage-below",
+            "10",
+            "--format",
+            "json",
+        ],
+    ),
+    ("parity", &["parity", "{}", "{}", "--format", "json"]),
 ];
 
 /// Runs `args` and checks its JSON against `schemas/tools/<schema>.schema.json`.
@@ -105,6 +122,14 @@ fn every_schema_tree_json_output_meets_its_schema() {
     for (schema, args) in TREE_COMMANDS {
         check_output_meets_schema(schema, args);
     }
+}
+
+#[test]
+fn parity_of_the_two_example_bundles_meets_its_schema() {
+    check_output_meets_schema(
+        "parity",
+        &["parity", EXAMPLES[1], EXAMPLES[0], "--format", "json"],
+    );
 }
 
 #[test]

@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::{Coverage, RoleCoverage, has_provenance, is_tracked, struct_fields};
 use crate::significance;
@@ -45,7 +46,8 @@ impl Default for Thresholds {
 }
 
 /// What kind of difference it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum DiffKind {
     /// A node role only one side has.
     Role,
@@ -96,23 +98,6 @@ pub struct Difference {
     pub effect: Option<f64>,
     /// Whether the difference counts against the bundle.
     pub flagged: bool,
-}
-
-impl Difference {
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "kind": self.kind.as_str(),
-            "role": self.role,
-            "subject": self.subject,
-            "a": self.a,
-            "b": self.b,
-            "p": self.p,
-            "p_adjusted": self.p_adjusted,
-            "effect": self.effect,
-            "flagged": self.flagged,
-        })
-    }
 }
 
 fn excluded(exclude: &[String], subject: &str) -> bool {

@@ -20,7 +20,7 @@ use diagwire::bundle::records::Item;
 use diagwire::layout::{FileKind, Role};
 use diagwire::shape::{FieldShape, Presence, TypeKind, ValueShape};
 use diagwire::v1::{CONTRACT, Event, Record, RecordKind};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::blocks;
 
@@ -370,78 +370,6 @@ impl Coverage {
         }
         self.contract = contract_coverage(&self.roles);
         self
-    }
-
-    /// The coverage as JSON.
-    pub fn to_json(&self) -> Value {
-        let roles: serde_json::Map<String, Value> = self
-            .roles
-            .iter()
-            .map(|(name, r)| {
-                let types: serde_json::Map<String, Value> = r
-                    .types
-                    .iter()
-                    .map(|(t, s)| {
-                        let fields: serde_json::Map<String, Value> = struct_fields(t)
-                            .unwrap_or(&[])
-                            .iter()
-                            .zip(&s.fields)
-                            .filter(|(f, _)| is_tracked(f))
-                            .map(|(f, c)| {
-                                let mut o = json!({
-                                    "presence": f.presence.name(),
-                                    "present": c.present,
-                                    "null": c.null,
-                                    "absent": c.absent,
-                                });
-                                if has_provenance(f) {
-                                    o["reported"] = json!(c.reported);
-                                    o["derived"] = json!(c.derived);
-                                    o["unavailable"] = json!({
-                                        "api_gap": c.api_gap,
-                                        "not_observed": c.not_observed,
-                                        "source_unavailable": c.source_unavailable,
-                                    });
-                                }
-                                (f.key.to_owned(), o)
-                            })
-                            .collect();
-                        (
-                            (*t).to_owned(),
-                            json!({ "instances": s.instances, "fields": fields }),
-                        )
-                    })
-                    .collect();
-                (
-                    name.clone(),
-                    json!({
-                        "nodes": r.nodes.iter().collect::<Vec<_>>(),
-                        "record_kinds": r.record_kinds,
-                        "event_types": r.event_types,
-                        "unknown_event_types": r.unknown_event_types,
-                        "custom_kinds": r.custom_kinds,
-                        "unknown_keys": r.unknown_keys,
-                        "types": types,
-                    }),
-                )
-            })
-            .collect();
-        json!({
-            "bundle": self.bundle,
-            "contract_version": self.contract_version,
-            "records": self.records,
-            "unreadable": self.unreadable,
-            "contract": {
-                "fields_total": self.contract.fields_total,
-                "fields_seen": self.contract.fields_seen,
-                "percent": (self.contract.percent() * 10.0).round() / 10.0,
-                "event_types_total": self.contract.event_types_total,
-                "event_types_seen": self.contract.event_types_seen,
-                "unseen_event_types": self.contract.unseen_event_types,
-                "unseen_fields": self.contract.unseen_fields,
-            },
-            "roles": roles,
-        })
     }
 
     /// The coverage as Markdown: kinds and event types per role, then the absence tables.
