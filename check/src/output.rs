@@ -3,6 +3,8 @@
 //! `schemas/tools/parity.schema.json`, derived with schemars). `docs/behaviour.md` explains every
 //! rule, statistic and threshold; the field docs here become the schemas' descriptions.
 //! The reports' `to_json` methods live here too, so that the reports never import their output.
+//! A statistic that is not a finite number (an empty sample's quantile) prints as `null`, as
+//! serde_json writes it, and the schema says so.
 
 use std::collections::BTreeMap;
 
@@ -307,6 +309,7 @@ pub struct ContractOutput {
     /// Of those, the fields present at least once.
     pub fields_seen: u64,
     /// `fields_seen` as a percentage of `fields_total`, to one decimal.
+    #[schemars(with = "Option<f64>")]
     pub percent: f64,
     /// Event types of the contract.
     pub event_types_total: u64,
@@ -398,6 +401,7 @@ pub struct CoverageGate {
     /// The required percentage.
     pub required: f64,
     /// The contract coverage reached, in percent.
+    #[schemars(with = "Option<f64>")]
     pub percent: f64,
     /// Whether it meets the required percentage.
     pub passed: bool,
@@ -594,12 +598,16 @@ pub struct QuantilePair {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Quantiles {
     /// The median.
+    #[schemars(with = "Option<f64>")]
     pub p50: f64,
     /// The 90th percentile.
+    #[schemars(with = "Option<f64>")]
     pub p90: f64,
     /// The 99th percentile.
+    #[schemars(with = "Option<f64>")]
     pub p99: f64,
     /// The largest value.
+    #[schemars(with = "Option<f64>")]
     pub max: f64,
 }
 
@@ -607,8 +615,10 @@ pub struct Quantiles {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct KsOutput {
     /// The KS statistic.
+    #[schemars(with = "Option<f64>")]
     pub d: f64,
     /// Its p-value.
+    #[schemars(with = "Option<f64>")]
     pub p: f64,
     /// How the p-value was computed.
     pub method: PMethod,
@@ -618,8 +628,10 @@ pub struct KsOutput {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Wasserstein1 {
     /// The distance, in the field's unit.
+    #[schemars(with = "Option<f64>")]
     pub distance: f64,
     /// Its share of the pooled standard deviation.
+    #[schemars(with = "Option<f64>")]
     pub over_sd: f64,
 }
 
@@ -627,8 +639,10 @@ pub struct Wasserstein1 {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct MixOutput {
     /// The simulated side's share per category.
+    #[schemars(with = "BTreeMap<String, Option<f64>>")]
     pub sim: BTreeMap<String, f64>,
     /// The production side's share per category.
+    #[schemars(with = "BTreeMap<String, Option<f64>>")]
     pub prod: BTreeMap<String, f64>,
 }
 
@@ -636,8 +650,10 @@ pub struct MixOutput {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct MixTest {
     /// Its p-value.
+    #[schemars(with = "Option<f64>")]
     pub p: f64,
     /// The total variation distance of the two mixes.
+    #[schemars(with = "Option<f64>")]
     pub tvd: f64,
     /// How the p-value was computed.
     pub method: PMethod,
@@ -647,10 +663,13 @@ pub struct MixTest {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Rates {
     /// Events per node-minute on the simulated side.
+    #[schemars(with = "Option<f64>")]
     pub sim: f64,
     /// Events per node-minute on the production side.
+    #[schemars(with = "Option<f64>")]
     pub prod: f64,
     /// The conditional binomial test's p-value.
+    #[schemars(with = "Option<f64>")]
     pub p: f64,
 }
 
