@@ -8,8 +8,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use diagwire_generated::v1::RecordKind;
 use diagwire_runtime::descriptor::{self, Descriptor, Shape};
 
-use crate::codec::Kind;
 pub(crate) use diagwire_runtime::descriptor::{Presence, Scalar, UnionStyle as Style};
+use std::fmt;
 
 /// FNV-1a: the index's maps are keyed by short names the codec looks up for every value, where
 /// the default hasher's resistance to chosen keys buys nothing (the keys come from the descriptor).
@@ -326,5 +326,31 @@ impl Codec {
             .copied()
             .filter(|k| self.records.contains_key(k.as_str()))
             .collect()
+    }
+}
+
+/// A record kind as the codec looks it up: the contract's [`RecordKind`] or, for a descriptor
+/// built at run time from another tree of schemas (the schema review's), the name of one of that
+/// tree's record kinds.
+pub trait Kind: Copy + fmt::Display {
+    /// The kind's name (`event_batch`, …).
+    fn name(&self) -> &str;
+}
+
+impl Kind for RecordKind {
+    fn name(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Kind for &str {
+    fn name(&self) -> &str {
+        self
+    }
+}
+
+impl Kind for &String {
+    fn name(&self) -> &str {
+        self.as_str()
     }
 }

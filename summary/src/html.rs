@@ -8,8 +8,8 @@ use std::fmt::Write;
 
 use diagwire::v1::PeerState;
 
-use crate::model::{MAX_SERIES_POINTS, Summary};
-use crate::render::{markdown, run_span};
+use crate::model::{MAX_SERIES_POINTS, Summary, run_span};
+use crate::render::markdown;
 use crate::svg::{Scale, Svg, esc};
 
 const WIDTH: f64 = 1100.0;

@@ -330,3 +330,40 @@ pub struct Summary {
     /// First and last wall clock seen in any record.
     pub span_ms: Option<(u64, u64)>,
 }
+
+/// The hosts of the run, one per node: `(label, Some(fields) | None without a boot record)`.
+pub fn hosts(s: &Summary) -> Vec<(String, Option<[Option<String>; 9]>)> {
+    s.nodes
+        .values()
+        .map(|n| {
+            let fields = n.boot.as_ref().map(|b| {
+                let rental = b
+                    .vastai_contract_id
+                    .clone()
+                    .or_else(|| b.provider_contract_id.clone());
+                [
+                    rental,
+                    b.host_ip_public.clone(),
+                    b.datacenter_id.clone(),
+                    b.host_country.clone(),
+                    b.container_id.clone(),
+                    b.hostname.clone(),
+                    b.home_relay_url_at_boot.clone(),
+                    b.iroh_version.clone(),
+                    b.git_sha.clone(),
+                ]
+            });
+            (n.label.clone(), fields)
+        })
+        .collect()
+}
+
+/// The run's span on the collector's clock, or the records' own span without a manifest.
+pub fn run_span(s: &Summary) -> (Option<u64>, Option<u64>) {
+    match &s.manifest {
+        Some(m) if m.run_start_collector_ms.is_some() => {
+            (m.run_start_collector_ms, m.run_end_collector_ms)
+        }
+        _ => (s.span_ms.map(|x| x.0), s.span_ms.map(|x| x.1)),
+    }
+}

@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::model::Summary;
-use crate::render::{hosts, run_span};
+use crate::model::{Summary, hosts, run_span};
 
 /// The version of this JSON shape (a semantic version, bumped by the contract's rules: a new
 /// optional key is minor, a removed or retyped key is major).

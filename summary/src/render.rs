@@ -7,7 +7,7 @@ use std::fmt::Write;
 use diagwire_runtime::short_hex;
 use serde_json::Value;
 
-use crate::model::{MAX_LISTED, Summary};
+use crate::model::{MAX_LISTED, Summary, hosts, run_span};
 use crate::output::SummaryOutput;
 
 /// A string from the bundle, safe to print: control characters become `\u{…}` escapes and table
@@ -40,33 +40,6 @@ fn code(v: Option<impl ToString>) -> String {
 
 fn ms(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_owned(), |x| x.to_string())
-}
-
-/// The hosts of the run, one per node: `(label, Some(fields) | None without a boot record)`.
-pub fn hosts(s: &Summary) -> Vec<(String, Option<[Option<String>; 9]>)> {
-    s.nodes
-        .values()
-        .map(|n| {
-            let fields = n.boot.as_ref().map(|b| {
-                let rental = b
-                    .vastai_contract_id
-                    .clone()
-                    .or_else(|| b.provider_contract_id.clone());
-                [
-                    rental,
-                    b.host_ip_public.clone(),
-                    b.datacenter_id.clone(),
-                    b.host_country.clone(),
-                    b.container_id.clone(),
-                    b.hostname.clone(),
-                    b.home_relay_url_at_boot.clone(),
-                    b.iroh_version.clone(),
-                    b.git_sha.clone(),
-                ]
-            });
-            (n.label.clone(), fields)
-        })
-        .collect()
 }
 
 /// The Markdown summary.
@@ -465,16 +438,6 @@ pub fn markdown(s: &Summary) -> String {
         }
     }
     o
-}
-
-/// The run's span on the collector's clock, or the records' own span without a manifest.
-pub fn run_span(s: &Summary) -> (Option<u64>, Option<u64>) {
-    match &s.manifest {
-        Some(m) if m.run_start_collector_ms.is_some() => {
-            (m.run_start_collector_ms, m.run_end_collector_ms)
-        }
-        _ => (s.span_ms.map(|x| x.0), s.span_ms.map(|x| x.1)),
-    }
 }
 
 /// Nodes that received no gossip of a kind other nodes received.

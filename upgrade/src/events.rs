@@ -9,8 +9,9 @@ use diagwire::{Location, NodeId, ProblemKind};
 
 use crate::Object;
 use crate::contract::{event_envelope_keys, event_id_fields};
-use crate::identity::{Node, hex_node_id, id_bytes};
-use crate::unmapped::{at, key_pointer, quote};
+use crate::identity::{hex_node_id, id_bytes};
+use crate::located::{at, key_pointer, quote};
+use crate::nodes::Node;
 use crate::upgrader::Upgrader;
 
 impl Upgrader<'_> {

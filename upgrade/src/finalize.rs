@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use diagwire::ProblemKind;
 use diagwire::v1::{self, RecordKind};
 
-use crate::unmapped::at;
+use crate::located::at;
 use crate::upgrader::Upgrader;
 
 impl Upgrader<'_> {

@@ -14,8 +14,8 @@ use diagwire::{Location, NodeId, ProblemKind};
 use diagwire_runtime::rng::mix64;
 
 use crate::contract::record_keys;
-use crate::scan::NodeDir;
-use crate::unmapped::{at, describe, key_pointer, quote};
+use crate::located::{at, describe, key_pointer, quote};
+use crate::nodes::{Node, NodeDir};
 use crate::upgrader::Upgrader;
 use crate::{Object, invalid};
 
@@ -54,42 +54,6 @@ pub(crate) fn id_bytes(id: &NodeId) -> Value {
 /// leaves it unchanged (ASCII letters, digits, `.`, `_` and `-`; not empty, `.` or `..`).
 pub(crate) fn safe_run_id(s: &str) -> bool {
     layout::sanitize_component(s) == s
-}
-
-/// One node while it is being upgraded.
-pub(crate) struct Node {
-    pub(crate) dir: NodeDir,
-    pub(crate) id: NodeId,
-    /// Its boot records that fit the contract, oldest first.
-    pub(crate) identities: Vec<v1::Identity>,
-    /// The role and stage index of the latest of them, or the directory name without one.
-    pub(crate) role: String,
-    pub(crate) stage_index: Option<u32>,
-}
-
-impl Node {
-    /// The identity of boot `boot_sequence` (else the latest); whether it matched.
-    pub(crate) fn identity_for(&self, boot_sequence: Option<u32>) -> Option<(&v1::Identity, bool)> {
-        if let Some(seq) = boot_sequence {
-            if let Some(i) = self
-                .identities
-                .iter()
-                .rev()
-                .find(|i| i.boot_sequence == seq)
-            {
-                return Some((i, true));
-            }
-        }
-        self.identities.last().map(|i| (i, false))
-    }
-
-    /// An identity for snapshots of a node without a boot record that fits the contract.
-    pub(crate) fn placeholder_identity(&self, run_id: &str) -> v1::Identity {
-        let mut identity =
-            v1::Identity::new(self.id.to_hex(), self.id.short(), &self.role, run_id, 0, 0);
-        identity.stage_index = self.stage_index;
-        identity
-    }
 }
 
 impl Upgrader<'_> {

@@ -9,7 +9,7 @@ use diagwire::{Location, ProblemKind};
 
 use crate::Object;
 use crate::contract::record_keys;
-use crate::unmapped::{at, key_pointer, quote};
+use crate::located::{at, key_pointer, quote};
 use crate::upgrader::Upgrader;
 
 impl Upgrader<'_> {

@@ -10,11 +10,11 @@ use diagwire::layout::{self, FileKind};
 use diagwire::problem::ReadErrorKind;
 use diagwire::{Location, ProblemKind};
 
-use crate::Object;
 use crate::input::{
     EntryKind, MAX_FILE_BYTES, MAX_LIST_DEPTH, MAX_PROBE_BYTES, entries, read_json, read_limited,
     sim_record_file,
 };
+use crate::nodes::{NodeDir, Scanned};
 use crate::upgrader::Upgrader;
 
 /// What a file found in a folder outside the layout is: the kind of problem and its message.
@@ -69,23 +69,6 @@ pub(crate) fn describe_stray(_rel: &str, _path: &Path) -> (ProblemKind, String) 
         ProblemKind::Layout,
         "a file outside the simulator's prod-shape layout; not copied".to_owned(),
     )
-}
-
-/// The files of one node directory of the simulator's layout, each as its relative path.
-#[derive(Default)]
-pub(crate) struct NodeDir {
-    pub(crate) name: String,
-    /// `(n, path)` per [`sim_record_file`]; oldest first.
-    pub(crate) boots: Vec<(u64, String)>,
-    pub(crate) finalizes: Vec<(u64, String)>,
-    pub(crate) events: Vec<String>,
-    pub(crate) snapshots: Vec<String>,
-}
-
-/// The top level of the simulator's directory.
-pub(crate) struct Scanned {
-    pub(crate) manifest: Option<Object>,
-    pub(crate) dirs: Vec<NodeDir>,
 }
 
 impl Upgrader<'_> {

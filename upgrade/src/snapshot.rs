@@ -10,8 +10,8 @@ use diagwire::v1::{self, RecordKind};
 use diagwire::validate::Violation;
 
 use crate::contract::{field_keys, record_keys};
-use crate::identity::Node;
-use crate::unmapped::{at, describe, key_pointer, quote};
+use crate::located::{at, describe, key_pointer, quote};
+use crate::nodes::Node;
 use crate::upgrader::Upgrader;
 
 impl Upgrader<'_> {

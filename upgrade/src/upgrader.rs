@@ -15,11 +15,11 @@ use diagwire::v1::{self, RecordKind};
 use diagwire::validate::Validators;
 use diagwire::{Location, NodeId, Problem, ProblemKind};
 
-use crate::identity::Node;
 use crate::input::MAX_FILE_BYTES;
 use crate::input::read_json;
-use crate::scan::Scanned;
-use crate::unmapped::{at, describe, quote};
+use crate::located::{at, describe, quote};
+use crate::nodes::Node;
+use crate::nodes::Scanned;
 use crate::{Object, Upgraded, WRITER_NAME};
 
 pub(crate) struct Upgrader<'a> {

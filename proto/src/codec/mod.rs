@@ -12,7 +12,6 @@ use std::fmt;
 use prost::encoding::WireType;
 use serde_json::Value;
 
-use diagwire_generated::v1::RecordKind;
 use diagwire_runtime::proto::Message;
 
 use crate::index::{Codec, Scalar, Ty};
@@ -24,31 +23,7 @@ mod encode;
 use decode::derr;
 use encode::{eerr, encode_general};
 
-/// A record kind as the codec looks it up: the contract's [`RecordKind`] or, for a descriptor
-/// built at run time from another tree of schemas (the schema review's), the name of one of that
-/// tree's record kinds.
-pub trait Kind: Copy + fmt::Display {
-    /// The kind's name (`event_batch`, …).
-    fn name(&self) -> &str;
-}
-
-impl Kind for RecordKind {
-    fn name(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl Kind for &str {
-    fn name(&self) -> &str {
-        self
-    }
-}
-
-impl Kind for &String {
-    fn name(&self) -> &str {
-        self.as_str()
-    }
-}
+pub use crate::index::Kind;
 
 /// The JSON key under which a reader keeps what its descriptor cannot name: an object from
 /// message name to the hex of that message's fields, exactly as they were on the wire.
