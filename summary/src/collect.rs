@@ -31,6 +31,9 @@ struct Pass {
     labels: BTreeMap<String, String>,
     /// Per observer: (target, sequence, kind) → send time.
     pending: BTreeMap<String, BTreeMap<(String, u64, String), u64>>,
+    /// Per observer: the probes that timed out, so a late acknowledgement of one is not counted
+    /// as a probe of its own.
+    timed_out: BTreeMap<String, BTreeSet<(String, u64, String)>>,
     /// Per node: snapshots as (time, conn_type per peer hex, any probe ok).
     nearest: BTreeMap<String, Vec<Glance>>,
     /// Per node: the latest snapshot time with probes, and its rows.
@@ -492,6 +495,10 @@ impl Pass {
                 self.swim_probe_events = true;
                 let key = (x.target.to_hex().0, x.sequence, x.kind.to_string());
                 let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
+                if sent.is_none() && self.timed_out.get(label).is_some_and(|k| k.contains(&key)) {
+                    // A late acknowledgement of a probe already counted as timed out.
+                    return;
+                }
                 let rtt = x.rtt_ms.or_else(|| sent.map(|s| t.saturating_sub(s)));
                 let budget = x.timeout_budget_ms.map(|b| format!("{b} ms"));
                 self.probe_done(label, &key.0, sent, rtt, false, budget);
@@ -500,6 +507,10 @@ impl Pass {
                 self.swim_probe_events = true;
                 let key = (x.target.to_hex().0, x.sequence, x.kind.to_string());
                 let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
+                self.timed_out
+                    .entry(label.to_owned())
+                    .or_default()
+                    .insert(key.clone());
                 let budget = Some(
                     x.timeout_budget_ms
                         .map_or(format!("{} ticks", x.budget_ticks), |b| format!("{b} ms")),

@@ -422,6 +422,31 @@ fn probe_rtt_counts_every_probe_and_takes_nearest_rank_percentiles() {
     );
 }
 
+#[test]
+fn a_probe_acknowledged_after_its_timeout_is_counted_once_as_timed_out() {
+    let mut r = Run::new();
+    r.boot(1, "stage", Some(0)).boot(2, "stage", Some(1));
+    let sent = |seq| Event::from(SwimProbeSent::new(id(2), seq, SwimProbeKind::Direct));
+    let acked = |seq| Event::from(SwimProbeAcked::new(id(2), seq, SwimProbeKind::Direct));
+    let timed_out = |seq| Event::from(SwimProbeTimedOut::new(id(2), seq, SwimProbeKind::Direct, 3));
+    r.events(
+        1,
+        vec![
+            (0, sent(1)),
+            (40, acked(1)),
+            (1_000, sent(2)),
+            (4_000, timed_out(2)),
+            (4_200, acked(2)),
+        ],
+    );
+    let s = r.summary();
+    let p = &s.rtt[&("stage-0".to_owned(), "stage-1".to_owned())];
+    assert_eq!((p.probes, p.acked, p.timed_out), (2, 1, 1));
+    let bucket0 = (T0 / 5_000) * 5;
+    let b = &s.rtt_buckets[&("stage-0".to_owned(), "stage-1".to_owned(), bucket0)];
+    assert_eq!((b.probes, b.timed_out), (2, 1));
+}
+
 fn host(udp_no_ports: u64, rx_dropped: u64) -> SnapshotBody {
     let mut net = HostNetwork::new();
     let mut udp = UdpKernelStats::new();

@@ -126,44 +126,44 @@ fn ty(t: &Ty) -> String {
     }
 }
 
-/// The Rust source of `d` as the static `DESCRIPTOR`, below `header`.
+/// The Rust source of `d` as the static `DESCRIPTOR`, below `header`. Every list is a named
+/// static of its own that the descriptor borrows: a temporary array of values with drop glue
+/// (their `Cow`s) cannot be borrowed for `'static` inside a static's initializer before Rust
+/// 1.88, and the workspace supports 1.85.
 pub(super) fn rust(d: &Descriptor, header: &str) -> String {
     let mut o = String::from(header);
     o.push_str(
         "use ::diagwire_runtime::descriptor::{\n    Descriptor, EnumValue as N, Enum as E, Field as F, Message as M, Record as R, Scalar as S,\n    Shape as H, Ty as T, Variant as V,\n};\nuse ::diagwire_runtime::shape::{Presence as P, UnionStyle as U};\nuse ::std::borrow::Cow::Borrowed as B;\n\n",
     );
-    let _ = writeln!(
-        o,
-        "/// The protobuf descriptor of contract version {}.",
-        d.version
-    );
-    o.push_str("pub static DESCRIPTOR: Descriptor = Descriptor {\n");
-    let _ = writeln!(o, "    version: B({:?}),", d.version);
-    let _ = writeln!(o, "    package: B({:?}),", d.package);
-    let _ = writeln!(o, "    absent_keys: {},", d.absent_keys);
-    let _ = writeln!(o, "    unknown_json: {},", d.unknown_json);
-    o.push_str("    records: B(&[\n");
-    for r in d.records.iter() {
-        let _ = writeln!(o, "        R::new({:?}, {:?}),", r.kind, r.message);
-    }
-    o.push_str("    ]),\n    messages: B(&[\n");
-    for m in d.messages.iter() {
-        let _ = write!(o, "        M {{ name: B({:?}), shape: ", m.name);
-        match &m.shape {
+    // The lists, each a static: `(name, element type, items)`.
+    let mut lists: Vec<(String, &str, Vec<String>)> = Vec::new();
+    let records = d
+        .records
+        .iter()
+        .map(|r| format!("R::new({:?}, {:?})", r.kind, r.message))
+        .collect();
+    lists.push(("RECORDS".into(), "R", records));
+    let mut messages = Vec::new();
+    for (i, m) in d.messages.iter().enumerate() {
+        let shape = match &m.shape {
             DShape::Struct { extra, fields } => {
-                let _ = writeln!(o, "H::Struct {{ extra: {extra}, fields: B(&[");
-                for f in fields.iter() {
-                    let _ = writeln!(
-                        o,
-                        "            F::new({:?}, {}, P::{:?}, {}){},",
-                        f.key,
-                        f.number,
-                        f.presence,
-                        ty(&f.ty),
-                        if f.flatten { ".flatten()" } else { "" }
-                    );
-                }
-                o.push_str("        ]) } },\n");
+                let items = fields
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "F::new({:?}, {}, P::{:?}, {}){}",
+                            f.key,
+                            f.number,
+                            f.presence,
+                            ty(&f.ty),
+                            if f.flatten { ".flatten()" } else { "" }
+                        )
+                    })
+                    .collect();
+                let name = format!("FIELDS_{i}");
+                let shape = format!("H::Struct {{ extra: {extra}, fields: B(&{name}) }}");
+                lists.push((name, "F", items));
+                shape
             }
             DShape::Union {
                 style,
@@ -174,41 +174,64 @@ pub(super) fn rust(d: &Descriptor, header: &str) -> String {
                 let content = content
                     .as_ref()
                     .map_or("None".to_owned(), |c| format!("Some(B({c:?}))"));
-                let _ = writeln!(
-                    o,
-                    "H::Union {{ style: U::{style:?}, tag: B({tag:?}), content: {content}, variants: B(&["
+                let items = variants
+                    .iter()
+                    .map(|v| {
+                        let t =
+                            v.ty.as_ref()
+                                .map_or("None".to_owned(), |t| format!("Some({})", ty(t)));
+                        format!("V::new({:?}, {}, {t})", v.tag, v.number)
+                    })
+                    .collect();
+                let name = format!("VARIANTS_{i}");
+                let shape = format!(
+                    "H::Union {{ style: U::{style:?}, tag: B({tag:?}), content: {content}, variants: B(&{name}) }}"
                 );
-                for v in variants.iter() {
-                    let t =
-                        v.ty.as_ref()
-                            .map_or("None".to_owned(), |t| format!("Some({})", ty(t)));
-                    let _ = writeln!(o, "            V::new({:?}, {}, {t}),", v.tag, v.number);
-                }
-                o.push_str("        ]) } },\n");
+                lists.push((name, "V", items));
+                shape
             }
-            DShape::Wrapper(t) => {
-                let _ = writeln!(o, "H::Wrapper({}) }},", ty(t));
-            }
+            DShape::Wrapper(t) => format!("H::Wrapper({})", ty(t)),
             DShape::Tuple(items) => {
-                let items: Vec<String> = items.iter().map(ty).collect();
-                let _ = writeln!(o, "H::Tuple(B(&[{}])) }},", items.join(", "));
+                let name = format!("ITEMS_{i}");
+                let shape = format!("H::Tuple(B(&{name}))");
+                lists.push((name, "T", items.iter().map(ty).collect()));
+                shape
             }
-        }
+        };
+        messages.push(format!("M {{ name: B({:?}), shape: {shape} }}", m.name));
     }
-    o.push_str("    ]),\n    enums: B(&[\n");
-    for e in d.enums.iter() {
-        let values: Vec<String> = e
+    lists.push(("MESSAGES".into(), "M", messages));
+    let mut enums = Vec::new();
+    for (i, e) in d.enums.iter().enumerate() {
+        let name = format!("VALUES_{i}");
+        enums.push(format!("E {{ name: B({:?}), values: B(&{name}) }}", e.name));
+        let values = e
             .values
             .iter()
             .map(|v| format!("N::new({:?}, {})", v.name, v.number))
             .collect();
-        let _ = writeln!(
-            o,
-            "        E {{ name: B({:?}), values: B(&[{}]) }},",
-            e.name,
-            values.join(", ")
-        );
+        lists.push((name, "N", values));
     }
-    o.push_str("    ]),\n};\n");
+    lists.push(("ENUMS".into(), "E", enums));
+    let _ = writeln!(
+        o,
+        "/// The protobuf descriptor of contract version {}.",
+        d.version
+    );
+    o.push_str("pub static DESCRIPTOR: Descriptor = Descriptor {\n");
+    let _ = writeln!(o, "    version: B({:?}),", d.version);
+    let _ = writeln!(o, "    package: B({:?}),", d.package);
+    let _ = writeln!(o, "    absent_keys: {},", d.absent_keys);
+    let _ = writeln!(o, "    unknown_json: {},", d.unknown_json);
+    o.push_str(
+        "    records: B(&RECORDS),\n    messages: B(&MESSAGES),\n    enums: B(&ENUMS),\n};\n",
+    );
+    for (name, element, items) in &lists {
+        let _ = writeln!(o, "\nstatic {name}: [{element}; {}] = [", items.len());
+        for item in items {
+            let _ = writeln!(o, "    {item},");
+        }
+        o.push_str("];\n");
+    }
     o
 }

@@ -13,1134 +13,1690 @@ pub static DESCRIPTOR: Descriptor = Descriptor {
     package: B("diagwire.releases.v1_2_0"),
     absent_keys: 2046,
     unknown_json: 2047,
-    records: B(&[
-        R::new("boot", "Identity"),
-        R::new("error", "ErrorBody"),
-        R::new("event", "EventRecord"),
-        R::new("event_batch", "EventBatch"),
-        R::new("finalize", "Finalize"),
-        R::new("live", "LiveRecord"),
-        R::new("manifest", "Manifest"),
-        R::new("post_ack", "PostAck"),
-        R::new("runs", "RunsListing"),
-        R::new("snapshot", "Snapshot"),
-        R::new("vastai", "VastaiRecord"),
-    ]),
-    messages: B(&[
-        M { name: B("ActorState"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("actors", 1, P::SkipDefault, T::messages("ActorStats")),
-            F::new("scheduler", 2, P::Omittable, T::message("SchedulerStats")),
-            F::new("api_gaps", 3, P::SkipDefault, T::enums("CaptureGap")),
-            F::new("scraped_at_ms", 4, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("ActorStats"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("name", 1, P::Required, T::Scalar(S::Str)),
-            F::new("mailbox_depth", 2, P::Required, T::Scalar(S::U64)),
-            F::new("oldest_msg_age_ms", 3, P::Omittable, T::Scalar(S::U64)),
-            F::new("total_msgs_processed", 4, P::Required, T::Scalar(S::U64)),
-            F::new("total_msgs_dropped", 5, P::Required, T::Scalar(S::U64)),
-            F::new("p50_process_ms", 6, P::Omittable, T::Scalar(S::F64)),
-            F::new("p99_process_ms", 7, P::Omittable, T::Scalar(S::F64)),
-            F::new("mailbox_source", 8, P::Omittable, T::enumeration("ValueSource")),
-        ]) } },
-        M { name: B("AppState"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("stage_index", 1, P::Required, T::Scalar(S::U32)),
-            F::new("worker_status", 2, P::Required, T::enumeration("WorkerStatus")),
-            F::new("in_flight_requests", 3, P::Omittable, T::Scalar(S::U32)),
-            F::new("kv_cache_blocks_used", 4, P::Omittable, T::Scalar(S::U32)),
-            F::new("kv_cache_blocks_max", 5, P::Omittable, T::Scalar(S::U32)),
-            F::new("worker_queue_depth", 6, P::Omittable, T::Scalar(S::U32)),
-            F::new("gpu_mem_used_bytes", 7, P::Omittable, T::Scalar(S::U64)),
-            F::new("gpu_mem_total_bytes", 8, P::Omittable, T::Scalar(S::U64)),
-            F::new("gpu_mem_source", 9, P::Omittable, T::enumeration("ValueSource")),
-            F::new("api_gaps", 10, P::SkipDefault, T::enums("CaptureGap")),
-            F::new("scraped_at_ms", 11, P::Omittable, T::Scalar(S::U64)),
-            F::new("worker_generation", 12, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("BundleWriter"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("kind", 1, P::Required, T::enumeration("WriterKind")),
-            F::new("name", 2, P::Required, T::Scalar(S::Str)),
-            F::new("version", 3, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("CgroupSample"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("mem_limit_bytes", 1, P::Omittable, T::Scalar(S::U64)),
-            F::new("mem_current_bytes", 2, P::Omittable, T::Scalar(S::U64)),
-            F::new("cpu_quota_cores", 3, P::Omittable, T::Scalar(S::F64)),
-        ]) } },
-        M { name: B("ClockEcho"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("node_send_ms_echoed", 1, P::Required, T::Scalar(S::U64)),
-            F::new("collector_recv_ms", 2, P::Required, T::Scalar(S::U64)),
-            F::new("collector_send_ms", 3, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("ClockSampleFields"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("node_send_ms_echoed", 1, P::Required, T::Scalar(S::U64)),
-            F::new("collector_recv_ms", 2, P::Required, T::Scalar(S::U64)),
-            F::new("collector_send_ms", 3, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("ConnectionCache"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("generation", 2, P::Required, T::Scalar(S::U64)),
-            F::new("created_at_ms", 3, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_successful_send_at_ms", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_failure_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_failure_reason", 6, P::Omittable, T::Scalar(S::Str)),
-            F::new("observed_conn_type_at_last_use", 7, P::Omittable, T::enumeration("ConnType")),
-        ]) } },
-        M { name: B("ConnectionCacheHit"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("generation", 2, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("ConnectionCacheInvalidated"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("generation", 2, P::Required, T::Scalar(S::U64)),
-            F::new("reason", 3, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("ConnectionCacheMiss"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-        ]) } },
-        M { name: B("ContractLeased"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("contract_id", 1, P::Required, T::Scalar(S::U64)),
-            F::new("offer_id", 2, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("CpuSample"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("util_pct", 1, P::Omittable, T::Scalar(S::F64)),
-            F::new("load1", 2, P::Omittable, T::Scalar(S::F64)),
-            F::new("load5", 3, P::Omittable, T::Scalar(S::F64)),
-            F::new("load15", 4, P::Omittable, T::Scalar(S::F64)),
-            F::new("num_cpus", 5, P::Omittable, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("CustomEvent"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("@payload", 1, P::Required, T::message("CustomPayload")).flatten(),
-        ]) } },
-        M { name: B("CustomPayload"), shape: H::Union { style: U::Adjacent, tag: B("kind"), content: Some(B("fields")), variants: B(&[
-            V::new("clock_sample", 1, Some(T::message("ClockSampleFields"))),
-            V::new("iroh_api_missing", 2, Some(T::message("IrohApiMissingFields"))),
-            V::new("register_name", 3, Some(T::message("RegisterNameFields"))),
-            V::new("worker_ready", 4, Some(T::Scalar(S::Json))),
-            V::new("worker_starting", 5, Some(T::Scalar(S::Json))),
-            V::new("worker_exited", 6, Some(T::Scalar(S::Json))),
-            V::new("pp.token_emitted", 7, Some(T::message("PpTokenEmittedFields"))),
-            V::new("pp.activation_sent", 8, Some(T::message("PpActivationSentFields"))),
-            V::new("pp.activation_received", 9, Some(T::message("PpActivationReceivedFields"))),
-            V::new("pp.worker_dispatch", 10, Some(T::message("PpWorkerDispatchFields"))),
-            V::new("pp.worker_complete", 11, Some(T::message("PpWorkerCompleteFields"))),
-        ]) } },
-        M { name: B("DeployStart"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("num_stages", 1, P::Omittable, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("DialOutcome"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("attempt", 2, P::Required, T::Scalar(S::U32)),
-            F::new("outcome", 3, P::Required, T::message("DialResult")),
-            F::new("duration_ms", 4, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("DialResult"), shape: H::Union { style: U::External, tag: B(""), content: None, variants: B(&[
-            V::new("Success", 1, None),
-            V::new("Timeout", 2, None),
-            V::new("Refused", 3, None),
-            V::new("NoRoute", 4, None),
-            V::new("Error", 5, Some(T::Scalar(S::Str))),
-        ]) } },
-        M { name: B("DialStarted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("attempt", 2, P::Required, T::Scalar(S::U32)),
-            F::new("timeout_ms", 3, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("DiskSample"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("device", 1, P::Required, T::Scalar(S::Str)),
-            F::new("read_bytes_per_s", 2, P::Omittable, T::Scalar(S::F64)),
-            F::new("write_bytes_per_s", 3, P::Omittable, T::Scalar(S::F64)),
-            F::new("fs_total_bytes", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("fs_used_bytes", 5, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("DnsResolution"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("hostname", 1, P::Required, T::Scalar(S::Str)),
-            F::new("a_records", 2, P::SkipDefault, T::scalars(S::Str)),
-            F::new("aaaa_records", 3, P::SkipDefault, T::scalars(S::Str)),
-            F::new("ttl_seconds", 4, P::Omittable, T::Scalar(S::U32)),
-            F::new("resolver_used", 5, P::Omittable, T::Scalar(S::Str)),
-            F::new("resolved_at_ms", 6, P::Required, T::Scalar(S::U64)),
-            F::new("error", 7, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("EdgeProvisionStarted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
-            F::new("stage_index", 3, P::Omittable, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("EdgeReady"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
-            F::new("ring_id", 3, P::Required, T::Scalar(S::U64)),
-            F::new("stage_index", 4, P::Omittable, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("ErrorBody"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("error", 1, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("ErrorEvent"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("component", 1, P::Required, T::Scalar(S::Str)),
-            F::new("message", 2, P::Required, T::Scalar(S::Str)),
-            F::new("peer", 3, P::Nullable, T::Scalar(S::NodeId)),
-        ]) } },
-        M { name: B("Event"), shape: H::Union { style: U::Internal, tag: B("type"), content: None, variants: B(&[
-            V::new("SwimTransition", 1, Some(T::message("SwimTransition"))),
-            V::new("DialStarted", 2, Some(T::message("DialStarted"))),
-            V::new("DialOutcome", 3, Some(T::message("DialOutcome"))),
-            V::new("IrohConnTypeChanged", 4, Some(T::message("IrohConnTypeChanged"))),
-            V::new("RelayChanged", 5, Some(T::message("RelayChanged"))),
-            V::new("RelaySessionStateChanged", 6, Some(T::message("RelaySessionStateChanged"))),
-            V::new("RelaySessionOpened", 7, Some(T::message("RelaySessionOpened"))),
-            V::new("RelaySessionClosed", 8, Some(T::message("RelaySessionClosed"))),
-            V::new("GossipReceived", 9, Some(T::message("GossipReceived"))),
-            V::new("SubprocessSpawned", 10, Some(T::message("SubprocessSpawned"))),
-            V::new("SubprocessExited", 11, Some(T::message("SubprocessExited"))),
-            V::new("SwimMetadataSent", 12, Some(T::message("SwimMetadataSent"))),
-            V::new("SwimMetadataReceived", 13, Some(T::message("SwimMetadataReceived"))),
-            V::new("ConnectionCacheHit", 14, Some(T::message("ConnectionCacheHit"))),
-            V::new("ConnectionCacheMiss", 15, Some(T::message("ConnectionCacheMiss"))),
-            V::new("ConnectionCacheInvalidated", 16, Some(T::message("ConnectionCacheInvalidated"))),
-            V::new("NodeMapUpdate", 17, Some(T::message("NodeMapUpdate"))),
-            V::new("MessageSent", 18, Some(T::message("MessageSent"))),
-            V::new("MessageReceived", 19, Some(T::message("MessageReceived"))),
-            V::new("ProbeSent", 20, Some(T::message("ProbeSent"))),
-            V::new("ProbeReceived", 21, Some(T::message("ProbeReceived"))),
-            V::new("SwimProbeSent", 22, Some(T::message("SwimProbeSent"))),
-            V::new("SwimProbeAcked", 23, Some(T::message("SwimProbeAcked"))),
-            V::new("SwimProbeTimedOut", 24, Some(T::message("SwimProbeTimedOut"))),
-            V::new("InferenceResponseSent", 25, Some(T::message("InferenceResponseSent"))),
-            V::new("Error", 26, Some(T::message("ErrorEvent"))),
-            V::new("Custom", 27, Some(T::message("CustomEvent"))),
-            V::new("InferenceResponseReceived", 28, Some(T::message("InferenceResponseReceived"))),
-            V::new("HandshakeStarted", 29, Some(T::message("HandshakeStarted"))),
-            V::new("HandshakeOutcome", 30, Some(T::message("HandshakeOutcome"))),
-            V::new("WirePacket", 31, Some(T::message("WirePacket"))),
-            V::new("node_started", 32, Some(T::message("NodeStarted"))),
-            V::new("node_available", 33, Some(T::message("NodeAvailable"))),
-            V::new("node_faulted", 34, Some(T::message("NodeFaulted"))),
-            V::new("pool_ready", 35, Some(T::message("PoolReady"))),
-            V::new("run_planned", 36, Some(T::message("RunPlanned"))),
-            V::new("stage_provision_started", 37, Some(T::message("StageProvisionStarted"))),
-            V::new("weights_download_started", 38, Some(T::message("WeightsDownloadStarted"))),
-            V::new("weights_downloaded", 39, Some(T::message("WeightsDownloaded"))),
-            V::new("weights_loaded", 40, Some(T::message("WeightsLoaded"))),
-            V::new("edge_provision_started", 41, Some(T::message("EdgeProvisionStarted"))),
-            V::new("edge_ready", 42, Some(T::message("EdgeReady"))),
-            V::new("stage_ready", 43, Some(T::message("StageReady"))),
-            V::new("readiness_barrier_passed", 44, Some(T::message("ReadinessBarrierPassed"))),
-            V::new("prompt_injected", 45, Some(T::message("PromptInjected"))),
-            V::new("object_loaded", 46, Some(T::message("ObjectLoaded"))),
-            V::new("execute_step_started", 47, Some(T::message("ExecuteStepStarted"))),
-            V::new("object_produced", 48, Some(T::message("ObjectProduced"))),
-            V::new("step_completed", 49, Some(T::message("StepCompleted"))),
-            V::new("token_received", 50, Some(T::message("TokenReceived"))),
-            V::new("run_completed", 51, Some(T::message("RunCompleted"))),
-            V::new("run_faulted", 52, Some(T::message("RunFaulted"))),
-            V::new("stop_run_sent", 53, Some(T::message("StopRunSent"))),
-            V::new("stage_stopped", 54, Some(T::message("StageStopped"))),
-            V::new("run_torn_down", 55, Some(T::message("RunTornDown"))),
-            V::new("fault_detected", 56, Some(T::message("FaultDetected"))),
-            V::new("SwimProbeLateAcked", 57, Some(T::message("SwimProbeLateAcked"))),
-        ]) } },
-        M { name: B("EventBatch"), shape: H::Wrapper(T::messages("EventRecord")) },
-        M { name: B("EventRecord"), shape: H::Struct { extra: false, fields: B(&[
-            F::new("node_id", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("monotonic_seq", 2, P::Required, T::Scalar(S::U64)),
-            F::new("wall_ms", 3, P::Required, T::Scalar(S::U64)),
-            F::new("@event", 4, P::Required, T::message("Event")).flatten(),
-        ]) } },
-        M { name: B("ExecuteStepStarted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-            F::new("step_id", 3, P::Required, T::Scalar(S::U64)),
-            F::new("worker_generation", 4, P::Required, T::Scalar(S::U64)),
-            F::new("sequence", 5, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("FaultDetected"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("reason", 1, P::Required, T::enumeration("FaultReason")),
-            F::new("component", 2, P::Required, T::enumeration("FaultComponent")),
-            F::new("run_id", 3, P::Omittable, T::Scalar(S::Str)),
-            F::new("node_id_hex", 4, P::Omittable, T::Scalar(S::HexId)),
-            F::new("stage_index", 5, P::Omittable, T::Scalar(S::U32)),
-            F::new("edge_id", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("ring_id", 7, P::Omittable, T::Scalar(S::U64)),
-            F::new("object_id", 8, P::Omittable, T::Scalar(S::U64)),
-            F::new("sequence", 9, P::Omittable, T::Scalar(S::U64)),
-            F::new("step_id", 10, P::Omittable, T::Scalar(S::U64)),
-            F::new("worker_generation", 11, P::Omittable, T::Scalar(S::U64)),
-            F::new("detail", 12, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("Finalize"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("exit_reason", 1, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("FlowState"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("local_addr", 2, P::Omittable, T::Scalar(S::Str)),
-            F::new("remote_addr", 3, P::Required, T::Scalar(S::Str)),
-            F::new("cwnd_packets", 4, P::Required, T::Scalar(S::U64)),
-            F::new("cwnd_packets_source", 5, P::Omittable, T::enumeration("ValueSource")),
-            F::new("rtt_estimate_ms", 6, P::Required, T::Scalar(S::U64)),
-            F::new("rtt_variance_ms", 7, P::Omittable, T::Scalar(S::U64)),
-            F::new("bytes_in_flight", 8, P::Required, T::Scalar(S::U64)),
-            F::new("retransmits_total", 9, P::Required, T::Scalar(S::U64)),
-            F::new("packet_loss_rate_recent", 10, P::Omittable, T::Scalar(S::F64)),
-            F::new("stats_source", 11, P::Omittable, T::enumeration("ValueSource")),
-        ]) } },
-        M { name: B("GossipReceived"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("source_peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("payload_kind", 2, P::Required, T::enumeration("GossipPayloadKind")),
-            F::new("payload_bytes", 3, P::Required, T::Scalar(S::U32)),
-            F::new("item_count", 4, P::Required, T::Scalar(S::U32)),
-            F::new("trace_id", 5, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("GpuSample"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("index", 1, P::Required, T::Scalar(S::U32)),
-            F::new("name", 2, P::Omittable, T::Scalar(S::Str)),
-            F::new("util_pct", 3, P::Omittable, T::Scalar(S::F64)),
-            F::new("mem_used_mb", 4, P::Omittable, T::Scalar(S::F64)),
-            F::new("mem_total_mb", 5, P::Omittable, T::Scalar(S::F64)),
-            F::new("temp_c", 6, P::Omittable, T::Scalar(S::F64)),
-            F::new("power_w", 7, P::Omittable, T::Scalar(S::F64)),
-            F::new("power_limit_w", 8, P::Omittable, T::Scalar(S::F64)),
-        ]) } },
-        M { name: B("HandshakeOutcome"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("outcome", 2, P::Required, T::enumeration("HandshakeResult")),
-            F::new("error", 3, P::Omittable, T::Scalar(S::Str)),
-            F::new("duration_ms", 4, P::Required, T::Scalar(S::U64)),
-            F::new("cipher_suite_selected", 5, P::Omittable, T::Scalar(S::Str)),
-            F::new("api_gaps", 6, P::SkipDefault, T::enums("ApiGap")),
-        ]) } },
-        M { name: B("HandshakeStarted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("role", 2, P::Required, T::enumeration("HandshakeRole")),
-            F::new("local_addr", 3, P::Required, T::Scalar(S::Str)),
-            F::new("remote_addr", 4, P::Required, T::Scalar(S::Str)),
-            F::new("via_relay", 5, P::Omittable, T::Scalar(S::Str)),
-            F::new("cipher_suite_offered", 6, P::Omittable, T::message("HandshakeStartedCipherSuiteOfferedList")),
-            F::new("api_gaps", 7, P::SkipDefault, T::enums("ApiGap")),
-        ]) } },
-        M { name: B("HandshakeStartedCipherSuiteOfferedList"), shape: H::Wrapper(T::scalars(S::Str)) },
-        M { name: B("Hints"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("snapshot_now", 1, P::SkipDefault, T::Scalar(S::Bool)),
-        ]) } },
-        M { name: B("Histogram"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("count", 1, P::Required, T::Scalar(S::U64)),
-            F::new("sum", 2, P::Required, T::Scalar(S::F64)),
-        ]) } },
-        M { name: B("HostNetwork"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("interfaces", 1, P::SkipDefault, T::messages("NetInterface")),
-            F::new("default_routes", 2, P::SkipDefault, T::messages("Route")),
-            F::new("udp_sockets", 3, P::SkipDefault, T::messages("UdpSocket")),
-            F::new("conntrack_count", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("ipv6_enabled", 5, P::Omittable, T::Scalar(S::Bool)),
-            F::new("resolv_conf_nameservers", 6, P::SkipDefault, T::scalars(S::Str)),
-            F::new("udp_kernel_stats", 7, P::Omittable, T::message("UdpKernelStats")),
-            F::new("refreshed_at_ms", 8, P::Default, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("HostSample"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("gpus", 1, P::SkipDefault, T::messages("GpuSample")),
-            F::new("cpu", 2, P::Required, T::message("CpuSample")),
-            F::new("mem", 3, P::Required, T::message("MemSample")),
-            F::new("disk", 4, P::SkipDefault, T::messages("DiskSample")),
-            F::new("net", 5, P::SkipDefault, T::messages("NetSample")),
-            F::new("cgroup", 6, P::Omittable, T::message("CgroupSample")),
-        ]) } },
-        M { name: B("HostState"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("network", 1, P::Omittable, T::message("HostNetwork")),
-            F::new("dns", 2, P::SkipDefault, T::messages("DnsResolution")),
-            F::new("scraped_at_ms", 3, P::Default, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("Identity"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("node_id_short", 2, P::Required, T::Scalar(S::Str)),
-            F::new("role", 3, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 4, P::Nullable, T::Scalar(S::U32)),
-            F::new("stage_count", 5, P::Nullable, T::Scalar(S::U32)),
-            F::new("run_id", 6, P::Required, T::Scalar(S::Str)),
-            F::new("vastai_contract_id", 7, P::Nullable, T::Scalar(S::Str)),
-            F::new("host_ip_public", 8, P::Nullable, T::Scalar(S::Str)),
-            F::new("host_country", 9, P::Nullable, T::Scalar(S::Str)),
-            F::new("datacenter_id", 10, P::Nullable, T::Scalar(S::Str)),
-            F::new("hostname", 11, P::Nullable, T::Scalar(S::Str)),
-            F::new("container_id", 12, P::Nullable, T::Scalar(S::Str)),
-            F::new("process_start_unix_ms", 13, P::Required, T::Scalar(S::U64)),
-            F::new("boot_sequence", 14, P::Required, T::Scalar(S::U32)),
-            F::new("binary_version", 15, P::Nullable, T::Scalar(S::Str)),
-            F::new("git_sha", 16, P::Nullable, T::Scalar(S::Str)),
-            F::new("iroh_version", 17, P::Nullable, T::Scalar(S::Str)),
-            F::new("home_relay_url_at_boot", 18, P::Nullable, T::Scalar(S::Str)),
-            F::new("host_provider", 19, P::Omittable, T::enumeration("HostProvider")),
-            F::new("host_provider_source", 20, P::Omittable, T::enumeration("ValueSource")),
-            F::new("provider_contract_id", 21, P::Omittable, T::Scalar(S::Str)),
-            F::new("provider_contract_id_source", 22, P::Omittable, T::enumeration("ValueSource")),
-            F::new("provider_offer_id", 23, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("InferenceResponseReceived"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("source_peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("request_id", 2, P::Required, T::Scalar(S::Str)),
-            F::new("byte_size", 3, P::Required, T::Scalar(S::U64)),
-            F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
-            F::new("parent_trace_id", 5, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("InferenceResponseSent"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("target_peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("request_id", 2, P::Required, T::Scalar(S::Str)),
-            F::new("byte_size", 3, P::Required, T::Scalar(S::U64)),
-            F::new("send_outcome", 4, P::Required, T::enumeration("InferenceSendOutcome")),
-            F::new("trace_id", 5, P::Omittable, T::Scalar(S::Str)),
-            F::new("parent_trace_id", 6, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("InstanceObservation"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("id", 1, P::Required, T::Scalar(S::U64)),
-            F::new("gpu_name", 2, P::Omittable, T::Scalar(S::Str)),
-            F::new("gpu_ram", 3, P::Omittable, T::Scalar(S::F64)),
-            F::new("num_gpus", 4, P::Omittable, T::Scalar(S::U32)),
-            F::new("geolocation", 5, P::Omittable, T::Scalar(S::Str)),
-            F::new("host_id", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("machine_id", 7, P::Omittable, T::Scalar(S::U64)),
-            F::new("dph_total", 8, P::Omittable, T::Scalar(S::F64)),
-            F::new("accumulated_cost", 9, P::Omittable, T::Scalar(S::F64)),
-            F::new("start_date", 10, P::Omittable, T::Scalar(S::F64)),
-            F::new("actual_status", 11, P::Omittable, T::Scalar(S::Str)),
-            F::new("intended_status", 12, P::Omittable, T::Scalar(S::Str)),
-            F::new("status_msg", 13, P::Omittable, T::Scalar(S::Str)),
-            F::new("disk_usage", 14, P::Omittable, T::Scalar(S::F64)),
-            F::new("disk_space", 15, P::Omittable, T::Scalar(S::F64)),
-            F::new("public_ipaddr", 16, P::Omittable, T::Scalar(S::Str)),
-            F::new("ssh_host", 17, P::Omittable, T::Scalar(S::Str)),
-            F::new("ssh_port", 18, P::Omittable, T::Scalar(S::U16)),
-            F::new("gpu_util", 19, P::Omittable, T::Scalar(S::F64)),
-            F::new("gpu_temp", 20, P::Omittable, T::Scalar(S::F64)),
-            F::new("cpu_util", 21, P::Omittable, T::Scalar(S::F64)),
-            F::new("mem_usage", 22, P::Omittable, T::Scalar(S::F64)),
-            F::new("inet_up", 23, P::Omittable, T::Scalar(S::F64)),
-            F::new("inet_down", 24, P::Omittable, T::Scalar(S::F64)),
-            F::new("raw", 25, P::Omittable, T::Scalar(S::Json)),
-        ]) } },
-        M { name: B("InterfaceCounters"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("rx_bytes", 1, P::Required, T::Scalar(S::U64)),
-            F::new("rx_packets", 2, P::Required, T::Scalar(S::U64)),
-            F::new("rx_errors", 3, P::Required, T::Scalar(S::U64)),
-            F::new("rx_dropped", 4, P::Required, T::Scalar(S::U64)),
-            F::new("tx_bytes", 5, P::Required, T::Scalar(S::U64)),
-            F::new("tx_packets", 6, P::Required, T::Scalar(S::U64)),
-            F::new("tx_errors", 7, P::Required, T::Scalar(S::U64)),
-            F::new("tx_dropped", 8, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("IrohApiMissingFields"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("iroh_version", 1, P::Required, T::Scalar(S::Str)),
-            F::new("fields", 2, P::Required, T::scalars(S::Str)),
-            F::new("note", 3, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("IrohConnTypeChanged"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("old", 2, P::Required, T::enumeration("ConnType")),
-            F::new("new", 3, P::Required, T::enumeration("ConnType")),
-        ]) } },
-        M { name: B("IrohPeer"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("conn_type", 2, P::Omittable, T::enumeration("ConnType")),
-            F::new("conn_type_source", 3, P::Omittable, T::enumeration("ValueSource")),
-            F::new("latency_ms", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_used_ms", 5, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_received_ms", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("direct_addresses", 7, P::SkipDefault, T::messages("TransportAddr")),
-            F::new("relay_urls", 8, P::SkipDefault, T::messages("TransportAddr")),
-            F::new("addr_sources", 9, P::Omittable, T::message("IrohPeerAddrSourcesList")),
-        ]) } },
-        M { name: B("IrohPeerAddrSourcesList"), shape: H::Wrapper(T::scalars(S::Str)) },
-        M { name: B("IrohState"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("home_relay_url", 1, P::Omittable, T::Scalar(S::Str)),
-            F::new("peers", 2, P::SkipDefault, T::messages("IrohPeer")),
-            F::new("metrics", 3, P::SkipDefault, T::messages("MetricSample")),
-            F::new("connection_cache", 4, P::SkipDefault, T::messages("ConnectionCache")),
-            F::new("api_gaps", 5, P::SkipDefault, T::enums("ApiGap")),
-            F::new("iroh_version", 6, P::Omittable, T::Scalar(S::Str)),
-            F::new("relay_session", 7, P::Omittable, T::message("RelaySession")),
-            F::new("scraped_at_ms", 8, P::Default, T::Scalar(S::U64)),
-            F::new("flows", 9, P::SkipDefault, T::messages("FlowState")),
-            F::new("nat_bindings", 10, P::SkipDefault, T::messages("NatBinding")),
-            F::new("links", 11, P::SkipDefault, T::messages("LinkEstimate")),
-            F::new("links_applied", 12, P::SkipDefault, T::messages("LinkApplied")),
-        ]) } },
-        M { name: B("LifecycleEvent"), shape: H::Union { style: U::Internal, tag: B("event"), content: None, variants: B(&[
-            V::new("deploy_start", 1, Some(T::message("DeployStart"))),
-            V::new("contract_leased", 2, Some(T::message("ContractLeased"))),
-            V::new("teardown", 3, Some(T::message("Teardown"))),
-        ]) } },
-        M { name: B("LinkApplied"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("bandwidth_bps", 2, P::Required, T::Scalar(S::U64)),
-            F::new("one_way_delay_ms", 3, P::Required, T::Scalar(S::U32)),
-            F::new("jitter_ms", 4, P::Required, T::Scalar(S::U32)),
-            F::new("loss_ppm", 5, P::Required, T::Scalar(S::U32)),
-            F::new("applied_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("LinkEstimate"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("bandwidth_bps_observed", 2, P::Required, T::Scalar(S::U64)),
-            F::new("loss_rate_observed", 3, P::Required, T::Scalar(S::F64)),
-            F::new("one_way_delay_ms_estimated", 4, P::Required, T::Scalar(S::U64)),
-            F::new("measurement_window_ms", 5, P::Required, T::Scalar(S::U64)),
-            F::new("estimate_source", 6, P::Omittable, T::enumeration("ValueSource")),
-        ]) } },
-        M { name: B("LiveRecord"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("node_id", 2, P::Required, T::Scalar(S::Str)),
-            F::new("kind", 3, P::Required, T::enumeration("RecordKind")),
-            F::new("recv_ms", 4, P::Required, T::Scalar(S::U64)),
-            F::new("seq", 5, P::Required, T::Scalar(S::U64)),
-            F::new("body", 6, P::Required, T::Scalar(S::Json)),
-        ]) } },
-        M { name: B("LogBatch"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("stream", 1, P::Required, T::enumeration("LogStream")),
-            F::new("lines", 2, P::Required, T::messages("LogLine")),
-        ]) } },
-        M { name: B("LogLine"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("wall_ms", 1, P::Required, T::Scalar(S::U64)),
-            F::new("line", 2, P::Required, T::Scalar(S::U64)),
-            F::new("text", 3, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("Manifest"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("run_start_collector_ms", 2, P::Nullable, T::Scalar(S::U64)),
-            F::new("run_end_collector_ms", 3, P::Nullable, T::Scalar(S::U64)),
-            F::new("finalize_received", 4, P::Default, T::Scalar(S::Bool)),
-            F::new("nodes", 5, P::Default, T::messages("ManifestNode")),
-            F::new("contract_version", 6, P::Omittable, T::Scalar(S::Str)),
-            F::new("writer", 7, P::Omittable, T::message("BundleWriter")),
-        ]) } },
-        M { name: B("ManifestNode"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("label", 2, P::Required, T::Scalar(S::Str)),
-            F::new("role", 3, P::Nullable, T::Scalar(S::Str)),
-            F::new("stage_index", 4, P::Nullable, T::Scalar(S::U32)),
-            F::new("boot_recorded", 5, P::Default, T::Scalar(S::Bool)),
-            F::new("event_batches", 6, P::Default, T::Scalar(S::U64)),
-            F::new("snapshots", 7, P::Default, T::Scalar(S::U64)),
-            F::new("finalize_recorded", 8, P::Default, T::Scalar(S::Bool)),
-            F::new("vastai_records", 9, P::Omittable, T::Scalar(S::U64)),
-            F::new("contract_version", 10, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("MemSample"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("total_kb", 1, P::Omittable, T::Scalar(S::U64)),
-            F::new("available_kb", 2, P::Omittable, T::Scalar(S::U64)),
-            F::new("used_kb", 3, P::Omittable, T::Scalar(S::U64)),
-            F::new("swap_total_kb", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("swap_free_kb", 5, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("MessageReceived"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("kind", 2, P::Required, T::Scalar(S::Str)),
-            F::new("size", 3, P::Required, T::Scalar(S::U32)),
-            F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
-            F::new("parent_trace_id", 5, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("MessageSent"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("kind", 2, P::Required, T::Scalar(S::Str)),
-            F::new("size", 3, P::Required, T::Scalar(S::U32)),
-            F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
-            F::new("parent_trace_id", 5, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("MetricSample"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("group", 1, P::Required, T::Scalar(S::Str)),
-            F::new("name", 2, P::Required, T::Scalar(S::Str)),
-            F::new("value", 3, P::Required, T::message("MetricValue")),
-        ]) } },
-        M { name: B("MetricValue"), shape: H::Union { style: U::Adjacent, tag: B("type"), content: Some(B("value")), variants: B(&[
-            V::new("Counter", 1, Some(T::Scalar(S::U64))),
-            V::new("Gauge", 2, Some(T::Scalar(S::I64))),
-            V::new("Histogram", 3, Some(T::message("Histogram"))),
-        ]) } },
-        M { name: B("NatBinding"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("local_addr", 1, P::Required, T::Scalar(S::Str)),
-            F::new("observed_remote_addr", 2, P::Required, T::Scalar(S::Str)),
-            F::new("first_seen_ms", 3, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_refreshed_ms", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("refresh_count", 5, P::Omittable, T::Scalar(S::U64)),
-            F::new("keepalive_interval_ms", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("nat_class", 7, P::Omittable, T::enumeration("NatClass")),
-            F::new("nat_class_source", 8, P::Omittable, T::enumeration("ValueSource")),
-        ]) } },
-        M { name: B("NetInterface"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("name", 1, P::Required, T::Scalar(S::Str)),
-            F::new("addresses", 2, P::SkipDefault, T::scalars(S::Str)),
-            F::new("mtu", 3, P::Omittable, T::Scalar(S::U32)),
-            F::new("up", 4, P::Required, T::Scalar(S::Bool)),
-            F::new("counters", 5, P::Omittable, T::message("InterfaceCounters")),
-        ]) } },
-        M { name: B("NetSample"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("iface", 1, P::Required, T::Scalar(S::Str)),
-            F::new("rx_bytes_per_s", 2, P::Omittable, T::Scalar(S::F64)),
-            F::new("tx_bytes_per_s", 3, P::Omittable, T::Scalar(S::F64)),
-            F::new("rx_bytes_total", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("tx_bytes_total", 5, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("NodeAvailable"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("run_id", 2, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("NodeFaulted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("reason", 2, P::Required, T::enumeration("FaultReason")),
-            F::new("component", 3, P::Required, T::enumeration("FaultComponent")),
-            F::new("run_id", 4, P::Omittable, T::Scalar(S::Str)),
-            F::new("detail", 5, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("NodeMapUpdate"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("from_source", 2, P::Required, T::Scalar(S::Str)),
-            F::new("accepted", 3, P::Required, T::Scalar(S::Bool)),
-            F::new("parent_trace_id", 4, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("NodeStarted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("run_id", 2, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("ObjectLoaded"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-            F::new("edge_id", 3, P::Required, T::Scalar(S::U64)),
-            F::new("ring_id", 4, P::Required, T::Scalar(S::U64)),
-            F::new("object_id", 5, P::Required, T::Scalar(S::U64)),
-            F::new("sequence", 6, P::Required, T::Scalar(S::U64)),
-            F::new("worker_generation", 7, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("ObjectProduced"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-            F::new("edge_id", 3, P::Required, T::Scalar(S::U64)),
-            F::new("ring_id", 4, P::Required, T::Scalar(S::U64)),
-            F::new("object_id", 5, P::Required, T::Scalar(S::U64)),
-            F::new("sequence", 6, P::Required, T::Scalar(S::U64)),
-            F::new("worker_generation", 7, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("PeerReachability"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("last_inbound_packet_at_ms", 2, P::Nullable, T::Scalar(S::U64)),
-            F::new("last_inbound_via", 3, P::Nullable, T::Scalar(S::Str)),
-            F::new("last_outbound_success_at_ms", 4, P::Nullable, T::Scalar(S::U64)),
-            F::new("last_outbound_via", 5, P::Nullable, T::Scalar(S::Str)),
-            F::new("last_dial_started_at_ms", 6, P::Nullable, T::Scalar(S::U64)),
-            F::new("last_dial_outcome", 7, P::Nullable, T::Scalar(S::Str)),
-            F::new("last_dial_duration_ms", 8, P::Nullable, T::Scalar(S::U64)),
-            F::new("current_swim_opinion", 9, P::Required, T::enumeration("PeerState")),
-            F::new("current_swim_opinion_since_ms", 10, P::Nullable, T::Scalar(S::U64)),
-            F::new("swim_transition_history", 11, P::Required, T::messages("StateTransition")),
-            F::new("metadata_version_seen", 12, P::Nullable, T::Scalar(S::U64)),
-            F::new("metadata_relay_url_seen", 13, P::Nullable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("PoolReady"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("node_ids_hex", 2, P::Required, T::scalars(S::HexId)),
-        ]) } },
-        M { name: B("PostAck"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("clock", 1, P::Required, T::message("ClockEcho")),
-            F::new("hints", 2, P::Omittable, T::message("Hints")),
-            F::new("body", 3, P::Omittable, T::Scalar(S::Json)),
-        ]) } },
-        M { name: B("PpActivationReceivedFields"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("bytes", 1, P::Required, T::Scalar(S::U64)),
-            F::new("from_stage", 2, P::Required, T::Scalar(S::U32)),
-            F::new("is_prefill", 3, P::Required, T::Scalar(S::Bool)),
-            F::new("request_id", 4, P::Required, T::Scalar(S::Str)),
-            F::new("to_stage", 5, P::Required, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("PpActivationSentFields"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("bytes", 1, P::Required, T::Scalar(S::U64)),
-            F::new("from_stage", 2, P::Required, T::Scalar(S::U32)),
-            F::new("is_prefill", 3, P::Required, T::Scalar(S::Bool)),
-            F::new("request_id", 4, P::Required, T::Scalar(S::Str)),
-            F::new("to_stage", 5, P::Required, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("PpTokenEmittedFields"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("decode_ms", 1, P::Required, T::Scalar(S::F64)),
-            F::new("position", 2, P::Required, T::Scalar(S::U32)),
-            F::new("request_id", 3, P::Required, T::Scalar(S::Str)),
-            F::new("token_id", 4, P::Required, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("PpWorkerCompleteFields"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("duration_ms", 1, P::Required, T::Scalar(S::F64)),
-            F::new("op", 2, P::Required, T::Scalar(S::Str)),
-            F::new("request_id", 3, P::Required, T::Scalar(S::Str)),
-            F::new("worker_generation", 4, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("PpWorkerDispatchFields"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("op", 1, P::Required, T::Scalar(S::Str)),
-            F::new("queue_depth_at_dispatch", 2, P::Required, T::Scalar(S::U32)),
-            F::new("request_id", 3, P::Required, T::Scalar(S::Str)),
-            F::new("worker_generation", 4, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("Probe"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("target", 1, P::Required, T::Scalar(S::Str)),
-            F::new("kind", 2, P::Required, T::enumeration("ProbeKind")),
-            F::new("resolved_addr", 3, P::Omittable, T::Scalar(S::Str)),
-            F::new("last_attempted_at_ms", 4, P::Default, T::Scalar(S::U64)),
-            F::new("last_outcome", 5, P::Required, T::enumeration("ProbeOutcome")),
-            F::new("last_rtt_ms", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_error", 7, P::Omittable, T::Scalar(S::Str)),
-            F::new("attempts", 8, P::Required, T::Scalar(S::U64)),
-            F::new("successes", 9, P::Required, T::Scalar(S::U64)),
-            F::new("target_port", 10, P::Omittable, T::Scalar(S::U16)),
-            F::new("relay_url", 11, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("ProbeReceived"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("target", 1, P::Required, T::Scalar(S::Str)),
-            F::new("kind", 2, P::Required, T::enumeration("ProbeKind")),
-            F::new("rtt_ms", 3, P::Nullable, T::Scalar(S::U64)),
-            F::new("outcome", 4, P::Required, T::enumeration("ProbeOutcome")),
-        ]) } },
-        M { name: B("ProbeSent"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("target", 1, P::Required, T::Scalar(S::Str)),
-            F::new("kind", 2, P::Required, T::enumeration("ProbeKind")),
-        ]) } },
-        M { name: B("ProbeState"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("probes", 1, P::SkipDefault, T::messages("Probe")),
-            F::new("scraped_at_ms", 2, P::Default, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("ProcessStats"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("rss_bytes", 1, P::Omittable, T::Scalar(S::U64)),
-            F::new("vm_size_bytes", 2, P::Omittable, T::Scalar(S::U64)),
-            F::new("open_fd_count", 3, P::Omittable, T::Scalar(S::U64)),
-            F::new("cpu_ms", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("tokio", 5, P::Omittable, T::message("TokioStats")),
-            F::new("captured_at_ms", 6, P::Default, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("PromptInjected"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
-            F::new("object_id", 3, P::Required, T::Scalar(S::U64)),
-            F::new("sequence", 4, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("ReadinessBarrierPassed"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("RegisterNameFields"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("name", 1, P::Required, T::Scalar(S::Str)),
-            F::new("actor_addr_hex", 2, P::Required, T::Scalar(S::Str)),
-            F::new("our_node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
-            F::new("wall_ms", 4, P::Required, T::Scalar(S::U64)),
-            F::new("stage_index", 5, P::Omittable, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("Registry"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("entries", 1, P::SkipDefault, T::messages("RegistryEntry")),
-            F::new("tombstone_count", 2, P::Required, T::Scalar(S::U64)),
-            F::new("clock", 3, P::Required, T::Scalar(S::U64)),
-            F::new("scraped_at_ms", 4, P::Default, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("RegistryEntry"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("name", 1, P::Required, T::Scalar(S::Str)),
-            F::new("actor_addr_hex", 2, P::Required, T::Scalar(S::Str)),
-            F::new("owner_node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
-            F::new("generation", 4, P::Required, T::Scalar(S::U64)),
-            F::new("logical_timestamp", 5, P::Default, T::Scalar(S::U64)),
-            F::new("is_tombstone", 6, P::SkipDefault, T::Scalar(S::Bool)),
-        ]) } },
-        M { name: B("RelayChanged"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("old_url", 1, P::Nullable, T::Scalar(S::Str)),
-            F::new("new_url", 2, P::Nullable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("RelayServer"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("active_sessions", 1, P::Required, T::Scalar(S::U64)),
-            F::new("total_opens", 2, P::Required, T::Scalar(S::U64)),
-            F::new("total_closes", 3, P::Required, T::Scalar(S::U64)),
-            F::new("bytes_rx_total", 4, P::Required, T::Scalar(S::U64)),
-            F::new("bytes_tx_total", 5, P::Required, T::Scalar(S::U64)),
-            F::new("closes_by_reason", 6, P::SkipDefault, T::messages("RelayServerClosesByReasonTuple")),
-            F::new("scraped_at_ms", 7, P::Default, T::Scalar(S::U64)),
-            F::new("counters_source", 8, P::Omittable, T::enumeration("ValueSource")),
-        ]) } },
-        M { name: B("RelayServerClosesByReasonTuple"), shape: H::Tuple(B(&[T::Scalar(S::Str), T::Scalar(S::U64)])) },
-        M { name: B("RelaySession"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("relay_url", 1, P::Omittable, T::Scalar(S::Str)),
-            F::new("status", 2, P::Required, T::enumeration("RelaySessionStatus")),
-            F::new("status_source", 3, P::Required, T::enumeration("ValueSource")),
-            F::new("status_changed_at_ms", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("status_entered_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_send_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_recv_at_ms", 7, P::Omittable, T::Scalar(S::U64)),
-            F::new("tx_bytes_total", 8, P::Omittable, T::Scalar(S::U64)),
-            F::new("rx_bytes_total", 9, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("RelaySessionClosed"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("opened_at_ms", 2, P::Required, T::Scalar(S::U64)),
-            F::new("closed_at_ms", 3, P::Required, T::Scalar(S::U64)),
-            F::new("duration_ms", 4, P::Required, T::Scalar(S::U64)),
-            F::new("close_initiator", 5, P::Required, T::enumeration("RelayCloseInitiator")),
-            F::new("close_reason", 6, P::Required, T::Scalar(S::Str)),
-            F::new("bytes_rx", 7, P::Required, T::Scalar(S::U64)),
-            F::new("bytes_tx", 8, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("RelaySessionOpened"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("at_ms", 2, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("RelaySessionStateChanged"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("relay_url", 1, P::Nullable, T::Scalar(S::Str)),
-            F::new("from_status", 2, P::Required, T::enumeration("RelaySessionStatus")),
-            F::new("to_status", 3, P::Required, T::enumeration("RelaySessionStatus")),
-            F::new("reason", 4, P::Nullable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("Route"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("family", 1, P::Required, T::enumeration("RouteFamily")),
-            F::new("destination", 2, P::Required, T::Scalar(S::Str)),
-            F::new("gateway", 3, P::Omittable, T::Scalar(S::Str)),
-            F::new("interface", 4, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("RunCompleted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("RunFaulted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("reason", 2, P::Required, T::enumeration("FaultReason")),
-            F::new("component", 3, P::Required, T::enumeration("FaultComponent")),
-            F::new("stage_index", 4, P::Omittable, T::Scalar(S::U32)),
-            F::new("node_id_hex", 5, P::Omittable, T::Scalar(S::HexId)),
-            F::new("detail", 6, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("RunNodeSummary"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("node_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("boot_recorded", 2, P::Required, T::Scalar(S::Bool)),
-            F::new("event_batches", 3, P::Required, T::Scalar(S::U64)),
-            F::new("snapshots", 4, P::Required, T::Scalar(S::U64)),
-            F::new("finalize_recorded", 5, P::Required, T::Scalar(S::Bool)),
-        ]) } },
-        M { name: B("RunPlanned"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_count", 2, P::Required, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("RunSummary"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("run_start_collector_ms", 2, P::Nullable, T::Scalar(S::U64)),
-            F::new("run_end_collector_ms", 3, P::Nullable, T::Scalar(S::U64)),
-            F::new("finalize_received", 4, P::Required, T::Scalar(S::Bool)),
-            F::new("nodes", 5, P::Required, T::messages("RunNodeSummary")),
-        ]) } },
-        M { name: B("RunTornDown"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("RunsListing"), shape: H::Wrapper(T::messages("RunSummary")) },
-        M { name: B("SchedulerStats"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("task_count", 1, P::Omittable, T::Scalar(S::U64)),
-            F::new("oldest_pending_task_age_ms", 2, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("Snapshot"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("identity", 1, P::Required, T::message("Identity")),
-            F::new("run_id", 2, P::Required, T::Scalar(S::Str)),
-            F::new("snapshot_id", 3, P::Required, T::Scalar(S::Str)),
-            F::new("wall_ms", 4, P::Required, T::Scalar(S::U64)),
-            F::new("monotonic_seq", 5, P::Required, T::Scalar(S::U64)),
-            F::new("trigger", 6, P::Required, T::message("SnapshotTrigger")),
-            F::new("body", 7, P::Required, T::message("SnapshotBody")),
-        ]) } },
-        M { name: B("SnapshotBody"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("reachability", 1, P::Required, T::messages("PeerReachability")),
-            F::new("events", 2, P::SkipDefault, T::messages("EventRecord")),
-            F::new("iroh", 3, P::Omittable, T::message("IrohState")),
-            F::new("swim", 4, P::Omittable, T::message("SwimState")),
-            F::new("host", 5, P::Omittable, T::message("HostState")),
-            F::new("probes", 6, P::Omittable, T::message("ProbeState")),
-            F::new("vastai", 7, P::Omittable, T::message("VastaiContext")),
-            F::new("process", 8, P::Omittable, T::message("ProcessStats")),
-            F::new("registry", 9, P::Omittable, T::message("Registry")),
-            F::new("relay_server", 10, P::Omittable, T::message("RelayServer")),
-            F::new("subprocess", 11, P::Omittable, T::message("SubprocessState")),
-            F::new("app", 12, P::Omittable, T::message("AppState")),
-            F::new("actors", 13, P::Omittable, T::message("ActorState")),
-        ]) } },
-        M { name: B("SnapshotTrigger"), shape: H::Union { style: U::Adjacent, tag: B("kind"), content: Some(B("data")), variants: B(&[
-            V::new("Periodic", 1, None),
-            V::new("OnDemand", 2, None),
-            V::new("Transition", 3, Some(T::Scalar(S::Str))),
-        ]) } },
-        M { name: B("StageProvisionStarted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-            F::new("node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
-        ]) } },
-        M { name: B("StageReady"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("StageStopped"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("StateTransition"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("from", 1, P::Required, T::enumeration("PeerState")),
-            F::new("to", 2, P::Required, T::enumeration("PeerState")),
-            F::new("at_ms", 3, P::Required, T::Scalar(S::U64)),
-            F::new("reason", 4, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("StepCompleted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-            F::new("step_id", 3, P::Required, T::Scalar(S::U64)),
-            F::new("worker_generation", 4, P::Required, T::Scalar(S::U64)),
-            F::new("sequence", 5, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("StopRunSent"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-            F::new("node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
-        ]) } },
-        M { name: B("Subprocess"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("label", 1, P::Required, T::Scalar(S::Str)),
-            F::new("pid", 2, P::Required, T::Scalar(S::U32)),
-            F::new("parent_pid", 3, P::Omittable, T::Scalar(S::U32)),
-            F::new("status", 4, P::Required, T::enumeration("SubprocessStatus")),
-            F::new("spawn_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
-            F::new("exit_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("exit_code", 7, P::Omittable, T::Scalar(S::I32)),
-            F::new("exit_signal", 8, P::Omittable, T::Scalar(S::I32)),
-            F::new("rss_bytes", 9, P::Omittable, T::Scalar(S::U64)),
-            F::new("vm_size_bytes", 10, P::Omittable, T::Scalar(S::U64)),
-            F::new("open_fd_count", 11, P::Omittable, T::Scalar(S::U64)),
-            F::new("cpu_ms", 12, P::Omittable, T::Scalar(S::U64)),
-            F::new("cmdline", 13, P::Omittable, T::Scalar(S::Str)),
-            F::new("worker_generation", 14, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("SubprocessExited"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("label", 1, P::Required, T::Scalar(S::Str)),
-            F::new("pid", 2, P::Required, T::Scalar(S::U32)),
-            F::new("command", 3, P::Required, T::Scalar(S::Str)),
-            F::new("exit_code", 4, P::Nullable, T::Scalar(S::I32)),
-            F::new("exit_signal", 5, P::Nullable, T::Scalar(S::I32)),
-            F::new("uptime_ms", 6, P::Nullable, T::Scalar(S::U64)),
-            F::new("worker_generation", 7, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("SubprocessSpawned"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("label", 1, P::Required, T::Scalar(S::Str)),
-            F::new("pid", 2, P::Required, T::Scalar(S::U32)),
-            F::new("command", 3, P::Required, T::Scalar(S::Str)),
-            F::new("worker_generation", 4, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("SubprocessState"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("subprocesses", 1, P::SkipDefault, T::messages("Subprocess")),
-            F::new("scraped_at_ms", 2, P::Default, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("SwimConfig"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("probe_interval_ticks", 1, P::Required, T::Scalar(S::U64)),
-            F::new("probe_timeout_ticks", 2, P::Required, T::Scalar(S::U64)),
-            F::new("suspicion_timeout_ticks", 3, P::Required, T::Scalar(S::U64)),
-            F::new("indirect_probes_k", 4, P::Required, T::Scalar(S::U32)),
-            F::new("dead_reprobe_interval_ticks", 5, P::Required, T::Scalar(S::U64)),
-            F::new("gossip_fanout_lambda", 6, P::Required, T::Scalar(S::U32)),
-            F::new("max_piggyback", 7, P::Required, T::Scalar(S::U32)),
-            F::new("probe_mode", 8, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("SwimMessage"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("kind", 1, P::Required, T::enumeration("SwimMessageKind")),
-            F::new("peer_node_id_hex", 2, P::Required, T::Scalar(S::HexId)),
-            F::new("at_ms", 3, P::Required, T::Scalar(S::U64)),
-            F::new("sequence", 4, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("SwimMetadataReceived"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("version", 2, P::Required, T::Scalar(S::U64)),
-            F::new("payload_hash", 3, P::Required, T::Scalar(S::U64)),
-            F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("SwimMetadataSent"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("version", 1, P::Required, T::Scalar(S::U64)),
-            F::new("payload_hash", 2, P::Required, T::Scalar(S::U64)),
-            F::new("parent_trace_id", 3, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("SwimPeer"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
-            F::new("state", 2, P::Required, T::enumeration("PeerState")),
-            F::new("incarnation", 3, P::Required, T::Scalar(S::U64)),
-            F::new("last_ping_sent_at_ms", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_ack_received_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
-            F::new("last_ping_received_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("suspect_started_at_ms", 7, P::Omittable, T::Scalar(S::U64)),
-            F::new("metadata_version_seen", 8, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("SwimProbeAcked"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
-            F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
-            F::new("observer", 4, P::Omittable, T::Scalar(S::NodeId)),
-            F::new("sent_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
-            F::new("received_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("rtt_ms", 7, P::Omittable, T::Scalar(S::U64)),
-            F::new("rtt_source", 8, P::Omittable, T::enumeration("ValueSource")),
-            F::new("outcome", 9, P::Omittable, T::enumeration("SwimProbeOutcome")),
-            F::new("timeout_budget_ms", 10, P::Omittable, T::Scalar(S::U64)),
-            F::new("trace_id", 11, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("SwimProbeLateAcked"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
-            F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
-            F::new("rtt_ms", 4, P::Required, T::Scalar(S::U64)),
-            F::new("timeout_budget_ms", 5, P::Omittable, T::Scalar(S::U64)),
-            F::new("trace_id", 6, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("SwimProbeSent"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
-            F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
-            F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("SwimProbeTimedOut"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
-            F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
-            F::new("budget_ticks", 4, P::Required, T::Scalar(S::U64)),
-            F::new("observer", 5, P::Omittable, T::Scalar(S::NodeId)),
-            F::new("sent_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
-            F::new("rtt_ms", 7, P::Omittable, T::Scalar(S::U64)),
-            F::new("rtt_source", 8, P::Omittable, T::enumeration("ValueSource")),
-            F::new("outcome", 9, P::Omittable, T::enumeration("SwimProbeOutcome")),
-            F::new("timeout_budget_ms", 10, P::Omittable, T::Scalar(S::U64)),
-            F::new("trace_id", 11, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("SwimState"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("config", 1, P::Required, T::message("SwimConfig")),
-            F::new("self_node_id_hex", 2, P::Required, T::Scalar(S::HexId)),
-            F::new("self_incarnation", 3, P::Required, T::Scalar(S::U64)),
-            F::new("metadata_local_version", 4, P::Required, T::Scalar(S::U64)),
-            F::new("peers", 5, P::SkipDefault, T::messages("SwimPeer")),
-            F::new("recent_messages", 6, P::SkipDefault, T::messages("SwimMessage")),
-            F::new("scraped_at_ms", 7, P::Default, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("SwimTransition"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
-            F::new("from", 2, P::Required, T::enumeration("PeerState")),
-            F::new("to", 3, P::Required, T::enumeration("PeerState")),
-            F::new("reason", 4, P::Required, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("Teardown"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("contract_id", 1, P::Required, T::Scalar(S::U64)),
-            F::new("reason", 2, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("TokenReceived"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
-            F::new("object_id", 3, P::Required, T::Scalar(S::U64)),
-            F::new("sequence", 4, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("TokioStats"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("flavor", 1, P::Required, T::enumeration("TokioFlavor")),
-        ]) } },
-        M { name: B("TransportAddr"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("addr", 1, P::Required, T::Scalar(S::Str)),
-            F::new("usage", 2, P::Required, T::enumeration("AddrUsage")),
-        ]) } },
-        M { name: B("UdpKernelStats"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("in_datagrams", 1, P::Omittable, T::Scalar(S::U64)),
-            F::new("no_ports", 2, P::Omittable, T::Scalar(S::U64)),
-            F::new("in_errors", 3, P::Omittable, T::Scalar(S::U64)),
-            F::new("out_datagrams", 4, P::Omittable, T::Scalar(S::U64)),
-            F::new("rcvbuf_errors", 5, P::Omittable, T::Scalar(S::U64)),
-            F::new("sndbuf_errors", 6, P::Omittable, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("UdpSocket"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("local_addr", 1, P::Required, T::Scalar(S::Str)),
-            F::new("remote_addr", 2, P::Required, T::Scalar(S::Str)),
-            F::new("state", 3, P::Required, T::Scalar(S::Str)),
-            F::new("inode", 4, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("VastaiBody"), shape: H::Union { style: U::Internal, tag: B("t"), content: None, variants: B(&[
-            V::new("instance", 1, Some(T::message("InstanceObservation"))),
-            V::new("host_sample", 2, Some(T::message("HostSample"))),
-            V::new("logs", 3, Some(T::message("LogBatch"))),
-            V::new("lifecycle", 4, Some(T::message("LifecycleEvent"))),
-        ]) } },
-        M { name: B("VastaiContext"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("container_id", 1, P::Omittable, T::Scalar(S::Str)),
-            F::new("hostname", 2, P::Omittable, T::Scalar(S::Str)),
-            F::new("env_vars", 3, P::SkipDefault, T::messages("VastaiContextEnvVarsTuple")),
-            F::new("process_start_ms", 4, P::Default, T::Scalar(S::U64)),
-            F::new("captured_at_ms", 5, P::Default, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("VastaiContextEnvVarsTuple"), shape: H::Tuple(B(&[T::Scalar(S::Str), T::Scalar(S::Str)])) },
-        M { name: B("VastaiNodeRef"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("contract_id", 1, P::Omittable, T::Scalar(S::U64)),
-            F::new("stage_index", 2, P::Omittable, T::Scalar(S::U32)),
-            F::new("label", 3, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-        M { name: B("VastaiRecord"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("v", 1, P::Required, T::Scalar(S::U32)),
-            F::new("vastai_node", 2, P::Required, T::message("VastaiNodeRef")),
-            F::new("source", 3, P::Required, T::enumeration("VastaiSource")),
-            F::new("seq", 4, P::Required, T::Scalar(S::U64)),
-            F::new("wall_ms", 5, P::Required, T::Scalar(S::U64)),
-            F::new("body", 6, P::Required, T::message("VastaiBody")),
-        ]) } },
-        M { name: B("WeightsDownloadStarted"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("WeightsDownloaded"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("WeightsLoaded"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-            F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-            F::new("worker_generation", 3, P::Required, T::Scalar(S::U64)),
-        ]) } },
-        M { name: B("WirePacket"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("direction", 1, P::Required, T::enumeration("PacketDirection")),
-            F::new("l3", 2, P::Required, T::message("WirePacketL3")),
-            F::new("l4", 3, P::Required, T::message("WirePacketL4")),
-            F::new("payload_hash", 4, P::Required, T::Scalar(S::U64)),
-            F::new("payload_len", 5, P::Required, T::Scalar(S::U32)),
-            F::new("via", 6, P::Required, T::message("WirePacketVia")),
-            F::new("api_gaps", 7, P::SkipDefault, T::enums("ApiGap")),
-        ]) } },
-        M { name: B("WirePacketL3"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("src_ip", 1, P::Required, T::Scalar(S::Str)),
-            F::new("dst_ip", 2, P::Required, T::Scalar(S::Str)),
-            F::new("ttl", 3, P::Omittable, T::Scalar(S::U8)),
-            F::new("ecn", 4, P::Omittable, T::enumeration("EcnCodepoint")),
-        ]) } },
-        M { name: B("WirePacketL4"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("kind", 1, P::Required, T::enumeration("WirePacketL4Kind")),
-            F::new("src_port", 2, P::Required, T::Scalar(S::U16)),
-            F::new("dst_port", 3, P::Required, T::Scalar(S::U16)),
-            F::new("len", 4, P::Required, T::Scalar(S::U32)),
-        ]) } },
-        M { name: B("WirePacketVia"), shape: H::Struct { extra: true, fields: B(&[
-            F::new("local_iface", 1, P::Required, T::Scalar(S::Str)),
-            F::new("peer_relay_url", 2, P::Omittable, T::Scalar(S::Str)),
-        ]) } },
-    ]),
-    enums: B(&[
-        E { name: B("AddrUsage"), values: B(&[N::new("active", 1), N::new("inactive", 2)]) },
-        E { name: B("ApiGap"), values: B(&[N::new("RemoteInfo.conn_type", 1), N::new("RemoteInfo.latency_ms", 2), N::new("RemoteInfo.last_used_ms", 3), N::new("RemoteInfo.last_received_ms", 4), N::new("TransportAddrInfo.source", 5), N::new("RelayTunnel.status", 6), N::new("RelayTunnel.last_send_at_ms", 7), N::new("RelayTunnel.last_recv_at_ms", 8), N::new("RelayTunnel.tx_bytes_total", 9), N::new("RelayTunnel.rx_bytes_total", 10), N::new("IrohState.flows", 11), N::new("IrohState.nat_bindings", 12), N::new("IrohState.links", 13), N::new("Handshake.cipher_suite_offered", 14), N::new("Handshake.cipher_suite_selected", 15), N::new("WirePacket.ttl", 16), N::new("WirePacket.ecn", 17)]) },
-        E { name: B("CaptureGap"), values: B(&[N::new("AppState.gpu_mem_used_bytes", 1), N::new("AppState.gpu_mem_total_bytes", 2), N::new("SchedulerStats.task_count", 3), N::new("SchedulerStats.oldest_pending_task_age_ms", 4)]) },
-        E { name: B("ConnType"), values: B(&[N::new("Direct", 1), N::new("Relay", 2), N::new("Mixed", 3), N::new("None", 4)]) },
-        E { name: B("EcnCodepoint"), values: B(&[N::new("not_ect", 1), N::new("ect0", 2), N::new("ect1", 3), N::new("ce", 4)]) },
-        E { name: B("FaultComponent"), values: B(&[N::new("node_boot", 1), N::new("membership", 2), N::new("orchestrator", 3), N::new("stage_controller", 4), N::new("weight_lifecycle", 5), N::new("edge_establisher", 6), N::new("arena_manager", 7), N::new("transport", 8), N::new("gpu_worker_ctl", 9), N::new("gpu_worker", 10), N::new("token_endpoint", 11)]) },
-        E { name: B("FaultReason"), values: B(&[N::new("timeout", 1), N::new("unreachable", 2), N::new("membership_lost", 3), N::new("provisioning_rejected", 4), N::new("resource_unavailable", 5), N::new("weights_unavailable", 6), N::new("edge_failed", 7), N::new("protocol_error", 8), N::new("sequence_violation", 9), N::new("process_exited", 10), N::new("out_of_memory", 11), N::new("step_failed", 12), N::new("cancelled", 13), N::new("unknown", 14)]) },
-        E { name: B("GossipPayloadKind"), values: B(&[N::new("swim_piggyback", 1), N::new("name_registry", 2)]) },
-        E { name: B("HandshakeResult"), values: B(&[N::new("success", 1), N::new("timeout", 2), N::new("rejected", 3), N::new("error", 4)]) },
-        E { name: B("HandshakeRole"), values: B(&[N::new("client", 1), N::new("server", 2)]) },
-        E { name: B("HostProvider"), values: B(&[N::new("vastai", 1), N::new("local", 2)]) },
-        E { name: B("InferenceSendOutcome"), values: B(&[N::new("success", 1), N::new("timeout", 2), N::new("connection_closed", 3), N::new("refused", 4), N::new("unresolved", 5), N::new("queued_unacked", 6)]) },
-        E { name: B("LogStream"), values: B(&[N::new("stdout", 1), N::new("stderr", 2), N::new("vast_request_logs", 3)]) },
-        E { name: B("NatClass"), values: B(&[N::new("cone", 1), N::new("symmetric", 2), N::new("pmp", 3), N::new("upnp", 4), N::new("unknown", 5)]) },
-        E { name: B("PacketDirection"), values: B(&[N::new("tx", 1), N::new("rx", 2)]) },
-        E { name: B("PeerState"), values: B(&[N::new("Alive", 1), N::new("Suspect", 2), N::new("Dead", 3), N::new("Unknown", 4)]) },
-        E { name: B("ProbeKind"), values: B(&[N::new("udp_echo", 1), N::new("udp_relay", 2), N::new("stun", 3)]) },
-        E { name: B("ProbeOutcome"), values: B(&[N::new("ok", 1), N::new("timeout", 2), N::new("refused", 3), N::new("unresolved", 4), N::new("error", 5), N::new("pending", 6)]) },
-        E { name: B("RecordKind"), values: B(&[N::new("boot", 1), N::new("events", 2), N::new("snapshot", 3), N::new("finalize", 4), N::new("vastai_instance", 5), N::new("vastai_sample", 6), N::new("vastai_logs", 7), N::new("vastai_lifecycle", 8)]) },
-        E { name: B("RelayCloseInitiator"), values: B(&[N::new("relay", 1), N::new("remote", 2), N::new("idle_timeout", 3), N::new("peer", 4), N::new("transport", 5), N::new("unknown", 6)]) },
-        E { name: B("RelaySessionStatus"), values: B(&[N::new("connected", 1), N::new("connecting", 2), N::new("disconnected", 3), N::new("unknown", 4)]) },
-        E { name: B("RouteFamily"), values: B(&[N::new("v4", 1), N::new("v6", 2)]) },
-        E { name: B("SubprocessStatus"), values: B(&[N::new("running", 1), N::new("exited", 2), N::new("unknown", 3)]) },
-        E { name: B("SwimMessageKind"), values: B(&[N::new("ping", 1), N::new("ack", 2), N::new("ping_req", 3), N::new("indirect_ack", 4), N::new("join_request", 5), N::new("join_response", 6)]) },
-        E { name: B("SwimProbeKind"), values: B(&[N::new("direct", 1), N::new("indirect", 2)]) },
-        E { name: B("SwimProbeOutcome"), values: B(&[N::new("success", 1), N::new("timeout", 2), N::new("connection_closed", 3), N::new("send_failed", 4), N::new("refused", 5), N::new("unresolved", 6)]) },
-        E { name: B("TokioFlavor"), values: B(&[N::new("current_thread", 1), N::new("multi_thread", 2), N::new("unknown", 3)]) },
-        E { name: B("ValueSource"), values: B(&[N::new("iroh", 1), N::new("derived", 2), N::new("orchestrator", 3), N::new("driver", 4), N::new("measured", 5), N::new("relay", 6), N::new("unavailable", 7)]) },
-        E { name: B("VastaiSource"), values: B(&[N::new("external", 1), N::new("in_vm", 2)]) },
-        E { name: B("WirePacketL4Kind"), values: B(&[N::new("udp", 1)]) },
-        E { name: B("WorkerStatus"), values: B(&[N::new("starting", 1), N::new("loading", 2), N::new("ready", 3), N::new("busy", 4), N::new("stopped", 5), N::new("exited", 6), N::new("faulted", 7), N::new("unknown", 8)]) },
-        E { name: B("WriterKind"), values: B(&[N::new("node", 1), N::new("sim", 2), N::new("collector", 3)]) },
-    ]),
+    records: B(&RECORDS),
+    messages: B(&MESSAGES),
+    enums: B(&ENUMS),
 };
+
+static RECORDS: [R; 11] = [
+    R::new("boot", "Identity"),
+    R::new("error", "ErrorBody"),
+    R::new("event", "EventRecord"),
+    R::new("event_batch", "EventBatch"),
+    R::new("finalize", "Finalize"),
+    R::new("live", "LiveRecord"),
+    R::new("manifest", "Manifest"),
+    R::new("post_ack", "PostAck"),
+    R::new("runs", "RunsListing"),
+    R::new("snapshot", "Snapshot"),
+    R::new("vastai", "VastaiRecord"),
+];
+
+static FIELDS_0: [F; 4] = [
+    F::new("actors", 1, P::SkipDefault, T::messages("ActorStats")),
+    F::new("scheduler", 2, P::Omittable, T::message("SchedulerStats")),
+    F::new("api_gaps", 3, P::SkipDefault, T::enums("CaptureGap")),
+    F::new("scraped_at_ms", 4, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_1: [F; 8] = [
+    F::new("name", 1, P::Required, T::Scalar(S::Str)),
+    F::new("mailbox_depth", 2, P::Required, T::Scalar(S::U64)),
+    F::new("oldest_msg_age_ms", 3, P::Omittable, T::Scalar(S::U64)),
+    F::new("total_msgs_processed", 4, P::Required, T::Scalar(S::U64)),
+    F::new("total_msgs_dropped", 5, P::Required, T::Scalar(S::U64)),
+    F::new("p50_process_ms", 6, P::Omittable, T::Scalar(S::F64)),
+    F::new("p99_process_ms", 7, P::Omittable, T::Scalar(S::F64)),
+    F::new("mailbox_source", 8, P::Omittable, T::enumeration("ValueSource")),
+];
+
+static FIELDS_2: [F; 12] = [
+    F::new("stage_index", 1, P::Required, T::Scalar(S::U32)),
+    F::new("worker_status", 2, P::Required, T::enumeration("WorkerStatus")),
+    F::new("in_flight_requests", 3, P::Omittable, T::Scalar(S::U32)),
+    F::new("kv_cache_blocks_used", 4, P::Omittable, T::Scalar(S::U32)),
+    F::new("kv_cache_blocks_max", 5, P::Omittable, T::Scalar(S::U32)),
+    F::new("worker_queue_depth", 6, P::Omittable, T::Scalar(S::U32)),
+    F::new("gpu_mem_used_bytes", 7, P::Omittable, T::Scalar(S::U64)),
+    F::new("gpu_mem_total_bytes", 8, P::Omittable, T::Scalar(S::U64)),
+    F::new("gpu_mem_source", 9, P::Omittable, T::enumeration("ValueSource")),
+    F::new("api_gaps", 10, P::SkipDefault, T::enums("CaptureGap")),
+    F::new("scraped_at_ms", 11, P::Omittable, T::Scalar(S::U64)),
+    F::new("worker_generation", 12, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_3: [F; 3] = [
+    F::new("kind", 1, P::Required, T::enumeration("WriterKind")),
+    F::new("name", 2, P::Required, T::Scalar(S::Str)),
+    F::new("version", 3, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_4: [F; 3] = [
+    F::new("mem_limit_bytes", 1, P::Omittable, T::Scalar(S::U64)),
+    F::new("mem_current_bytes", 2, P::Omittable, T::Scalar(S::U64)),
+    F::new("cpu_quota_cores", 3, P::Omittable, T::Scalar(S::F64)),
+];
+
+static FIELDS_5: [F; 3] = [
+    F::new("node_send_ms_echoed", 1, P::Required, T::Scalar(S::U64)),
+    F::new("collector_recv_ms", 2, P::Required, T::Scalar(S::U64)),
+    F::new("collector_send_ms", 3, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_6: [F; 3] = [
+    F::new("node_send_ms_echoed", 1, P::Required, T::Scalar(S::U64)),
+    F::new("collector_recv_ms", 2, P::Required, T::Scalar(S::U64)),
+    F::new("collector_send_ms", 3, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_7: [F; 7] = [
+    F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("generation", 2, P::Required, T::Scalar(S::U64)),
+    F::new("created_at_ms", 3, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_successful_send_at_ms", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_failure_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_failure_reason", 6, P::Omittable, T::Scalar(S::Str)),
+    F::new("observed_conn_type_at_last_use", 7, P::Omittable, T::enumeration("ConnType")),
+];
+
+static FIELDS_8: [F; 2] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("generation", 2, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_9: [F; 3] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("generation", 2, P::Required, T::Scalar(S::U64)),
+    F::new("reason", 3, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_10: [F; 1] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+];
+
+static FIELDS_11: [F; 2] = [
+    F::new("contract_id", 1, P::Required, T::Scalar(S::U64)),
+    F::new("offer_id", 2, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_12: [F; 5] = [
+    F::new("util_pct", 1, P::Omittable, T::Scalar(S::F64)),
+    F::new("load1", 2, P::Omittable, T::Scalar(S::F64)),
+    F::new("load5", 3, P::Omittable, T::Scalar(S::F64)),
+    F::new("load15", 4, P::Omittable, T::Scalar(S::F64)),
+    F::new("num_cpus", 5, P::Omittable, T::Scalar(S::U32)),
+];
+
+static FIELDS_13: [F; 1] = [
+    F::new("@payload", 1, P::Required, T::message("CustomPayload")).flatten(),
+];
+
+static VARIANTS_14: [V; 11] = [
+    V::new("clock_sample", 1, Some(T::message("ClockSampleFields"))),
+    V::new("iroh_api_missing", 2, Some(T::message("IrohApiMissingFields"))),
+    V::new("register_name", 3, Some(T::message("RegisterNameFields"))),
+    V::new("worker_ready", 4, Some(T::Scalar(S::Json))),
+    V::new("worker_starting", 5, Some(T::Scalar(S::Json))),
+    V::new("worker_exited", 6, Some(T::Scalar(S::Json))),
+    V::new("pp.token_emitted", 7, Some(T::message("PpTokenEmittedFields"))),
+    V::new("pp.activation_sent", 8, Some(T::message("PpActivationSentFields"))),
+    V::new("pp.activation_received", 9, Some(T::message("PpActivationReceivedFields"))),
+    V::new("pp.worker_dispatch", 10, Some(T::message("PpWorkerDispatchFields"))),
+    V::new("pp.worker_complete", 11, Some(T::message("PpWorkerCompleteFields"))),
+];
+
+static FIELDS_15: [F; 1] = [
+    F::new("num_stages", 1, P::Omittable, T::Scalar(S::U32)),
+];
+
+static FIELDS_16: [F; 4] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("attempt", 2, P::Required, T::Scalar(S::U32)),
+    F::new("outcome", 3, P::Required, T::message("DialResult")),
+    F::new("duration_ms", 4, P::Required, T::Scalar(S::U64)),
+];
+
+static VARIANTS_17: [V; 5] = [
+    V::new("Success", 1, None),
+    V::new("Timeout", 2, None),
+    V::new("Refused", 3, None),
+    V::new("NoRoute", 4, None),
+    V::new("Error", 5, Some(T::Scalar(S::Str))),
+];
+
+static FIELDS_18: [F; 3] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("attempt", 2, P::Required, T::Scalar(S::U32)),
+    F::new("timeout_ms", 3, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_19: [F; 5] = [
+    F::new("device", 1, P::Required, T::Scalar(S::Str)),
+    F::new("read_bytes_per_s", 2, P::Omittable, T::Scalar(S::F64)),
+    F::new("write_bytes_per_s", 3, P::Omittable, T::Scalar(S::F64)),
+    F::new("fs_total_bytes", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("fs_used_bytes", 5, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_20: [F; 7] = [
+    F::new("hostname", 1, P::Required, T::Scalar(S::Str)),
+    F::new("a_records", 2, P::SkipDefault, T::scalars(S::Str)),
+    F::new("aaaa_records", 3, P::SkipDefault, T::scalars(S::Str)),
+    F::new("ttl_seconds", 4, P::Omittable, T::Scalar(S::U32)),
+    F::new("resolver_used", 5, P::Omittable, T::Scalar(S::Str)),
+    F::new("resolved_at_ms", 6, P::Required, T::Scalar(S::U64)),
+    F::new("error", 7, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_21: [F; 3] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
+    F::new("stage_index", 3, P::Omittable, T::Scalar(S::U32)),
+];
+
+static FIELDS_22: [F; 4] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
+    F::new("ring_id", 3, P::Required, T::Scalar(S::U64)),
+    F::new("stage_index", 4, P::Omittable, T::Scalar(S::U32)),
+];
+
+static FIELDS_23: [F; 1] = [
+    F::new("error", 1, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_24: [F; 3] = [
+    F::new("component", 1, P::Required, T::Scalar(S::Str)),
+    F::new("message", 2, P::Required, T::Scalar(S::Str)),
+    F::new("peer", 3, P::Nullable, T::Scalar(S::NodeId)),
+];
+
+static VARIANTS_25: [V; 57] = [
+    V::new("SwimTransition", 1, Some(T::message("SwimTransition"))),
+    V::new("DialStarted", 2, Some(T::message("DialStarted"))),
+    V::new("DialOutcome", 3, Some(T::message("DialOutcome"))),
+    V::new("IrohConnTypeChanged", 4, Some(T::message("IrohConnTypeChanged"))),
+    V::new("RelayChanged", 5, Some(T::message("RelayChanged"))),
+    V::new("RelaySessionStateChanged", 6, Some(T::message("RelaySessionStateChanged"))),
+    V::new("RelaySessionOpened", 7, Some(T::message("RelaySessionOpened"))),
+    V::new("RelaySessionClosed", 8, Some(T::message("RelaySessionClosed"))),
+    V::new("GossipReceived", 9, Some(T::message("GossipReceived"))),
+    V::new("SubprocessSpawned", 10, Some(T::message("SubprocessSpawned"))),
+    V::new("SubprocessExited", 11, Some(T::message("SubprocessExited"))),
+    V::new("SwimMetadataSent", 12, Some(T::message("SwimMetadataSent"))),
+    V::new("SwimMetadataReceived", 13, Some(T::message("SwimMetadataReceived"))),
+    V::new("ConnectionCacheHit", 14, Some(T::message("ConnectionCacheHit"))),
+    V::new("ConnectionCacheMiss", 15, Some(T::message("ConnectionCacheMiss"))),
+    V::new("ConnectionCacheInvalidated", 16, Some(T::message("ConnectionCacheInvalidated"))),
+    V::new("NodeMapUpdate", 17, Some(T::message("NodeMapUpdate"))),
+    V::new("MessageSent", 18, Some(T::message("MessageSent"))),
+    V::new("MessageReceived", 19, Some(T::message("MessageReceived"))),
+    V::new("ProbeSent", 20, Some(T::message("ProbeSent"))),
+    V::new("ProbeReceived", 21, Some(T::message("ProbeReceived"))),
+    V::new("SwimProbeSent", 22, Some(T::message("SwimProbeSent"))),
+    V::new("SwimProbeAcked", 23, Some(T::message("SwimProbeAcked"))),
+    V::new("SwimProbeTimedOut", 24, Some(T::message("SwimProbeTimedOut"))),
+    V::new("InferenceResponseSent", 25, Some(T::message("InferenceResponseSent"))),
+    V::new("Error", 26, Some(T::message("ErrorEvent"))),
+    V::new("Custom", 27, Some(T::message("CustomEvent"))),
+    V::new("InferenceResponseReceived", 28, Some(T::message("InferenceResponseReceived"))),
+    V::new("HandshakeStarted", 29, Some(T::message("HandshakeStarted"))),
+    V::new("HandshakeOutcome", 30, Some(T::message("HandshakeOutcome"))),
+    V::new("WirePacket", 31, Some(T::message("WirePacket"))),
+    V::new("node_started", 32, Some(T::message("NodeStarted"))),
+    V::new("node_available", 33, Some(T::message("NodeAvailable"))),
+    V::new("node_faulted", 34, Some(T::message("NodeFaulted"))),
+    V::new("pool_ready", 35, Some(T::message("PoolReady"))),
+    V::new("run_planned", 36, Some(T::message("RunPlanned"))),
+    V::new("stage_provision_started", 37, Some(T::message("StageProvisionStarted"))),
+    V::new("weights_download_started", 38, Some(T::message("WeightsDownloadStarted"))),
+    V::new("weights_downloaded", 39, Some(T::message("WeightsDownloaded"))),
+    V::new("weights_loaded", 40, Some(T::message("WeightsLoaded"))),
+    V::new("edge_provision_started", 41, Some(T::message("EdgeProvisionStarted"))),
+    V::new("edge_ready", 42, Some(T::message("EdgeReady"))),
+    V::new("stage_ready", 43, Some(T::message("StageReady"))),
+    V::new("readiness_barrier_passed", 44, Some(T::message("ReadinessBarrierPassed"))),
+    V::new("prompt_injected", 45, Some(T::message("PromptInjected"))),
+    V::new("object_loaded", 46, Some(T::message("ObjectLoaded"))),
+    V::new("execute_step_started", 47, Some(T::message("ExecuteStepStarted"))),
+    V::new("object_produced", 48, Some(T::message("ObjectProduced"))),
+    V::new("step_completed", 49, Some(T::message("StepCompleted"))),
+    V::new("token_received", 50, Some(T::message("TokenReceived"))),
+    V::new("run_completed", 51, Some(T::message("RunCompleted"))),
+    V::new("run_faulted", 52, Some(T::message("RunFaulted"))),
+    V::new("stop_run_sent", 53, Some(T::message("StopRunSent"))),
+    V::new("stage_stopped", 54, Some(T::message("StageStopped"))),
+    V::new("run_torn_down", 55, Some(T::message("RunTornDown"))),
+    V::new("fault_detected", 56, Some(T::message("FaultDetected"))),
+    V::new("SwimProbeLateAcked", 57, Some(T::message("SwimProbeLateAcked"))),
+];
+
+static FIELDS_27: [F; 4] = [
+    F::new("node_id", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("monotonic_seq", 2, P::Required, T::Scalar(S::U64)),
+    F::new("wall_ms", 3, P::Required, T::Scalar(S::U64)),
+    F::new("@event", 4, P::Required, T::message("Event")).flatten(),
+];
+
+static FIELDS_28: [F; 5] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+    F::new("step_id", 3, P::Required, T::Scalar(S::U64)),
+    F::new("worker_generation", 4, P::Required, T::Scalar(S::U64)),
+    F::new("sequence", 5, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_29: [F; 12] = [
+    F::new("reason", 1, P::Required, T::enumeration("FaultReason")),
+    F::new("component", 2, P::Required, T::enumeration("FaultComponent")),
+    F::new("run_id", 3, P::Omittable, T::Scalar(S::Str)),
+    F::new("node_id_hex", 4, P::Omittable, T::Scalar(S::HexId)),
+    F::new("stage_index", 5, P::Omittable, T::Scalar(S::U32)),
+    F::new("edge_id", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("ring_id", 7, P::Omittable, T::Scalar(S::U64)),
+    F::new("object_id", 8, P::Omittable, T::Scalar(S::U64)),
+    F::new("sequence", 9, P::Omittable, T::Scalar(S::U64)),
+    F::new("step_id", 10, P::Omittable, T::Scalar(S::U64)),
+    F::new("worker_generation", 11, P::Omittable, T::Scalar(S::U64)),
+    F::new("detail", 12, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_30: [F; 1] = [
+    F::new("exit_reason", 1, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_31: [F; 11] = [
+    F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("local_addr", 2, P::Omittable, T::Scalar(S::Str)),
+    F::new("remote_addr", 3, P::Required, T::Scalar(S::Str)),
+    F::new("cwnd_packets", 4, P::Required, T::Scalar(S::U64)),
+    F::new("cwnd_packets_source", 5, P::Omittable, T::enumeration("ValueSource")),
+    F::new("rtt_estimate_ms", 6, P::Required, T::Scalar(S::U64)),
+    F::new("rtt_variance_ms", 7, P::Omittable, T::Scalar(S::U64)),
+    F::new("bytes_in_flight", 8, P::Required, T::Scalar(S::U64)),
+    F::new("retransmits_total", 9, P::Required, T::Scalar(S::U64)),
+    F::new("packet_loss_rate_recent", 10, P::Omittable, T::Scalar(S::F64)),
+    F::new("stats_source", 11, P::Omittable, T::enumeration("ValueSource")),
+];
+
+static FIELDS_32: [F; 5] = [
+    F::new("source_peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("payload_kind", 2, P::Required, T::enumeration("GossipPayloadKind")),
+    F::new("payload_bytes", 3, P::Required, T::Scalar(S::U32)),
+    F::new("item_count", 4, P::Required, T::Scalar(S::U32)),
+    F::new("trace_id", 5, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_33: [F; 8] = [
+    F::new("index", 1, P::Required, T::Scalar(S::U32)),
+    F::new("name", 2, P::Omittable, T::Scalar(S::Str)),
+    F::new("util_pct", 3, P::Omittable, T::Scalar(S::F64)),
+    F::new("mem_used_mb", 4, P::Omittable, T::Scalar(S::F64)),
+    F::new("mem_total_mb", 5, P::Omittable, T::Scalar(S::F64)),
+    F::new("temp_c", 6, P::Omittable, T::Scalar(S::F64)),
+    F::new("power_w", 7, P::Omittable, T::Scalar(S::F64)),
+    F::new("power_limit_w", 8, P::Omittable, T::Scalar(S::F64)),
+];
+
+static FIELDS_34: [F; 6] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("outcome", 2, P::Required, T::enumeration("HandshakeResult")),
+    F::new("error", 3, P::Omittable, T::Scalar(S::Str)),
+    F::new("duration_ms", 4, P::Required, T::Scalar(S::U64)),
+    F::new("cipher_suite_selected", 5, P::Omittable, T::Scalar(S::Str)),
+    F::new("api_gaps", 6, P::SkipDefault, T::enums("ApiGap")),
+];
+
+static FIELDS_35: [F; 7] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("role", 2, P::Required, T::enumeration("HandshakeRole")),
+    F::new("local_addr", 3, P::Required, T::Scalar(S::Str)),
+    F::new("remote_addr", 4, P::Required, T::Scalar(S::Str)),
+    F::new("via_relay", 5, P::Omittable, T::Scalar(S::Str)),
+    F::new("cipher_suite_offered", 6, P::Omittable, T::message("HandshakeStartedCipherSuiteOfferedList")),
+    F::new("api_gaps", 7, P::SkipDefault, T::enums("ApiGap")),
+];
+
+static FIELDS_37: [F; 1] = [
+    F::new("snapshot_now", 1, P::SkipDefault, T::Scalar(S::Bool)),
+];
+
+static FIELDS_38: [F; 2] = [
+    F::new("count", 1, P::Required, T::Scalar(S::U64)),
+    F::new("sum", 2, P::Required, T::Scalar(S::F64)),
+];
+
+static FIELDS_39: [F; 8] = [
+    F::new("interfaces", 1, P::SkipDefault, T::messages("NetInterface")),
+    F::new("default_routes", 2, P::SkipDefault, T::messages("Route")),
+    F::new("udp_sockets", 3, P::SkipDefault, T::messages("UdpSocket")),
+    F::new("conntrack_count", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("ipv6_enabled", 5, P::Omittable, T::Scalar(S::Bool)),
+    F::new("resolv_conf_nameservers", 6, P::SkipDefault, T::scalars(S::Str)),
+    F::new("udp_kernel_stats", 7, P::Omittable, T::message("UdpKernelStats")),
+    F::new("refreshed_at_ms", 8, P::Default, T::Scalar(S::U64)),
+];
+
+static FIELDS_40: [F; 6] = [
+    F::new("gpus", 1, P::SkipDefault, T::messages("GpuSample")),
+    F::new("cpu", 2, P::Required, T::message("CpuSample")),
+    F::new("mem", 3, P::Required, T::message("MemSample")),
+    F::new("disk", 4, P::SkipDefault, T::messages("DiskSample")),
+    F::new("net", 5, P::SkipDefault, T::messages("NetSample")),
+    F::new("cgroup", 6, P::Omittable, T::message("CgroupSample")),
+];
+
+static FIELDS_41: [F; 3] = [
+    F::new("network", 1, P::Omittable, T::message("HostNetwork")),
+    F::new("dns", 2, P::SkipDefault, T::messages("DnsResolution")),
+    F::new("scraped_at_ms", 3, P::Default, T::Scalar(S::U64)),
+];
+
+static FIELDS_42: [F; 23] = [
+    F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("node_id_short", 2, P::Required, T::Scalar(S::Str)),
+    F::new("role", 3, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 4, P::Nullable, T::Scalar(S::U32)),
+    F::new("stage_count", 5, P::Nullable, T::Scalar(S::U32)),
+    F::new("run_id", 6, P::Required, T::Scalar(S::Str)),
+    F::new("vastai_contract_id", 7, P::Nullable, T::Scalar(S::Str)),
+    F::new("host_ip_public", 8, P::Nullable, T::Scalar(S::Str)),
+    F::new("host_country", 9, P::Nullable, T::Scalar(S::Str)),
+    F::new("datacenter_id", 10, P::Nullable, T::Scalar(S::Str)),
+    F::new("hostname", 11, P::Nullable, T::Scalar(S::Str)),
+    F::new("container_id", 12, P::Nullable, T::Scalar(S::Str)),
+    F::new("process_start_unix_ms", 13, P::Required, T::Scalar(S::U64)),
+    F::new("boot_sequence", 14, P::Required, T::Scalar(S::U32)),
+    F::new("binary_version", 15, P::Nullable, T::Scalar(S::Str)),
+    F::new("git_sha", 16, P::Nullable, T::Scalar(S::Str)),
+    F::new("iroh_version", 17, P::Nullable, T::Scalar(S::Str)),
+    F::new("home_relay_url_at_boot", 18, P::Nullable, T::Scalar(S::Str)),
+    F::new("host_provider", 19, P::Omittable, T::enumeration("HostProvider")),
+    F::new("host_provider_source", 20, P::Omittable, T::enumeration("ValueSource")),
+    F::new("provider_contract_id", 21, P::Omittable, T::Scalar(S::Str)),
+    F::new("provider_contract_id_source", 22, P::Omittable, T::enumeration("ValueSource")),
+    F::new("provider_offer_id", 23, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_43: [F; 5] = [
+    F::new("source_peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("request_id", 2, P::Required, T::Scalar(S::Str)),
+    F::new("byte_size", 3, P::Required, T::Scalar(S::U64)),
+    F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
+    F::new("parent_trace_id", 5, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_44: [F; 6] = [
+    F::new("target_peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("request_id", 2, P::Required, T::Scalar(S::Str)),
+    F::new("byte_size", 3, P::Required, T::Scalar(S::U64)),
+    F::new("send_outcome", 4, P::Required, T::enumeration("InferenceSendOutcome")),
+    F::new("trace_id", 5, P::Omittable, T::Scalar(S::Str)),
+    F::new("parent_trace_id", 6, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_45: [F; 25] = [
+    F::new("id", 1, P::Required, T::Scalar(S::U64)),
+    F::new("gpu_name", 2, P::Omittable, T::Scalar(S::Str)),
+    F::new("gpu_ram", 3, P::Omittable, T::Scalar(S::F64)),
+    F::new("num_gpus", 4, P::Omittable, T::Scalar(S::U32)),
+    F::new("geolocation", 5, P::Omittable, T::Scalar(S::Str)),
+    F::new("host_id", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("machine_id", 7, P::Omittable, T::Scalar(S::U64)),
+    F::new("dph_total", 8, P::Omittable, T::Scalar(S::F64)),
+    F::new("accumulated_cost", 9, P::Omittable, T::Scalar(S::F64)),
+    F::new("start_date", 10, P::Omittable, T::Scalar(S::F64)),
+    F::new("actual_status", 11, P::Omittable, T::Scalar(S::Str)),
+    F::new("intended_status", 12, P::Omittable, T::Scalar(S::Str)),
+    F::new("status_msg", 13, P::Omittable, T::Scalar(S::Str)),
+    F::new("disk_usage", 14, P::Omittable, T::Scalar(S::F64)),
+    F::new("disk_space", 15, P::Omittable, T::Scalar(S::F64)),
+    F::new("public_ipaddr", 16, P::Omittable, T::Scalar(S::Str)),
+    F::new("ssh_host", 17, P::Omittable, T::Scalar(S::Str)),
+    F::new("ssh_port", 18, P::Omittable, T::Scalar(S::U16)),
+    F::new("gpu_util", 19, P::Omittable, T::Scalar(S::F64)),
+    F::new("gpu_temp", 20, P::Omittable, T::Scalar(S::F64)),
+    F::new("cpu_util", 21, P::Omittable, T::Scalar(S::F64)),
+    F::new("mem_usage", 22, P::Omittable, T::Scalar(S::F64)),
+    F::new("inet_up", 23, P::Omittable, T::Scalar(S::F64)),
+    F::new("inet_down", 24, P::Omittable, T::Scalar(S::F64)),
+    F::new("raw", 25, P::Omittable, T::Scalar(S::Json)),
+];
+
+static FIELDS_46: [F; 8] = [
+    F::new("rx_bytes", 1, P::Required, T::Scalar(S::U64)),
+    F::new("rx_packets", 2, P::Required, T::Scalar(S::U64)),
+    F::new("rx_errors", 3, P::Required, T::Scalar(S::U64)),
+    F::new("rx_dropped", 4, P::Required, T::Scalar(S::U64)),
+    F::new("tx_bytes", 5, P::Required, T::Scalar(S::U64)),
+    F::new("tx_packets", 6, P::Required, T::Scalar(S::U64)),
+    F::new("tx_errors", 7, P::Required, T::Scalar(S::U64)),
+    F::new("tx_dropped", 8, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_47: [F; 3] = [
+    F::new("iroh_version", 1, P::Required, T::Scalar(S::Str)),
+    F::new("fields", 2, P::Required, T::scalars(S::Str)),
+    F::new("note", 3, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_48: [F; 3] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("old", 2, P::Required, T::enumeration("ConnType")),
+    F::new("new", 3, P::Required, T::enumeration("ConnType")),
+];
+
+static FIELDS_49: [F; 9] = [
+    F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("conn_type", 2, P::Omittable, T::enumeration("ConnType")),
+    F::new("conn_type_source", 3, P::Omittable, T::enumeration("ValueSource")),
+    F::new("latency_ms", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_used_ms", 5, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_received_ms", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("direct_addresses", 7, P::SkipDefault, T::messages("TransportAddr")),
+    F::new("relay_urls", 8, P::SkipDefault, T::messages("TransportAddr")),
+    F::new("addr_sources", 9, P::Omittable, T::message("IrohPeerAddrSourcesList")),
+];
+
+static FIELDS_51: [F; 12] = [
+    F::new("home_relay_url", 1, P::Omittable, T::Scalar(S::Str)),
+    F::new("peers", 2, P::SkipDefault, T::messages("IrohPeer")),
+    F::new("metrics", 3, P::SkipDefault, T::messages("MetricSample")),
+    F::new("connection_cache", 4, P::SkipDefault, T::messages("ConnectionCache")),
+    F::new("api_gaps", 5, P::SkipDefault, T::enums("ApiGap")),
+    F::new("iroh_version", 6, P::Omittable, T::Scalar(S::Str)),
+    F::new("relay_session", 7, P::Omittable, T::message("RelaySession")),
+    F::new("scraped_at_ms", 8, P::Default, T::Scalar(S::U64)),
+    F::new("flows", 9, P::SkipDefault, T::messages("FlowState")),
+    F::new("nat_bindings", 10, P::SkipDefault, T::messages("NatBinding")),
+    F::new("links", 11, P::SkipDefault, T::messages("LinkEstimate")),
+    F::new("links_applied", 12, P::SkipDefault, T::messages("LinkApplied")),
+];
+
+static VARIANTS_52: [V; 3] = [
+    V::new("deploy_start", 1, Some(T::message("DeployStart"))),
+    V::new("contract_leased", 2, Some(T::message("ContractLeased"))),
+    V::new("teardown", 3, Some(T::message("Teardown"))),
+];
+
+static FIELDS_53: [F; 6] = [
+    F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("bandwidth_bps", 2, P::Required, T::Scalar(S::U64)),
+    F::new("one_way_delay_ms", 3, P::Required, T::Scalar(S::U32)),
+    F::new("jitter_ms", 4, P::Required, T::Scalar(S::U32)),
+    F::new("loss_ppm", 5, P::Required, T::Scalar(S::U32)),
+    F::new("applied_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_54: [F; 6] = [
+    F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("bandwidth_bps_observed", 2, P::Required, T::Scalar(S::U64)),
+    F::new("loss_rate_observed", 3, P::Required, T::Scalar(S::F64)),
+    F::new("one_way_delay_ms_estimated", 4, P::Required, T::Scalar(S::U64)),
+    F::new("measurement_window_ms", 5, P::Required, T::Scalar(S::U64)),
+    F::new("estimate_source", 6, P::Omittable, T::enumeration("ValueSource")),
+];
+
+static FIELDS_55: [F; 6] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("node_id", 2, P::Required, T::Scalar(S::Str)),
+    F::new("kind", 3, P::Required, T::enumeration("RecordKind")),
+    F::new("recv_ms", 4, P::Required, T::Scalar(S::U64)),
+    F::new("seq", 5, P::Required, T::Scalar(S::U64)),
+    F::new("body", 6, P::Required, T::Scalar(S::Json)),
+];
+
+static FIELDS_56: [F; 2] = [
+    F::new("stream", 1, P::Required, T::enumeration("LogStream")),
+    F::new("lines", 2, P::Required, T::messages("LogLine")),
+];
+
+static FIELDS_57: [F; 3] = [
+    F::new("wall_ms", 1, P::Required, T::Scalar(S::U64)),
+    F::new("line", 2, P::Required, T::Scalar(S::U64)),
+    F::new("text", 3, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_58: [F; 7] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("run_start_collector_ms", 2, P::Nullable, T::Scalar(S::U64)),
+    F::new("run_end_collector_ms", 3, P::Nullable, T::Scalar(S::U64)),
+    F::new("finalize_received", 4, P::Default, T::Scalar(S::Bool)),
+    F::new("nodes", 5, P::Default, T::messages("ManifestNode")),
+    F::new("contract_version", 6, P::Omittable, T::Scalar(S::Str)),
+    F::new("writer", 7, P::Omittable, T::message("BundleWriter")),
+];
+
+static FIELDS_59: [F; 10] = [
+    F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("label", 2, P::Required, T::Scalar(S::Str)),
+    F::new("role", 3, P::Nullable, T::Scalar(S::Str)),
+    F::new("stage_index", 4, P::Nullable, T::Scalar(S::U32)),
+    F::new("boot_recorded", 5, P::Default, T::Scalar(S::Bool)),
+    F::new("event_batches", 6, P::Default, T::Scalar(S::U64)),
+    F::new("snapshots", 7, P::Default, T::Scalar(S::U64)),
+    F::new("finalize_recorded", 8, P::Default, T::Scalar(S::Bool)),
+    F::new("vastai_records", 9, P::Omittable, T::Scalar(S::U64)),
+    F::new("contract_version", 10, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_60: [F; 5] = [
+    F::new("total_kb", 1, P::Omittable, T::Scalar(S::U64)),
+    F::new("available_kb", 2, P::Omittable, T::Scalar(S::U64)),
+    F::new("used_kb", 3, P::Omittable, T::Scalar(S::U64)),
+    F::new("swap_total_kb", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("swap_free_kb", 5, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_61: [F; 5] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("kind", 2, P::Required, T::Scalar(S::Str)),
+    F::new("size", 3, P::Required, T::Scalar(S::U32)),
+    F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
+    F::new("parent_trace_id", 5, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_62: [F; 5] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("kind", 2, P::Required, T::Scalar(S::Str)),
+    F::new("size", 3, P::Required, T::Scalar(S::U32)),
+    F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
+    F::new("parent_trace_id", 5, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_63: [F; 3] = [
+    F::new("group", 1, P::Required, T::Scalar(S::Str)),
+    F::new("name", 2, P::Required, T::Scalar(S::Str)),
+    F::new("value", 3, P::Required, T::message("MetricValue")),
+];
+
+static VARIANTS_64: [V; 3] = [
+    V::new("Counter", 1, Some(T::Scalar(S::U64))),
+    V::new("Gauge", 2, Some(T::Scalar(S::I64))),
+    V::new("Histogram", 3, Some(T::message("Histogram"))),
+];
+
+static FIELDS_65: [F; 8] = [
+    F::new("local_addr", 1, P::Required, T::Scalar(S::Str)),
+    F::new("observed_remote_addr", 2, P::Required, T::Scalar(S::Str)),
+    F::new("first_seen_ms", 3, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_refreshed_ms", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("refresh_count", 5, P::Omittable, T::Scalar(S::U64)),
+    F::new("keepalive_interval_ms", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("nat_class", 7, P::Omittable, T::enumeration("NatClass")),
+    F::new("nat_class_source", 8, P::Omittable, T::enumeration("ValueSource")),
+];
+
+static FIELDS_66: [F; 5] = [
+    F::new("name", 1, P::Required, T::Scalar(S::Str)),
+    F::new("addresses", 2, P::SkipDefault, T::scalars(S::Str)),
+    F::new("mtu", 3, P::Omittable, T::Scalar(S::U32)),
+    F::new("up", 4, P::Required, T::Scalar(S::Bool)),
+    F::new("counters", 5, P::Omittable, T::message("InterfaceCounters")),
+];
+
+static FIELDS_67: [F; 5] = [
+    F::new("iface", 1, P::Required, T::Scalar(S::Str)),
+    F::new("rx_bytes_per_s", 2, P::Omittable, T::Scalar(S::F64)),
+    F::new("tx_bytes_per_s", 3, P::Omittable, T::Scalar(S::F64)),
+    F::new("rx_bytes_total", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("tx_bytes_total", 5, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_68: [F; 2] = [
+    F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("run_id", 2, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_69: [F; 5] = [
+    F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("reason", 2, P::Required, T::enumeration("FaultReason")),
+    F::new("component", 3, P::Required, T::enumeration("FaultComponent")),
+    F::new("run_id", 4, P::Omittable, T::Scalar(S::Str)),
+    F::new("detail", 5, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_70: [F; 4] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("from_source", 2, P::Required, T::Scalar(S::Str)),
+    F::new("accepted", 3, P::Required, T::Scalar(S::Bool)),
+    F::new("parent_trace_id", 4, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_71: [F; 2] = [
+    F::new("node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("run_id", 2, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_72: [F; 7] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+    F::new("edge_id", 3, P::Required, T::Scalar(S::U64)),
+    F::new("ring_id", 4, P::Required, T::Scalar(S::U64)),
+    F::new("object_id", 5, P::Required, T::Scalar(S::U64)),
+    F::new("sequence", 6, P::Required, T::Scalar(S::U64)),
+    F::new("worker_generation", 7, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_73: [F; 7] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+    F::new("edge_id", 3, P::Required, T::Scalar(S::U64)),
+    F::new("ring_id", 4, P::Required, T::Scalar(S::U64)),
+    F::new("object_id", 5, P::Required, T::Scalar(S::U64)),
+    F::new("sequence", 6, P::Required, T::Scalar(S::U64)),
+    F::new("worker_generation", 7, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_74: [F; 13] = [
+    F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("last_inbound_packet_at_ms", 2, P::Nullable, T::Scalar(S::U64)),
+    F::new("last_inbound_via", 3, P::Nullable, T::Scalar(S::Str)),
+    F::new("last_outbound_success_at_ms", 4, P::Nullable, T::Scalar(S::U64)),
+    F::new("last_outbound_via", 5, P::Nullable, T::Scalar(S::Str)),
+    F::new("last_dial_started_at_ms", 6, P::Nullable, T::Scalar(S::U64)),
+    F::new("last_dial_outcome", 7, P::Nullable, T::Scalar(S::Str)),
+    F::new("last_dial_duration_ms", 8, P::Nullable, T::Scalar(S::U64)),
+    F::new("current_swim_opinion", 9, P::Required, T::enumeration("PeerState")),
+    F::new("current_swim_opinion_since_ms", 10, P::Nullable, T::Scalar(S::U64)),
+    F::new("swim_transition_history", 11, P::Required, T::messages("StateTransition")),
+    F::new("metadata_version_seen", 12, P::Nullable, T::Scalar(S::U64)),
+    F::new("metadata_relay_url_seen", 13, P::Nullable, T::Scalar(S::Str)),
+];
+
+static FIELDS_75: [F; 2] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("node_ids_hex", 2, P::Required, T::scalars(S::HexId)),
+];
+
+static FIELDS_76: [F; 3] = [
+    F::new("clock", 1, P::Required, T::message("ClockEcho")),
+    F::new("hints", 2, P::Omittable, T::message("Hints")),
+    F::new("body", 3, P::Omittable, T::Scalar(S::Json)),
+];
+
+static FIELDS_77: [F; 5] = [
+    F::new("bytes", 1, P::Required, T::Scalar(S::U64)),
+    F::new("from_stage", 2, P::Required, T::Scalar(S::U32)),
+    F::new("is_prefill", 3, P::Required, T::Scalar(S::Bool)),
+    F::new("request_id", 4, P::Required, T::Scalar(S::Str)),
+    F::new("to_stage", 5, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_78: [F; 5] = [
+    F::new("bytes", 1, P::Required, T::Scalar(S::U64)),
+    F::new("from_stage", 2, P::Required, T::Scalar(S::U32)),
+    F::new("is_prefill", 3, P::Required, T::Scalar(S::Bool)),
+    F::new("request_id", 4, P::Required, T::Scalar(S::Str)),
+    F::new("to_stage", 5, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_79: [F; 4] = [
+    F::new("decode_ms", 1, P::Required, T::Scalar(S::F64)),
+    F::new("position", 2, P::Required, T::Scalar(S::U32)),
+    F::new("request_id", 3, P::Required, T::Scalar(S::Str)),
+    F::new("token_id", 4, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_80: [F; 4] = [
+    F::new("duration_ms", 1, P::Required, T::Scalar(S::F64)),
+    F::new("op", 2, P::Required, T::Scalar(S::Str)),
+    F::new("request_id", 3, P::Required, T::Scalar(S::Str)),
+    F::new("worker_generation", 4, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_81: [F; 4] = [
+    F::new("op", 1, P::Required, T::Scalar(S::Str)),
+    F::new("queue_depth_at_dispatch", 2, P::Required, T::Scalar(S::U32)),
+    F::new("request_id", 3, P::Required, T::Scalar(S::Str)),
+    F::new("worker_generation", 4, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_82: [F; 11] = [
+    F::new("target", 1, P::Required, T::Scalar(S::Str)),
+    F::new("kind", 2, P::Required, T::enumeration("ProbeKind")),
+    F::new("resolved_addr", 3, P::Omittable, T::Scalar(S::Str)),
+    F::new("last_attempted_at_ms", 4, P::Default, T::Scalar(S::U64)),
+    F::new("last_outcome", 5, P::Required, T::enumeration("ProbeOutcome")),
+    F::new("last_rtt_ms", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_error", 7, P::Omittable, T::Scalar(S::Str)),
+    F::new("attempts", 8, P::Required, T::Scalar(S::U64)),
+    F::new("successes", 9, P::Required, T::Scalar(S::U64)),
+    F::new("target_port", 10, P::Omittable, T::Scalar(S::U16)),
+    F::new("relay_url", 11, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_83: [F; 4] = [
+    F::new("target", 1, P::Required, T::Scalar(S::Str)),
+    F::new("kind", 2, P::Required, T::enumeration("ProbeKind")),
+    F::new("rtt_ms", 3, P::Nullable, T::Scalar(S::U64)),
+    F::new("outcome", 4, P::Required, T::enumeration("ProbeOutcome")),
+];
+
+static FIELDS_84: [F; 2] = [
+    F::new("target", 1, P::Required, T::Scalar(S::Str)),
+    F::new("kind", 2, P::Required, T::enumeration("ProbeKind")),
+];
+
+static FIELDS_85: [F; 2] = [
+    F::new("probes", 1, P::SkipDefault, T::messages("Probe")),
+    F::new("scraped_at_ms", 2, P::Default, T::Scalar(S::U64)),
+];
+
+static FIELDS_86: [F; 6] = [
+    F::new("rss_bytes", 1, P::Omittable, T::Scalar(S::U64)),
+    F::new("vm_size_bytes", 2, P::Omittable, T::Scalar(S::U64)),
+    F::new("open_fd_count", 3, P::Omittable, T::Scalar(S::U64)),
+    F::new("cpu_ms", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("tokio", 5, P::Omittable, T::message("TokioStats")),
+    F::new("captured_at_ms", 6, P::Default, T::Scalar(S::U64)),
+];
+
+static FIELDS_87: [F; 4] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
+    F::new("object_id", 3, P::Required, T::Scalar(S::U64)),
+    F::new("sequence", 4, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_88: [F; 1] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_89: [F; 5] = [
+    F::new("name", 1, P::Required, T::Scalar(S::Str)),
+    F::new("actor_addr_hex", 2, P::Required, T::Scalar(S::Str)),
+    F::new("our_node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
+    F::new("wall_ms", 4, P::Required, T::Scalar(S::U64)),
+    F::new("stage_index", 5, P::Omittable, T::Scalar(S::U32)),
+];
+
+static FIELDS_90: [F; 4] = [
+    F::new("entries", 1, P::SkipDefault, T::messages("RegistryEntry")),
+    F::new("tombstone_count", 2, P::Required, T::Scalar(S::U64)),
+    F::new("clock", 3, P::Required, T::Scalar(S::U64)),
+    F::new("scraped_at_ms", 4, P::Default, T::Scalar(S::U64)),
+];
+
+static FIELDS_91: [F; 6] = [
+    F::new("name", 1, P::Required, T::Scalar(S::Str)),
+    F::new("actor_addr_hex", 2, P::Required, T::Scalar(S::Str)),
+    F::new("owner_node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
+    F::new("generation", 4, P::Required, T::Scalar(S::U64)),
+    F::new("logical_timestamp", 5, P::Default, T::Scalar(S::U64)),
+    F::new("is_tombstone", 6, P::SkipDefault, T::Scalar(S::Bool)),
+];
+
+static FIELDS_92: [F; 2] = [
+    F::new("old_url", 1, P::Nullable, T::Scalar(S::Str)),
+    F::new("new_url", 2, P::Nullable, T::Scalar(S::Str)),
+];
+
+static FIELDS_93: [F; 8] = [
+    F::new("active_sessions", 1, P::Required, T::Scalar(S::U64)),
+    F::new("total_opens", 2, P::Required, T::Scalar(S::U64)),
+    F::new("total_closes", 3, P::Required, T::Scalar(S::U64)),
+    F::new("bytes_rx_total", 4, P::Required, T::Scalar(S::U64)),
+    F::new("bytes_tx_total", 5, P::Required, T::Scalar(S::U64)),
+    F::new("closes_by_reason", 6, P::SkipDefault, T::messages("RelayServerClosesByReasonTuple")),
+    F::new("scraped_at_ms", 7, P::Default, T::Scalar(S::U64)),
+    F::new("counters_source", 8, P::Omittable, T::enumeration("ValueSource")),
+];
+
+static ITEMS_94: [T; 2] = [
+    T::Scalar(S::Str),
+    T::Scalar(S::U64),
+];
+
+static FIELDS_95: [F; 9] = [
+    F::new("relay_url", 1, P::Omittable, T::Scalar(S::Str)),
+    F::new("status", 2, P::Required, T::enumeration("RelaySessionStatus")),
+    F::new("status_source", 3, P::Required, T::enumeration("ValueSource")),
+    F::new("status_changed_at_ms", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("status_entered_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_send_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_recv_at_ms", 7, P::Omittable, T::Scalar(S::U64)),
+    F::new("tx_bytes_total", 8, P::Omittable, T::Scalar(S::U64)),
+    F::new("rx_bytes_total", 9, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_96: [F; 8] = [
+    F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("opened_at_ms", 2, P::Required, T::Scalar(S::U64)),
+    F::new("closed_at_ms", 3, P::Required, T::Scalar(S::U64)),
+    F::new("duration_ms", 4, P::Required, T::Scalar(S::U64)),
+    F::new("close_initiator", 5, P::Required, T::enumeration("RelayCloseInitiator")),
+    F::new("close_reason", 6, P::Required, T::Scalar(S::Str)),
+    F::new("bytes_rx", 7, P::Required, T::Scalar(S::U64)),
+    F::new("bytes_tx", 8, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_97: [F; 2] = [
+    F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("at_ms", 2, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_98: [F; 4] = [
+    F::new("relay_url", 1, P::Nullable, T::Scalar(S::Str)),
+    F::new("from_status", 2, P::Required, T::enumeration("RelaySessionStatus")),
+    F::new("to_status", 3, P::Required, T::enumeration("RelaySessionStatus")),
+    F::new("reason", 4, P::Nullable, T::Scalar(S::Str)),
+];
+
+static FIELDS_99: [F; 4] = [
+    F::new("family", 1, P::Required, T::enumeration("RouteFamily")),
+    F::new("destination", 2, P::Required, T::Scalar(S::Str)),
+    F::new("gateway", 3, P::Omittable, T::Scalar(S::Str)),
+    F::new("interface", 4, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_100: [F; 1] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_101: [F; 6] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("reason", 2, P::Required, T::enumeration("FaultReason")),
+    F::new("component", 3, P::Required, T::enumeration("FaultComponent")),
+    F::new("stage_index", 4, P::Omittable, T::Scalar(S::U32)),
+    F::new("node_id_hex", 5, P::Omittable, T::Scalar(S::HexId)),
+    F::new("detail", 6, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_102: [F; 5] = [
+    F::new("node_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("boot_recorded", 2, P::Required, T::Scalar(S::Bool)),
+    F::new("event_batches", 3, P::Required, T::Scalar(S::U64)),
+    F::new("snapshots", 4, P::Required, T::Scalar(S::U64)),
+    F::new("finalize_recorded", 5, P::Required, T::Scalar(S::Bool)),
+];
+
+static FIELDS_103: [F; 2] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_count", 2, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_104: [F; 5] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("run_start_collector_ms", 2, P::Nullable, T::Scalar(S::U64)),
+    F::new("run_end_collector_ms", 3, P::Nullable, T::Scalar(S::U64)),
+    F::new("finalize_received", 4, P::Required, T::Scalar(S::Bool)),
+    F::new("nodes", 5, P::Required, T::messages("RunNodeSummary")),
+];
+
+static FIELDS_105: [F; 1] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_107: [F; 2] = [
+    F::new("task_count", 1, P::Omittable, T::Scalar(S::U64)),
+    F::new("oldest_pending_task_age_ms", 2, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_108: [F; 7] = [
+    F::new("identity", 1, P::Required, T::message("Identity")),
+    F::new("run_id", 2, P::Required, T::Scalar(S::Str)),
+    F::new("snapshot_id", 3, P::Required, T::Scalar(S::Str)),
+    F::new("wall_ms", 4, P::Required, T::Scalar(S::U64)),
+    F::new("monotonic_seq", 5, P::Required, T::Scalar(S::U64)),
+    F::new("trigger", 6, P::Required, T::message("SnapshotTrigger")),
+    F::new("body", 7, P::Required, T::message("SnapshotBody")),
+];
+
+static FIELDS_109: [F; 13] = [
+    F::new("reachability", 1, P::Required, T::messages("PeerReachability")),
+    F::new("events", 2, P::SkipDefault, T::messages("EventRecord")),
+    F::new("iroh", 3, P::Omittable, T::message("IrohState")),
+    F::new("swim", 4, P::Omittable, T::message("SwimState")),
+    F::new("host", 5, P::Omittable, T::message("HostState")),
+    F::new("probes", 6, P::Omittable, T::message("ProbeState")),
+    F::new("vastai", 7, P::Omittable, T::message("VastaiContext")),
+    F::new("process", 8, P::Omittable, T::message("ProcessStats")),
+    F::new("registry", 9, P::Omittable, T::message("Registry")),
+    F::new("relay_server", 10, P::Omittable, T::message("RelayServer")),
+    F::new("subprocess", 11, P::Omittable, T::message("SubprocessState")),
+    F::new("app", 12, P::Omittable, T::message("AppState")),
+    F::new("actors", 13, P::Omittable, T::message("ActorState")),
+];
+
+static VARIANTS_110: [V; 3] = [
+    V::new("Periodic", 1, None),
+    V::new("OnDemand", 2, None),
+    V::new("Transition", 3, Some(T::Scalar(S::Str))),
+];
+
+static FIELDS_111: [F; 3] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+    F::new("node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
+];
+
+static FIELDS_112: [F; 2] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_113: [F; 2] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_114: [F; 4] = [
+    F::new("from", 1, P::Required, T::enumeration("PeerState")),
+    F::new("to", 2, P::Required, T::enumeration("PeerState")),
+    F::new("at_ms", 3, P::Required, T::Scalar(S::U64)),
+    F::new("reason", 4, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_115: [F; 5] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+    F::new("step_id", 3, P::Required, T::Scalar(S::U64)),
+    F::new("worker_generation", 4, P::Required, T::Scalar(S::U64)),
+    F::new("sequence", 5, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_116: [F; 3] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+    F::new("node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
+];
+
+static FIELDS_117: [F; 14] = [
+    F::new("label", 1, P::Required, T::Scalar(S::Str)),
+    F::new("pid", 2, P::Required, T::Scalar(S::U32)),
+    F::new("parent_pid", 3, P::Omittable, T::Scalar(S::U32)),
+    F::new("status", 4, P::Required, T::enumeration("SubprocessStatus")),
+    F::new("spawn_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
+    F::new("exit_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("exit_code", 7, P::Omittable, T::Scalar(S::I32)),
+    F::new("exit_signal", 8, P::Omittable, T::Scalar(S::I32)),
+    F::new("rss_bytes", 9, P::Omittable, T::Scalar(S::U64)),
+    F::new("vm_size_bytes", 10, P::Omittable, T::Scalar(S::U64)),
+    F::new("open_fd_count", 11, P::Omittable, T::Scalar(S::U64)),
+    F::new("cpu_ms", 12, P::Omittable, T::Scalar(S::U64)),
+    F::new("cmdline", 13, P::Omittable, T::Scalar(S::Str)),
+    F::new("worker_generation", 14, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_118: [F; 7] = [
+    F::new("label", 1, P::Required, T::Scalar(S::Str)),
+    F::new("pid", 2, P::Required, T::Scalar(S::U32)),
+    F::new("command", 3, P::Required, T::Scalar(S::Str)),
+    F::new("exit_code", 4, P::Nullable, T::Scalar(S::I32)),
+    F::new("exit_signal", 5, P::Nullable, T::Scalar(S::I32)),
+    F::new("uptime_ms", 6, P::Nullable, T::Scalar(S::U64)),
+    F::new("worker_generation", 7, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_119: [F; 4] = [
+    F::new("label", 1, P::Required, T::Scalar(S::Str)),
+    F::new("pid", 2, P::Required, T::Scalar(S::U32)),
+    F::new("command", 3, P::Required, T::Scalar(S::Str)),
+    F::new("worker_generation", 4, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_120: [F; 2] = [
+    F::new("subprocesses", 1, P::SkipDefault, T::messages("Subprocess")),
+    F::new("scraped_at_ms", 2, P::Default, T::Scalar(S::U64)),
+];
+
+static FIELDS_121: [F; 8] = [
+    F::new("probe_interval_ticks", 1, P::Required, T::Scalar(S::U64)),
+    F::new("probe_timeout_ticks", 2, P::Required, T::Scalar(S::U64)),
+    F::new("suspicion_timeout_ticks", 3, P::Required, T::Scalar(S::U64)),
+    F::new("indirect_probes_k", 4, P::Required, T::Scalar(S::U32)),
+    F::new("dead_reprobe_interval_ticks", 5, P::Required, T::Scalar(S::U64)),
+    F::new("gossip_fanout_lambda", 6, P::Required, T::Scalar(S::U32)),
+    F::new("max_piggyback", 7, P::Required, T::Scalar(S::U32)),
+    F::new("probe_mode", 8, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_122: [F; 4] = [
+    F::new("kind", 1, P::Required, T::enumeration("SwimMessageKind")),
+    F::new("peer_node_id_hex", 2, P::Required, T::Scalar(S::HexId)),
+    F::new("at_ms", 3, P::Required, T::Scalar(S::U64)),
+    F::new("sequence", 4, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_123: [F; 4] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("version", 2, P::Required, T::Scalar(S::U64)),
+    F::new("payload_hash", 3, P::Required, T::Scalar(S::U64)),
+    F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_124: [F; 3] = [
+    F::new("version", 1, P::Required, T::Scalar(S::U64)),
+    F::new("payload_hash", 2, P::Required, T::Scalar(S::U64)),
+    F::new("parent_trace_id", 3, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_125: [F; 8] = [
+    F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
+    F::new("state", 2, P::Required, T::enumeration("PeerState")),
+    F::new("incarnation", 3, P::Required, T::Scalar(S::U64)),
+    F::new("last_ping_sent_at_ms", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_ack_received_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
+    F::new("last_ping_received_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("suspect_started_at_ms", 7, P::Omittable, T::Scalar(S::U64)),
+    F::new("metadata_version_seen", 8, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_126: [F; 11] = [
+    F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
+    F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
+    F::new("observer", 4, P::Omittable, T::Scalar(S::NodeId)),
+    F::new("sent_at_ms", 5, P::Omittable, T::Scalar(S::U64)),
+    F::new("received_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("rtt_ms", 7, P::Omittable, T::Scalar(S::U64)),
+    F::new("rtt_source", 8, P::Omittable, T::enumeration("ValueSource")),
+    F::new("outcome", 9, P::Omittable, T::enumeration("SwimProbeOutcome")),
+    F::new("timeout_budget_ms", 10, P::Omittable, T::Scalar(S::U64)),
+    F::new("trace_id", 11, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_127: [F; 6] = [
+    F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
+    F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
+    F::new("rtt_ms", 4, P::Required, T::Scalar(S::U64)),
+    F::new("timeout_budget_ms", 5, P::Omittable, T::Scalar(S::U64)),
+    F::new("trace_id", 6, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_128: [F; 4] = [
+    F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
+    F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
+    F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_129: [F; 11] = [
+    F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
+    F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
+    F::new("budget_ticks", 4, P::Required, T::Scalar(S::U64)),
+    F::new("observer", 5, P::Omittable, T::Scalar(S::NodeId)),
+    F::new("sent_at_ms", 6, P::Omittable, T::Scalar(S::U64)),
+    F::new("rtt_ms", 7, P::Omittable, T::Scalar(S::U64)),
+    F::new("rtt_source", 8, P::Omittable, T::enumeration("ValueSource")),
+    F::new("outcome", 9, P::Omittable, T::enumeration("SwimProbeOutcome")),
+    F::new("timeout_budget_ms", 10, P::Omittable, T::Scalar(S::U64)),
+    F::new("trace_id", 11, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_130: [F; 7] = [
+    F::new("config", 1, P::Required, T::message("SwimConfig")),
+    F::new("self_node_id_hex", 2, P::Required, T::Scalar(S::HexId)),
+    F::new("self_incarnation", 3, P::Required, T::Scalar(S::U64)),
+    F::new("metadata_local_version", 4, P::Required, T::Scalar(S::U64)),
+    F::new("peers", 5, P::SkipDefault, T::messages("SwimPeer")),
+    F::new("recent_messages", 6, P::SkipDefault, T::messages("SwimMessage")),
+    F::new("scraped_at_ms", 7, P::Default, T::Scalar(S::U64)),
+];
+
+static FIELDS_131: [F; 4] = [
+    F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
+    F::new("from", 2, P::Required, T::enumeration("PeerState")),
+    F::new("to", 3, P::Required, T::enumeration("PeerState")),
+    F::new("reason", 4, P::Required, T::Scalar(S::Str)),
+];
+
+static FIELDS_132: [F; 2] = [
+    F::new("contract_id", 1, P::Required, T::Scalar(S::U64)),
+    F::new("reason", 2, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_133: [F; 4] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
+    F::new("object_id", 3, P::Required, T::Scalar(S::U64)),
+    F::new("sequence", 4, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_134: [F; 1] = [
+    F::new("flavor", 1, P::Required, T::enumeration("TokioFlavor")),
+];
+
+static FIELDS_135: [F; 2] = [
+    F::new("addr", 1, P::Required, T::Scalar(S::Str)),
+    F::new("usage", 2, P::Required, T::enumeration("AddrUsage")),
+];
+
+static FIELDS_136: [F; 6] = [
+    F::new("in_datagrams", 1, P::Omittable, T::Scalar(S::U64)),
+    F::new("no_ports", 2, P::Omittable, T::Scalar(S::U64)),
+    F::new("in_errors", 3, P::Omittable, T::Scalar(S::U64)),
+    F::new("out_datagrams", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("rcvbuf_errors", 5, P::Omittable, T::Scalar(S::U64)),
+    F::new("sndbuf_errors", 6, P::Omittable, T::Scalar(S::U64)),
+];
+
+static FIELDS_137: [F; 4] = [
+    F::new("local_addr", 1, P::Required, T::Scalar(S::Str)),
+    F::new("remote_addr", 2, P::Required, T::Scalar(S::Str)),
+    F::new("state", 3, P::Required, T::Scalar(S::Str)),
+    F::new("inode", 4, P::Required, T::Scalar(S::U64)),
+];
+
+static VARIANTS_138: [V; 4] = [
+    V::new("instance", 1, Some(T::message("InstanceObservation"))),
+    V::new("host_sample", 2, Some(T::message("HostSample"))),
+    V::new("logs", 3, Some(T::message("LogBatch"))),
+    V::new("lifecycle", 4, Some(T::message("LifecycleEvent"))),
+];
+
+static FIELDS_139: [F; 5] = [
+    F::new("container_id", 1, P::Omittable, T::Scalar(S::Str)),
+    F::new("hostname", 2, P::Omittable, T::Scalar(S::Str)),
+    F::new("env_vars", 3, P::SkipDefault, T::messages("VastaiContextEnvVarsTuple")),
+    F::new("process_start_ms", 4, P::Default, T::Scalar(S::U64)),
+    F::new("captured_at_ms", 5, P::Default, T::Scalar(S::U64)),
+];
+
+static ITEMS_140: [T; 2] = [
+    T::Scalar(S::Str),
+    T::Scalar(S::Str),
+];
+
+static FIELDS_141: [F; 3] = [
+    F::new("contract_id", 1, P::Omittable, T::Scalar(S::U64)),
+    F::new("stage_index", 2, P::Omittable, T::Scalar(S::U32)),
+    F::new("label", 3, P::Omittable, T::Scalar(S::Str)),
+];
+
+static FIELDS_142: [F; 6] = [
+    F::new("v", 1, P::Required, T::Scalar(S::U32)),
+    F::new("vastai_node", 2, P::Required, T::message("VastaiNodeRef")),
+    F::new("source", 3, P::Required, T::enumeration("VastaiSource")),
+    F::new("seq", 4, P::Required, T::Scalar(S::U64)),
+    F::new("wall_ms", 5, P::Required, T::Scalar(S::U64)),
+    F::new("body", 6, P::Required, T::message("VastaiBody")),
+];
+
+static FIELDS_143: [F; 2] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_144: [F; 2] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_145: [F; 3] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+    F::new("worker_generation", 3, P::Required, T::Scalar(S::U64)),
+];
+
+static FIELDS_146: [F; 7] = [
+    F::new("direction", 1, P::Required, T::enumeration("PacketDirection")),
+    F::new("l3", 2, P::Required, T::message("WirePacketL3")),
+    F::new("l4", 3, P::Required, T::message("WirePacketL4")),
+    F::new("payload_hash", 4, P::Required, T::Scalar(S::U64)),
+    F::new("payload_len", 5, P::Required, T::Scalar(S::U32)),
+    F::new("via", 6, P::Required, T::message("WirePacketVia")),
+    F::new("api_gaps", 7, P::SkipDefault, T::enums("ApiGap")),
+];
+
+static FIELDS_147: [F; 4] = [
+    F::new("src_ip", 1, P::Required, T::Scalar(S::Str)),
+    F::new("dst_ip", 2, P::Required, T::Scalar(S::Str)),
+    F::new("ttl", 3, P::Omittable, T::Scalar(S::U8)),
+    F::new("ecn", 4, P::Omittable, T::enumeration("EcnCodepoint")),
+];
+
+static FIELDS_148: [F; 4] = [
+    F::new("kind", 1, P::Required, T::enumeration("WirePacketL4Kind")),
+    F::new("src_port", 2, P::Required, T::Scalar(S::U16)),
+    F::new("dst_port", 3, P::Required, T::Scalar(S::U16)),
+    F::new("len", 4, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_149: [F; 2] = [
+    F::new("local_iface", 1, P::Required, T::Scalar(S::Str)),
+    F::new("peer_relay_url", 2, P::Omittable, T::Scalar(S::Str)),
+];
+
+static MESSAGES: [M; 150] = [
+    M { name: B("ActorState"), shape: H::Struct { extra: true, fields: B(&FIELDS_0) } },
+    M { name: B("ActorStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_1) } },
+    M { name: B("AppState"), shape: H::Struct { extra: true, fields: B(&FIELDS_2) } },
+    M { name: B("BundleWriter"), shape: H::Struct { extra: true, fields: B(&FIELDS_3) } },
+    M { name: B("CgroupSample"), shape: H::Struct { extra: true, fields: B(&FIELDS_4) } },
+    M { name: B("ClockEcho"), shape: H::Struct { extra: true, fields: B(&FIELDS_5) } },
+    M { name: B("ClockSampleFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_6) } },
+    M { name: B("ConnectionCache"), shape: H::Struct { extra: true, fields: B(&FIELDS_7) } },
+    M { name: B("ConnectionCacheHit"), shape: H::Struct { extra: true, fields: B(&FIELDS_8) } },
+    M { name: B("ConnectionCacheInvalidated"), shape: H::Struct { extra: true, fields: B(&FIELDS_9) } },
+    M { name: B("ConnectionCacheMiss"), shape: H::Struct { extra: true, fields: B(&FIELDS_10) } },
+    M { name: B("ContractLeased"), shape: H::Struct { extra: true, fields: B(&FIELDS_11) } },
+    M { name: B("CpuSample"), shape: H::Struct { extra: true, fields: B(&FIELDS_12) } },
+    M { name: B("CustomEvent"), shape: H::Struct { extra: true, fields: B(&FIELDS_13) } },
+    M { name: B("CustomPayload"), shape: H::Union { style: U::Adjacent, tag: B("kind"), content: Some(B("fields")), variants: B(&VARIANTS_14) } },
+    M { name: B("DeployStart"), shape: H::Struct { extra: true, fields: B(&FIELDS_15) } },
+    M { name: B("DialOutcome"), shape: H::Struct { extra: true, fields: B(&FIELDS_16) } },
+    M { name: B("DialResult"), shape: H::Union { style: U::External, tag: B(""), content: None, variants: B(&VARIANTS_17) } },
+    M { name: B("DialStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_18) } },
+    M { name: B("DiskSample"), shape: H::Struct { extra: true, fields: B(&FIELDS_19) } },
+    M { name: B("DnsResolution"), shape: H::Struct { extra: true, fields: B(&FIELDS_20) } },
+    M { name: B("EdgeProvisionStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_21) } },
+    M { name: B("EdgeReady"), shape: H::Struct { extra: true, fields: B(&FIELDS_22) } },
+    M { name: B("ErrorBody"), shape: H::Struct { extra: true, fields: B(&FIELDS_23) } },
+    M { name: B("ErrorEvent"), shape: H::Struct { extra: true, fields: B(&FIELDS_24) } },
+    M { name: B("Event"), shape: H::Union { style: U::Internal, tag: B("type"), content: None, variants: B(&VARIANTS_25) } },
+    M { name: B("EventBatch"), shape: H::Wrapper(T::messages("EventRecord")) },
+    M { name: B("EventRecord"), shape: H::Struct { extra: false, fields: B(&FIELDS_27) } },
+    M { name: B("ExecuteStepStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_28) } },
+    M { name: B("FaultDetected"), shape: H::Struct { extra: true, fields: B(&FIELDS_29) } },
+    M { name: B("Finalize"), shape: H::Struct { extra: true, fields: B(&FIELDS_30) } },
+    M { name: B("FlowState"), shape: H::Struct { extra: true, fields: B(&FIELDS_31) } },
+    M { name: B("GossipReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_32) } },
+    M { name: B("GpuSample"), shape: H::Struct { extra: true, fields: B(&FIELDS_33) } },
+    M { name: B("HandshakeOutcome"), shape: H::Struct { extra: true, fields: B(&FIELDS_34) } },
+    M { name: B("HandshakeStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_35) } },
+    M { name: B("HandshakeStartedCipherSuiteOfferedList"), shape: H::Wrapper(T::scalars(S::Str)) },
+    M { name: B("Hints"), shape: H::Struct { extra: true, fields: B(&FIELDS_37) } },
+    M { name: B("Histogram"), shape: H::Struct { extra: true, fields: B(&FIELDS_38) } },
+    M { name: B("HostNetwork"), shape: H::Struct { extra: true, fields: B(&FIELDS_39) } },
+    M { name: B("HostSample"), shape: H::Struct { extra: true, fields: B(&FIELDS_40) } },
+    M { name: B("HostState"), shape: H::Struct { extra: true, fields: B(&FIELDS_41) } },
+    M { name: B("Identity"), shape: H::Struct { extra: true, fields: B(&FIELDS_42) } },
+    M { name: B("InferenceResponseReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_43) } },
+    M { name: B("InferenceResponseSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_44) } },
+    M { name: B("InstanceObservation"), shape: H::Struct { extra: true, fields: B(&FIELDS_45) } },
+    M { name: B("InterfaceCounters"), shape: H::Struct { extra: true, fields: B(&FIELDS_46) } },
+    M { name: B("IrohApiMissingFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_47) } },
+    M { name: B("IrohConnTypeChanged"), shape: H::Struct { extra: true, fields: B(&FIELDS_48) } },
+    M { name: B("IrohPeer"), shape: H::Struct { extra: true, fields: B(&FIELDS_49) } },
+    M { name: B("IrohPeerAddrSourcesList"), shape: H::Wrapper(T::scalars(S::Str)) },
+    M { name: B("IrohState"), shape: H::Struct { extra: true, fields: B(&FIELDS_51) } },
+    M { name: B("LifecycleEvent"), shape: H::Union { style: U::Internal, tag: B("event"), content: None, variants: B(&VARIANTS_52) } },
+    M { name: B("LinkApplied"), shape: H::Struct { extra: true, fields: B(&FIELDS_53) } },
+    M { name: B("LinkEstimate"), shape: H::Struct { extra: true, fields: B(&FIELDS_54) } },
+    M { name: B("LiveRecord"), shape: H::Struct { extra: true, fields: B(&FIELDS_55) } },
+    M { name: B("LogBatch"), shape: H::Struct { extra: true, fields: B(&FIELDS_56) } },
+    M { name: B("LogLine"), shape: H::Struct { extra: true, fields: B(&FIELDS_57) } },
+    M { name: B("Manifest"), shape: H::Struct { extra: true, fields: B(&FIELDS_58) } },
+    M { name: B("ManifestNode"), shape: H::Struct { extra: true, fields: B(&FIELDS_59) } },
+    M { name: B("MemSample"), shape: H::Struct { extra: true, fields: B(&FIELDS_60) } },
+    M { name: B("MessageReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_61) } },
+    M { name: B("MessageSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_62) } },
+    M { name: B("MetricSample"), shape: H::Struct { extra: true, fields: B(&FIELDS_63) } },
+    M { name: B("MetricValue"), shape: H::Union { style: U::Adjacent, tag: B("type"), content: Some(B("value")), variants: B(&VARIANTS_64) } },
+    M { name: B("NatBinding"), shape: H::Struct { extra: true, fields: B(&FIELDS_65) } },
+    M { name: B("NetInterface"), shape: H::Struct { extra: true, fields: B(&FIELDS_66) } },
+    M { name: B("NetSample"), shape: H::Struct { extra: true, fields: B(&FIELDS_67) } },
+    M { name: B("NodeAvailable"), shape: H::Struct { extra: true, fields: B(&FIELDS_68) } },
+    M { name: B("NodeFaulted"), shape: H::Struct { extra: true, fields: B(&FIELDS_69) } },
+    M { name: B("NodeMapUpdate"), shape: H::Struct { extra: true, fields: B(&FIELDS_70) } },
+    M { name: B("NodeStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_71) } },
+    M { name: B("ObjectLoaded"), shape: H::Struct { extra: true, fields: B(&FIELDS_72) } },
+    M { name: B("ObjectProduced"), shape: H::Struct { extra: true, fields: B(&FIELDS_73) } },
+    M { name: B("PeerReachability"), shape: H::Struct { extra: true, fields: B(&FIELDS_74) } },
+    M { name: B("PoolReady"), shape: H::Struct { extra: true, fields: B(&FIELDS_75) } },
+    M { name: B("PostAck"), shape: H::Struct { extra: true, fields: B(&FIELDS_76) } },
+    M { name: B("PpActivationReceivedFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_77) } },
+    M { name: B("PpActivationSentFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_78) } },
+    M { name: B("PpTokenEmittedFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_79) } },
+    M { name: B("PpWorkerCompleteFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_80) } },
+    M { name: B("PpWorkerDispatchFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_81) } },
+    M { name: B("Probe"), shape: H::Struct { extra: true, fields: B(&FIELDS_82) } },
+    M { name: B("ProbeReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_83) } },
+    M { name: B("ProbeSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_84) } },
+    M { name: B("ProbeState"), shape: H::Struct { extra: true, fields: B(&FIELDS_85) } },
+    M { name: B("ProcessStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_86) } },
+    M { name: B("PromptInjected"), shape: H::Struct { extra: true, fields: B(&FIELDS_87) } },
+    M { name: B("ReadinessBarrierPassed"), shape: H::Struct { extra: true, fields: B(&FIELDS_88) } },
+    M { name: B("RegisterNameFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_89) } },
+    M { name: B("Registry"), shape: H::Struct { extra: true, fields: B(&FIELDS_90) } },
+    M { name: B("RegistryEntry"), shape: H::Struct { extra: true, fields: B(&FIELDS_91) } },
+    M { name: B("RelayChanged"), shape: H::Struct { extra: true, fields: B(&FIELDS_92) } },
+    M { name: B("RelayServer"), shape: H::Struct { extra: true, fields: B(&FIELDS_93) } },
+    M { name: B("RelayServerClosesByReasonTuple"), shape: H::Tuple(B(&ITEMS_94)) },
+    M { name: B("RelaySession"), shape: H::Struct { extra: true, fields: B(&FIELDS_95) } },
+    M { name: B("RelaySessionClosed"), shape: H::Struct { extra: true, fields: B(&FIELDS_96) } },
+    M { name: B("RelaySessionOpened"), shape: H::Struct { extra: true, fields: B(&FIELDS_97) } },
+    M { name: B("RelaySessionStateChanged"), shape: H::Struct { extra: true, fields: B(&FIELDS_98) } },
+    M { name: B("Route"), shape: H::Struct { extra: true, fields: B(&FIELDS_99) } },
+    M { name: B("RunCompleted"), shape: H::Struct { extra: true, fields: B(&FIELDS_100) } },
+    M { name: B("RunFaulted"), shape: H::Struct { extra: true, fields: B(&FIELDS_101) } },
+    M { name: B("RunNodeSummary"), shape: H::Struct { extra: true, fields: B(&FIELDS_102) } },
+    M { name: B("RunPlanned"), shape: H::Struct { extra: true, fields: B(&FIELDS_103) } },
+    M { name: B("RunSummary"), shape: H::Struct { extra: true, fields: B(&FIELDS_104) } },
+    M { name: B("RunTornDown"), shape: H::Struct { extra: true, fields: B(&FIELDS_105) } },
+    M { name: B("RunsListing"), shape: H::Wrapper(T::messages("RunSummary")) },
+    M { name: B("SchedulerStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_107) } },
+    M { name: B("Snapshot"), shape: H::Struct { extra: true, fields: B(&FIELDS_108) } },
+    M { name: B("SnapshotBody"), shape: H::Struct { extra: true, fields: B(&FIELDS_109) } },
+    M { name: B("SnapshotTrigger"), shape: H::Union { style: U::Adjacent, tag: B("kind"), content: Some(B("data")), variants: B(&VARIANTS_110) } },
+    M { name: B("StageProvisionStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_111) } },
+    M { name: B("StageReady"), shape: H::Struct { extra: true, fields: B(&FIELDS_112) } },
+    M { name: B("StageStopped"), shape: H::Struct { extra: true, fields: B(&FIELDS_113) } },
+    M { name: B("StateTransition"), shape: H::Struct { extra: true, fields: B(&FIELDS_114) } },
+    M { name: B("StepCompleted"), shape: H::Struct { extra: true, fields: B(&FIELDS_115) } },
+    M { name: B("StopRunSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_116) } },
+    M { name: B("Subprocess"), shape: H::Struct { extra: true, fields: B(&FIELDS_117) } },
+    M { name: B("SubprocessExited"), shape: H::Struct { extra: true, fields: B(&FIELDS_118) } },
+    M { name: B("SubprocessSpawned"), shape: H::Struct { extra: true, fields: B(&FIELDS_119) } },
+    M { name: B("SubprocessState"), shape: H::Struct { extra: true, fields: B(&FIELDS_120) } },
+    M { name: B("SwimConfig"), shape: H::Struct { extra: true, fields: B(&FIELDS_121) } },
+    M { name: B("SwimMessage"), shape: H::Struct { extra: true, fields: B(&FIELDS_122) } },
+    M { name: B("SwimMetadataReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_123) } },
+    M { name: B("SwimMetadataSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_124) } },
+    M { name: B("SwimPeer"), shape: H::Struct { extra: true, fields: B(&FIELDS_125) } },
+    M { name: B("SwimProbeAcked"), shape: H::Struct { extra: true, fields: B(&FIELDS_126) } },
+    M { name: B("SwimProbeLateAcked"), shape: H::Struct { extra: true, fields: B(&FIELDS_127) } },
+    M { name: B("SwimProbeSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_128) } },
+    M { name: B("SwimProbeTimedOut"), shape: H::Struct { extra: true, fields: B(&FIELDS_129) } },
+    M { name: B("SwimState"), shape: H::Struct { extra: true, fields: B(&FIELDS_130) } },
+    M { name: B("SwimTransition"), shape: H::Struct { extra: true, fields: B(&FIELDS_131) } },
+    M { name: B("Teardown"), shape: H::Struct { extra: true, fields: B(&FIELDS_132) } },
+    M { name: B("TokenReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_133) } },
+    M { name: B("TokioStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_134) } },
+    M { name: B("TransportAddr"), shape: H::Struct { extra: true, fields: B(&FIELDS_135) } },
+    M { name: B("UdpKernelStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_136) } },
+    M { name: B("UdpSocket"), shape: H::Struct { extra: true, fields: B(&FIELDS_137) } },
+    M { name: B("VastaiBody"), shape: H::Union { style: U::Internal, tag: B("t"), content: None, variants: B(&VARIANTS_138) } },
+    M { name: B("VastaiContext"), shape: H::Struct { extra: true, fields: B(&FIELDS_139) } },
+    M { name: B("VastaiContextEnvVarsTuple"), shape: H::Tuple(B(&ITEMS_140)) },
+    M { name: B("VastaiNodeRef"), shape: H::Struct { extra: true, fields: B(&FIELDS_141) } },
+    M { name: B("VastaiRecord"), shape: H::Struct { extra: true, fields: B(&FIELDS_142) } },
+    M { name: B("WeightsDownloadStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_143) } },
+    M { name: B("WeightsDownloaded"), shape: H::Struct { extra: true, fields: B(&FIELDS_144) } },
+    M { name: B("WeightsLoaded"), shape: H::Struct { extra: true, fields: B(&FIELDS_145) } },
+    M { name: B("WirePacket"), shape: H::Struct { extra: true, fields: B(&FIELDS_146) } },
+    M { name: B("WirePacketL3"), shape: H::Struct { extra: true, fields: B(&FIELDS_147) } },
+    M { name: B("WirePacketL4"), shape: H::Struct { extra: true, fields: B(&FIELDS_148) } },
+    M { name: B("WirePacketVia"), shape: H::Struct { extra: true, fields: B(&FIELDS_149) } },
+];
+
+static VALUES_0: [N; 2] = [
+    N::new("active", 1),
+    N::new("inactive", 2),
+];
+
+static VALUES_1: [N; 17] = [
+    N::new("RemoteInfo.conn_type", 1),
+    N::new("RemoteInfo.latency_ms", 2),
+    N::new("RemoteInfo.last_used_ms", 3),
+    N::new("RemoteInfo.last_received_ms", 4),
+    N::new("TransportAddrInfo.source", 5),
+    N::new("RelayTunnel.status", 6),
+    N::new("RelayTunnel.last_send_at_ms", 7),
+    N::new("RelayTunnel.last_recv_at_ms", 8),
+    N::new("RelayTunnel.tx_bytes_total", 9),
+    N::new("RelayTunnel.rx_bytes_total", 10),
+    N::new("IrohState.flows", 11),
+    N::new("IrohState.nat_bindings", 12),
+    N::new("IrohState.links", 13),
+    N::new("Handshake.cipher_suite_offered", 14),
+    N::new("Handshake.cipher_suite_selected", 15),
+    N::new("WirePacket.ttl", 16),
+    N::new("WirePacket.ecn", 17),
+];
+
+static VALUES_2: [N; 4] = [
+    N::new("AppState.gpu_mem_used_bytes", 1),
+    N::new("AppState.gpu_mem_total_bytes", 2),
+    N::new("SchedulerStats.task_count", 3),
+    N::new("SchedulerStats.oldest_pending_task_age_ms", 4),
+];
+
+static VALUES_3: [N; 4] = [
+    N::new("Direct", 1),
+    N::new("Relay", 2),
+    N::new("Mixed", 3),
+    N::new("None", 4),
+];
+
+static VALUES_4: [N; 4] = [
+    N::new("not_ect", 1),
+    N::new("ect0", 2),
+    N::new("ect1", 3),
+    N::new("ce", 4),
+];
+
+static VALUES_5: [N; 11] = [
+    N::new("node_boot", 1),
+    N::new("membership", 2),
+    N::new("orchestrator", 3),
+    N::new("stage_controller", 4),
+    N::new("weight_lifecycle", 5),
+    N::new("edge_establisher", 6),
+    N::new("arena_manager", 7),
+    N::new("transport", 8),
+    N::new("gpu_worker_ctl", 9),
+    N::new("gpu_worker", 10),
+    N::new("token_endpoint", 11),
+];
+
+static VALUES_6: [N; 14] = [
+    N::new("timeout", 1),
+    N::new("unreachable", 2),
+    N::new("membership_lost", 3),
+    N::new("provisioning_rejected", 4),
+    N::new("resource_unavailable", 5),
+    N::new("weights_unavailable", 6),
+    N::new("edge_failed", 7),
+    N::new("protocol_error", 8),
+    N::new("sequence_violation", 9),
+    N::new("process_exited", 10),
+    N::new("out_of_memory", 11),
+    N::new("step_failed", 12),
+    N::new("cancelled", 13),
+    N::new("unknown", 14),
+];
+
+static VALUES_7: [N; 2] = [
+    N::new("swim_piggyback", 1),
+    N::new("name_registry", 2),
+];
+
+static VALUES_8: [N; 4] = [
+    N::new("success", 1),
+    N::new("timeout", 2),
+    N::new("rejected", 3),
+    N::new("error", 4),
+];
+
+static VALUES_9: [N; 2] = [
+    N::new("client", 1),
+    N::new("server", 2),
+];
+
+static VALUES_10: [N; 2] = [
+    N::new("vastai", 1),
+    N::new("local", 2),
+];
+
+static VALUES_11: [N; 6] = [
+    N::new("success", 1),
+    N::new("timeout", 2),
+    N::new("connection_closed", 3),
+    N::new("refused", 4),
+    N::new("unresolved", 5),
+    N::new("queued_unacked", 6),
+];
+
+static VALUES_12: [N; 3] = [
+    N::new("stdout", 1),
+    N::new("stderr", 2),
+    N::new("vast_request_logs", 3),
+];
+
+static VALUES_13: [N; 5] = [
+    N::new("cone", 1),
+    N::new("symmetric", 2),
+    N::new("pmp", 3),
+    N::new("upnp", 4),
+    N::new("unknown", 5),
+];
+
+static VALUES_14: [N; 2] = [
+    N::new("tx", 1),
+    N::new("rx", 2),
+];
+
+static VALUES_15: [N; 4] = [
+    N::new("Alive", 1),
+    N::new("Suspect", 2),
+    N::new("Dead", 3),
+    N::new("Unknown", 4),
+];
+
+static VALUES_16: [N; 3] = [
+    N::new("udp_echo", 1),
+    N::new("udp_relay", 2),
+    N::new("stun", 3),
+];
+
+static VALUES_17: [N; 6] = [
+    N::new("ok", 1),
+    N::new("timeout", 2),
+    N::new("refused", 3),
+    N::new("unresolved", 4),
+    N::new("error", 5),
+    N::new("pending", 6),
+];
+
+static VALUES_18: [N; 8] = [
+    N::new("boot", 1),
+    N::new("events", 2),
+    N::new("snapshot", 3),
+    N::new("finalize", 4),
+    N::new("vastai_instance", 5),
+    N::new("vastai_sample", 6),
+    N::new("vastai_logs", 7),
+    N::new("vastai_lifecycle", 8),
+];
+
+static VALUES_19: [N; 6] = [
+    N::new("relay", 1),
+    N::new("remote", 2),
+    N::new("idle_timeout", 3),
+    N::new("peer", 4),
+    N::new("transport", 5),
+    N::new("unknown", 6),
+];
+
+static VALUES_20: [N; 4] = [
+    N::new("connected", 1),
+    N::new("connecting", 2),
+    N::new("disconnected", 3),
+    N::new("unknown", 4),
+];
+
+static VALUES_21: [N; 2] = [
+    N::new("v4", 1),
+    N::new("v6", 2),
+];
+
+static VALUES_22: [N; 3] = [
+    N::new("running", 1),
+    N::new("exited", 2),
+    N::new("unknown", 3),
+];
+
+static VALUES_23: [N; 6] = [
+    N::new("ping", 1),
+    N::new("ack", 2),
+    N::new("ping_req", 3),
+    N::new("indirect_ack", 4),
+    N::new("join_request", 5),
+    N::new("join_response", 6),
+];
+
+static VALUES_24: [N; 2] = [
+    N::new("direct", 1),
+    N::new("indirect", 2),
+];
+
+static VALUES_25: [N; 6] = [
+    N::new("success", 1),
+    N::new("timeout", 2),
+    N::new("connection_closed", 3),
+    N::new("send_failed", 4),
+    N::new("refused", 5),
+    N::new("unresolved", 6),
+];
+
+static VALUES_26: [N; 3] = [
+    N::new("current_thread", 1),
+    N::new("multi_thread", 2),
+    N::new("unknown", 3),
+];
+
+static VALUES_27: [N; 7] = [
+    N::new("iroh", 1),
+    N::new("derived", 2),
+    N::new("orchestrator", 3),
+    N::new("driver", 4),
+    N::new("measured", 5),
+    N::new("relay", 6),
+    N::new("unavailable", 7),
+];
+
+static VALUES_28: [N; 2] = [
+    N::new("external", 1),
+    N::new("in_vm", 2),
+];
+
+static VALUES_29: [N; 1] = [
+    N::new("udp", 1),
+];
+
+static VALUES_30: [N; 8] = [
+    N::new("starting", 1),
+    N::new("loading", 2),
+    N::new("ready", 3),
+    N::new("busy", 4),
+    N::new("stopped", 5),
+    N::new("exited", 6),
+    N::new("faulted", 7),
+    N::new("unknown", 8),
+];
+
+static VALUES_31: [N; 3] = [
+    N::new("node", 1),
+    N::new("sim", 2),
+    N::new("collector", 3),
+];
+
+static ENUMS: [E; 32] = [
+    E { name: B("AddrUsage"), values: B(&VALUES_0) },
+    E { name: B("ApiGap"), values: B(&VALUES_1) },
+    E { name: B("CaptureGap"), values: B(&VALUES_2) },
+    E { name: B("ConnType"), values: B(&VALUES_3) },
+    E { name: B("EcnCodepoint"), values: B(&VALUES_4) },
+    E { name: B("FaultComponent"), values: B(&VALUES_5) },
+    E { name: B("FaultReason"), values: B(&VALUES_6) },
+    E { name: B("GossipPayloadKind"), values: B(&VALUES_7) },
+    E { name: B("HandshakeResult"), values: B(&VALUES_8) },
+    E { name: B("HandshakeRole"), values: B(&VALUES_9) },
+    E { name: B("HostProvider"), values: B(&VALUES_10) },
+    E { name: B("InferenceSendOutcome"), values: B(&VALUES_11) },
+    E { name: B("LogStream"), values: B(&VALUES_12) },
+    E { name: B("NatClass"), values: B(&VALUES_13) },
+    E { name: B("PacketDirection"), values: B(&VALUES_14) },
+    E { name: B("PeerState"), values: B(&VALUES_15) },
+    E { name: B("ProbeKind"), values: B(&VALUES_16) },
+    E { name: B("ProbeOutcome"), values: B(&VALUES_17) },
+    E { name: B("RecordKind"), values: B(&VALUES_18) },
+    E { name: B("RelayCloseInitiator"), values: B(&VALUES_19) },
+    E { name: B("RelaySessionStatus"), values: B(&VALUES_20) },
+    E { name: B("RouteFamily"), values: B(&VALUES_21) },
+    E { name: B("SubprocessStatus"), values: B(&VALUES_22) },
+    E { name: B("SwimMessageKind"), values: B(&VALUES_23) },
+    E { name: B("SwimProbeKind"), values: B(&VALUES_24) },
+    E { name: B("SwimProbeOutcome"), values: B(&VALUES_25) },
+    E { name: B("TokioFlavor"), values: B(&VALUES_26) },
+    E { name: B("ValueSource"), values: B(&VALUES_27) },
+    E { name: B("VastaiSource"), values: B(&VALUES_28) },
+    E { name: B("WirePacketL4Kind"), values: B(&VALUES_29) },
+    E { name: B("WorkerStatus"), values: B(&VALUES_30) },
+    E { name: B("WriterKind"), values: B(&VALUES_31) },
+];
