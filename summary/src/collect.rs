@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use diagwire::bundle::read::{BundleReader, Limits};
-use diagwire::bundle::records::{Item, walk};
+use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
 use diagwire::layout::{FileKind, Role};
 use diagwire::v1::{CustomPayload, DialResult, Event, EventRecord, PeerState, Record, Snapshot};
 use diagwire::{NodeId, Problem};
@@ -76,26 +76,35 @@ pub fn summarize_with(
     let mut pass = Pass::default();
     pass.s.source = path.display().to_string();
     pass.s.run_id = reader.run_id().to_owned();
-    // The manifest names the nodes; read it first so every record can be put under its label.
-    let total = reader.file_count();
-    let mut done = 0usize;
-    let mut last_path = String::new();
-    let mut problems = Vec::new();
-    walk(
-        &mut reader,
-        |item| {
-            if item.path != last_path {
-                done += 1;
-                progress(done, total);
-                last_path = item.path.to_owned();
-            }
-            pass.record(&item);
-        },
-        |p| problems.push(p),
-    );
-    for p in problems {
-        pass.problem(p);
+    struct Reading<'p> {
+        pass: &'p mut Pass,
+        progress: &'p mut dyn FnMut(usize, usize),
+        total: usize,
+        done: usize,
+        last_path: String,
     }
+    impl Consumer for Reading<'_> {
+        fn record(&mut self, item: &Item<'_>) {
+            if item.path != self.last_path {
+                self.done += 1;
+                (self.progress)(self.done, self.total);
+                self.last_path = item.path.to_owned();
+            }
+            self.pass.record(item);
+        }
+        fn problem(&mut self, problem: &Problem) {
+            self.pass.problem(problem);
+        }
+    }
+    let total = reader.file_count();
+    let mut reading = Reading {
+        pass: &mut pass,
+        progress,
+        total,
+        done: 0,
+        last_path: String::new(),
+    };
+    walk_into(&mut reader, Walk::default(), &mut [&mut reading]);
     Ok(pass.finish())
 }
 
@@ -110,10 +119,10 @@ fn dial_text(r: &DialResult) -> String {
 }
 
 impl Pass {
-    fn problem(&mut self, p: Problem) {
+    fn problem(&mut self, p: &Problem) {
         *self.s.problem_counts.entry(p.kind.as_str()).or_default() += 1;
         if self.s.problems.len() < MAX_LISTED {
-            self.s.problems.push(p);
+            self.s.problems.push(p.clone());
         }
     }
 
@@ -147,7 +156,9 @@ impl Pass {
 
     fn record(&mut self, item: &Item<'_>) {
         self.s.records += 1;
-        self.unknown_keys(item);
+        if item.unknown_keys {
+            self.unknown_keys(item);
+        }
         let label = item.node.unwrap_or_default().to_owned();
         match item.record {
             Record::Manifest(m) => {
@@ -663,7 +674,42 @@ impl Pass {
             .min_by_key(|(t0, _, _)| t0.abs_diff(t))
     }
 
+    /// The run is what its records say it is: the manifest's run id, else the one run id the boot
+    /// records agree on; the run directory's name only when the records say nothing. A name that
+    /// disagrees is a problem of the bundle, so a directory and its archive summarize alike.
+    fn identify_run(&mut self) {
+        let named = std::mem::take(&mut self.s.run_id);
+        let boots: BTreeSet<&str> = self
+            .s
+            .nodes
+            .values()
+            .filter_map(|n| n.boot.as_ref().map(|b| b.run_id.as_str()))
+            .collect();
+        let (said, by) = match (&self.s.manifest, boots.len()) {
+            (Some(m), _) => (Some(m.run_id.clone()), "the manifest"),
+            (None, 1) => (boots.first().map(|r| (*r).to_owned()), "the boot records"),
+            _ => (None, ""),
+        };
+        match said {
+            Some(id) => {
+                if id != named {
+                    let problem = Problem::new(
+                        diagwire::ProblemKind::Manifest,
+                        diagwire::Location::file(&self.s.source),
+                        format!(
+                            "the run directory is named `{named}` but {by} say the run is `{id}`; the summary follows the records"
+                        ),
+                    );
+                    self.problem(&problem);
+                }
+                self.s.run_id = id;
+            }
+            None => self.s.run_id = named,
+        }
+    }
+
     fn finish(mut self) -> Summary {
+        self.identify_run();
         // Probes sent and never answered stay pending.
         let pending: Vec<(String, String)> = self
             .pending
