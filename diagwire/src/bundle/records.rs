@@ -113,8 +113,7 @@ pub fn walk_into(
         n => n,
     };
     let mut walked = Walked::default();
-    let mut stream = reader.stream();
-    while let Some(file) = stream.next() {
+    for file in reader.stream() {
         let mut file = match file {
             Ok(f) => f,
             Err(e) => {
