@@ -686,8 +686,11 @@ impl Pass {
             .filter_map(|n| n.boot.as_ref().map(|b| b.run_id.as_str()))
             .collect();
         let (said, by) = match (&self.s.manifest, boots.len()) {
-            (Some(m), _) => (Some(m.run_id.clone()), "the manifest"),
-            (None, 1) => (boots.first().map(|r| (*r).to_owned()), "the boot records"),
+            (Some(m), _) => (Some(m.run_id.clone()), "the manifest says"),
+            (None, 1) => (
+                boots.first().map(|r| (*r).to_owned()),
+                "the boot records say",
+            ),
             _ => (None, ""),
         };
         match said {
@@ -697,7 +700,7 @@ impl Pass {
                         diagwire::ProblemKind::Manifest,
                         diagwire::Location::file(&self.s.source),
                         format!(
-                            "the run directory is named `{named}` but {by} say the run is `{id}`; the summary follows the records"
+                            "the run directory is named `{named}` but {by} the run is `{id}`; the summary follows the records"
                         ),
                     );
                     self.problem(&problem);

@@ -13,17 +13,7 @@ use crate::output::SummaryOutput;
 /// A string from the bundle, safe to print: control characters become `\u{…}` escapes and table
 /// separators are escaped.
 pub fn clean(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    diagwire::problem::printable(s).replace('|', "\\|")
 }
 
 fn opt(v: Option<impl ToString>) -> String {

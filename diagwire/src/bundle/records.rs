@@ -140,6 +140,8 @@ pub fn walk_into(
             explain: settings.explain,
             consumers: &mut *consumers,
             walked: &mut walked,
+            found: 0,
+            omitted: 0,
         };
         let read = match file.encoding {
             Encoding::Json => frame(&mut file, kind, max_record, &mut typed),
@@ -169,6 +171,7 @@ pub fn walk_into(
                 e.to_string(),
             ));
         }
+        typed.end();
     }
     walked
 }
@@ -184,12 +187,41 @@ struct Typed<'w, 'c> {
     explain: Option<Explain<'w>>,
     consumers: &'w mut [&'c mut dyn Consumer],
     walked: &'w mut Walked,
+    /// Problems found in this file, and how many of them were not handed on (past
+    /// [`MAX_PROBLEMS_PER_FILE`]).
+    found: usize,
+    omitted: usize,
 }
+
+/// The most problems of one file handed to the consumers; the rest are one problem that counts
+/// them, so a file of millions of bad records costs its reading time, never memory or output.
+pub const MAX_PROBLEMS_PER_FILE: usize = 20;
 
 impl Typed<'_, '_> {
     fn hand(&mut self, problem: Problem) {
+        self.found += 1;
+        if self.found > MAX_PROBLEMS_PER_FILE {
+            self.omitted += 1;
+            return;
+        }
         self.walked.problems += 1;
         self.consumers.iter_mut().for_each(|c| c.problem(&problem));
+    }
+
+    /// Says how many problems of the file were not handed on.
+    fn end(&mut self) {
+        if self.omitted > 0 {
+            let problem = Problem::new(
+                ProblemKind::Parse,
+                Location::file(self.location),
+                format!(
+                    "{} more problems in this file are not listed (the first {MAX_PROBLEMS_PER_FILE} are)",
+                    self.omitted
+                ),
+            );
+            self.walked.problems += 1;
+            self.consumers.iter_mut().for_each(|c| c.problem(&problem));
+        }
     }
 
     fn at(&self, index: usize, start: Position, pointer: String) -> Location {
