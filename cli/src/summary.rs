@@ -157,5 +157,10 @@ pub fn compare(a: &Path, b: &Path) -> ExitCode {
         (Ok(x), Ok(y)) => (x, y),
         (Err(e), _) | (_, Err(e)) => return fail(&e.to_string()),
     };
-    emit(None, &compare::markdown(&sa, &sb))
+    let text = compare::markdown(&sa, &sb);
+    let written = emit(None, &text);
+    if written == ExitCode::SUCCESS && compare::differs(&text) {
+        return ExitCode::from(1);
+    }
+    written
 }

@@ -116,4 +116,17 @@ fn compare_marks_what_changed_and_what_did_not() {
             .any(|l| l.starts_with('*') || l.starts_with('+') || l.starts_with('-')),
         "{same}"
     );
+    assert!(compare::differs(&out) && !compare::differs(&same));
+}
+
+#[test]
+fn compare_prints_rtt_percentiles_as_values_not_debug_text() {
+    let dir = tempfile::tempdir().expect("dir");
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/bundles/n3-relay-flap");
+    let a = summarize(&example, Limits::default()).expect("example");
+    let b = summarize(&bundle(dir.path(), 1, false), Limits::default()).expect("b");
+    let out = compare::markdown(&a, &b);
+    assert!(!out.contains("Some("), "{out}");
+    assert!(out.contains(" ms p99 "), "{out}");
 }

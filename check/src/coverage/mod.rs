@@ -549,7 +549,7 @@ impl Coverage {
                 "\nKeys the contract does not know (kept by the types):\n"
             );
             for (k, v) in unknown {
-                let _ = writeln!(s, "* `{k}`: {v}");
+                let _ = writeln!(s, "* `{}`: {v}", diagwire::problem::printable(k));
             }
         }
         s
