@@ -52,6 +52,19 @@ pub fn check_bundle(
     opts: Options,
     with_coverage: bool,
 ) -> Result<Checked, ReadError> {
+    check_bundle_walk(path, limits, Walk::default(), rulebook, opts, with_coverage)
+}
+
+/// Like [`check_bundle`], reading as `walk` says (with an `Explain` hook, a refused record's
+/// problem says where in it, as validation does).
+pub fn check_bundle_walk(
+    path: &Path,
+    limits: Limits,
+    walk: Walk<'_>,
+    rulebook: &Rulebook,
+    opts: Options,
+    with_coverage: bool,
+) -> Result<Checked, ReadError> {
     let mut reader = BundleReader::open(path, limits)?;
     let source = reader.source().display().to_string();
     let archive = reader.source().is_file();
@@ -59,8 +72,8 @@ pub fn check_bundle(
     let mut checker = Checker::new(rulebook, opts, &source, archive, &run_id);
     let mut coverage = with_coverage.then(|| Coverage::new(&source));
     match &mut coverage {
-        Some(c) => walk_into(&mut reader, Walk::default(), &mut [&mut checker, c]),
-        None => walk_into(&mut reader, Walk::default(), &mut [&mut checker]),
+        Some(c) => walk_into(&mut reader, walk, &mut [&mut checker, c]),
+        None => walk_into(&mut reader, walk, &mut [&mut checker]),
     };
     Ok(Checked {
         report: checker.finish(),

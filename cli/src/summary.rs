@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use diagwire::bundle::read::Limits;
-use diagwire_summary::{compare, html, render, summarize_with, tsv};
+use diagwire_summary::{compare, html, render, summarize_walk, tsv};
 
 /// Output formats of `diagwire summary`.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -86,7 +86,7 @@ pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) 
             b.set_position(done as u64);
         }
     };
-    let summary = match summarize_with(bundle, Limits::default(), &mut tick) {
+    let summary = match summarize_walk(bundle, Limits::default(), explained(), &mut tick) {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
     };
@@ -151,8 +151,8 @@ impl Problems {
 /// `diagwire compare A B`.
 pub fn compare(a: &Path, b: &Path) -> ExitCode {
     let (sa, sb) = match (
-        summarize_with(a, Limits::default(), &mut |_, _| {}),
-        summarize_with(b, Limits::default(), &mut |_, _| {}),
+        summarize_walk(a, Limits::default(), explained(), &mut |_, _| {}),
+        summarize_walk(b, Limits::default(), explained(), &mut |_, _| {}),
     ) {
         (Ok(x), Ok(y)) => (x, y),
         (Err(e), _) | (_, Err(e)) => return fail(&e.to_string()),
@@ -163,4 +163,12 @@ pub fn compare(a: &Path, b: &Path) -> ExitCode {
         return ExitCode::from(1);
     }
     written
+}
+
+/// The walk of the summary commands: a refused record's problem says where in it, as `validate`.
+fn explained() -> diagwire::bundle::records::Walk<'static> {
+    diagwire::bundle::records::Walk {
+        explain: Some(&crate::validate::explain),
+        ..Default::default()
+    }
 }

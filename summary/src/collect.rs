@@ -72,6 +72,17 @@ pub fn summarize_with(
     limits: Limits,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Summary, Problem> {
+    summarize_walk(path, limits, Walk::default(), progress)
+}
+
+/// Like [`summarize_with`], reading as `walk` says (with an [`diagwire::bundle::records::Explain`]
+/// hook, a refused record's problem says where in it, as validation does).
+pub fn summarize_walk(
+    path: &Path,
+    limits: Limits,
+    walk: Walk<'_>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Summary, Problem> {
     let mut reader = BundleReader::open(path, limits).map_err(Problem::from)?;
     let mut pass = Pass::default();
     pass.s.source = path.display().to_string();
@@ -104,7 +115,7 @@ pub fn summarize_with(
         done: 0,
         last_path: String::new(),
     };
-    walk_into(&mut reader, Walk::default(), &mut [&mut reading]);
+    walk_into(&mut reader, walk, &mut [&mut reading]);
     Ok(pass.finish())
 }
 

@@ -15,5 +15,5 @@ pub mod render;
 pub mod svg;
 pub mod tsv;
 
-pub use collect::{summarize, summarize_with};
+pub use collect::{summarize, summarize_walk, summarize_with};
 pub use model::Summary;
