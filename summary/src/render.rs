@@ -412,7 +412,7 @@ pub fn markdown(s: &Summary) -> String {
         o.push_str("Every section has data.\n\n");
     } else {
         for a in &s.absent {
-            let _ = writeln!(o, "- {}: {}", printable(&a.section), printable(&a.why));
+            let _ = writeln!(o, "- {}: {}", printable(a.section), printable(&a.why));
         }
         o.push('\n');
     }
