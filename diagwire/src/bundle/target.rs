@@ -118,14 +118,6 @@ fn temporary_name(target: &Path) -> io::Result<PathBuf> {
     Ok(target.with_file_name(tmp))
 }
 
-/// The directory `target` is written in (`.` for a bare name).
-fn parent_of(target: &Path) -> &Path {
-    match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
 /// A file being written under a temporary name beside its target: renamed into place by
 /// [`PendingFile::commit`], removed when dropped uncommitted.
 #[derive(Debug)]
@@ -141,7 +133,7 @@ impl PendingFile {
     /// exist.
     pub fn create(target: &Path) -> io::Result<PendingFile> {
         refuse_existing(target)?;
-        let target = parent_of(target).join(target.file_name().unwrap_or_default());
+        let target = target.to_path_buf();
         for _ in 0..NAME_TRIES {
             let tmp = temporary_name(&target)?;
             match OpenOptions::new().write(true).create_new(true).open(&tmp) {
@@ -258,7 +250,7 @@ impl PendingDir {
     /// A scratch directory beside `beside` (named after it), for files that are not committed as
     /// a run directory but read back and removed, with everything in it, when it is dropped.
     pub fn scratch(beside: &Path) -> io::Result<PendingDir> {
-        let beside = parent_of(beside).join(beside.file_name().unwrap_or_default());
+        let beside = beside.to_path_buf();
         for _ in 0..NAME_TRIES {
             let tmp = temporary_name(&beside)?;
             match fs::create_dir(&tmp) {
