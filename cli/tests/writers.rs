@@ -29,7 +29,8 @@ const RUN: &str = "n3-relay-flap-oldest";
 /// The work folder of a case: `in/<run>` (the example bundle), `in.tar.gz` (the same as an
 /// archive), `victim.tar.gz` (a file someone else wrote), `link.tar.gz` (a link to it),
 /// `elsewhere/` and `linkdir` (a link to it), `full/<run>/keep` (a run directory in use), `sim/`
-/// (the simulator fixture) and `esc/<run>` (the bundle with a file whose name holds `ESC`).
+/// (the simulator fixture), `sim-esc/` (the fixture with a file whose name holds `ESC`) and
+/// `esc/<run>` (the bundle with a file whose name holds `ESC`).
 struct Work {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -55,6 +56,11 @@ fn work() -> Work {
         &repo().join("compat-tests/fixtures/sim-prod-shape/n3-basic"),
         &root.join("sim"),
     );
+    copy_tree(
+        &repo().join("compat-tests/fixtures/sim-prod-shape/n3-basic"),
+        &root.join("sim-esc"),
+    );
+    fs::write(root.join("sim-esc/\u{1b}[2Jnotes.json"), "{}").expect("write");
     copy_tree(&example, &root.join("esc").join(RUN));
     fs::write(
         root.join("esc")
@@ -194,6 +200,20 @@ const CASES: &[Case] = &[
         status: 1,
         says: "\\u{1b}[31mred.json: a file outside the bundle layout; left out",
         may_write: &["out"],
+    },
+    Case {
+        name: "convert_escapes_the_output_it_names",
+        args: &["convert", "in.tar.gz", "--to", "pb", "\u{1b}[31mout.tar.gz"],
+        status: 0,
+        says: "to \\u{1b}[31mout.tar.gz",
+        may_write: &["\u{1b}[31mout.tar.gz"],
+    },
+    Case {
+        name: "upgrade_escapes_a_file_name_it_does_not_map",
+        args: &["upgrade", "sim-esc", "up"],
+        status: 0,
+        says: "not mapped: \\u{1b}[2Jnotes.json",
+        may_write: &["up"],
     },
     Case {
         name: "upgrade_refuses_an_output_that_is_a_symlink",
