@@ -31,10 +31,17 @@ pub fn markdown(a: &Summary, b: &Summary) -> String {
     }
     let fa = a.manifest.as_ref().map(|m| m.finalize_received);
     let fb = b.manifest.as_ref().map(|m| m.finalize_received);
+    let finalized = |f: Option<bool>| match f {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "no manifest",
+    };
     let _ = writeln!(
         o,
-        "{} finalize_received: {fa:?} vs {fb:?}",
-        if fa == fb { '=' } else { '*' }
+        "{} finalize_received: {} vs {}",
+        if fa == fb { '=' } else { '*' },
+        finalized(fa),
+        finalized(fb)
     );
     o.push_str("```\n\n## Events by node and type\n\n```\n");
     let keys: BTreeSet<&(String, String)> = a

@@ -260,7 +260,11 @@ impl Frames for Typed<'_, '_> {
                 self.consumers.iter_mut().for_each(|c| c.record(&item));
             }
             Err(e) => {
-                let reasons = self.explain.map(|f| f(kind, text)).unwrap_or_default();
+                // Explaining costs a schema validation: only for a problem that is handed on.
+                let reasons = match self.found < MAX_PROBLEMS_PER_FILE {
+                    true => self.explain.map(|f| f(kind, text)).unwrap_or_default(),
+                    false => Vec::new(),
+                };
                 if reasons.is_empty() {
                     let at = self.at(index, start, String::new());
                     let noun = match kind {
