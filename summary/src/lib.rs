@@ -5,6 +5,7 @@
 //!
 //! [`collect`] reads the bundle in one pass into a [`model::Summary`]; the renderers only read it.
 
+pub mod absence;
 pub mod collect;
 pub mod compare;
 pub mod html;
