@@ -80,7 +80,7 @@ impl Absent {
     pub fn from_unavailable(u: Unavailable, not_observed: &str) -> Absent {
         match u {
             Unavailable::ApiGap(gap) => Absent::Unavailable(format!(
-                "the linked transport cannot report it (api gap `{gap}`)"
+                "the linked transport cannot report it: api gap `{gap}`"
             )),
             Unavailable::SourceUnavailable => {
                 Absent::Unavailable("the writer says it could not ask".into())

@@ -727,7 +727,7 @@ impl Pass {
         };
         let conn = match conns {
             None => Err(Absent::NotReported(format!(
-                "`{node}`'s nearest snapshot has no iroh block (no transport introspector)"
+                "`{node}`'s nearest snapshot has no iroh block: no transport introspector"
             ))),
             Some(by_peer) => by_peer.get(peer_hex).cloned().unwrap_or_else(|| {
                 Err(Absent::NotReported(
@@ -737,7 +737,7 @@ impl Pass {
         };
         let ok = ok.ok_or_else(|| {
             Absent::NotReported(format!(
-                "`{node}`'s nearest snapshot has no probe block (no probe scheduler)"
+                "`{node}`'s nearest snapshot has no probe block: no probe scheduler"
             ))
         });
         (conn, ok)
