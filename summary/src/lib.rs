@@ -6,6 +6,7 @@
 //! [`collect`] reads the bundle in one pass into a [`model::Summary`]; the renderers only read it.
 
 pub mod absence;
+mod buckets;
 pub mod collect;
 pub mod compare;
 pub mod html;
