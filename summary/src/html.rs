@@ -480,7 +480,15 @@ fn bandwidth(s: &Summary, o: &mut String) {
     svg.line(x.p0, axis, x.p1, axis, "#999");
     for i in 0..=5 {
         let v = max as f64 * f64::from(i) / 5.0;
-        svg.text(x.at(v), axis + 15.0, &format!("{v:.0} B"), "middle", 10.0);
+        let label = if max >= 10_000_000 {
+            format!("{:.1} MB", v / 1e6)
+        } else if max >= 10_000 {
+            format!("{:.0} kB", v / 1e3)
+        } else {
+            format!("{v:.0} B")
+        };
+        let anchor = if i == 5 { "end" } else { "middle" };
+        svg.text(x.at(v), axis + 15.0, &label, anchor, 10.0);
     }
     o.push_str(&svg.finish());
     o.push_str(&legend(&[("#1e88e5", "sent"), ("#43a047", "received")]));
