@@ -695,7 +695,13 @@ impl Pass {
             .collect();
         let mut peers = BTreeMap::new();
         for ((node, peer), v) in std::mem::take(&mut self.s.bandwidth_peers) {
-            let p: &mut crate::model::PeerTraffic = peers.entry((node, name(&peer))).or_default();
+            // The row that adds up peers past the cap keeps its name.
+            let peer = if peer == OTHER_PEERS {
+                peer
+            } else {
+                name(&peer)
+            };
+            let p: &mut crate::model::PeerTraffic = peers.entry((node, peer)).or_default();
             p.sent.merge(v.sent);
             p.received.merge(v.received);
         }

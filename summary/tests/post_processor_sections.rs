@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use common::{Run, T0, check_json, check_md, check_no_question_marks, hex, id, identity, md, read};
 use diagwire::v1::*;
-use diagwire_summary::model::{Direction, MAX_ROLLUP_KEYS, OTHER_KINDS, Traffic};
+use diagwire_summary::model::{Direction, MAX_ROLLUP_KEYS, OTHER_KINDS, OTHER_PEERS, Traffic};
 use diagwire_summary::render;
 use diagwire_testkit::scenario::{Params, generate, label_of};
 use serde_json::json;
@@ -135,24 +135,41 @@ fn bandwidth_says_when_no_instrumented_transport_carried_traffic() {
 }
 
 #[test]
-fn bandwidth_stays_bounded_whatever_the_number_of_kinds() {
+fn bandwidth_stays_bounded_whatever_the_number_of_kinds_and_peers() {
     let mut r = Run::new();
     r.boot(1, "stage", Some(0)).boot(2, "stage", Some(1));
-    let kinds = MAX_ROLLUP_KEYS as u64 + 500;
-    let events: Vec<(u64, Event)> = (0..kinds)
-        .map(|i| (i, Event::from(MessageSent::new(id(2), format!("k{i}"), 10))))
+    let n = MAX_ROLLUP_KEYS as u64 + 500;
+    // Every message of a kind and to a peer of its own (peers unknown to the bundle are named by
+    // their first four bytes, so those differ).
+    let peer = |i: u64| {
+        let mut bytes = [7u8; 32];
+        bytes[..4].copy_from_slice(&(i as u32).to_be_bytes());
+        diagwire::NodeId::from(bytes)
+    };
+    let events: Vec<(u64, Event)> = (0..n)
+        .map(|i| {
+            (
+                i,
+                Event::from(MessageSent::new(peer(i), format!("k{i}"), 10)),
+            )
+        })
         .collect();
     r.events(1, events);
     let s = r.summary();
     assert_eq!(s.bandwidth.len(), MAX_ROLLUP_KEYS + 1);
+    assert_eq!(s.bandwidth_peers.len(), MAX_ROLLUP_KEYS + 1);
     let total: u64 = s.bandwidth.values().map(|t| t.count).sum();
-    assert_eq!(total, kinds, "every message is counted");
+    assert_eq!(total, n, "every message is counted by kind");
+    let total: u64 = s.bandwidth_peers.values().map(|t| t.sent.count).sum();
+    assert_eq!(total, n, "every message is counted by peer");
     let other = &s.bandwidth[&(
         "stage-0".to_owned(),
         Direction::Sent,
         OTHER_KINDS.to_owned(),
     )];
     assert_eq!((other.count, other.bytes), (500, 5_000));
+    let other = &s.bandwidth_peers[&("stage-0".to_owned(), OTHER_PEERS.to_owned())];
+    assert_eq!((other.sent.count, other.sent.bytes), (500, 5_000));
 }
 
 fn probes(ok: bool) -> ProbeState {
