@@ -4,7 +4,7 @@
 //! The schemas say what one record may look like; this crate checks how records relate. The rules
 //! are data ([`rulebook`], from `check/behaviour-rules.json`): each has a stable id, a scope, a
 //! level and a description, and names one of the evaluators of [`evaluate`]. [`check_bundle`]
-//! reads a bundle once, record by record (`diagwire::bundle::records::walk`), and feeds every
+//! reads a bundle once, record by record (`diagwire::bundle::records::walk_into`), and feeds every
 //! record to the evaluators and, when asked, to the [`coverage`] collector; only per-node and
 //! per-key state is kept, never the bundle. [`verdict`] is what a check reports. [`parity`]
 //! compares two bundles' coverage and the distributions of the fields the simulator must
@@ -17,7 +17,7 @@
 use std::path::Path;
 
 use diagwire::bundle::read::{BundleReader, Limits, ReadError};
-use diagwire::bundle::records::walk;
+use diagwire::bundle::records::{Walk, walk_into};
 
 pub mod blocks;
 pub mod coverage;
@@ -52,29 +52,29 @@ pub fn check_bundle(
     opts: Options,
     with_coverage: bool,
 ) -> Result<Checked, ReadError> {
+    check_bundle_walk(path, limits, Walk::default(), rulebook, opts, with_coverage)
+}
+
+/// Like [`check_bundle`], reading as `walk` says (with an `Explain` hook, a refused record's
+/// problem says where in it, as validation does).
+pub fn check_bundle_walk(
+    path: &Path,
+    limits: Limits,
+    walk: Walk<'_>,
+    rulebook: &Rulebook,
+    opts: Options,
+    with_coverage: bool,
+) -> Result<Checked, ReadError> {
     let mut reader = BundleReader::open(path, limits)?;
     let source = reader.source().display().to_string();
     let archive = reader.source().is_file();
     let run_id = reader.run_id().to_owned();
     let mut checker = Checker::new(rulebook, opts, &source, archive, &run_id);
     let mut coverage = with_coverage.then(|| Coverage::new(&source));
-    let mut problems = Vec::new();
-    walk(
-        &mut reader,
-        |item| {
-            checker.record(&item);
-            if let Some(c) = &mut coverage {
-                c.record(&item);
-            }
-        },
-        |problem| problems.push(problem),
-    );
-    for problem in &problems {
-        checker.problem(problem);
-        if let Some(c) = &mut coverage {
-            c.problem();
-        }
-    }
+    match &mut coverage {
+        Some(c) => walk_into(&mut reader, walk, &mut [&mut checker, c]),
+        None => walk_into(&mut reader, walk, &mut [&mut checker]),
+    };
     Ok(Checked {
         report: checker.finish(),
         coverage: coverage.map(Coverage::finish),
@@ -85,14 +85,6 @@ pub fn check_bundle(
 pub fn coverage_of(path: &Path, limits: Limits) -> Result<Coverage, ReadError> {
     let mut reader = BundleReader::open(path, limits)?;
     let mut coverage = Coverage::new(&reader.source().display().to_string());
-    let mut problems = 0;
-    walk(
-        &mut reader,
-        |item| coverage.record(&item),
-        |_| problems += 1,
-    );
-    for _ in 0..problems {
-        coverage.problem();
-    }
+    walk_into(&mut reader, Walk::default(), &mut [&mut coverage]);
     Ok(coverage.finish())
 }

@@ -62,6 +62,7 @@ const COMMANDS: &[&[&str]] = &[
     &["summary", "--format", "json"],
     &["summary", "--format", "html"],
     &["check"],
+    &["check", "--coverage"],
 ];
 /// How far one epoch shifts the run's clocks.
 const EPOCH_MS: u64 = 120_000;

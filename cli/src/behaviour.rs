@@ -53,9 +53,14 @@ pub fn check(
     }
     let rulebook = Rulebook::builtin();
     let need_coverage = show_coverage || baseline.is_some() || fail_below.is_some();
-    let checked = match diagwire_check::check_bundle(
+    let walk = diagwire::bundle::records::Walk {
+        explain: Some(&crate::validate::explain),
+        ..Default::default()
+    };
+    let checked = match diagwire_check::check_bundle_walk(
         bundle,
         Limits::default(),
+        walk,
         &rulebook,
         Options::default(),
         need_coverage,

@@ -86,7 +86,8 @@ enum Command {
     },
     /// Compare two bundles: node set, finalize flag, event counts per node and type, the first peer
     /// to go Dead, dials and probe RTTs. Lines start with `=`, `+` (only in B), `-` (only in A) or
-    /// `*` (changed).
+    /// `*` (changed). Exit status 0 when nothing differs, 1 when something does, 2 when a bundle
+    /// cannot be opened.
     Compare {
         /// Bundle A.
         a: PathBuf,

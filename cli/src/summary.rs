@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use diagwire::bundle::read::Limits;
-use diagwire_summary::{compare, html, render, summarize_with, tsv};
+use diagwire_summary::{compare, html, render, summarize_walk, tsv};
 
 /// Output formats of `diagwire summary`.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -63,14 +63,19 @@ fn emit(out: Option<&Path>, text: &str) -> ExitCode {
 pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) -> ExitCode {
     if format == Format::Tsv {
         let mut text = Vec::new();
+        let mut problems = Problems::default();
+        let mut on_problem = |p| problems.push(p);
         let result = match view {
-            View::Reachability => tsv::reachability(bundle, Limits::default(), &mut text),
-            View::Timeline => tsv::timeline(bundle, Limits::default(), &mut text),
+            View::Reachability => {
+                tsv::reachability(bundle, Limits::default(), &mut text, &mut on_problem)
+            }
+            View::Timeline => tsv::timeline(bundle, Limits::default(), &mut text, &mut on_problem),
         };
         if let Err(e) = result {
             return fail(&e.to_string());
         }
-        return emit(out.as_deref(), &String::from_utf8_lossy(&text));
+        let written = emit(out.as_deref(), &String::from_utf8_lossy(&text));
+        return problems.exit(bundle, written);
     }
     let mut bar: Option<indicatif::ProgressBar> = None;
     let mut tick = |done: usize, all: usize| {
@@ -81,13 +86,14 @@ pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) 
             b.set_position(done as u64);
         }
     };
-    let summary = match summarize_with(bundle, Limits::default(), &mut tick) {
+    let summary = match summarize_walk(bundle, Limits::default(), explained(), &mut tick) {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
     };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    let found: u64 = summary.problem_counts.values().sum();
     let text = match format {
         Format::Md => render::markdown(&summary),
         Format::Json => {
@@ -96,17 +102,73 @@ pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) 
         Format::Html => html::page(&summary),
         Format::Tsv => unreachable!("OK because TSV returned above"),
     };
-    emit(out.as_deref(), &text)
+    let written = emit(out.as_deref(), &text);
+    if found > 0 && written == ExitCode::SUCCESS {
+        eprintln!(
+            "diagwire summary: {found} problem(s) reading {}; the summary lists them under Validation",
+            render::clean(&bundle.display().to_string())
+        );
+        return ExitCode::from(1);
+    }
+    written
+}
+
+/// The problems a TSV view met: the first few said on standard error, all counted.
+#[derive(Default)]
+struct Problems {
+    shown: Vec<diagwire::Problem>,
+    count: usize,
+}
+
+impl Problems {
+    const SHOWN: usize = 20;
+
+    fn push(&mut self, p: diagwire::Problem) {
+        self.count += 1;
+        if self.shown.len() < Self::SHOWN {
+            self.shown.push(p);
+        }
+    }
+
+    /// Says the problems on standard error; exit status 1 when there were any (the rows are
+    /// those of the records that could be read), else `written`.
+    fn exit(self, bundle: &Path, written: ExitCode) -> ExitCode {
+        if self.count == 0 || written != ExitCode::SUCCESS {
+            return written;
+        }
+        for p in &self.shown {
+            eprintln!("{}", diagwire::problem::printable(&p.to_string()));
+        }
+        eprintln!(
+            "diagwire summary: {} problem(s) reading {}; the rows are those of the records that could be read",
+            self.count,
+            render::clean(&bundle.display().to_string())
+        );
+        ExitCode::from(1)
+    }
 }
 
 /// `diagwire compare A B`.
 pub fn compare(a: &Path, b: &Path) -> ExitCode {
     let (sa, sb) = match (
-        summarize_with(a, Limits::default(), &mut |_, _| {}),
-        summarize_with(b, Limits::default(), &mut |_, _| {}),
+        summarize_walk(a, Limits::default(), explained(), &mut |_, _| {}),
+        summarize_walk(b, Limits::default(), explained(), &mut |_, _| {}),
     ) {
         (Ok(x), Ok(y)) => (x, y),
         (Err(e), _) | (_, Err(e)) => return fail(&e.to_string()),
     };
-    emit(None, &compare::markdown(&sa, &sb))
+    let text = compare::markdown(&sa, &sb);
+    let written = emit(None, &text);
+    if written == ExitCode::SUCCESS && compare::differs(&text) {
+        return ExitCode::from(1);
+    }
+    written
+}
+
+/// The walk of the summary commands: a refused record's problem says where in it, as `validate`.
+fn explained() -> diagwire::bundle::records::Walk<'static> {
+    diagwire::bundle::records::Walk {
+        explain: Some(&crate::validate::explain),
+        ..Default::default()
+    }
 }

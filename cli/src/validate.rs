@@ -490,3 +490,15 @@ fn print_json(outcomes: &[(PathBuf, Outcome)]) {
         serde_json::to_string_pretty(&value).expect("OK because a Value always serializes")
     );
 }
+
+/// Where and why a record the types refuse breaks its schema, for the reading commands other than
+/// `validate` (their walk's `Explain` hook): the validators are built on the first refused record
+/// only, so a clean bundle never pays for them.
+pub fn explain(kind: RecordKind, text: &str) -> Vec<(diagwire::ProblemKind, String, String)> {
+    static VALIDATORS: std::sync::OnceLock<Option<Validators>> = std::sync::OnceLock::new();
+    VALIDATORS
+        .get_or_init(|| Validators::new().ok())
+        .as_ref()
+        .map(|v| v.explain(kind, text))
+        .unwrap_or_default()
+}

@@ -45,6 +45,7 @@ impl Extra {
         }
         let v = Value::deserialize(value)?;
         self.0.insert(key.to_owned(), v);
+        UNKNOWN_KEYS_READ.with(|n| n.set(n.get().wrapping_add(1)));
         Ok(())
     }
 
@@ -80,4 +81,15 @@ impl<'de> Deserialize<'de> for Extra {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         BTreeMap::deserialize(deserializer).map(Extra)
     }
+}
+
+thread_local! {
+    static UNKNOWN_KEYS_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many keys [`Extra`] has kept on this thread so far. A reader that compares it before and
+/// after decoding a record knows, at no cost, whether the record held a key its types keep as
+/// unknown, and walks the record's JSON for where only then.
+pub fn unknown_keys_read() -> u64 {
+    UNKNOWN_KEYS_READ.with(|n| n.get())
 }

@@ -25,7 +25,7 @@ pub mod arb;
 
 pub use de::{Decoder, DecoderVisitor, FieldSeed, KeySeed, Pending};
 pub use id::{NodeId, NodeIdHex, ParseNodeIdError, short_hex};
-pub use json::{Extra, Json};
+pub use json::{Extra, Json, unknown_keys_read};
 pub use provenance::{Provenance, REPORTED_SOURCES, UNAVAILABLE_SOURCE, Unavailable};
 pub use rng::SplitMix64;
 

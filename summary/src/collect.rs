@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use diagwire::bundle::read::{BundleReader, Limits};
-use diagwire::bundle::records::{Item, walk};
+use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
 use diagwire::layout::{FileKind, Role};
 use diagwire::v1::{CustomPayload, DialResult, Event, EventRecord, PeerState, Record, Snapshot};
 use diagwire::{NodeId, Problem};
@@ -16,8 +16,9 @@ use diagwire_runtime::short_hex;
 
 use crate::absence::Absent;
 use crate::buckets::{LEGACY_WORKER, legacy_exit_status, subprocess_rows};
+use crate::gaps::absences;
 use crate::model::{
-    Absence, Direction, FirstDead, Inference, MAX_LISTED, MAX_ROLLUP_KEYS, MAX_SERIES_POINTS, Node,
+    Direction, FirstDead, Inference, MAX_LISTED, MAX_ROLLUP_KEYS, MAX_SERIES_POINTS, Node,
     OTHER_KINDS, OTHER_PEERS, ProbeRow, RelayClose, RelayTotals, Subprocess, Summary,
 };
 
@@ -81,30 +82,50 @@ pub fn summarize_with(
     limits: Limits,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Summary, Problem> {
+    summarize_walk(path, limits, Walk::default(), progress)
+}
+
+/// Like [`summarize_with`], reading as `walk` says (with an [`diagwire::bundle::records::Explain`]
+/// hook, a refused record's problem says where in it, as validation does).
+pub fn summarize_walk(
+    path: &Path,
+    limits: Limits,
+    walk: Walk<'_>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Summary, Problem> {
     let mut reader = BundleReader::open(path, limits).map_err(Problem::from)?;
     let mut pass = Pass::default();
     pass.s.source = path.display().to_string();
     pass.s.run_id = reader.run_id().to_owned();
-    // The manifest names the nodes; read it first so every record can be put under its label.
-    let total = reader.file_count();
-    let mut done = 0usize;
-    let mut last_path = String::new();
-    let mut problems = Vec::new();
-    walk(
-        &mut reader,
-        |item| {
-            if item.path != last_path {
-                done += 1;
-                progress(done, total);
-                last_path = item.path.to_owned();
-            }
-            pass.record(&item);
-        },
-        |p| problems.push(p),
-    );
-    for p in problems {
-        pass.problem(p);
+    struct Reading<'p> {
+        pass: &'p mut Pass,
+        progress: &'p mut dyn FnMut(usize, usize),
+        total: usize,
+        done: usize,
+        last_path: String,
     }
+    impl Consumer for Reading<'_> {
+        fn record(&mut self, item: &Item<'_>) {
+            if item.path != self.last_path {
+                self.done += 1;
+                (self.progress)(self.done, self.total);
+                self.last_path = item.path.to_owned();
+            }
+            self.pass.record(item);
+        }
+        fn problem(&mut self, problem: &Problem) {
+            self.pass.problem(problem);
+        }
+    }
+    let total = reader.file_count();
+    let mut reading = Reading {
+        pass: &mut pass,
+        progress,
+        total,
+        done: 0,
+        last_path: String::new(),
+    };
+    walk_into(&mut reader, walk, &mut [&mut reading]);
     Ok(pass.finish())
 }
 
@@ -119,10 +140,10 @@ fn dial_text(r: &DialResult) -> String {
 }
 
 impl Pass {
-    fn problem(&mut self, p: Problem) {
+    fn problem(&mut self, p: &Problem) {
         *self.s.problem_counts.entry(p.kind.as_str()).or_default() += 1;
         if self.s.problems.len() < MAX_LISTED {
-            self.s.problems.push(p);
+            self.s.problems.push(p.clone());
         }
     }
 
@@ -156,7 +177,9 @@ impl Pass {
 
     fn record(&mut self, item: &Item<'_>) {
         self.s.records += 1;
-        self.unknown_keys(item);
+        if item.unknown_keys {
+            self.unknown_keys(item);
+        }
         let label = item.node.unwrap_or_default().to_owned();
         match item.record {
             Record::Manifest(m) => {
@@ -756,7 +779,45 @@ impl Pass {
             .min_by_key(|(t0, _, _)| t0.abs_diff(t))
     }
 
+    /// The run is what its records say it is: the manifest's run id, else the one run id the boot
+    /// records agree on; the run directory's name only when the records say nothing. A name that
+    /// disagrees is a problem of the bundle, so a directory and its archive summarize alike.
+    fn identify_run(&mut self) {
+        let named = std::mem::take(&mut self.s.run_id);
+        let boots: BTreeSet<&str> = self
+            .s
+            .nodes
+            .values()
+            .filter_map(|n| n.boot.as_ref().map(|b| b.run_id.as_str()))
+            .collect();
+        let (said, by) = match (&self.s.manifest, boots.len()) {
+            (Some(m), _) => (Some(m.run_id.clone()), "the manifest says"),
+            (None, 1) => (
+                boots.first().map(|r| (*r).to_owned()),
+                "the boot records say",
+            ),
+            _ => (None, ""),
+        };
+        match said {
+            Some(id) => {
+                if id != named {
+                    let problem = Problem::new(
+                        diagwire::ProblemKind::Manifest,
+                        diagwire::Location::file(&self.s.source),
+                        format!(
+                            "the run directory is named `{named}` but {by} the run is `{id}`; the summary follows the records"
+                        ),
+                    );
+                    self.problem(&problem);
+                }
+                self.s.run_id = id;
+            }
+            None => self.s.run_id = named,
+        }
+    }
+
     fn finish(mut self) -> Summary {
+        self.identify_run();
         // Probes sent and never answered stay pending, in their pair and in their send bucket.
         for (obs, m) in std::mem::take(&mut self.pending) {
             for ((target, _, _), sent) in m {
@@ -862,105 +923,4 @@ impl Pass {
         );
         self.s
     }
-}
-
-fn absences(
-    s: &Summary,
-    swim_probes: bool,
-    gossip: bool,
-    closes: bool,
-    messages: bool,
-) -> Vec<Absence> {
-    let mut out = Vec::new();
-    let has_relay = s.nodes.values().any(|n| n.role.as_deref() == Some("relay"));
-    let legacy = s
-        .manifest
-        .as_ref()
-        .is_some_and(|m| m.contract_version.is_none());
-    if !has_relay {
-        out.push(Absence {
-            section: "relay sessions",
-            why: "no node of the run has the role `relay`, so nothing reported relay-side sessions (relay observability not configured, or a bundle from before it)".into(),
-        });
-    } else if !closes && s.relay_totals.is_empty() {
-        out.push(Absence {
-            section: "relay sessions",
-            why: "the relay node posted neither a `relay_server` report nor a `RelaySessionClosed` event".into(),
-        });
-    }
-    if !swim_probes {
-        out.push(Absence {
-            section: "probe RTT distribution",
-            why: if legacy {
-                "no `SwimProbeSent`/`Acked`/`TimedOut` events: the writers predate per-probe SWIM events".into()
-            } else {
-                "no `SwimProbeSent`/`Acked`/`TimedOut` events in the bundle".into()
-            },
-        });
-    }
-    if !gossip {
-        out.push(Absence {
-            section: "gossip receipts",
-            why: "no `GossipReceived` events: the writers predate them, or nothing was gossiped"
-                .into(),
-        });
-    }
-    for n in s.nodes.values() {
-        if n.snapshots > 0 && n.with_host == 0 {
-            out.push(Absence {
-                section: "kernel network drops",
-                why: format!("`{}` posted no host block: its host introspector is not installed, or the host is not Linux", n.label),
-            });
-        } else if n.with_host > 0 && !s.drop_series.keys().any(|(node, _)| *node == n.label) {
-            out.push(Absence {
-                section: "kernel network drops",
-                why: format!(
-                    "`{}` posted host blocks without drop or error counters: its writer predates them",
-                    n.label
-                ),
-            });
-        }
-        if n.snapshots > 0 && n.with_probes == 0 {
-            out.push(Absence {
-                section: "probe outcomes",
-                why: format!(
-                    "`{}` posted no probe block: no probe scheduler is installed",
-                    n.label
-                ),
-            });
-        }
-        if !n.api_gaps.is_empty() {
-            out.push(Absence {
-                section: "iroh introspection",
-                why: format!(
-                    "`{}` could not ask its transport for {}",
-                    n.label,
-                    n.api_gaps
-                        .iter()
-                        .map(|g| format!("`{g}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        }
-        if n.boot.is_none() && n.listed {
-            out.push(Absence {
-                section: "hosts",
-                why: format!("`{}` has no boot record", n.label),
-            });
-        }
-    }
-    if !messages {
-        out.push(Absence {
-            section: "bandwidth",
-            why: "no `MessageSent`/`MessageReceived` events: no instrumented transport carried traffic".into(),
-        });
-    }
-    if s.inference_total == 0 {
-        out.push(Absence {
-            section: "inference responses",
-            why: "no `InferenceResponseSent` events: no request was answered in the run, or the writers predate the event".into(),
-        });
-    }
-    out
 }

@@ -113,11 +113,11 @@ pub fn markdown(a: &Summary, b: &Summary) -> String {
         let row = |s: &Summary| {
             s.rtt.get(k).map(|p| {
                 format!(
-                    "probes {} timed out {} median {:?} p99 {:?}",
+                    "probes {} timed out {} median {} p99 {}",
                     p.probes,
                     p.timed_out,
-                    p.rtts.percentile(50),
-                    p.rtts.percentile(99)
+                    rtt_ms(p.rtts.percentile(50)),
+                    rtt_ms(p.rtts.percentile(99))
                 )
             })
         };
@@ -139,4 +139,22 @@ pub fn markdown(a: &Summary, b: &Summary) -> String {
     }
     o.push_str("```\n");
     o
+}
+
+/// An RTT percentile as a person reads it: `108 ms`, or `none` when no probe was acknowledged.
+fn rtt_ms(v: Option<impl std::fmt::Display>) -> String {
+    v.map_or_else(|| "none".to_owned(), |v| format!("{v} ms"))
+}
+
+/// Whether a comparison (as [`markdown`] writes it) found a difference: a line of one of its
+/// blocks marked `+`, `-` or `*`.
+pub fn differs(comparison: &str) -> bool {
+    let mut inside = false;
+    comparison.lines().any(|l| {
+        if l.starts_with("```") {
+            inside = !inside;
+            return false;
+        }
+        inside && (l.starts_with("+ ") || l.starts_with("- ") || l.starts_with("* "))
+    })
 }

@@ -9,6 +9,7 @@ pub mod absence;
 mod buckets;
 pub mod collect;
 pub mod compare;
+mod gaps;
 pub mod html;
 pub mod model;
 pub mod output;
@@ -17,5 +18,5 @@ pub mod render;
 pub mod svg;
 pub mod tsv;
 
-pub use collect::{summarize, summarize_with};
+pub use collect::{summarize, summarize_walk, summarize_with};
 pub use model::Summary;

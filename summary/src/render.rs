@@ -10,21 +10,12 @@ use serde_json::Value;
 use crate::absence::{Absent, HOST_FIELDS, run_fields};
 use crate::model::{MAX_LISTED, Summary, hosts, run_span};
 use crate::output::SummaryOutput;
+use diagwire::problem::printable;
 
 /// A string from the bundle, safe to print: control characters become `\u{…}` escapes and table
 /// separators are escaped.
 pub fn clean(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    diagwire::problem::printable(s).replace('|', "\\|")
 }
 
 /// A value the record spells (such as iroh's connection type `None`), in code quotes, or why it is
@@ -201,7 +192,7 @@ pub fn markdown(s: &Summary) -> String {
     o.push_str("## Relay sessions\n\n");
     let relay_absent = s.absent.iter().find(|a| a.section == "relay sessions");
     if let Some(a) = relay_absent {
-        let _ = writeln!(o, "Not observed: {}.\n", a.why);
+        let _ = writeln!(o, "Not observed: {}.\n", printable(&a.why));
     }
     for t in &s.relay_totals {
         let reasons: Vec<String> = t
@@ -291,7 +282,9 @@ pub fn markdown(s: &Summary) -> String {
             .absent
             .iter()
             .find(|a| a.section == "probe RTT distribution")
-            .map_or("no SWIM probe events".to_owned(), |a| a.why.clone());
+            .map_or("no SWIM probe events".to_owned(), |a| {
+                printable(&a.why).into_owned()
+            });
         let _ = writeln!(o, "No data: {why}.\n");
     } else {
         o.push_str("| observer | target | probes | acked | timed out | pending | median ms | p95 ms | p99 ms | budget |\n|---|---|---|---|---|---|---|---|---|---|\n");
@@ -468,7 +461,7 @@ pub fn markdown(s: &Summary) -> String {
         o.push_str("Every section has data.\n\n");
     } else {
         for a in &s.absent {
-            let _ = writeln!(o, "- {}: {}", a.section, a.why);
+            let _ = writeln!(o, "- {}: {}", printable(a.section), printable(&a.why));
         }
         o.push('\n');
     }

@@ -7,17 +7,15 @@ use std::fmt::Write;
 
 /// Escapes text for XML (and so for HTML).
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    let printable = diagwire::problem::printable(s);
+    let mut out = String::with_capacity(printable.len());
+    for c in printable.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
             c => out.push(c),
         }
     }

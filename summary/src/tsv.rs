@@ -12,7 +12,8 @@ use diagwire::v1::{Event, Record};
 use diagwire::{NodeId, Problem};
 use diagwire_runtime::short_hex;
 
-/// A field of a row: tabs, line breaks and other control characters escaped.
+/// A field of a row: tabs and line breaks as `\t`, `\n`, `\r`, other control characters escaped
+/// as everywhere else ([`diagwire::problem::printable`]).
 pub fn field(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -20,11 +21,10 @@ pub fn field(s: &str) -> String {
             '\t' => out.push_str("\\t"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => out.push(c),
         }
     }
-    out
+    diagwire::problem::printable(&out).into_owned()
 }
 
 fn io(e: std::io::Error) -> Problem {
@@ -38,7 +38,12 @@ fn io(e: std::io::Error) -> Problem {
 /// `time_ms`, `observer`, then one column per node label (the manifest's, then any other node
 /// directory) with the observer's `current_swim_opinion`: `-` for the observer itself, `?` when it
 /// has no opinion. Rows are sorted by time, then observer.
-pub fn reachability(bundle: &Path, limits: Limits, out: &mut impl Write) -> Result<(), Problem> {
+pub fn reachability(
+    bundle: &Path,
+    limits: Limits,
+    out: &mut impl Write,
+    on_problem: &mut dyn FnMut(Problem),
+) -> Result<(), Problem> {
     let mut reader = BundleReader::open(bundle, limits).map_err(Problem::from)?;
     let mut labels: BTreeMap<String, String> = BTreeMap::new();
     let mut columns: Vec<String> = Vec::new();
@@ -75,7 +80,7 @@ pub fn reachability(bundle: &Path, limits: Limits, out: &mut impl Write) -> Resu
             }
             _ => {}
         },
-        |_| {},
+        &mut *on_problem,
     );
     rows.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     let mut header = vec!["time_ms".to_owned(), "observer".to_owned()];
@@ -110,7 +115,12 @@ pub fn reachability(bundle: &Path, limits: Limits, out: &mut impl Write) -> Resu
 /// as the bundle is read: grouped by source node, each node's rows in its own order (`sort -n`
 /// orders them by time). A peer is named by its label once the manifest or its boot record has been
 /// read, by its first 8 id characters before.
-pub fn timeline(bundle: &Path, limits: Limits, out: &mut impl Write) -> Result<(), Problem> {
+pub fn timeline(
+    bundle: &Path,
+    limits: Limits,
+    out: &mut impl Write,
+    on_problem: &mut dyn FnMut(Problem),
+) -> Result<(), Problem> {
     let mut reader = BundleReader::open(bundle, limits).map_err(Problem::from)?;
     let mut labels: BTreeMap<String, String> = BTreeMap::new();
     let mut error = None;
@@ -231,7 +241,7 @@ pub fn timeline(bundle: &Path, limits: Limits, out: &mut impl Write) -> Result<(
                 }
             }
         },
-        |_| {},
+        &mut *on_problem,
     );
     error.map_or(Ok(()), Err)
 }

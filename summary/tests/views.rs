@@ -61,7 +61,7 @@ fn the_reachability_matrix_has_a_column_per_label_and_a_row_per_snapshot() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = bundle(dir.path(), 1, false);
     let mut out = Vec::new();
-    tsv::reachability(&path, Limits::default(), &mut out).expect("tsv");
+    tsv::reachability(&path, Limits::default(), &mut out, &mut |p| panic!("{p}")).expect("tsv");
     let text = String::from_utf8(out).expect("UTF-8");
     assert_eq!(
         text,
@@ -74,7 +74,7 @@ fn the_timeline_lists_events_naming_another_node_with_fields_escaped() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = bundle(dir.path(), 2, true);
     let mut out = Vec::new();
-    tsv::timeline(&path, Limits::default(), &mut out).expect("tsv");
+    tsv::timeline(&path, Limits::default(), &mut out, &mut |p| panic!("{p}")).expect("tsv");
     let text = String::from_utf8(out).expect("UTF-8");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "time_ms\tsource\tkind\tpeer\tdetails");
@@ -116,4 +116,17 @@ fn compare_marks_what_changed_and_what_did_not() {
             .any(|l| l.starts_with('*') || l.starts_with('+') || l.starts_with('-')),
         "{same}"
     );
+    assert!(compare::differs(&out) && !compare::differs(&same));
+}
+
+#[test]
+fn compare_prints_rtt_percentiles_as_values_not_debug_text() {
+    let dir = tempfile::tempdir().expect("dir");
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/bundles/n3-relay-flap");
+    let a = summarize(&example, Limits::default()).expect("example");
+    let b = summarize(&bundle(dir.path(), 1, false), Limits::default()).expect("b");
+    let out = compare::markdown(&a, &b);
+    assert!(!out.contains("Some("), "{out}");
+    assert!(out.contains(" ms p99 "), "{out}");
 }

@@ -247,7 +247,18 @@ impl Coverage {
     pub fn problem(&mut self) {
         self.unreadable += 1;
     }
+}
 
+impl diagwire::bundle::records::Consumer for Coverage {
+    fn record(&mut self, item: &Item<'_>) {
+        Coverage::record(self, item)
+    }
+    fn problem(&mut self, _: &diagwire::Problem) {
+        Coverage::problem(self)
+    }
+}
+
+impl Coverage {
     /// Takes the next record of the walk.
     pub fn record(&mut self, item: &Item<'_>) {
         match serde_json::from_str::<Value>(item.text) {
@@ -538,7 +549,7 @@ impl Coverage {
                 "\nKeys the contract does not know (kept by the types):\n"
             );
             for (k, v) in unknown {
-                let _ = writeln!(s, "* `{k}`: {v}");
+                let _ = writeln!(s, "* `{}`: {v}", diagwire::problem::printable(k));
             }
         }
         s

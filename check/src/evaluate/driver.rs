@@ -297,3 +297,12 @@ pub fn typed_blocks_cover_contract() -> bool {
         .iter()
         .all(|b| matches!(b.key, "iroh" | "app" | "actors"))
 }
+
+impl diagwire::bundle::records::Consumer for Checker<'_> {
+    fn record(&mut self, item: &Item<'_>) {
+        Checker::record(self, item)
+    }
+    fn problem(&mut self, problem: &Problem) {
+        Checker::problem(self, problem)
+    }
+}

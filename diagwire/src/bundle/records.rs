@@ -1,18 +1,29 @@
-//! The records of a bundle, one at a time, typed: what tools that read a whole bundle (summaries,
-//! behavioural checks, parity) walk over.
+//! The records of a bundle, one at a time, typed: the one reading path of every command that reads
+//! a whole bundle (summaries, behavioural checks, coverage, parity, the TSV views).
 //!
-//! Files come in the reader's order (for a directory, sorted by path, so each node's events files
-//! in sequence order); an events file yields each event record on its own. A binary (`.pb`) file
-//! yields the records it encodes, with their JSON text ([`crate::binary`]). A file that cannot be
-//! read, is not UTF-8 (or not the protobuf of its kind) or does not parse as its kind is reported as a [`Problem`] and the walk goes
-//! on, so one bad file never costs the records around it.
+//! Files come from [`BundleReader::stream`] (gzip inflated on a thread of its own, the reader's
+//! caps, links and devices refused, every entry problem located), in the reader's order (for a
+//! directory, sorted by path, so each node's events files in sequence order). Each JSON file is
+//! framed record by record by [`crate::frame`] — the framing validation uses — so memory holds one
+//! record and one read buffer beside the file's bytes, whatever the file holds. Each record is
+//! decoded once with the generated types and handed, with its JSON text, to every [`Consumer`] of
+//! the walk. A binary (`.pb`) file yields the records it encodes, with their JSON text
+//! ([`crate::binary`]).
+//!
+//! A file that cannot be read, a file that breaks its shape and a record its type refuses are each
+//! a located [`Problem`] (`archive.tar.gz!<inner path>`, the record's index, its line and column,
+//! and a JSON pointer when an [`Explain`] hook says where in the record), handed to every consumer;
+//! the walk goes on, so one bad file or record never costs the records around it. Files outside the
+//! layout are skipped (validation reports them).
 
-use serde::de::DeserializeSeed;
+use std::io::Read;
 
 use super::read::BundleReader;
-use crate::layout::Role;
+use crate::frame::{Frames, frame};
+use crate::layout::{Encoding, Role};
 use crate::problem::{Location, Problem, ProblemKind};
-use crate::v1::{EventRecord, Record, RecordKind};
+use crate::scan::Position;
+use crate::v1::{Record, RecordKind};
 
 /// One record and where it is.
 #[derive(Debug)]
@@ -29,121 +40,252 @@ pub struct Item<'a> {
     pub record: &'a Record,
     /// The record's JSON text, as written.
     pub text: &'a str,
+    /// Whether the record holds a key its types keep as unknown (somewhere inside it): only then
+    /// does a consumer that lists unknown keys need to walk its JSON.
+    pub unknown_keys: bool,
+}
+
+/// What reads the records of a walk.
+pub trait Consumer {
+    /// A record its type reads.
+    fn record(&mut self, item: &Item<'_>);
+    /// A file or record that cannot be read, located.
+    fn problem(&mut self, problem: &Problem);
+}
+
+/// Says where in a record, and why, its type refuses it: one `(kind, JSON pointer, message)` per
+/// reason. Validation provides one from the schemas; without it a refused record is located by its
+/// index, line and column and the decoder's message.
+pub type Explain<'a> = &'a dyn Fn(RecordKind, &str) -> Vec<(ProblemKind, String, String)>;
+
+/// How a walk reads.
+#[derive(Clone, Copy, Default)]
+pub struct Walk<'a> {
+    /// The largest single record read, in bytes (0: the validation default, 64 MiB).
+    pub max_record_bytes: usize,
+    /// Where and why a refused record breaks its schema.
+    pub explain: Option<Explain<'a>>,
+}
+
+/// What a walk went through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Walked {
+    /// Record files read.
+    pub files: usize,
+    /// Records handed to the consumers.
+    pub records: usize,
+    /// Problems handed to the consumers.
+    pub problems: usize,
 }
 
 /// Walks every record of `reader`, calling `on_record` for each and `on_problem` for each file or
-/// record that cannot be read. Files outside the layout are skipped.
+/// record that cannot be read.
 pub fn walk(
     reader: &mut BundleReader,
-    mut on_record: impl FnMut(Item<'_>),
-    mut on_problem: impl FnMut(Problem),
-) {
-    let source = reader.source().display().to_string();
-    let archive = reader.source().is_file();
-    for file in reader.files() {
-        let file = match file {
+    on_record: impl FnMut(Item<'_>),
+    on_problem: impl FnMut(Problem),
+) -> Walked {
+    struct Closures<R, P>(R, P);
+    impl<R: FnMut(Item<'_>), P: FnMut(Problem)> Consumer for Closures<R, P> {
+        fn record(&mut self, item: &Item<'_>) {
+            (self.0)(Item { ..*item })
+        }
+        fn problem(&mut self, problem: &Problem) {
+            (self.1)(problem.clone())
+        }
+    }
+    walk_into(
+        reader,
+        Walk::default(),
+        &mut [&mut Closures(on_record, on_problem)],
+    )
+}
+
+/// Walks every record of `reader` once, handing each record and each problem to every consumer
+/// in turn: several consumers (a summary, the behavioural checks, coverage) share one decode.
+pub fn walk_into(
+    reader: &mut BundleReader,
+    settings: Walk<'_>,
+    consumers: &mut [&mut dyn Consumer],
+) -> Walked {
+    let max_record = match settings.max_record_bytes {
+        0 => 64 << 20,
+        n => n,
+    };
+    let mut walked = Walked::default();
+    for file in reader.stream() {
+        let mut file = match file {
             Ok(f) => f,
             Err(e) => {
-                on_problem(e.into());
+                walked.problems += 1;
+                let problem: Problem = e.into();
+                consumers.iter_mut().for_each(|c| c.problem(&problem));
                 continue;
             }
         };
         let Some(kind) = file.role.record_kind() else {
             continue;
         };
-        let shown = if archive {
-            format!("{source}!{}", file.path)
-        } else {
-            format!("{source}/{}", file.path)
+        walked.files += 1;
+        let location = file.location.clone();
+        let path = file.path.clone();
+        let node = file.node.clone();
+        let role = file.role.clone();
+        let mut typed = Typed {
+            path: &path,
+            node: node.as_deref(),
+            role: &role,
+            location: &location,
+            positions: file.encoding == Encoding::Json,
+            explain: settings.explain,
+            consumers: &mut *consumers,
+            walked: &mut walked,
+            found: 0,
+            omitted: 0,
         };
-        let bytes = match crate::binary::json_text(file.encoding, kind, &file.bytes) {
-            Ok(b) => b,
-            Err(message) => {
-                on_problem(Problem::new(
-                    ProblemKind::Encoding,
-                    Location::file(shown),
-                    message,
-                ));
-                continue;
-            }
-        };
-        let Ok(text) = std::str::from_utf8(&bytes) else {
-            on_problem(Problem::new(
-                ProblemKind::Encoding,
-                Location::file(shown),
-                "not UTF-8",
-            ));
-            continue;
-        };
-        let node = file.node.as_deref();
-        if kind == RecordKind::EventBatch {
-            let mut index = 0;
-            let mut each = |raw: &serde_json::value::RawValue| {
-                let t = raw.get();
-                match serde_json::from_str::<EventRecord>(t) {
-                    Ok(r) => on_record(Item {
-                        path: &file.path,
-                        node,
-                        role: &file.role,
-                        index,
-                        record: &Record::Event(r),
-                        text: t,
-                    }),
-                    Err(e) => on_problem(Problem::new(
-                        ProblemKind::Parse,
-                        Location::record(&shown, index, ""),
-                        format!("not an event record: {e}"),
-                    )),
+        let read = match file.encoding {
+            Encoding::Json => frame(&mut file, kind, max_record, &mut typed),
+            Encoding::Protobuf => {
+                let cap = crate::binary::MAX_BINARY_FILE_BYTES as u64;
+                let mut bytes = Vec::new();
+                match (&mut file).take(cap + 1).read_to_end(&mut bytes) {
+                    Ok(_) => match crate::binary::json_text(Encoding::Protobuf, kind, &bytes) {
+                        Ok(text) => frame(&mut &text[..], kind, max_record, &mut typed),
+                        Err(message) => {
+                            typed.hand(Problem::new(
+                                ProblemKind::Encoding,
+                                Location::file(&location),
+                                message,
+                            ));
+                            Ok(())
+                        }
+                    },
+                    Err(e) => Err(e),
                 }
-                index += 1;
-            };
-            let mut de = serde_json::Deserializer::from_str(text);
-            if let Err(e) = EachElement(&mut each).deserialize(&mut de) {
-                on_problem(Problem::new(
-                    ProblemKind::Shape,
-                    Location::file(&shown),
-                    format!("not a JSON array of event records: {e}"),
-                ));
             }
-            continue;
+        };
+        if let Err(e) = read {
+            typed.hand(Problem::new(
+                ProblemKind::Read(crate::problem::ReadErrorKind::Io),
+                Location::file(&location),
+                e.to_string(),
+            ));
         }
-        match Record::parse(kind, text) {
-            Ok(record) => on_record(Item {
-                path: &file.path,
-                node,
-                role: &file.role,
-                index: 0,
-                record: &record,
-                text,
-            }),
-            Err(e) => on_problem(Problem::new(
+        typed.end();
+    }
+    walked
+}
+
+/// Decodes what framing hands on and hands it to the consumers.
+struct Typed<'w, 'c> {
+    path: &'w str,
+    node: Option<&'w str>,
+    role: &'w Role,
+    location: &'w str,
+    /// Whether lines and columns point into the file (not for a binary file's decoded text).
+    positions: bool,
+    explain: Option<Explain<'w>>,
+    consumers: &'w mut [&'c mut dyn Consumer],
+    walked: &'w mut Walked,
+    /// Problems found in this file, and how many of them were not handed on (past
+    /// [`MAX_PROBLEMS_PER_FILE`]).
+    found: usize,
+    omitted: usize,
+}
+
+/// The most problems of one file handed to the consumers; the rest are one problem that counts
+/// them, so a file of millions of bad records costs its reading time, never memory or output.
+pub const MAX_PROBLEMS_PER_FILE: usize = 20;
+
+impl Typed<'_, '_> {
+    fn hand(&mut self, problem: Problem) {
+        self.found += 1;
+        if self.found > MAX_PROBLEMS_PER_FILE {
+            self.omitted += 1;
+            return;
+        }
+        self.walked.problems += 1;
+        self.consumers.iter_mut().for_each(|c| c.problem(&problem));
+    }
+
+    /// Says how many problems of the file were not handed on.
+    fn end(&mut self) {
+        if self.omitted > 0 {
+            let problem = Problem::new(
                 ProblemKind::Parse,
-                Location::record(&shown, 0, ""),
-                format!("not a {kind} record: {e}"),
-            )),
+                Location::file(self.location),
+                format!(
+                    "{} more problems in this file are not listed (the first {MAX_PROBLEMS_PER_FILE} are)",
+                    self.omitted
+                ),
+            );
+            self.walked.problems += 1;
+            self.consumers.iter_mut().for_each(|c| c.problem(&problem));
+        }
+    }
+
+    fn at(&self, index: usize, start: Position, pointer: String) -> Location {
+        let at = Location::record(self.location, index, pointer);
+        match self.positions {
+            true => at.with_position(start.line, start.column),
+            false => at,
         }
     }
 }
 
-/// Hands each element of a JSON array to a closure as raw text, without holding the array.
-struct EachElement<'f, F>(&'f mut F);
-
-impl<'de, F: FnMut(&serde_json::value::RawValue)> DeserializeSeed<'de> for EachElement<'_, F> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de, F: FnMut(&serde_json::value::RawValue)> serde::de::Visitor<'de> for EachElement<'_, F> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON array")
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(raw) = seq.next_element::<&'de serde_json::value::RawValue>()? {
-            (self.0)(raw);
+impl Frames for Typed<'_, '_> {
+    fn record(&mut self, kind: RecordKind, index: usize, start: Position, bytes: &[u8]) {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            let at = self.at(index, start, String::new());
+            self.hand(Problem::new(
+                ProblemKind::Encoding,
+                at,
+                "not UTF-8: an invalid byte sequence",
+            ));
+            return;
+        };
+        let unknown_before = diagwire_runtime::unknown_keys_read();
+        match Record::parse(kind, text) {
+            Ok(record) => {
+                self.walked.records += 1;
+                let item = Item {
+                    path: self.path,
+                    node: self.node,
+                    role: self.role,
+                    index,
+                    record: &record,
+                    text,
+                    unknown_keys: diagwire_runtime::unknown_keys_read() != unknown_before,
+                };
+                self.consumers.iter_mut().for_each(|c| c.record(&item));
+            }
+            Err(e) => {
+                let reasons = self.explain.map(|f| f(kind, text)).unwrap_or_default();
+                if reasons.is_empty() {
+                    let at = self.at(index, start, String::new());
+                    let noun = match kind {
+                        RecordKind::Event => "an event".to_owned(),
+                        k => format!("a {k}"),
+                    };
+                    self.hand(Problem::new(
+                        ProblemKind::Parse,
+                        at,
+                        format!("not {noun} record: {e}"),
+                    ));
+                }
+                for (problem, pointer, message) in reasons {
+                    let at = self.at(index, start, pointer);
+                    self.hand(Problem::new(problem, at, message));
+                }
+            }
         }
-        Ok(())
+    }
+
+    fn problem(&mut self, kind: ProblemKind, at: Option<Position>, message: String) {
+        let location = match (at, self.positions) {
+            (Some(at), true) => Location::file(self.location).with_position(at.line, at.column),
+            _ => Location::file(self.location),
+        };
+        self.hand(Problem::new(kind, location, message));
     }
 }

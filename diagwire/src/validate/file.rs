@@ -12,73 +12,14 @@ use serde::de::{Deserializer as _, SeqAccess, Visitor};
 
 use super::record::{At, check_record};
 use super::{Checker, FileSink, Report};
+use crate::frame::{FileShape, Frames, frame};
 use crate::problem::{Location, ProblemKind};
-use crate::scan::{MAX_DEPTH, Position, ScanError, Scanner};
+use crate::scan::Position;
 use crate::v1::{EventRecord, Record, RecordKind};
 
 /// Files up to this size are read whole and decoded in one typed pass first, by default
 /// ([`super::Options::in_memory_bytes`]).
 pub const IN_MEMORY: u64 = 8 << 20;
-
-/// What a file of a kind holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileShape {
-    /// A JSON array whose elements are records of the kind (an events file: event records).
-    ArrayOf(RecordKind),
-    /// Exactly one record.
-    One(RecordKind),
-}
-
-impl FileShape {
-    /// The shape of a file of `kind`.
-    pub fn of(kind: RecordKind) -> FileShape {
-        match kind {
-            RecordKind::EventBatch => FileShape::ArrayOf(RecordKind::Event),
-            k => FileShape::One(k),
-        }
-    }
-}
-
-/// Whether a record of `kind` is a JSON object (a runs listing is an array).
-fn is_object(kind: RecordKind) -> bool {
-    kind != RecordKind::Runs
-}
-
-/// "a boot file", for messages.
-fn file_noun(kind: RecordKind) -> String {
-    match kind {
-        RecordKind::Boot => "a boot file".into(),
-        RecordKind::EventBatch => "an events file".into(),
-        RecordKind::Snapshot => "a snapshot file".into(),
-        RecordKind::Finalize => "a finalize file".into(),
-        RecordKind::Manifest => "MANIFEST.json".into(),
-        RecordKind::Vastai => "a vast.ai record file".into(),
-        RecordKind::Event => "an event file".into(),
-        k => format!("a `{k}` file"),
-    }
-}
-
-/// "one boot record (a JSON object)", for messages.
-fn content_noun(shape: FileShape) -> String {
-    match shape {
-        FileShape::ArrayOf(k) => format!("a JSON array of {k} records"),
-        FileShape::One(k) if is_object(k) => format!("one {k} record (a JSON object)"),
-        FileShape::One(k) => format!("one {k} record (a JSON array)"),
-    }
-}
-
-/// What a JSON value starting with `b` is.
-fn json_type(b: u8) -> &'static str {
-    match b {
-        b'{' => "an object",
-        b'[' => "an array",
-        b'"' => "a string",
-        b't' | b'f' => "a boolean",
-        b'n' => "null",
-        b'-' | b'0'..=b'9' => "a number",
-        _ => "text that is not JSON",
-    }
-}
 
 impl Checker<'_> {
     /// Checks what `reader` yields as a file of `kind` named `file`. `size` is what the file's
@@ -180,7 +121,7 @@ impl Checker<'_> {
             .map(|_| ())
     }
 
-    /// The record-by-record check.
+    /// The record-by-record check: the file framed ([`crate::frame`]), each record checked.
     fn scan(
         &mut self,
         file: &str,
@@ -190,173 +131,64 @@ impl Checker<'_> {
         report: &mut Report,
     ) -> io::Result<Option<Record>> {
         let options = self.options;
-        let validators = self.validators;
-        let mut sink = FileSink::new(report, &options, file);
-        let mut s = Scanner::new(reader, options.max_record_bytes);
-        let shape = FileShape::of(kind);
-        let mut kept = None;
-        let outcome = (|| -> Result<(), ScanError> {
-            let first = s.peek()?;
-            if s.had_bom {
-                sink.file_problem(
-                    ProblemKind::Encoding,
-                    "the file starts with a UTF-8 byte order mark, which JSON readers refuse",
-                );
-                sink.unreadable();
-            }
-            let Some(first) = first else {
-                sink.file_problem(
-                    ProblemKind::Shape,
-                    format!(
-                        "the file is empty; {} holds {}",
-                        file_noun(kind),
-                        content_noun(shape)
-                    ),
-                );
-                sink.unreadable();
-                return Ok(());
-            };
-            let wrong = |sink: &mut FileSink<'_>, at: Position, what: &str| {
-                sink.push(
-                    ProblemKind::Shape,
-                    Location::file(file).with_position(at.line, at.column),
-                    format!(
-                        "{} holds {}, not {what}",
-                        file_noun(kind),
-                        content_noun(shape)
-                    ),
-                );
-                sink.unreadable();
-            };
-            match shape {
-                FileShape::ArrayOf(element) => {
-                    if first != b'[' {
-                        wrong(&mut sink, s.position(), json_type(first));
-                        return Ok(());
-                    }
-                    s.bump();
-                    let mut index = 0;
-                    loop {
-                        match s.peek()? {
-                            Some(b']') if index == 0 => {
-                                s.bump();
-                                break;
-                            }
-                            None => {
-                                let at = s.position();
-                                return Err(ScanError::Syntax("a record or `]`", at));
-                            }
-                            _ => {}
-                        }
-                        let (bytes, start) = s.value(MAX_DEPTH - 1)?;
-                        let at = At { file, index, start };
-                        let verdict = check_record(
-                            validators,
-                            options.cross_check,
-                            element,
-                            bytes,
-                            at,
-                            false,
-                            &mut sink,
-                        );
-                        sink.record(verdict.is_ok());
-                        index += 1;
-                        let next = s.peek()?;
-                        match next {
-                            Some(b',') => s.bump(),
-                            Some(b']') => {
-                                s.bump();
-                                break;
-                            }
-                            _ => {
-                                let at = s.position();
-                                return Err(ScanError::Syntax("`,` or `]` after a record", at));
-                            }
-                        }
-                    }
-                }
-                FileShape::One(k) => {
-                    if is_object(k) && first != b'{' {
-                        wrong(&mut sink, s.position(), json_type(first));
-                        return Ok(());
-                    }
-                    let (bytes, start) = s.value(MAX_DEPTH)?;
-                    let at = At {
-                        file,
-                        index: 0,
-                        start,
-                    };
-                    let verdict = check_record(
-                        validators,
-                        options.cross_check,
-                        k,
-                        bytes,
-                        at,
-                        keep,
-                        &mut sink,
-                    );
-                    sink.record(verdict.is_ok());
-                    kept = verdict.ok().flatten();
-                }
-            }
-            if let Some(b) = s.peek()? {
-                let at = s.position();
-                kept = None;
-                sink.push(
-                    ProblemKind::Shape,
-                    Location::file(file).with_position(at.line, at.column),
-                    format!(
-                        "{} after the end of the {}; {} holds {}",
-                        match json_type(b) {
-                            "text that is not JSON" => "text that is not JSON",
-                            _ => "a second JSON value",
-                        },
-                        match shape {
-                            FileShape::ArrayOf(_) => "array",
-                            FileShape::One(_) => "record",
-                        },
-                        file_noun(kind),
-                        content_noun(shape)
-                    ),
-                );
-                sink.unreadable();
-            }
-            Ok(())
-        })();
-        match outcome {
-            Ok(()) => Ok(kept),
-            Err(e) => {
-                let (problem, at, message) = match e {
-                    ScanError::Io(kind, message) => return Err(io::Error::new(kind, message)),
-                    ScanError::Syntax(what, at) => (
-                        ProblemKind::Encoding,
-                        at,
-                        format!("not JSON: expected {what}; the rest of the file is not read"),
-                    ),
-                    ScanError::TooDeep(max, at) => (
-                        ProblemKind::Parse,
-                        at,
-                        format!(
-                            "arrays and objects nest deeper than {max} levels in this record, which the readers refuse; the rest of the file is not read"
-                        ),
-                    ),
-                    ScanError::TooLarge(max, at) => (
-                        ProblemKind::Read(crate::problem::ReadErrorKind::TooLarge),
-                        at,
-                        format!(
-                            "a record larger than {max} bytes starts here; the rest of the file is not read"
-                        ),
-                    ),
-                };
-                sink.push(
-                    problem,
-                    Location::file(file).with_position(at.line, at.column),
-                    message,
-                );
-                sink.unreadable();
-                Ok(None)
-            }
+        let mut frames = CheckFrames {
+            validators: self.validators,
+            cross_check: options.cross_check,
+            keep,
+            file,
+            sink: FileSink::new(report, &options, file),
+            kept: None,
+            records: false,
+        };
+        frame(reader, kind, options.max_record_bytes, &mut frames)?;
+        Ok(frames.kept)
+    }
+}
+
+/// Checks each record framing hands on, and reports each way the file breaks its shape.
+struct CheckFrames<'a, 'r> {
+    validators: &'a crate::validate::Validators,
+    cross_check: bool,
+    keep: bool,
+    file: &'a str,
+    sink: FileSink<'r>,
+    /// The record of a one-record file, when it is valid and kept.
+    kept: Option<Record>,
+    /// Whether a record was seen (a problem after it means the file is not read as its kind).
+    records: bool,
+}
+
+impl Frames for CheckFrames<'_, '_> {
+    fn record(&mut self, kind: RecordKind, index: usize, start: Position, bytes: &[u8]) {
+        self.records = true;
+        let at = At {
+            file: self.file,
+            index,
+            start,
+        };
+        let verdict = check_record(
+            self.validators,
+            self.cross_check,
+            kind,
+            bytes,
+            at,
+            self.keep,
+            &mut self.sink,
+        );
+        self.sink.record(verdict.is_ok());
+        self.kept = verdict.ok().flatten();
+    }
+
+    fn problem(&mut self, kind: ProblemKind, at: Option<Position>, message: String) {
+        if self.records {
+            self.kept = None;
         }
+        let location = match at {
+            Some(at) => Location::file(self.file).with_position(at.line, at.column),
+            None => Location::file(self.file),
+        };
+        self.sink.push(kind, location, message);
+        self.sink.unreadable();
     }
 }
 

@@ -26,7 +26,8 @@ use std::path::Path;
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::v1::RecordKind;
 
-pub use file::{FileShape, IN_MEMORY};
+pub use crate::frame::FileShape;
+pub use file::IN_MEMORY;
 pub use schema::{BuildError, Validators, Violation};
 
 /// How thoroughly to check, and how much to report.
@@ -183,12 +184,6 @@ impl<'r> FileSink<'r> {
             self.omitted_problems += 1;
         }
         self.found += 1;
-    }
-
-    /// A problem about the file as a whole.
-    pub(crate) fn file_problem(&mut self, kind: ProblemKind, message: impl Into<String>) {
-        let location = Location::file(self.file);
-        self.push(kind, location, message);
     }
 
     /// An invalid record that is not explained, because the caps are reached.

@@ -288,3 +288,28 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
         Ok(Value::Object(out))
     }
 }
+
+impl Validators {
+    /// Where and why a record's text breaks its schema: one `(kind, JSON pointer, message)` per
+    /// reason, for a record its type refuses (a duplicate key, text that is not JSON, each schema
+    /// violation). The hook a bundle walk explains refused records with
+    /// ([`crate::bundle::records::Walk::explain`]).
+    pub fn explain(&self, kind: RecordKind, text: &str) -> Vec<(ProblemKind, String, String)> {
+        match parse_strict(text) {
+            Ok(value) => self
+                .violations(kind, &value)
+                .into_iter()
+                .map(|v| (ProblemKind::Schema, v.pointer, v.message))
+                .collect(),
+            Err(Strict::Duplicate { pointer, key }) => vec![(
+                ProblemKind::DuplicateKey,
+                pointer,
+                format!("the key `{key}` appears twice in one object; readers refuse the record"),
+            )],
+            Err(Strict::Json(e)) => {
+                let (kind, message) = json_error(&e);
+                vec![(kind, String::new(), message)]
+            }
+        }
+    }
+}

@@ -297,6 +297,7 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
             items.push(ArchiveItem { data_pos, what });
         }
     }
+    sort_by_path(&mut items);
     let file_count = items
         .iter()
         .filter(|i| matches!(i.what, ArchiveAction::File { .. }))
@@ -433,4 +434,26 @@ fn archive_stem(path: &Path) -> String {
         }
     }
     name
+}
+
+/// Puts the items of an archive whose files are not in path order into path order, as a directory
+/// yields them (an error stays with the path it is about), so that a bundle reads the same, record
+/// for record, from a directory and from any archive of it. Archives written in path order (by the
+/// collector and by `write_tar_gz`) are left as they are and read in one pass.
+fn sort_by_path(items: &mut [ArchiveItem]) {
+    fn key(item: &ArchiveItem) -> &str {
+        match &item.what {
+            ArchiveAction::File { rel, .. } => rel,
+            ArchiveAction::Error(e) => e.path.as_deref().unwrap_or(""),
+        }
+    }
+    let files: Vec<&str> = items
+        .iter()
+        .filter(|i| matches!(i.what, ArchiveAction::File { .. }))
+        .map(key)
+        .collect();
+    if files.windows(2).all(|w| w[0] <= w[1]) {
+        return;
+    }
+    items.sort_by(|a, b| key(a).cmp(key(b)));
 }

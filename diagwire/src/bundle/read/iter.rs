@@ -2,7 +2,12 @@
 //! in a second pass matched to the first pass's index, and the problems with the bundle as a whole
 //! last.
 
+use std::collections::{HashMap, HashSet};
 use std::io;
+
+/// The most bytes of files met before their turn that an archive read out of its order keeps in
+/// memory; past it, the files are read again by a new pass over the archive.
+pub(super) const EARLY_BYTES: u64 = 32 << 20;
 
 use super::dir::{DirItem, read_dir_file};
 use super::index::{ArchiveAction, ArchiveItem};
@@ -43,8 +48,15 @@ pub(super) struct Files<'a> {
     tail_next: usize,
     /// Bytes read so far from a directory.
     dir_total: u64,
-    /// The second pass over an archive.
+    /// The second pass over an archive, and the data position of the last entry it read.
     walker: Option<Walker>,
+    walker_at: u64,
+    /// For an archive read in path order rather than archive order: the data positions of the
+    /// files not yielded yet, and files met early on the way to another, kept for their turn
+    /// (at most [`EARLY_BYTES`] in all).
+    pending: Option<HashSet<u64>>,
+    early: HashMap<u64, Vec<u8>>,
+    early_bytes: u64,
     /// Set when reading cannot go on; only the tail is left.
     stopped: bool,
 }
@@ -79,6 +91,10 @@ impl<'a> Files<'a> {
             tail_next: 0,
             dir_total: 0,
             walker: None,
+            walker_at: 0,
+            pending: None,
+            early: HashMap::new(),
+            early_bytes: 0,
             stopped: false,
         }
     }
@@ -123,7 +139,7 @@ impl<'a> Files<'a> {
                 location,
             } => (rel, *size, location),
         };
-        let result = self.read_archive_file(gzip, item.data_pos, size);
+        let result = self.read_archive_file(gzip, items, item.data_pos, size);
         Some(match result {
             Ok(bytes) => Ok(BundleFile::new(rel.clone(), location.clone(), bytes)),
             Err((kind, message)) => {
@@ -135,11 +151,34 @@ impl<'a> Files<'a> {
         })
     }
 
-    fn read_archive_file(&mut self, gzip: bool, data_pos: u64, size: u64) -> Result<Vec<u8>, Fail> {
+    fn read_archive_file(
+        &mut self,
+        gzip: bool,
+        items: &[ArchiveItem],
+        data_pos: u64,
+        size: u64,
+    ) -> Result<Vec<u8>, Fail> {
+        let pending = self.pending.get_or_insert_with(|| {
+            items
+                .iter()
+                .filter(|i| matches!(i.what, ArchiveAction::File { .. }))
+                .map(|i| i.data_pos)
+                .collect()
+        });
+        pending.remove(&data_pos);
+        if let Some(bytes) = self.early.remove(&data_pos) {
+            self.early_bytes -= bytes.len() as u64;
+            return Ok(bytes);
+        }
+        if self.walker.is_some() && self.walker_at >= data_pos {
+            // The entry is behind this pass (the archive is read in path order, not its own).
+            self.walker = None;
+        }
         if self.walker.is_none() {
             let stream = open_stream(self.reader.source(), gzip)
                 .map_err(|e| (ReadErrorKind::Io, e.to_string()))?;
             self.walker = Some(Walker::new(stream, self.reader.limits));
+            self.walker_at = 0;
         }
         let walker = self.walker.as_mut().expect("OK because it was just set");
         loop {
@@ -150,6 +189,7 @@ impl<'a> Files<'a> {
                 )
             };
             let entry = walker.next_entry()?.ok_or_else(changed)?;
+            self.walker_at = entry.data_pos;
             if entry.data_pos == data_pos {
                 if entry.size != size {
                     return Err(changed());
@@ -158,6 +198,15 @@ impl<'a> Files<'a> {
             }
             if entry.data_pos > data_pos {
                 return Err(changed());
+            }
+            let wanted = self
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.contains(&entry.data_pos));
+            if wanted && self.early_bytes + entry.size <= EARLY_BYTES {
+                let bytes = walker.read_data(entry.size)?;
+                self.early_bytes += bytes.len() as u64;
+                self.early.insert(entry.data_pos, bytes);
             }
         }
     }

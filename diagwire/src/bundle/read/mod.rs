@@ -9,9 +9,11 @@
 //! an archive whose top is the run directory, the archive's file name without `.tar.gz`.
 //!
 //! [`BundleReader::files`] then yields the regular files of the run directory one at a time, so
-//! memory holds one file's bytes at most. Directories are yielded sorted by path; archives in archive
-//! order, which is sorted for archives written by [`super::output::write_tar_gz`] and by the
-//! collector. An archive is read twice: a first pass, when opening, indexes the entries, finds the
+//! memory holds one file's bytes at most. Files are yielded sorted by path, from a directory and from
+//! an archive alike, so a bundle reads the same record for record whatever holds it. An archive in
+//! path order (as [`super::output::write_tar_gz`] and the collector write them) is read in one
+//! pass; one in another order (`tar czf` of a directory) is read in path order by keeping files met
+//! before their turn in memory (32 MiB at most) and, past that, by another pass over the archive. An archive is read twice: a first pass, when opening, indexes the entries, finds the
 //! run directory, the duplicates and the paths that are both a file and a directory; a second
 //! pass, during iteration, yields the files. (One pass would not do: the last copy of a duplicate
 //! wins, a second run directory makes the archive ambiguous, and [`BundleReader::file_count`] and
