@@ -21,7 +21,7 @@ use crate::verdict::{CheckReport, Finding, RuleResult, Status, Witness};
 
 /// The version of these JSON shapes (a semantic version, bumped by the contract's rules: a new
 /// optional key is minor, a removed or retyped key is major).
-pub const FORMAT_VERSION: &str = "1.0.0";
+pub const FORMAT_VERSION: &str = "1.1.0";
 
 /// `diagwire check --format json`: the behaviour check of one bundle, with its coverage, its
 /// shifts against a baseline and its coverage gate when asked for.
@@ -456,8 +456,15 @@ pub struct ParityOutput {
     pub sim: String,
     /// The production bundle as given.
     pub prod: String,
-    /// Whether the shape matches and no group shifted.
+    /// Whether parity holds: at least one class judged, at most 1% of either bundle unreadable,
+    /// the shape matches and no group shifted.
     pub passed: bool,
+    /// Classes with enough values on both sides to be judged (0: nothing to compare).
+    pub judged_classes: u64,
+    /// What reading the simulated bundle found.
+    pub sim_reading: ReadingOutput,
+    /// What reading the production bundle found.
+    pub prod_reading: ReadingOutput,
     /// The thresholds used.
     pub thresholds: ParityThresholds,
     /// Shape differences (side A is the simulated bundle, side B the production one).
@@ -474,6 +481,9 @@ impl From<&ParityReport> for ParityOutput {
             sim: r.sim.clone(),
             prod: r.prod.clone(),
             passed: r.passed(),
+            judged_classes: r.judged() as u64,
+            sim_reading: ReadingOutput::from(&r.reading[0]),
+            prod_reading: ReadingOutput::from(&r.reading[1]),
             thresholds: ParityThresholds {
                 alpha: t.alpha,
                 min_n: t.min_n as u64,
@@ -486,6 +496,24 @@ impl From<&ParityReport> for ParityOutput {
             },
             shape: r.shape.iter().map(DifferenceOutput::from).collect(),
             groups: r.groups.iter().map(GroupOutput::from).collect(),
+        }
+    }
+}
+
+/// What reading one bundle of a parity found.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReadingOutput {
+    /// Records read.
+    pub records: u64,
+    /// Files and records that could not be read (or that their types refuse).
+    pub unreadable: u64,
+}
+
+impl From<&crate::parity::Reading> for ReadingOutput {
+    fn from(r: &crate::parity::Reading) -> Self {
+        ReadingOutput {
+            records: r.records,
+            unreadable: r.unreadable,
         }
     }
 }

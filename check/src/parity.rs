@@ -220,14 +220,21 @@ fn at<'v>(v: &'v Value, ptr: &Option<String>) -> Option<&'v Value> {
     }
 }
 
+impl Profile {
+    /// The profile of a bundle read from `source` before any record: nothing seen.
+    pub fn empty(source: &str, config: &Config) -> Profile {
+        Profile {
+            coverage: Coverage::new(source),
+            samples: vec![GroupSamples::default(); config.groups.len()],
+            spans: BTreeMap::new(),
+        }
+    }
+}
+
 /// Reads the coverage and group samples of the bundle at `path` in one pass.
 pub fn profile(path: &Path, limits: Limits, config: &Config) -> Result<Profile, ReadError> {
     let mut reader = BundleReader::open(path, limits)?;
-    let mut p = Profile {
-        coverage: Coverage::new(&reader.source().display().to_string()),
-        samples: vec![GroupSamples::default(); config.groups.len()],
-        spans: BTreeMap::new(),
-    };
+    let mut p = Profile::empty(&reader.source().display().to_string(), config);
     let mut problems = 0;
     walk(
         &mut reader,
@@ -470,12 +477,64 @@ pub struct ParityReport {
     pub groups: Vec<GroupResult>,
     /// The thresholds used.
     pub thresholds: Thresholds,
+    /// What reading each bundle found: the simulated one, then the production one.
+    pub reading: [Reading; 2],
 }
 
+/// What reading one bundle of a parity found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// Records read.
+    pub records: u64,
+    /// Files and records that could not be read (or that their types refuse).
+    pub unreadable: u64,
+}
+
+impl Reading {
+    /// The share of what was read that could not be, from 0 to 1.
+    pub fn unreadable_share(&self) -> f64 {
+        match self.records + self.unreadable {
+            0 => 0.0,
+            all => self.unreadable as f64 / all as f64,
+        }
+    }
+}
+
+/// The largest share of a bundle's records that may be unreadable before parity fails: more, and
+/// what was read no longer stands for the run.
+pub const MAX_UNREADABLE_SHARE: f64 = 0.01;
+
 impl ParityReport {
-    /// Whether the shape matches and no group shifted.
+    /// Whether parity holds: something was compared (at least one class judged), at most
+    /// [`MAX_UNREADABLE_SHARE`] of either bundle could not be read, the shape matches and no group
+    /// shifted.
     pub fn passed(&self) -> bool {
-        !self.shape.iter().any(|d| d.flagged) && !self.groups.iter().any(|g| g.verdict.fails())
+        !self.nothing_to_compare()
+            && self.unreadable_sides().next().is_none()
+            && !self.shape.iter().any(|d| d.flagged)
+            && !self.groups.iter().any(|g| g.verdict.fails())
+    }
+
+    /// Classes with enough values on both sides to be judged.
+    pub fn judged(&self) -> usize {
+        self.groups
+            .iter()
+            .filter(|g| g.verdict != Verdict::TooFew)
+            .count()
+    }
+
+    /// Whether no class could be judged: parity cannot hold on nothing.
+    pub fn nothing_to_compare(&self) -> bool {
+        self.judged() == 0
+    }
+
+    /// The sides ("simulated", "production") more of which could not be read than
+    /// [`MAX_UNREADABLE_SHARE`] allows, with what reading them found.
+    pub fn unreadable_sides(&self) -> impl Iterator<Item = (&'static str, &Reading)> {
+        ["simulated", "production"]
+            .into_iter()
+            .zip(self.reading.iter())
+            .filter(|(_, r)| r.unreadable_share() > MAX_UNREADABLE_SHARE)
     }
 
     /// The groups that fail.
@@ -489,24 +548,50 @@ impl ParityReport {
         let _ = writeln!(
             s,
             "# Parity of `{}` (simulated) and `{}` (production)\n",
-            self.sim, self.prod
+            diagwire::problem::printable(&self.sim),
+            diagwire::problem::printable(&self.prod)
         );
         let shape_flags = self.shape.iter().filter(|d| d.flagged).count();
         let fails: Vec<&GroupResult> = self.failures().collect();
         let _ = writeln!(
             s,
             "{}: {shape_flags} shape difference(s), {} distribution shift(s) in {} judged class(es).\n",
-            if self.passed() {
+            if self.nothing_to_compare() {
+                "**Nothing to compare**"
+            } else if self.passed() {
                 "**Parity holds**"
             } else {
                 "**Parity fails**"
             },
             fails.len(),
-            self.groups
-                .iter()
-                .filter(|g| g.verdict != Verdict::TooFew)
-                .count()
+            self.judged()
         );
+        if self.nothing_to_compare() {
+            let _ = writeln!(
+                s,
+                "No class of any group has {} values on both sides ({} record(s) read from the simulated bundle, {} from the production one), so parity is not shown.\n",
+                self.thresholds.min_n, self.reading[0].records, self.reading[1].records
+            );
+        }
+        for (side, r) in ["simulated", "production"].into_iter().zip(&self.reading) {
+            if r.unreadable > 0 {
+                let _ = writeln!(
+                    s,
+                    "* The {side} bundle: {} of {} record(s) and file(s) could not be read ({:.1}%){}.",
+                    r.unreadable,
+                    r.records + r.unreadable,
+                    100.0 * r.unreadable_share(),
+                    if r.unreadable_share() > MAX_UNREADABLE_SHARE {
+                        format!(
+                            ", over the {:.0}% parity allows",
+                            100.0 * MAX_UNREADABLE_SHARE
+                        )
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        }
         for g in &fails {
             let _ = writeln!(s, "* {}", shift_sentence(g, &self.thresholds));
         }
@@ -744,12 +829,17 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
             }
         }
     }
+    let reading = |p: &Profile| Reading {
+        records: p.coverage.records,
+        unreadable: p.coverage.unreadable,
+    };
     ParityReport {
         sim: sim.coverage.bundle.clone(),
         prod: prod.coverage.bundle.clone(),
         shape,
         groups,
         thresholds: t,
+        reading: [reading(sim), reading(prod)],
     }
 }
 

@@ -265,3 +265,39 @@ fn the_parity_file_loads_and_refuses_what_the_contract_does_not_have() {
     );
     assert!(Config::from_json("{}").is_err());
 }
+
+#[test]
+fn bundles_with_nothing_to_judge_are_not_at_parity_and_say_so() {
+    let config = Config::builtin();
+    let empty = Profile::empty("manifest-only", &config);
+    let report = parity::compare(&empty, &empty, &config);
+    assert!(report.nothing_to_compare() && !report.passed());
+    assert!(
+        report
+            .to_markdown()
+            .contains("**Nothing to compare**: 0 shape difference(s)"),
+        "{}",
+        report.to_markdown()
+    );
+}
+
+#[test]
+fn parity_fails_when_more_than_a_share_of_a_bundle_cannot_be_read() {
+    let mut sim = sim_profile().clone();
+    sim.coverage.unreadable = sim.coverage.records / 50;
+    let report = parity::compare(&sim, prod_profile(), &Config::builtin());
+    assert!(!report.passed(), "{}", report.to_markdown());
+    let md = report.to_markdown();
+    assert!(md.contains("* The simulated bundle: "), "{md}");
+    assert!(md.contains("over the 1% parity allows"), "{md}");
+    // Below the share, the same records are named but parity holds.
+    let mut sim = sim_profile().clone();
+    sim.coverage.unreadable = 1;
+    let report = parity::compare(&sim, prod_profile(), &Config::builtin());
+    assert!(report.passed(), "{}", report.to_markdown());
+    assert!(
+        report
+            .to_markdown()
+            .contains("* The simulated bundle: 1 of ")
+    );
+}

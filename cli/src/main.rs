@@ -1,9 +1,10 @@
 //! The `diagwire` command-line tool.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod behaviour;
+mod convert;
 mod output_schema;
 mod review;
 mod summary;
@@ -173,8 +174,12 @@ enum Command {
     },
     /// Re-encode a bundle's record files as protobuf (`.pb`) or JSON, written under OUT as a
     /// directory, or as a deterministic `.tar.gz` when OUT ends in `.tar.gz`. The manifest stays
-    /// JSON; a file that does not decode is copied unchanged and reported. Exit status: 0 when every
-    /// record file converted, 1 when some were copied unchanged, 2 on an error.
+    /// JSON; a file that does not decode (or would be over the per-file limit converted) is copied
+    /// unchanged and reported, a file outside the layout is reported and left out. Streams one file
+    /// at a time. OUT must not be a symbolic link, the bundle or inside it; an existing `.tar.gz`
+    /// or non-empty run directory is never overwritten, and nothing appears under OUT unless the
+    /// whole conversion succeeds. Exit status: 0 when every record file converted, 1 when some
+    /// were copied unchanged or left out, 2 on an error.
     Convert {
         /// The bundle (a directory or a `.tar.gz`).
         bundle: PathBuf,
@@ -185,7 +190,9 @@ enum Command {
         out: PathBuf,
     },
     /// Convert the simulator's prod-shape directory into the contract's bundle layout under OUT,
-    /// listing everything it could not map.
+    /// listing everything it could not map. Every file written is within the reader's per-file
+    /// limit (a large events file is split into several numbered ones). OUT must not be a symbolic
+    /// link, the input or inside it; the run directory appears only once it is complete.
     Upgrade {
         /// The simulator's bundle directory.
         input: PathBuf,
@@ -234,7 +241,13 @@ fn main() -> ExitCode {
             })
         }
         Command::Upgrade { input, out } => upgrade::upgrade(&input, &out),
-        Command::Convert { bundle, to, out } => convert(&bundle, to, &out),
+        Command::Convert { bundle, to, out } => {
+            let to = match to {
+                EncodingArg::Pb => diagwire::layout::Encoding::Protobuf,
+                EncodingArg::Json => diagwire::layout::Encoding::Json,
+            };
+            convert::convert(&bundle, to, &out)
+        }
         Command::Check {
             bundle,
             coverage,
@@ -281,46 +294,6 @@ enum EncodingArg {
     Pb,
     /// JSON, `.json` files.
     Json,
-}
-
-fn convert(bundle: &Path, to: EncodingArg, out: &Path) -> ExitCode {
-    use diagwire::layout::Encoding;
-    use diagwire::problem::printable;
-    let to = match to {
-        EncodingArg::Pb => Encoding::Protobuf,
-        EncodingArg::Json => Encoding::Json,
-    };
-    let mut reader = match diagwire::bundle::read::BundleReader::open(bundle, Limits::default()) {
-        Ok(r) => r,
-        Err(e) => return fail(&printable(&e.to_string())),
-    };
-    let (contents, problems) = diagwire::bundle::convert::convert(&mut reader, to);
-    let written = if out.to_string_lossy().ends_with(".tar.gz") {
-        std::fs::File::create(out)
-            .and_then(|f| diagwire::bundle::output::write_tar_gz(&contents, f))
-            .map(|()| out.to_path_buf())
-    } else {
-        diagwire::bundle::output::write_dir(&contents, out)
-    };
-    let written = match written {
-        Ok(w) => w,
-        Err(e) => return fail(&format!("{}: {e}", out.display())),
-    };
-    for p in &problems {
-        println!("{}", printable(&p.to_string()));
-    }
-    let bytes: usize = contents.files.values().map(Vec::len).sum();
-    println!(
-        "wrote {} file(s), {bytes} bytes, to {}; {} problem(s)",
-        contents.files.len(),
-        written.display(),
-        problems.len()
-    );
-    if problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
 }
 
 fn parse_kind(s: &str) -> Result<RecordKind, String> {

@@ -7,6 +7,9 @@
 //! files here, so a file reads the same, with the same problems, whatever command opens it. Memory
 //! holds one record and one read buffer ([`Scanner`]).
 
+// The framing serves the readers (features `validate` and `bundle`); the shape is always there.
+#![cfg_attr(not(any(feature = "validate", feature = "bundle")), allow(dead_code))]
+
 use std::io::{self, Read};
 
 use crate::problem::{ProblemKind, ReadErrorKind};

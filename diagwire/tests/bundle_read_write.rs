@@ -247,11 +247,11 @@ macro_rules! archives {
 }
 
 archives! {
-    archive_files_are_yielded_in_archive_order: "b.tar.gz", [
+    archive_files_are_yielded_in_path_order_whatever_the_archive_order: "b.tar.gz", [
         ("run-1/stage-0/boot.json", b"{}"),
         ("run-1/MANIFEST.json", b"{}"),
         ("run-1/orchestrator/boot.json", b"{}"),
-    ] => "run-1", ["stage-0/boot.json", "MANIFEST.json", "orchestrator/boot.json"];
+    ] => "run-1", ["MANIFEST.json", "orchestrator/boot.json", "stage-0/boot.json"];
     run_directory_is_found_inside_a_wrapping_directory_in_an_archive: "b.tar.gz", [
         ("download/run-1/MANIFEST.json", b"{}"),
         ("download/run-1/stage-0/boot.json", b"{}"),

@@ -2,7 +2,7 @@
 //! observer's SWIM opinion of every node) and the per-pair timeline (every event that names another
 //! node). Fields from the bundle have tabs and line breaks escaped, so a row is always one line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -47,6 +47,8 @@ pub fn reachability(
     let mut reader = BundleReader::open(bundle, limits).map_err(Problem::from)?;
     let mut labels: BTreeMap<String, String> = BTreeMap::new();
     let mut columns: Vec<String> = Vec::new();
+    // The columns already there, so adding one is not a search of the others.
+    let mut named: HashSet<String> = HashSet::new();
     let mut rows: Vec<(u64, String, BTreeMap<String, String>)> = Vec::new();
     walk(
         &mut reader,
@@ -54,7 +56,7 @@ pub fn reachability(
             Record::Manifest(m) => {
                 for n in &m.nodes {
                     labels.insert(n.node_id_hex.0.clone(), n.label.clone());
-                    if !columns.contains(&n.label) {
+                    if named.insert(n.label.clone()) {
                         columns.push(n.label.clone());
                     }
                 }
@@ -62,7 +64,7 @@ pub fn reachability(
             Record::Snapshot(s) => {
                 let me = item.node.unwrap_or_default().to_owned();
                 labels.insert(s.identity.node_id_hex.0.clone(), me.clone());
-                if !columns.contains(&me) {
+                if named.insert(me.clone()) {
                     columns.push(me.clone());
                 }
                 let opinions = s

@@ -12,19 +12,49 @@ use crate::contract::{event_envelope_keys, event_id_fields};
 use crate::identity::{hex_node_id, id_bytes};
 use crate::located::{at, key_pointer, quote};
 use crate::nodes::Node;
+use crate::stream::{self, Envelope};
 use crate::upgrader::Upgrader;
 
 impl Upgrader<'_> {
-    /// One events file: the envelope's `records`, each upgraded on its own.
-    pub(crate) fn events_file(&mut self, node: &Node, rel: &str) -> Option<Vec<v1::EventRecord>> {
-        let envelope = self.read_object(rel)?;
-        let Some(Value::Array(records)) = envelope.get("records") else {
+    /// One events file: the envelope's `records`, each upgraded on its own, handed to `put` in
+    /// batches that each fit the reader's per-file cap once written (one batch unless the file is
+    /// large). The file is read within the read cap and its records parsed one at a time
+    /// ([`crate::stream`]); `false` when it was skipped.
+    pub(crate) fn events_file(
+        &mut self,
+        node: &Node,
+        rel: &str,
+        put: &mut dyn FnMut(&[v1::EventRecord]),
+    ) -> bool {
+        let Some(bytes) = self.read_bytes(rel) else {
+            return false;
+        };
+        let (envelope, found) = match stream::envelope(&bytes) {
+            Ok(Envelope::Object { keys, records }) => (keys, records),
+            Ok(Envelope::NotObject(what)) => {
+                self.note(
+                    ProblemKind::Shape,
+                    Location::file(rel),
+                    format!("not a JSON object ({what}); skipped"),
+                );
+                return false;
+            }
+            Err(e) => {
+                self.note(
+                    ProblemKind::Encoding,
+                    Location::file(rel),
+                    format!("not JSON ({e}); skipped"),
+                );
+                return false;
+            }
+        };
+        let Some(found) = found else {
             self.note(
                 ProblemKind::Shape,
                 Location::file(rel),
                 "an events file without a `records` array; skipped",
             );
-            return None;
+            return false;
         };
         self.note_envelope(rel, None, &envelope);
         for (k, v) in &envelope {
@@ -41,13 +71,44 @@ impl Upgrader<'_> {
                 ),
             );
         }
-        let mut out = Vec::new();
-        for (i, record) in records.iter().enumerate() {
-            if let Some(event) = self.event(node, rel, i, record) {
-                out.push(event);
+        let cap = self.max_file_bytes;
+        let mut batch = Batch::default();
+        let mut flushed = false;
+        let parsed = stream::records(&bytes, &found, &mut |i, record| {
+            let Some(event) = self.event(node, rel, i, &record) else {
+                return;
+            };
+            let size = element_size(&event);
+            if ARRAY_BYTES + size > cap {
+                self.note(
+                    ProblemKind::Layout,
+                    at(rel, Some(i), ""),
+                    format!(
+                        "an event record of {size} bytes once written, over the per-file limit of \
+                         {cap} bytes; dropped"
+                    ),
+                );
+                return;
             }
+            if !batch.events.is_empty() && batch.bytes + SEPARATOR_BYTES + size > cap {
+                put(&batch.events);
+                flushed = true;
+                batch = Batch::default();
+            }
+            batch.add(event, size);
+        });
+        if let Err(e) = parsed {
+            // The bytes were JSON a moment ago; they are not read again.
+            self.note(
+                ProblemKind::Encoding,
+                Location::file(rel),
+                format!("not JSON ({e}); the records after the error skipped"),
+            );
         }
-        Some(out)
+        if !batch.events.is_empty() || !flushed {
+            put(&batch.events);
+        }
+        true
     }
 
     /// The node id a hex string (any case) or a node's directory name names.
@@ -264,6 +325,95 @@ impl Upgrader<'_> {
         f.entry("wall_ms").or_insert_with(|| wall_ms.into());
         if let Some(stage_index) = node.stage_index {
             f.entry("stage_index").or_insert_with(|| stage_index.into());
+        }
+    }
+}
+
+/// The bytes of a JSON array of one element around its element: `[`, a newline before the element
+/// and after it, `]`, and the file's final newline.
+const ARRAY_BYTES: u64 = 5;
+/// The bytes between two elements of a JSON array: `,` and a newline.
+const SEPARATOR_BYTES: u64 = 2;
+
+/// Events waiting to be written as one file, and that file's size so far.
+#[derive(Default)]
+struct Batch {
+    events: Vec<v1::EventRecord>,
+    bytes: u64,
+}
+
+impl Batch {
+    fn add(&mut self, event: v1::EventRecord, size: u64) {
+        self.bytes += if self.events.is_empty() {
+            ARRAY_BYTES + size
+        } else {
+            SEPARATOR_BYTES + size
+        };
+        self.events.push(event);
+    }
+}
+
+/// The bytes an event takes as an element of an events file (pretty JSON, keys in alphabetical
+/// order as the writer writes them), its indentation included: counted, not kept.
+pub(crate) fn element_size(event: &v1::EventRecord) -> u64 {
+    let value = serde_json::to_value(event).expect("OK because contract types always serialize");
+    let counted = pretty_size(&value);
+    // One level deeper in the array: two more spaces on each of its lines.
+    counted.bytes + 2 * counted.newlines + 2
+}
+
+/// The size of a value written as pretty JSON on its own (without a final newline).
+pub(crate) fn pretty_size(value: &Value) -> Counter {
+    let mut counter = Counter::default();
+    serde_json::to_writer_pretty(&mut counter, value).expect("OK because a counter never fails");
+    counter
+}
+
+/// Counts bytes and newlines written.
+#[derive(Default)]
+pub(crate) struct Counter {
+    pub(crate) bytes: u64,
+    pub(crate) newlines: u64,
+}
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes += buf.len() as u64;
+        self.newlines += buf.iter().filter(|&&b| b == b'\n').count() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sizes counted are the sizes written, for the writer's pretty JSON with its final
+    /// newline.
+    #[test]
+    fn an_events_file_is_as_large_as_counted() {
+        let node = diagwire::NodeId([7; 32]);
+        let events: Vec<v1::EventRecord> = (0..3)
+            .map(|i| {
+                let mut e = json!({"node_id": id_bytes(&node), "monotonic_seq": i, "wall_ms": 5,
+                                   "type": "Custom", "kind": "k", "fields": {"a": [1, {"b": i}]}});
+                e["fields"]["n"] = json!(i);
+                serde_json::from_value(e).expect("an event")
+            })
+            .collect();
+        for n in 1..=events.len() {
+            let mut batch = Batch::default();
+            for e in &events[..n] {
+                batch.add(e.clone(), element_size(e));
+            }
+            let value = serde_json::to_value(&events[..n]).expect("value");
+            let mut written = serde_json::to_vec_pretty(&value).expect("json");
+            written.push(b'\n');
+            assert_eq!(batch.bytes, written.len() as u64, "{n} event(s)");
         }
     }
 }

@@ -8,6 +8,10 @@
 //! the list of everything that had no place in the contract, as [`Problem`]s. It never writes
 //! anything; [`diagwire::bundle::output`] does.
 //!
+//! Every file written is within the reader's per-file limit ([`upgrade_within`]): an events file
+//! is read one record at a time ([`stream`] below) and written as several numbered events files
+//! when one would be too large, so the output always validates.
+//!
 //! The records go through the bundle [`Writer`](diagwire::bundle::Writer), which lays the files
 //! out ([`diagwire::layout`]) and derives the manifest, so an upgraded bundle and its manifest
 //! follow the same rules as an assembled one.
@@ -67,7 +71,8 @@
 //! (which have no record index).
 //!
 //! The crate's files, one job each: `recognize` tells a simulator directory from anything else,
-//! `input` reads its files within caps, `scan` walks it into node directories, `identity` derives
+//! `input` reads its files within caps, `stream` parses a large
+//! events file one record at a time, `scan` walks it into node directories, `identity` derives
 //! each node's id and boot identities, `events`, `snapshot`, `finalize` and `manifest` map the
 //! records onto the contract, `contract` asks the generated shape table which keys a record has,
 //! `unmapped` builds the list of what had no place, and `upgrader` runs the pass.
@@ -80,6 +85,7 @@ use serde_json::{Map, Value};
 
 use diagwire::Problem;
 use diagwire::bundle::BundleContents;
+use diagwire::bundle::read::Limits;
 use diagwire::v1;
 use diagwire::validate::Validators;
 
@@ -94,6 +100,7 @@ mod nodes;
 mod recognize;
 mod scan;
 mod snapshot;
+mod stream;
 mod unmapped;
 mod upgrader;
 
@@ -128,6 +135,14 @@ pub struct Upgraded {
 /// or one with control characters, path separators or anything else outside ASCII letters, digits,
 /// `.`, `_` and `-`; `InvalidData`). Error messages do not repeat `dir`.
 pub fn upgrade(dir: &Path) -> Result<Upgraded, io::Error> {
+    upgrade_within(dir, Limits::default())
+}
+
+/// [`upgrade`], writing files that [`diagwire::bundle::read::BundleReader`] with `limits` reads:
+/// an events file that would be over `limits.max_file_bytes` is split into several numbered
+/// events files (in record order, each as large as fits), and a single record that would be over
+/// it on its own is listed and left out. [`upgrade`] uses the default [`Limits`].
+pub fn upgrade_within(dir: &Path, limits: Limits) -> Result<Upgraded, io::Error> {
     if !fs::metadata(dir)?.is_dir() {
         return Err(invalid("not a directory".to_owned()));
     }
@@ -144,6 +159,7 @@ pub fn upgrade(dir: &Path) -> Result<Upgraded, io::Error> {
         validators,
         names: std::collections::HashMap::new(),
         problems: Vec::new(),
+        max_file_bytes: limits.max_file_bytes,
     };
     upgrader.run()
 }

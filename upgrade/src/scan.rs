@@ -11,7 +11,7 @@ use diagwire::problem::ReadErrorKind;
 use diagwire::{Location, ProblemKind};
 
 use crate::input::{
-    EntryKind, MAX_FILE_BYTES, MAX_LIST_DEPTH, MAX_PROBE_BYTES, entries, read_json, read_limited,
+    EntryKind, MAX_FILE_BYTES, MAX_LIST_DEPTH, MAX_PROBE_BYTES, entries, read_limited,
     sim_record_file,
 };
 use crate::nodes::{NodeDir, Scanned};
@@ -192,11 +192,14 @@ impl Upgrader<'_> {
             }
             match (e.kind, e.name.as_str()) {
                 (EntryKind::File, "verdicts.json") if name == "detector" => {
-                    let what = match read_json(&path.join(&e.name), MAX_FILE_BYTES) {
-                        Ok(Value::Array(a)) => {
-                            format!("the detector's verdicts ({} entries)", a.len())
-                        }
-                        _ => "the detector's verdicts".to_owned(),
+                    // Counted without building the entries: the file may be large.
+                    let entries = read_limited(&path.join(&e.name), MAX_FILE_BYTES)
+                        .ok()
+                        .flatten()
+                        .and_then(|bytes| crate::stream::array_len(&bytes));
+                    let what = match entries {
+                        Some(n) => format!("the detector's verdicts ({n} entries)"),
+                        None => "the detector's verdicts".to_owned(),
                     };
                     self.note(
                         ProblemKind::Unmapped,

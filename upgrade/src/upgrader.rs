@@ -16,11 +16,12 @@ use diagwire::validate::Validators;
 use diagwire::{Location, NodeId, Problem, ProblemKind};
 
 use crate::input::MAX_FILE_BYTES;
-use crate::input::read_json;
+use crate::input::{read_json, read_limited};
 use crate::located::{at, describe, quote};
 use crate::nodes::Node;
 use crate::nodes::Scanned;
 use crate::{Object, Upgraded, WRITER_NAME};
+use diagwire::problem::ReadErrorKind;
 
 pub(crate) struct Upgrader<'a> {
     pub(crate) root: &'a Path,
@@ -28,6 +29,8 @@ pub(crate) struct Upgrader<'a> {
     /// Node directory name → node id, to resolve peers named by directory.
     pub(crate) names: HashMap<String, NodeId>,
     pub(crate) problems: Vec<Problem>,
+    /// The largest file written: the reader's per-file limit.
+    pub(crate) max_file_bytes: u64,
 }
 
 impl Upgrader<'_> {
@@ -120,7 +123,9 @@ impl Upgrader<'_> {
         let hex = node.id.to_hex();
         // Boots oldest first: the writer makes the last one `boot.json`.
         for identity in &node.identities {
-            writer.boot(identity);
+            if self.fits(&node.dir.name, "boot", identity) {
+                writer.boot(identity);
+            }
         }
         if node.identities.is_empty() {
             self.note(
@@ -131,19 +136,69 @@ impl Upgrader<'_> {
             );
         }
         for rel in &node.dir.events {
-            if let Some(batch) = self.events_file(node, rel) {
-                writer.events(&hex, &batch);
-            }
+            self.events_file(node, rel, &mut |batch| {
+                writer.events(&hex, batch);
+            });
         }
         for (index, rel) in node.dir.snapshots.iter().enumerate() {
             if let Some(snapshot) = self.snapshot(node, rel, index, run_id) {
-                writer.snapshot(&snapshot);
+                if self.fits(rel, "snapshot", &snapshot) {
+                    writer.snapshot(&snapshot);
+                }
             }
         }
         // Finalizes oldest first: the writer makes the last one `finalize.json`.
         for (_, rel) in &node.dir.finalizes {
             if let Some(finalize) = self.finalize(rel) {
-                writer.finalize(&hex, &finalize);
+                if self.fits(rel, "finalize", &finalize) {
+                    writer.finalize(&hex, &finalize);
+                }
+            }
+        }
+    }
+
+    /// Whether a record read from `rel` is within the per-file limit once written; one that is
+    /// not is listed and left out.
+    pub(crate) fn fits(&mut self, rel: &str, what: &str, record: &impl serde::Serialize) -> bool {
+        let value =
+            serde_json::to_value(record).expect("OK because contract types always serialize");
+        // Pretty JSON and the file's final newline.
+        let size = crate::events::pretty_size(&value).bytes + 1;
+        if size <= self.max_file_bytes {
+            return true;
+        }
+        self.note(
+            ProblemKind::Layout,
+            Location::file(rel),
+            format!(
+                "a {what} record of {size} bytes once written, over the per-file limit of {} \
+                 bytes; left out",
+                self.max_file_bytes
+            ),
+        );
+        false
+    }
+
+    /// The bytes of a file of the simulator's directory within the read cap; anything else is
+    /// listed.
+    pub(crate) fn read_bytes(&mut self, rel: &str) -> Option<Vec<u8>> {
+        match read_limited(&self.root.join(rel), MAX_FILE_BYTES) {
+            Ok(Some(bytes)) => Some(bytes),
+            Ok(None) => {
+                self.note(
+                    ProblemKind::Read(ReadErrorKind::TooLarge),
+                    Location::file(rel),
+                    format!("larger than {MAX_FILE_BYTES} bytes; skipped"),
+                );
+                None
+            }
+            Err(e) => {
+                self.note(
+                    ProblemKind::Read(ReadErrorKind::Io),
+                    Location::file(rel),
+                    format!("unreadable ({e}); skipped"),
+                );
+                None
             }
         }
     }

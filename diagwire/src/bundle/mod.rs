@@ -12,6 +12,7 @@ pub mod convert;
 pub mod output;
 pub mod read;
 pub mod records;
+pub mod target;
 mod writer;
 
 pub use writer::{Finished, Writer};

@@ -160,7 +160,7 @@ fn fixed_header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
     header
 }
 
-fn refuse(message: String) -> io::Error {
+pub(super) fn refuse(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
 }
 
@@ -194,7 +194,7 @@ fn check_bundle(bundle: &BundleContents) -> io::Result<()> {
 }
 
 /// Refuses a run id that is not one plain path component.
-fn check_run_id(run: &str) -> io::Result<()> {
+pub(super) fn check_run_id(run: &str) -> io::Result<()> {
     if run.contains('/') {
         return Err(refuse(format!(
             "the run id `{run}` is not a single path component"
@@ -207,7 +207,7 @@ fn check_run_id(run: &str) -> io::Result<()> {
 }
 
 /// Refuses a file path that is absolute or has a component that cannot be written.
-fn check_path(path: &str) -> io::Result<()> {
+pub(super) fn check_path(path: &str) -> io::Result<()> {
     if path.starts_with('/') {
         return Err(refuse(format!("the file path `{path}` is absolute")));
     }

@@ -11,6 +11,7 @@
 //! (what is listed as not mapped, and where).
 
 mod bundle;
+mod limits;
 mod recognition;
 mod refusals;
 mod support;
