@@ -173,8 +173,9 @@ fn a_shape_change_without_a_new_format_version_is_refused() {
         std::fs::write(&path, serde_json::to_string_pretty(&v).expect("text")).expect("write");
     });
     assert!(!ok);
+    let version = diagwire_summary::output::FORMAT_VERSION;
     assert!(
-        err.contains("changed but its format_version 1.0.0 did not"),
+        err.contains(&format!("changed but its format_version {version} did not")),
         "{err}"
     );
 }

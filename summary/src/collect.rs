@@ -14,14 +14,22 @@ use diagwire::v1::{CustomPayload, DialResult, Event, EventRecord, PeerState, Rec
 use diagwire::{NodeId, Problem};
 use diagwire_runtime::short_hex;
 
+use crate::absence::Absent;
+use crate::buckets::{LEGACY_WORKER, legacy_exit_status, subprocess_rows};
+use crate::gaps::absences;
 use crate::model::{
-    Absence, Bucket, FirstDead, Inference, MAX_LISTED, MAX_SERIES_POINTS, Node, ProbeRow,
-    RelayClose, RelayTotals, Subprocess, SubprocessRow, Summary,
+    Direction, FirstDead, Inference, MAX_LISTED, MAX_ROLLUP_KEYS, MAX_SERIES_POINTS, Node,
+    OTHER_KINDS, OTHER_PEERS, ProbeRow, RelayClose, RelayTotals, Subprocess, Summary,
 };
 
 /// What a snapshot says for the first-Dead lookups: its time, the `conn_type` it holds per peer
-/// id, and whether any probe was ok.
-type Glance = (u64, BTreeMap<String, String>, Option<bool>);
+/// id or why it holds none (`None` without an iroh block), and whether any probe was ok (`None`
+/// without a probe block).
+type Glance = (
+    u64,
+    Option<BTreeMap<String, Result<String, Absent>>>,
+    Option<bool>,
+);
 
 /// Per-node state kept during the pass.
 #[derive(Default)]
@@ -59,6 +67,8 @@ struct Pass {
     gossip_events: bool,
     /// Whether any relay session close was read.
     close_events: bool,
+    /// Whether any `MessageSent` or `MessageReceived` was read.
+    message_events: bool,
 }
 
 /// Reads a bundle (a directory or a `.tar.gz`) and summarizes it.
@@ -251,13 +261,18 @@ impl Pass {
             }
         }
         // What the nearest-snapshot lookups of the first-Dead section need.
-        let mut conns = BTreeMap::new();
+        let mut conns = None;
         if let Some(iroh) = &body.iroh {
+            let mut by_peer = BTreeMap::new();
             for p in &iroh.peers {
-                if let Some(c) = &p.conn_type {
-                    conns.insert(p.peer_node_id_hex.0.clone(), c.to_string());
-                }
+                let conn = p.conn_type_provenance(&iroh.api_gaps);
+                let said = match Absent::of(&conn, "iroh has never heard of the peer") {
+                    Some(a) => Err(a),
+                    None => Ok(conn.value().map(|c| c.to_string()).unwrap_or_default()),
+                };
+                by_peer.insert(p.peer_node_id_hex.0.clone(), said);
             }
+            conns = Some(by_peer);
             for g in &iroh.api_gaps {
                 self.node(label).api_gaps.insert(g.to_string());
             }
@@ -421,6 +436,8 @@ impl Pass {
                         observer_conn: None,
                         peer_conn: None,
                         observer_probe_ok: None,
+                        peer_probe_ok: None,
+                        absent: BTreeMap::new(),
                     });
                 }
                 let lane = self.s.swim_lanes.entry((label.to_owned(), p)).or_default();
@@ -449,6 +466,7 @@ impl Pass {
                     bytes_out: x.bytes_tx,
                     closed_at_ms: x.closed_at_ms,
                     node_last_failure_reason: None,
+                    node_last_failure_from: None,
                 };
                 let key = (label.to_owned(), x.peer_node_id_hex.0.clone());
                 if self
@@ -479,6 +497,12 @@ impl Pass {
                 if self.s.dial_points.len() < MAX_SERIES_POINTS {
                     self.s.dial_points.push((t, label.to_owned(), p, ok));
                 }
+            }
+            Event::MessageSent(x) => {
+                self.message(label, Direction::Sent, &x.kind, &x.peer, x.size);
+            }
+            Event::MessageReceived(x) => {
+                self.message(label, Direction::Received, &x.kind, &x.peer, x.size);
             }
             Event::GossipReceived(x) => {
                 self.gossip_events = true;
@@ -587,6 +611,30 @@ impl Pass {
         }
     }
 
+    /// Adds one message to the bandwidth roll-ups: by (node, direction, kind) and by (node, peer),
+    /// with the peer kept by id until `finish` names it. New keys past [`MAX_ROLLUP_KEYS`] are
+    /// added up under [`OTHER_KINDS`] or [`OTHER_PEERS`].
+    fn message(&mut self, label: &str, dir: Direction, kind: &str, peer: &NodeId, size: u32) {
+        self.message_events = true;
+        let size = u64::from(size);
+        let mut key = (label.to_owned(), dir, kind.to_owned());
+        if self.s.bandwidth.len() >= MAX_ROLLUP_KEYS && !self.s.bandwidth.contains_key(&key) {
+            key.2 = OTHER_KINDS.to_owned();
+        }
+        self.s.bandwidth.entry(key).or_default().add(size);
+        let mut key = (label.to_owned(), peer.to_hex().0);
+        if self.s.bandwidth_peers.len() >= MAX_ROLLUP_KEYS
+            && !self.s.bandwidth_peers.contains_key(&key)
+        {
+            key.1 = OTHER_PEERS.to_owned();
+        }
+        let p = self.s.bandwidth_peers.entry(key).or_default();
+        match dir {
+            Direction::Sent => p.sent.add(size),
+            Direction::Received => p.received.add(size),
+        }
+    }
+
     /// The `n`th worker (from 1) of a node that writes the legacy `worker_starting` and
     /// `worker_exited` events, which carry no PID: kept under `n` in place of one.
     fn legacy_worker(&mut self, label: &str, n: u32) -> &mut Subprocess {
@@ -638,8 +686,11 @@ impl Pass {
             b.probes += 1;
             if timed_out {
                 b.timed_out += 1;
-            } else if let Some(r) = rtt {
-                b.rtts.push(r);
+            } else {
+                b.acked += 1;
+                if let Some(r) = rtt {
+                    b.rtts.push(r);
+                }
             }
         }
     }
@@ -665,6 +716,19 @@ impl Pass {
             .into_iter()
             .map(|((o, t, b), v)| ((o, name(&t), b), v))
             .collect();
+        let mut peers = BTreeMap::new();
+        for ((node, peer), v) in std::mem::take(&mut self.s.bandwidth_peers) {
+            // The row that adds up peers past the cap keeps its name.
+            let peer = if peer == OTHER_PEERS {
+                peer
+            } else {
+                name(&peer)
+            };
+            let p: &mut crate::model::PeerTraffic = peers.entry((node, peer)).or_default();
+            p.sent.merge(v.sent);
+            p.received.merge(v.received);
+        }
+        self.s.bandwidth_peers = peers;
         self.s.swim_lanes = std::mem::take(&mut self.s.swim_lanes)
             .into_iter()
             .map(|((o, p), v)| ((o, name(&p)), v))
@@ -676,6 +740,36 @@ impl Pass {
             i.target = name(&i.target);
         }
         self.labels = labels;
+    }
+
+    /// What `node`'s snapshot nearest to `t` says: its `conn_type` for the peer `peer_hex` and
+    /// whether any probe was ok, each a value or why there is none.
+    fn glance(
+        &self,
+        node: &str,
+        peer_hex: &str,
+        t: u64,
+    ) -> (Result<String, Absent>, Result<bool, Absent>) {
+        let Some((_, conns, ok)) = self.nearest(node, t) else {
+            let none = || Absent::NotReported(format!("`{node}` posted no snapshot"));
+            return (Err(none()), Err(none()));
+        };
+        let conn = match conns {
+            None => Err(Absent::NotReported(format!(
+                "`{node}`'s nearest snapshot has no iroh block: no transport introspector"
+            ))),
+            Some(by_peer) => by_peer.get(peer_hex).cloned().unwrap_or_else(|| {
+                Err(Absent::NotReported(
+                    "iroh has never heard of the peer".into(),
+                ))
+            }),
+        };
+        let ok = ok.ok_or_else(|| {
+            Absent::NotReported(format!(
+                "`{node}`'s nearest snapshot has no probe block: no probe scheduler"
+            ))
+        });
+        (conn, ok)
     }
 
     fn nearest(&self, node: &str, t: u64) -> Option<&Glance> {
@@ -724,17 +818,22 @@ impl Pass {
 
     fn finish(mut self) -> Summary {
         self.identify_run();
-        // Probes sent and never answered stay pending.
-        let pending: Vec<(String, String)> = self
-            .pending
-            .iter()
-            .flat_map(|(obs, m)| {
-                m.keys()
-                    .map(move |(target, _, _)| (obs.clone(), target.clone()))
-            })
-            .collect();
-        for (obs, target) in pending {
-            self.s.rtt.entry((obs, target)).or_default().probes += 1;
+        // Probes sent and never answered stay pending, in their pair and in their send bucket.
+        for (obs, m) in std::mem::take(&mut self.pending) {
+            for ((target, _, _), sent) in m {
+                self.s
+                    .rtt
+                    .entry((obs.clone(), target.clone()))
+                    .or_default()
+                    .probes += 1;
+                let b = self
+                    .s
+                    .rtt_buckets
+                    .entry((obs.clone(), target, sent / 5_000 * 5))
+                    .or_default();
+                b.probes += 1;
+                b.pending += 1;
+            }
         }
         self.name_peers();
         if let Some(mut d) = self.s.first_dead.take() {
@@ -745,12 +844,31 @@ impl Pass {
                 .get(&d.observer)
                 .map(|n| n.id.clone())
                 .unwrap_or_default();
-            if let Some((_, conns, ok)) = self.nearest(&d.observer, d.wall_ms) {
-                d.observer_conn = conns.get(&d.peer).cloned();
-                d.observer_probe_ok = *ok;
+            let (conn, ok) = self.glance(&d.observer, &d.peer, d.wall_ms);
+            match conn {
+                Ok(c) => d.observer_conn = Some(c),
+                Err(a) => {
+                    d.absent.insert("observer_conn_type", a);
+                }
             }
-            if let Some((_, conns, _)) = self.nearest(&peer_label, d.wall_ms) {
-                d.peer_conn = conns.get(&observer_id).cloned();
+            match ok {
+                Ok(ok) => d.observer_probe_ok = Some(ok),
+                Err(a) => {
+                    d.absent.insert("observer_probe_ok", a);
+                }
+            }
+            let (conn, ok) = self.glance(&peer_label, &observer_id, d.wall_ms);
+            match conn {
+                Ok(c) => d.peer_conn = Some(c),
+                Err(a) => {
+                    d.absent.insert("peer_conn_type", a);
+                }
+            }
+            match ok {
+                Ok(ok) => d.peer_probe_ok = Some(ok),
+                Err(a) => {
+                    d.absent.insert("peer_probe_ok", a);
+                }
             }
             d.peer = peer_label;
             self.s.first_dead = Some(d);
@@ -762,11 +880,12 @@ impl Pass {
             .closes
             .into_values()
             .map(|mut c| {
-                c.node_last_failure_reason = failures
+                let latest = failures
                     .iter()
                     .filter(|((node, peer), _)| *peer == c.peer && *node != c.relay)
-                    .max_by_key(|(_, (t, _))| *t)
-                    .map(|(_, (_, r))| r.clone());
+                    .max_by_key(|(_, (t, _))| *t);
+                c.node_last_failure_reason = latest.map(|(_, (_, r))| r.clone());
+                c.node_last_failure_from = latest.map(|((node, _), _)| node.clone());
                 c.peer = labels
                     .get(&c.peer)
                     .cloned()
@@ -800,186 +919,8 @@ impl Pass {
             self.swim_probe_events,
             self.gossip_events,
             self.close_events,
+            self.message_events,
         );
         self.s
     }
-}
-
-/// The subprocess label under which a legacy worker is shown.
-const LEGACY_WORKER: &str = "worker";
-
-/// The exit code or signal in a legacy `worker_exited` status, as Rust's `ExitStatus` prints it
-/// (`exit status: 1`, `signal: 9 (SIGKILL)`); neither when it says something else.
-fn legacy_exit_status(status: Option<&serde_json::Value>) -> (Option<i32>, Option<i32>) {
-    let text = status
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or_default();
-    let number = |rest: &str| {
-        rest.trim()
-            .split(|c: char| !c.is_ascii_digit() && c != '-')
-            .next()
-            .and_then(|n| n.parse().ok())
-    };
-    if let Some(rest) = text.strip_prefix("exit status:") {
-        (number(rest), None)
-    } else if let Some(rest) = text.strip_prefix("signal:") {
-        (None, number(rest))
-    } else {
-        (None, None)
-    }
-}
-
-fn subprocess_rows(
-    nodes: &BTreeMap<String, Node>,
-    subs: &BTreeMap<(String, String, u32), Subprocess>,
-    ready: &BTreeSet<String>,
-) -> Vec<SubprocessRow> {
-    let mut out = Vec::new();
-    for (label, node) in nodes {
-        let mine: Vec<&Subprocess> = subs.values().filter(|s| s.node == *label).collect();
-        if mine.is_empty() {
-            if node.role.as_deref() == Some("stage") {
-                out.push(SubprocessRow {
-                    node: label.clone(),
-                    label: "-".into(),
-                    bucket: Bucket::NeverSpawned,
-                    detail: "no `SubprocessSpawned` or `worker_starting` event and no subprocess in any snapshot".into(),
-                });
-            }
-            continue;
-        }
-        for s in mine {
-            let trend = |what: &str, v: Option<(u64, u64)>| {
-                v.map(|(a, b)| format!("{what} {a} → {b}"))
-                    .unwrap_or_default()
-            };
-            let (bucket, detail) = match (&s.exited, s.spawned) {
-                (Some((code, signal, uptime)), _) => (
-                    Bucket::Exited,
-                    format!(
-                        "exited with {} after {}",
-                        match (code, signal) {
-                            (Some(c), _) => format!("code {c}"),
-                            (None, Some(sig)) => format!("signal {sig}"),
-                            _ => "no code or signal".into(),
-                        },
-                        uptime.map_or("an unknown time".into(), |u| format!("{u} ms"))
-                    ),
-                ),
-                (None, true) if ready.contains(&s.node) => {
-                    (Bucket::Healthy, "spawned and `worker_ready`".into())
-                }
-                (None, _) => (
-                    Bucket::Stuck,
-                    format!(
-                        "spawned, no exit and no `worker_ready`; {} {}",
-                        trend("RSS bytes", s.rss),
-                        trend("CPU ms", s.cpu_ms)
-                    )
-                    .trim()
-                    .to_owned(),
-                ),
-            };
-            out.push(SubprocessRow {
-                node: label.clone(),
-                label: if s.legacy {
-                    format!("{} #{} (legacy events, no pid)", s.label, s.pid)
-                } else {
-                    format!("{} (pid {})", s.label, s.pid)
-                },
-                bucket,
-                detail,
-            });
-        }
-    }
-    out
-}
-
-fn absences(s: &Summary, swim_probes: bool, gossip: bool, closes: bool) -> Vec<Absence> {
-    let mut out = Vec::new();
-    let has_relay = s.nodes.values().any(|n| n.role.as_deref() == Some("relay"));
-    let legacy = s
-        .manifest
-        .as_ref()
-        .is_some_and(|m| m.contract_version.is_none());
-    if !has_relay {
-        out.push(Absence {
-            section: "relay sessions",
-            why: "no node of the run has the role `relay`, so nothing reported relay-side sessions (relay observability not configured, or a bundle from before it)".into(),
-        });
-    } else if !closes && s.relay_totals.is_empty() {
-        out.push(Absence {
-            section: "relay sessions",
-            why: "the relay node posted neither a `relay_server` report nor a `RelaySessionClosed` event".into(),
-        });
-    }
-    if !swim_probes {
-        out.push(Absence {
-            section: "probe RTT distribution",
-            why: if legacy {
-                "no `SwimProbeSent`/`Acked`/`TimedOut` events: the writers predate per-probe SWIM events".into()
-            } else {
-                "no `SwimProbeSent`/`Acked`/`TimedOut` events in the bundle".into()
-            },
-        });
-    }
-    if !gossip {
-        out.push(Absence {
-            section: "gossip receipts",
-            why: "no `GossipReceived` events: the writers predate them, or nothing was gossiped"
-                .into(),
-        });
-    }
-    for n in s.nodes.values() {
-        if n.snapshots > 0 && n.with_host == 0 {
-            out.push(Absence {
-                section: "kernel network drops",
-                why: format!("`{}` posted no host block: its host introspector is not installed, or the host is not Linux", n.label),
-            });
-        } else if n.with_host > 0 && !s.drop_series.keys().any(|(node, _)| *node == n.label) {
-            out.push(Absence {
-                section: "kernel network drops",
-                why: format!(
-                    "`{}` posted host blocks without drop or error counters: its writer predates them",
-                    n.label
-                ),
-            });
-        }
-        if n.snapshots > 0 && n.with_probes == 0 {
-            out.push(Absence {
-                section: "probe outcomes",
-                why: format!(
-                    "`{}` posted no probe block: no probe scheduler is installed",
-                    n.label
-                ),
-            });
-        }
-        if !n.api_gaps.is_empty() {
-            out.push(Absence {
-                section: "iroh introspection",
-                why: format!(
-                    "`{}` could not ask its transport for {}",
-                    n.label,
-                    n.api_gaps
-                        .iter()
-                        .map(|g| format!("`{g}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        }
-        if n.boot.is_none() && n.listed {
-            out.push(Absence {
-                section: "hosts",
-                why: format!("`{}` has no boot record", n.label),
-            });
-        }
-    }
-    if s.inference_total == 0 {
-        out.push(Absence {
-            section: "inference responses",
-            why: "no `InferenceResponseSent` events: no request was answered in the run, or the writers predate the event".into(),
-        });
-    }
-    out
 }

@@ -1,14 +1,15 @@
 //! The summary as one self-contained HTML page: no network, no script, the same bytes for the same
 //! bundle. Inline SVG plots come first — a state timeline per node with fault windows shaded across
-//! all lanes, dial outcomes per peer over time, the RTT distribution per observer → target, and the
-//! kernel drop counters over time — then every section of the Markdown summary as HTML. Long series
+//! all lanes, dial outcomes per peer over time, the RTT distribution per observer → target, the
+//! kernel drop counters over time and the bytes each node sent and received — then every section
+//! of the Markdown summary as HTML. Long series
 //! are capped while reading ([`crate::model::MAX_SERIES_POINTS`]) and each plot says so.
 
 use std::fmt::Write;
 
 use diagwire::v1::PeerState;
 
-use crate::model::{MAX_SERIES_POINTS, Summary, run_span};
+use crate::model::{Direction, MAX_SERIES_POINTS, Summary, run_span};
 use crate::render::markdown;
 use crate::svg::{Scale, Svg, esc};
 
@@ -419,6 +420,87 @@ fn drops(s: &Summary, span: (u64, u64), o: &mut String) {
     o.push_str("</section>");
 }
 
+/// Bytes per node by direction, as two bars per node (sent above received), from the bandwidth
+/// roll-up.
+fn bandwidth(s: &Summary, o: &mut String) {
+    o.push_str("<section id=\"bandwidth-plot\"><h2>Bytes per node by direction</h2>");
+    let mut per_node: std::collections::BTreeMap<&str, (u64, u64)> =
+        std::collections::BTreeMap::new();
+    for ((node, dir, _), t) in &s.bandwidth {
+        let e = per_node.entry(node.as_str()).or_default();
+        match dir {
+            Direction::Sent => e.0 = e.0.saturating_add(t.bytes),
+            Direction::Received => e.1 = e.1.saturating_add(t.bytes),
+        }
+    }
+    if per_node.is_empty() {
+        o.push_str("<p>No instrumented transport carried traffic: the bundle has no <code>MessageSent</code> or <code>MessageReceived</code> event.</p></section>");
+        return;
+    }
+    let total = per_node.len();
+    let nodes: Vec<(&str, (u64, u64))> = per_node.into_iter().take(MAX_LANES).collect();
+    let max = nodes
+        .iter()
+        .map(|(_, (a, b))| (*a).max(*b))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let top = 20.0;
+    let row = 2.0 * LANE + 8.0;
+    let height = top + nodes.len() as f64 * row + 30.0;
+    let mut svg = Svg::new(WIDTH, height);
+    let x = Scale {
+        d0: 0.0,
+        d1: max as f64,
+        p0: LEFT,
+        p1: WIDTH - RIGHT,
+    };
+    let half = LANE - 2.0;
+    for (i, (node, (sent, received))) in nodes.iter().enumerate() {
+        let y = top + i as f64 * row;
+        svg.text(LEFT - 6.0, y + LANE, node, "end", 11.0);
+        svg.rect(
+            x.at(0.0),
+            y,
+            x.at(*sent as f64) - x.at(0.0),
+            half,
+            "#1e88e5",
+            &format!("{node}: {sent} bytes sent"),
+        );
+        svg.rect(
+            x.at(0.0),
+            y + half + 2.0,
+            x.at(*received as f64) - x.at(0.0),
+            half,
+            "#43a047",
+            &format!("{node}: {received} bytes received"),
+        );
+    }
+    let axis = top + nodes.len() as f64 * row;
+    svg.line(x.p0, axis, x.p1, axis, "#999");
+    for i in 0..=5 {
+        let v = max as f64 * f64::from(i) / 5.0;
+        let label = if max >= 10_000_000 {
+            format!("{:.1} MB", v / 1e6)
+        } else if max >= 10_000 {
+            format!("{:.0} kB", v / 1e3)
+        } else {
+            format!("{v:.0} B")
+        };
+        let anchor = if i == 5 { "end" } else { "middle" };
+        svg.text(x.at(v), axis + 15.0, &label, anchor, 10.0);
+    }
+    o.push_str(&svg.finish());
+    o.push_str(&legend(&[("#1e88e5", "sent"), ("#43a047", "received")]));
+    if total > MAX_LANES {
+        let _ = write!(
+            o,
+            "<p class=\"note\">Showing {MAX_LANES} of {total} nodes.</p>"
+        );
+    }
+    o.push_str("</section>");
+}
+
 /// The Markdown summary as HTML: headings, tables, lists and paragraphs, with code spans and
 /// bold. The Markdown is this crate's own, so these few constructs are all it holds.
 fn markdown_html(md: &str) -> String {
@@ -560,6 +642,7 @@ pub fn page(s: &Summary) -> String {
     dials(s, span, &mut o);
     rtt(s, &mut o);
     drops(s, span, &mut o);
+    bandwidth(s, &mut o);
     let md = markdown(s);
     // The Markdown's own title is the page's.
     let body = md.split_once('\n').map_or("", |(_, rest)| rest);

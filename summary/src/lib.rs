@@ -5,8 +5,11 @@
 //!
 //! [`collect`] reads the bundle in one pass into a [`model::Summary`]; the renderers only read it.
 
+pub mod absence;
+mod buckets;
 pub mod collect;
 pub mod compare;
+mod gaps;
 pub mod html;
 pub mod model;
 pub mod output;

@@ -6,12 +6,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use diagwire::Problem;
 use diagwire::v1::{Identity, Manifest, PeerState};
 
+use crate::absence::{Absent, Said, host_fields, writer_generation};
 use crate::quantile::Samples;
 
 /// Most points kept per plotted series; longer series are thinned (the plot says so).
 pub const MAX_SERIES_POINTS: usize = 4_000;
 /// Most inference responses and located problems listed.
 pub const MAX_LISTED: usize = 200;
+/// Most keys a bandwidth roll-up keeps; traffic under further keys is added to one row named
+/// [`OTHER_KINDS`] or [`OTHER_PEERS`], so a bundle of endless distinct kinds or peers stays bounded.
+pub const MAX_ROLLUP_KEYS: usize = 1_024;
+/// The kind under which traffic beyond [`MAX_ROLLUP_KEYS`] kinds is added up.
+pub const OTHER_KINDS: &str = "(other kinds)";
+/// The peer under which traffic beyond [`MAX_ROLLUP_KEYS`] peers is added up.
+pub const OTHER_PEERS: &str = "(other peers)";
 
 /// A node of the run.
 #[derive(Debug, Clone, Default)]
@@ -61,6 +69,11 @@ pub struct FirstDead {
     pub peer_conn: Option<String>,
     /// Whether a probe of the observer's nearest snapshot was ok.
     pub observer_probe_ok: Option<bool>,
+    /// Whether a probe of the peer's own snapshot nearest in time was ok.
+    pub peer_probe_ok: Option<bool>,
+    /// Why each of the four values above that is absent is absent, by its JSON name
+    /// (`observer_conn_type`, `peer_conn_type`, `observer_probe_ok`, `peer_probe_ok`).
+    pub absent: BTreeMap<&'static str, Absent>,
 }
 
 /// A relay-session close as the relay reported it, joined with what the nodes saw.
@@ -85,6 +98,8 @@ pub struct RelayClose {
     pub closed_at_ms: u64,
     /// The latest `last_failure_reason` any other node's connection cache holds for the peer.
     pub node_last_failure_reason: Option<String>,
+    /// The node whose connection cache held that reason.
+    pub node_last_failure_from: Option<String>,
 }
 
 /// A relay's latest own report.
@@ -148,10 +163,65 @@ pub struct RttPair {
 pub struct RttBucket {
     /// Probes sent in the bucket.
     pub probes: u64,
+    /// Acknowledged.
+    pub acked: u64,
     /// RTTs of those acknowledged.
     pub rtts: Samples,
     /// Timed out.
     pub timed_out: u64,
+    /// Neither acknowledged nor timed out by the end of the bundle.
+    pub pending: u64,
+}
+
+/// Which way a message went, as the node that wrote the event saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Direction {
+    /// `MessageSent`.
+    Sent,
+    /// `MessageReceived`.
+    Received,
+}
+
+impl Direction {
+    /// The direction's name in JSON and in the tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Sent => "sent",
+            Direction::Received => "received",
+        }
+    }
+}
+
+/// Messages and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Messages.
+    pub count: u64,
+    /// The sum of their `size`.
+    pub bytes: u64,
+}
+
+impl Traffic {
+    /// Counts one message of `size` bytes.
+    pub fn add(&mut self, size: u64) {
+        self.count += 1;
+        self.bytes = self.bytes.saturating_add(size);
+    }
+
+    /// Adds another roll-up.
+    pub fn merge(&mut self, other: Traffic) {
+        self.count += other.count;
+        self.bytes = self.bytes.saturating_add(other.bytes);
+    }
+}
+
+/// A node's traffic with one peer, both ways.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PeerTraffic {
+    /// What the node sent to the peer.
+    pub sent: Traffic,
+    /// What the node received from the peer.
+    pub received: Traffic,
 }
 
 /// Gossip receipts of one node of one kind.
@@ -293,6 +363,10 @@ pub struct Summary {
     pub kernel_drops: Vec<(String, String, i128)>,
     /// Per (node, payload kind).
     pub gossip: BTreeMap<(String, String), Gossip>,
+    /// `MessageSent`/`MessageReceived` per (node, direction, message kind).
+    pub bandwidth: BTreeMap<(String, Direction, String), Traffic>,
+    /// `MessageSent`/`MessageReceived` per (node, peer).
+    pub bandwidth_peers: BTreeMap<(String, String), PeerTraffic>,
     /// Every `InferenceResponseSent` (the first [`MAX_LISTED`]).
     pub inference: Vec<Inference>,
     /// `InferenceResponseSent` events in all.
@@ -331,28 +405,18 @@ pub struct Summary {
     pub span_ms: Option<(u64, u64)>,
 }
 
-/// The hosts of the run, one per node: `(label, Some(fields) | None without a boot record)`.
-pub fn hosts(s: &Summary) -> Vec<(String, Option<[Option<String>; 9]>)> {
+/// The hosts of the run, one per node: `(label, Some(fields) | None without a boot record)`, each
+/// field (in [`crate::absence::HOST_FIELDS`] order) a value or why it is absent.
+pub fn hosts(s: &Summary) -> Vec<(String, Option<[Said; 9]>)> {
+    let generation = writer_generation(
+        s.manifest
+            .as_ref()
+            .and_then(|m| m.contract_version.as_deref()),
+    );
     s.nodes
         .values()
         .map(|n| {
-            let fields = n.boot.as_ref().map(|b| {
-                let rental = b
-                    .vastai_contract_id
-                    .clone()
-                    .or_else(|| b.provider_contract_id.clone());
-                [
-                    rental,
-                    b.host_ip_public.clone(),
-                    b.datacenter_id.clone(),
-                    b.host_country.clone(),
-                    b.container_id.clone(),
-                    b.hostname.clone(),
-                    b.home_relay_url_at_boot.clone(),
-                    b.iroh_version.clone(),
-                    b.git_sha.clone(),
-                ]
-            });
+            let fields = n.boot.as_ref().map(|b| host_fields(b, &generation));
             (n.label.clone(), fields)
         })
         .collect()

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::absence::{Absent, HOST_FIELDS, run_fields};
 use crate::model::{Summary, hosts, run_span};
 
 /// The version of this JSON shape (a semantic version, bumped by the contract's rules: a new
 /// optional key is minor, a removed or retyped key is major).
-pub const FORMAT_VERSION: &str = "1.0.0";
+pub const FORMAT_VERSION: &str = "1.1.0";
 
 /// `diagwire summary --format json`: the post-incident summary of one bundle.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -41,6 +42,10 @@ pub struct SummaryOutput {
     pub kernel_drops: Vec<KernelDropRow>,
     /// Gossip receipts per (node, payload kind).
     pub gossip: Vec<GossipRow>,
+    /// `MessageSent`/`MessageReceived` rolled up by node, direction and kind, and by node and
+    /// peer; both lists are empty when no instrumented transport carried traffic (`absent` then
+    /// has a `bandwidth` row).
+    pub bandwidth: Bandwidth,
     /// Inference responses sent.
     pub inference_responses: InferenceResponses,
     /// Per target peer, the dials of every observer.
@@ -72,6 +77,33 @@ pub struct Run {
     pub end_ms: Option<u64>,
     /// The contract version the manifest declares; null when it declares none.
     pub contract_version: Option<String>,
+    /// Why each absent run-level value (`finalize_received`, `contract_version`, `writer`) is
+    /// absent.
+    pub absent: Vec<AbsentValue>,
+}
+
+/// Why one value is absent, as the contract tells it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AbsentValue {
+    /// The value's name (its JSON key in the row, or a host field's name: `rental`, `ip`, `dc`,
+    /// `country`, `container`, `hostname`, `relay`, `iroh`, `git`).
+    pub field: String,
+    /// `writer_generation` (the writer's contract predates the field), `unavailable` (the writer
+    /// could not ask), `not_applicable` (not for this node's role or host) or `not_reported` (the
+    /// writer could have written it and did not).
+    pub kind: &'static str,
+    /// The absence in words, as the Markdown prints it.
+    pub why: String,
+}
+
+impl AbsentValue {
+    fn new(field: impl Into<String>, a: &Absent) -> Self {
+        AbsentValue {
+            field: field.into(),
+            kind: a.kind(),
+            why: a.words(),
+        }
+    }
 }
 
 /// One node.
@@ -118,6 +150,8 @@ pub struct HostRow {
     pub iroh_version: Option<String>,
     /// The git sha of the build.
     pub git_sha: Option<String>,
+    /// Why each absent host field is absent (empty without a boot record: `boot_record` says so).
+    pub absent: Vec<AbsentValue>,
 }
 
 /// The first peer to go `Dead`.
@@ -137,6 +171,10 @@ pub struct FirstDeadRow {
     pub peer_conn_type: Option<String>,
     /// Whether a probe of the observer's nearest snapshot was ok.
     pub observer_probe_ok: Option<bool>,
+    /// Whether a probe of the peer's own nearest snapshot was ok.
+    pub peer_probe_ok: Option<bool>,
+    /// Why each of the four values above that is null is absent.
+    pub absent: Vec<AbsentValue>,
 }
 
 /// A relay's latest totals (the counters are null when the relay reported none).
@@ -190,6 +228,8 @@ pub struct RelaySessionRow {
     pub closed_at_ms: u64,
     /// The latest `last_failure_reason` another node's connection cache holds for the peer.
     pub node_last_failure_reason: Option<String>,
+    /// The node whose connection cache held that reason.
+    pub node_last_failure_from: Option<String>,
 }
 
 /// One probe of a node's latest snapshot with a probe block.
@@ -247,10 +287,16 @@ pub struct ProbeRttBucketRow {
     pub bucket_s: u64,
     /// Probes sent.
     pub probes: u64,
+    /// Probes acknowledged.
+    pub acked: u64,
     /// Probes that timed out.
     pub timed_out: u64,
+    /// Probes neither acknowledged nor timed out.
+    pub pending: u64,
     /// The median RTT (nearest rank).
     pub median_ms: Option<u64>,
+    /// The 95th percentile RTT (nearest rank).
+    pub p95_ms: Option<u64>,
     /// The 99th percentile RTT (nearest rank).
     pub p99_ms: Option<u64>,
 }
@@ -279,6 +325,47 @@ pub struct GossipRow {
     pub bytes: u64,
     /// Items.
     pub items: u64,
+}
+
+/// The messages instrumented transports carried.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Bandwidth {
+    /// Per (node, direction, message kind).
+    pub by_kind: Vec<BandwidthKindRow>,
+    /// Per (node, peer), both directions.
+    pub by_peer: Vec<BandwidthPeerRow>,
+}
+
+/// The messages of one kind one node sent or received.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BandwidthKindRow {
+    /// The node that wrote the events.
+    pub node: String,
+    /// `sent` (`MessageSent`) or `received` (`MessageReceived`).
+    pub direction: &'static str,
+    /// The message kind (`(other kinds)` adds up kinds past the summary's cap on distinct keys).
+    pub kind: String,
+    /// Messages.
+    pub count: u64,
+    /// The sum of their sizes in bytes.
+    pub bytes: u64,
+}
+
+/// The messages between one node and one peer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BandwidthPeerRow {
+    /// The node that wrote the events.
+    pub node: String,
+    /// The peer (`(other peers)` adds up peers past the summary's cap on distinct keys).
+    pub peer: String,
+    /// Messages the node sent to the peer.
+    pub sent: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
+    /// Messages the node received from the peer.
+    pub received: u64,
+    /// Their bytes.
+    pub received_bytes: u64,
 }
 
 /// The inference responses of the run.
@@ -406,6 +493,12 @@ impl SummaryOutput {
             .into_iter()
             .map(|(node, f)| {
                 let boot_record = f.is_some();
+                let absent = f
+                    .iter()
+                    .flatten()
+                    .zip(HOST_FIELDS)
+                    .filter_map(|(v, name)| v.as_ref().err().map(|a| AbsentValue::new(name, a)))
+                    .collect();
                 let [
                     rental,
                     ip,
@@ -416,8 +509,9 @@ impl SummaryOutput {
                     relay,
                     iroh,
                     git,
-                ] = f.unwrap_or_default();
+                ] = f.map_or_else(Default::default, |f| f.map(Result::ok));
                 HostRow {
+                    absent,
                     node,
                     boot_record,
                     rental,
@@ -441,6 +535,10 @@ impl SummaryOutput {
                 start_ms,
                 end_ms,
                 contract_version: s.manifest.as_ref().and_then(|m| m.contract_version.clone()),
+                absent: run_fields(s.manifest.as_ref())
+                    .iter()
+                    .map(|(f, a)| AbsentValue::new(*f, a))
+                    .collect(),
             },
             nodes,
             hosts,
@@ -452,6 +550,12 @@ impl SummaryOutput {
                 observer_conn_type: d.observer_conn.clone(),
                 peer_conn_type: d.peer_conn.clone(),
                 observer_probe_ok: d.observer_probe_ok,
+                peer_probe_ok: d.peer_probe_ok,
+                absent: d
+                    .absent
+                    .iter()
+                    .map(|(f, a)| AbsentValue::new(*f, a))
+                    .collect(),
             }),
             relay_totals: s
                 .relay_totals
@@ -487,6 +591,7 @@ impl SummaryOutput {
                     bytes_out: c.bytes_out,
                     closed_at_ms: c.closed_at_ms,
                     node_last_failure_reason: c.node_last_failure_reason.clone(),
+                    node_last_failure_from: c.node_last_failure_from.clone(),
                 })
                 .collect(),
             probe_outcomes: s
@@ -526,8 +631,11 @@ impl SummaryOutput {
                     target: target.clone(),
                     bucket_s: *bucket_s,
                     probes: x.probes,
+                    acked: x.acked,
                     timed_out: x.timed_out,
+                    pending: x.pending,
                     median_ms: x.rtts.percentile(50),
+                    p95_ms: x.rtts.percentile(95),
                     p99_ms: x.rtts.percentile(99),
                 })
                 .collect(),
@@ -551,6 +659,31 @@ impl SummaryOutput {
                     items: g.items,
                 })
                 .collect(),
+            bandwidth: Bandwidth {
+                by_kind: s
+                    .bandwidth
+                    .iter()
+                    .map(|((node, dir, kind), t)| BandwidthKindRow {
+                        node: node.clone(),
+                        direction: dir.as_str(),
+                        kind: kind.clone(),
+                        count: t.count,
+                        bytes: t.bytes,
+                    })
+                    .collect(),
+                by_peer: s
+                    .bandwidth_peers
+                    .iter()
+                    .map(|((node, peer), t)| BandwidthPeerRow {
+                        node: node.clone(),
+                        peer: peer.clone(),
+                        sent: t.sent.count,
+                        sent_bytes: t.sent.bytes,
+                        received: t.received.count,
+                        received_bytes: t.received.bytes,
+                    })
+                    .collect(),
+            },
             inference_responses: InferenceResponses {
                 total: s.inference_total,
                 listed: s

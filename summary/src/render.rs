@@ -7,6 +7,7 @@ use std::fmt::Write;
 use diagwire_runtime::short_hex;
 use serde_json::Value;
 
+use crate::absence::{Absent, HOST_FIELDS, run_fields};
 use crate::model::{MAX_LISTED, Summary, hosts, run_span};
 use crate::output::SummaryOutput;
 use diagwire::problem::printable;
@@ -17,16 +18,50 @@ pub fn clean(s: &str) -> String {
     diagwire::problem::printable(s).replace('|', "\\|")
 }
 
-fn opt(v: Option<impl ToString>) -> String {
-    v.map_or_else(|| "?".to_owned(), |x| clean(&x.to_string()))
+/// A value the record spells (such as iroh's connection type `None`), in code quotes, or why it is
+/// absent.
+fn code(v: Option<&String>, absent: Option<&Absent>) -> String {
+    match (v, absent) {
+        (Some(x), _) => format!("`{}`", clean(x)),
+        (None, Some(a)) => clean(&a.words()),
+        (None, None) => "not reported".to_owned(),
+    }
 }
 
-/// A value the record spells (such as iroh's connection type `None`), in code quotes, or `?`.
-fn code(v: Option<impl ToString>) -> String {
-    v.map_or_else(
-        || "?".to_owned(),
-        |x| format!("`{}`", clean(&x.to_string())),
-    )
+/// Whether a probe was ok (`yes`/`no`), or why that is not known.
+fn ok_words(v: Option<bool>, absent: Option<&Absent>) -> String {
+    match (v, absent) {
+        (Some(true), _) => "yes".into(),
+        (Some(false), _) => "no".into(),
+        (None, Some(a)) => format!("not known: {}", clean(&a.words())),
+        (None, None) => "not known".into(),
+    }
+}
+
+/// A node's host fields: `name value` for each present one; absent ones say why, and consecutive
+/// fields absent for the same reason share it (`ip, dc, country not applicable (…)`).
+fn host_line(fields: &[Result<String, Absent>; 9]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < fields.len() {
+        match &fields[i] {
+            Ok(v) => {
+                parts.push(format!("{} {}", HOST_FIELDS[i], clean(v)));
+                i += 1;
+            }
+            Err(a) => {
+                let mut names = vec![HOST_FIELDS[i]];
+                let mut j = i + 1;
+                while j < fields.len() && fields[j].as_ref().err() == Some(a) {
+                    names.push(HOST_FIELDS[j]);
+                    j += 1;
+                }
+                parts.push(format!("{} {}", names.join(", "), clean(&a.words())));
+                i = j;
+            }
+        }
+    }
+    parts.join(", ")
 }
 
 fn ms(v: Option<u64>) -> String {
@@ -47,7 +82,7 @@ pub fn markdown(s: &Summary) -> String {
         match s.manifest.as_ref().map(|m| m.finalize_received) {
             Some(true) => "yes",
             Some(false) => "no",
-            None => "? (no manifest)",
+            None => "not known (the bundle has no manifest)",
         }
     );
     let _ = writeln!(
@@ -61,21 +96,35 @@ pub fn markdown(s: &Summary) -> String {
         }
     );
     if let Some(m) = &s.manifest {
-        let _ = writeln!(
-            o,
-            "- written against contract {} by {}",
-            opt(m.contract_version.as_ref()),
-            m.writer
-                .as_ref()
-                .map_or("? (a writer older than contract 1.1.0)".to_owned(), |w| {
-                    format!(
-                        "{} `{}` {}",
-                        clean(w.kind.as_str()),
-                        clean(&w.name),
-                        clean(&w.version)
-                    )
-                })
-        );
+        let absent = run_fields(Some(m));
+        let why = |field: &str| {
+            absent
+                .iter()
+                .find(|(f, _)| *f == field)
+                .map_or_else(|| "not reported".to_owned(), |(_, a)| clean(&a.words()))
+        };
+        let writer = m.writer.as_ref().map(|w| {
+            format!(
+                "{} `{}` {}",
+                clean(w.kind.as_str()),
+                clean(&w.name),
+                clean(&w.version)
+            )
+        });
+        match (&m.contract_version, writer) {
+            (Some(v), Some(w)) => {
+                let _ = writeln!(o, "- written against contract {} by {w}", clean(v));
+            }
+            (v, w) => {
+                let _ = writeln!(
+                    o,
+                    "- contract version: {}",
+                    v.as_ref()
+                        .map_or_else(|| why("contract_version"), |v| clean(v))
+                );
+                let _ = writeln!(o, "- writer: {}", w.unwrap_or_else(|| why("writer")));
+            }
+        }
     }
     o.push('\n');
 
@@ -90,7 +139,10 @@ pub fn markdown(s: &Summary) -> String {
             } else {
                 " (not in the manifest)"
             },
-            opt(n.role.as_ref()),
+            n.role.as_ref().map_or_else(
+                || "not reported (no boot record, snapshot or manifest entry names it)".to_owned(),
+                |r| clean(r)
+            ),
             clean(short_hex(&n.id)),
             n.snapshots,
             n.events,
@@ -106,23 +158,7 @@ pub fn markdown(s: &Summary) -> String {
                 let _ = writeln!(o, "- `{}`: boot record absent", clean(&label));
             }
             Some(f) => {
-                let names = [
-                    "rental",
-                    "ip",
-                    "dc",
-                    "country",
-                    "container",
-                    "hostname",
-                    "relay",
-                    "iroh",
-                    "git",
-                ];
-                let parts: Vec<String> = names
-                    .iter()
-                    .zip(f.iter())
-                    .map(|(n, v)| format!("{n} {}", opt(v.as_ref())))
-                    .collect();
-                let _ = writeln!(o, "- `{}`: {}", clean(&label), parts.join(", "));
+                let _ = writeln!(o, "- `{}`: {}", clean(&label), host_line(&f));
             }
         }
     }
@@ -134,23 +170,21 @@ pub fn markdown(s: &Summary) -> String {
         Some(d) => {
             let _ = writeln!(
                 o,
-                "`{}` saw `{}` go Dead at {} ({}). conn_type from the nearest snapshots: `{}` → `{}` {}, `{}` → `{}` {}. A probe of `{}` was ok then: {}.\n",
+                "`{}` saw `{}` go Dead at {} ({}). conn_type from the nearest snapshots: `{}` → `{}` {}, `{}` → `{}` {}. A probe was ok then on `{}`'s side: {}; on the peer `{}`'s side: {}.\n",
                 clean(&d.observer),
                 clean(&d.peer),
                 d.wall_ms,
                 clean(&d.reason),
                 clean(&d.observer),
                 clean(&d.peer),
-                code(d.observer_conn.as_ref()),
+                code(d.observer_conn.as_ref(), d.absent.get("observer_conn_type")),
                 clean(&d.peer),
                 clean(&d.observer),
-                code(d.peer_conn.as_ref()),
+                code(d.peer_conn.as_ref(), d.absent.get("peer_conn_type")),
                 clean(&d.observer),
-                match d.observer_probe_ok {
-                    Some(true) => "yes",
-                    Some(false) => "no",
-                    None => "unknown",
-                }
+                ok_words(d.observer_probe_ok, d.absent.get("observer_probe_ok")),
+                clean(&d.peer),
+                ok_words(d.peer_probe_ok, d.absent.get("peer_probe_ok")),
             );
         }
     }
@@ -196,11 +230,11 @@ pub fn markdown(s: &Summary) -> String {
         );
     }
     if !s.relay_closes.is_empty() {
-        o.push_str("| relay | peer | initiator | reason | duration ms | bytes in | bytes out | node-side last failure |\n|---|---|---|---|---|---|---|---|\n");
+        o.push_str("| relay | peer | initiator | reason | duration ms | bytes in | bytes out | node-side last failure | from the cache of |\n|---|---|---|---|---|---|---|---|---|\n");
         for c in &s.relay_closes {
             let _ = writeln!(
                 o,
-                "| `{}` | `{}` | {} | {} | {} | {} | {} | {} |",
+                "| `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} |",
                 clean(&c.relay),
                 clean(&c.peer),
                 clean(&c.initiator),
@@ -208,7 +242,14 @@ pub fn markdown(s: &Summary) -> String {
                 c.duration_ms,
                 c.bytes_in,
                 c.bytes_out,
-                opt(c.node_last_failure_reason.as_ref())
+                c.node_last_failure_reason.as_ref().map_or_else(
+                    || "none: no other node's connection cache holds a failure for the peer"
+                        .to_owned(),
+                    |r| clean(r)
+                ),
+                c.node_last_failure_from
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |n| format!("`{}`", clean(n)))
             );
         }
         o.push('\n');
@@ -261,19 +302,25 @@ pub fn markdown(s: &Summary) -> String {
                 ms(p.rtts.percentile(50)),
                 ms(p.rtts.percentile(95)),
                 ms(p.rtts.percentile(99)),
-                opt(p.budget.as_ref())
+                p.budget.as_ref().map_or_else(
+                    || "not reported (no probe timed out; acknowledgements carry none)".to_owned(),
+                    |b| clean(b)
+                )
             );
         }
-        o.push_str("\nPer 5-second bucket of send time (epoch seconds):\n\n| observer | target | bucket | probes | timed out | median ms | p99 ms |\n|---|---|---|---|---|---|---|\n");
+        o.push_str("\nPer 5-second bucket of send time (epoch seconds):\n\n| observer | target | bucket | probes | acked | timed out | pending | median ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
         for ((obs, target, b), x) in &s.rtt_buckets {
             let _ = writeln!(
                 o,
-                "| `{}` | `{}` | {b} | {} | {} | {} | {} |",
+                "| `{}` | `{}` | {b} | {} | {} | {} | {} | {} | {} | {} |",
                 clean(obs),
                 clean(target),
                 x.probes,
+                x.acked,
                 x.timed_out,
+                x.pending,
                 ms(x.rtts.percentile(50)),
+                ms(x.rtts.percentile(95)),
                 ms(x.rtts.percentile(99))
             );
         }
@@ -342,6 +389,8 @@ pub fn markdown(s: &Summary) -> String {
         }
         o.push('\n');
     }
+
+    bandwidth(s, &mut o);
 
     o.push_str("## Per-peer dials\n\n");
     if s.dials.is_empty() {
@@ -431,6 +480,44 @@ pub fn markdown(s: &Summary) -> String {
         }
     }
     o
+}
+
+/// The bandwidth section: messages and bytes by node, direction and kind, then by node and peer;
+/// one line when no instrumented transport carried traffic.
+fn bandwidth(s: &Summary, o: &mut String) {
+    o.push_str("## Bandwidth (by node, by kind and peer)\n\n");
+    if s.bandwidth.is_empty() {
+        o.push_str("No instrumented transport carried traffic: the bundle has no `MessageSent` or `MessageReceived` event.\n\n");
+        return;
+    }
+    o.push_str(
+        "By kind:\n\n| node | direction | kind | messages | bytes |\n|---|---|---|---|---|\n",
+    );
+    for ((node, dir, kind), t) in &s.bandwidth {
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} |",
+            clean(node),
+            dir.as_str(),
+            clean(kind),
+            t.count,
+            t.bytes
+        );
+    }
+    o.push_str("\nBy peer:\n\n| node | peer | sent | sent bytes | received | received bytes |\n|---|---|---|---|---|---|\n");
+    for ((node, peer), t) in &s.bandwidth_peers {
+        let _ = writeln!(
+            o,
+            "| `{}` | `{}` | {} | {} | {} | {} |",
+            clean(node),
+            clean(peer),
+            t.sent.count,
+            t.sent.bytes,
+            t.received.count,
+            t.received.bytes
+        );
+    }
+    o.push('\n');
 }
 
 /// Nodes that received no gossip of a kind other nodes received.

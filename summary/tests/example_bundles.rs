@@ -81,12 +81,58 @@ fn the_example_fills_every_section() {
         drops.contains(&("stage-1".into(), "udp.rcvbuf_errors".into(), 32)),
         "{drops:?}"
     );
+    // Bandwidth: the pipeline's messages, by node, direction and kind and by peer.
+    let by_kind = j["bandwidth"]["by_kind"].as_array().unwrap();
+    assert_eq!(by_kind.len(), 7);
+    assert_eq!(
+        by_kind[0],
+        serde_json::json!({"node": "orchestrator", "direction": "sent",
+            "kind": "inference_request", "count": 5, "bytes": 9878})
+    );
+    assert_eq!(j["bandwidth"]["by_peer"].as_array().unwrap().len(), 7);
+    // The orchestrator's connection cache gave the stages' last failure reasons.
+    let from: Vec<(&str, &str)> = sessions
+        .iter()
+        .map(|c| {
+            (
+                c["peer"].as_str().unwrap(),
+                c["node_last_failure_from"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert!(from.contains(&("stage-0", "orchestrator")), "{from:?}");
+    assert!(from.contains(&("orchestrator", "stage-2")), "{from:?}");
+    assert_eq!(j["first_dead"]["peer_probe_ok"], true);
     let md = render::markdown(&s);
     assert!(
         !md.contains("Not observed: no node of the run has the role `relay`"),
         "{md}"
     );
     assert!(!md.contains("No `GossipReceived` events."));
+    assert!(
+        md.contains("## Bandwidth (by node, by kind and peer)"),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_examples_say_every_absence_in_words() {
+    for (run, want) in [
+        (
+            "n3-relay-flap",
+            "- `orchestrator`: rental not applicable (a `local` host has no provider rental)",
+        ),
+        (
+            "n3-relay-flap-oldest",
+            "- contract version: not reported by this writer generation (a contract 1.0.0 writer",
+        ),
+    ] {
+        let s = summarize(&example(run), Limits::default()).expect("summary");
+        let md = render::markdown(&s);
+        assert!(md.contains(want), "{run}: {md}");
+        assert!(!md.contains('?'), "{run}: {md}");
+        assert!(!diagwire_summary::html::page(&s).contains('?'), "{run}");
+    }
 }
 
 #[test]
