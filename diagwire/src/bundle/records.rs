@@ -2,12 +2,13 @@
 //! a whole bundle (summaries, behavioural checks, coverage, parity, the TSV views).
 //!
 //! Files come from [`BundleReader::stream`] (gzip inflated on a thread of its own, the reader's
-//! caps, links and devices refused, every entry problem located), in the reader's order (for a
-//! directory, sorted by path, so each node's events files in sequence order). Each JSON file is
-//! framed record by record by [`crate::frame`] — the framing validation uses — so memory holds one
-//! record and one read buffer beside the file's bytes, whatever the file holds. Each record is
-//! decoded once with the generated types and handed, with its JSON text, to every [`Consumer`] of
-//! the walk. A binary (`.pb`) file yields the records it encodes, with their JSON text
+//! caps, links and devices refused, every entry problem located), sorted by path (so each node's
+//! events files in sequence order). Each record is decoded once with the generated types and
+//! handed, with its JSON text, to every [`Consumer`] of the walk. A well-formed file is read in one
+//! pass that decodes each record and finds where its text ends together; a file that pass cannot
+//! take is framed record by record by [`crate::frame`] — the framing validation uses — for located
+//! problems, passing over the records already handed on, so memory holds one record and one read
+//! buffer beside the file's bytes, whatever the file holds. A binary (`.pb`) file yields the records it encodes, with their JSON text
 //! ([`crate::binary`]).
 //!
 //! A file that cannot be read, a file that breaks its shape and a record its type refuses are each
@@ -142,15 +143,16 @@ pub fn walk_into(
             walked: &mut walked,
             found: 0,
             omitted: 0,
+            delivered: 0,
         };
         let read = match file.encoding {
-            Encoding::Json => frame(&mut file, kind, max_record, &mut typed),
+            Encoding::Json => typed.read(file.contents(), kind, max_record),
             Encoding::Protobuf => {
                 let cap = crate::binary::MAX_BINARY_FILE_BYTES as u64;
                 let mut bytes = Vec::new();
                 match (&mut file).take(cap + 1).read_to_end(&mut bytes) {
                     Ok(_) => match crate::binary::json_text(Encoding::Protobuf, kind, &bytes) {
-                        Ok(text) => frame(&mut &text[..], kind, max_record, &mut typed),
+                        Ok(text) => typed.read(&text, kind, max_record),
                         Err(message) => {
                             typed.hand(Problem::new(
                                 ProblemKind::Encoding,
@@ -191,6 +193,9 @@ struct Typed<'w, 'c> {
     /// [`MAX_PROBLEMS_PER_FILE`]).
     found: usize,
     omitted: usize,
+    /// Records of the file handed on by the one-pass decode, which framing passes over when the
+    /// file needs it after all.
+    delivered: usize,
 }
 
 /// The most problems of one file handed to the consumers; the rest are one problem that counts
@@ -206,6 +211,96 @@ impl Typed<'_, '_> {
         }
         self.walked.problems += 1;
         self.consumers.iter_mut().for_each(|c| c.problem(&problem));
+    }
+
+    /// Reads a file's bytes as a file of `kind`: first in one pass that decodes each record and
+    /// finds its text together (serde_json's stream decoder says where each record ends), which is
+    /// all a well-formed file needs; at the first thing that pass cannot take, the file is framed
+    /// by [`crate::frame`] for located problems, passing over the records already handed on.
+    fn read(&mut self, bytes: &[u8], kind: RecordKind, max_record: usize) -> std::io::Result<()> {
+        if bytes.len() <= max_record {
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                let whole = match kind {
+                    RecordKind::EventBatch => self.each_event(text),
+                    k => self.one(k, text),
+                };
+                if whole {
+                    return Ok(());
+                }
+            }
+        }
+        frame(&mut &bytes[..], kind, max_record, self)
+    }
+
+    /// The one-pass decode of an events file; false at the first thing it cannot take (the
+    /// records before it are handed on and counted in `delivered`).
+    fn each_event(&mut self, text: &str) -> bool {
+        let b = text.as_bytes();
+        let ws = |mut i: usize| {
+            while matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+                i += 1;
+            }
+            i
+        };
+        let mut at = ws(0);
+        if b.get(at) != Some(&b'[') {
+            return false;
+        }
+        at = ws(at + 1);
+        if b.get(at) == Some(&b']') {
+            return ws(at + 1) == b.len();
+        }
+        loop {
+            let mut one = serde_json::Deserializer::from_str(&text[at..])
+                .into_iter::<crate::v1::EventRecord>();
+            let unknown_before = diagwire_runtime::unknown_keys_read();
+            let Some(Ok(event)) = one.next() else {
+                return false;
+            };
+            let end = at + one.byte_offset();
+            let unknown = diagwire_runtime::unknown_keys_read() != unknown_before;
+            self.deliver(
+                self.delivered,
+                &text[at..end],
+                &Record::Event(event),
+                unknown,
+            );
+            self.delivered += 1;
+            at = ws(end);
+            match b.get(at) {
+                Some(b',') => at = ws(at + 1),
+                Some(b']') => return ws(at + 1) == b.len(),
+                _ => return false,
+            }
+        }
+    }
+
+    /// The one-pass decode of a file of one record.
+    fn one(&mut self, kind: RecordKind, text: &str) -> bool {
+        let unknown_before = diagwire_runtime::unknown_keys_read();
+        let Ok(record) = Record::parse(kind, text) else {
+            return false;
+        };
+        let unknown = diagwire_runtime::unknown_keys_read() != unknown_before;
+        let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\n' | '\r' | '\t'));
+        self.deliver(0, trimmed, &record, unknown);
+        self.delivered = 1;
+        true
+    }
+
+    /// Hands a decoded record to every consumer.
+    fn deliver(&mut self, index: usize, text: &str, record: &Record, unknown_keys: bool) {
+        self.walked.records += 1;
+        let item = Item {
+            path: self.path,
+            node: self.node,
+            role: self.role,
+            index,
+            record,
+            text,
+            unknown_keys,
+        };
+        self.consumers.iter_mut().for_each(|c| c.record(&item));
     }
 
     /// Says how many problems of the file were not handed on.
@@ -235,6 +330,9 @@ impl Typed<'_, '_> {
 
 impl Frames for Typed<'_, '_> {
     fn record(&mut self, kind: RecordKind, index: usize, start: Position, bytes: &[u8]) {
+        if index < self.delivered {
+            return;
+        }
         let Ok(text) = std::str::from_utf8(bytes) else {
             let at = self.at(index, start, String::new());
             self.hand(Problem::new(
@@ -247,17 +345,8 @@ impl Frames for Typed<'_, '_> {
         let unknown_before = diagwire_runtime::unknown_keys_read();
         match Record::parse(kind, text) {
             Ok(record) => {
-                self.walked.records += 1;
-                let item = Item {
-                    path: self.path,
-                    node: self.node,
-                    role: self.role,
-                    index,
-                    record: &record,
-                    text,
-                    unknown_keys: diagwire_runtime::unknown_keys_read() != unknown_before,
-                };
-                self.consumers.iter_mut().for_each(|c| c.record(&item));
+                let unknown = diagwire_runtime::unknown_keys_read() != unknown_before;
+                self.deliver(index, text, &record, unknown);
             }
             Err(e) => {
                 // Explaining costs a schema validation: only for a problem that is handed on.

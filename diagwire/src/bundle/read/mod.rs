@@ -247,6 +247,13 @@ pub struct StreamFile {
     bytes: io::Cursor<Vec<u8>>,
 }
 
+impl StreamFile {
+    /// The file's bytes (the reader holds each file whole, within its caps).
+    pub(crate) fn contents(&self) -> &[u8] {
+        self.bytes.get_ref()
+    }
+}
+
 impl Read for StreamFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.bytes.read(buf)
