@@ -14,6 +14,7 @@ pub mod confirm;
 pub mod diff;
 pub mod finding;
 pub mod instance;
+pub mod md;
 pub mod output;
 pub mod proto;
 pub mod report;
@@ -82,7 +83,13 @@ impl Comparison {
 
 /// Compares two trees (their JSON forms, and their protobuf forms when both have a number table)
 /// and confirms a counterexample for every finding whose rule breaks a reader.
+///
+/// A number table that is there but cannot be read or cannot number its tree fails the
+/// comparison (fail closed); only a side without any table skips the protobuf rules.
 pub fn compare(old: &Tree, new: &Tree) -> anyhow::Result<Comparison> {
+    if let Some(why) = proto::broken(old, new) {
+        anyhow::bail!("the protobuf forms cannot be compared: {why}");
+    }
     let (ro, rn) = (Readers::new(old)?, Readers::new(new)?);
     let breaks = |f: &Finding| f.rule.old_reader.breaks() || f.rule.new_reader.breaks();
     let mut findings: Vec<Checked> = diff::diff(old, new)

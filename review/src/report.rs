@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::Comparison;
 use crate::catalog::{self, Bump};
 use crate::confirm::Side;
+use crate::md;
 use crate::output::{DiffOutput, ReviewOutput};
 use crate::proto::Status;
 use crate::review::Review;
@@ -27,8 +28,8 @@ pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
     let _ = writeln!(
         out,
         "**{} → {}**: {} change(s), {} breaking, needs {}.\n",
-        c.old,
-        c.new,
+        md::text(&c.old),
+        md::text(&c.new),
         c.findings.len(),
         breaking,
         bump_needed(c)
@@ -46,18 +47,22 @@ pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
     }
     match &c.protobuf {
         Status::Skipped(why) => {
-            let _ = writeln!(out, "Protobuf: not compared — {why}.\n");
+            let _ = writeln!(out, "Protobuf: not compared — {}.\n", md::fragment(why));
         }
         Status::Compared { old, new } if protobuf.is_empty() => {
             let _ = writeln!(
                 out,
-                "Protobuf (numbers `{old}` → `{new}`): no differences in the binary form.\n"
+                "Protobuf (numbers {} → {}): no differences in the binary form.\n",
+                md::code(old),
+                md::code(new)
             );
         }
         Status::Compared { old, new } => {
             let _ = writeln!(
                 out,
-                "#### Protobuf\n\nThe binary form, numbered by `{old}` → `{new}`: {} change(s), {} breaking. Effects are those on protobuf readers.\n",
+                "#### Protobuf\n\nThe binary form, numbered by {} → {}: {} change(s), {} breaking. Effects are those on protobuf readers.\n",
+                md::code(old),
+                md::code(new),
                 protobuf.len(),
                 protobuf
                     .iter()
@@ -92,10 +97,10 @@ fn section_md(c: &Comparison, findings: &[&crate::Checked], out: &mut String, on
         let r = f.finding.rule;
         let _ = writeln!(
             out,
-            "| `{}` | {} | `{}` | {} | {} |",
+            "| `{}` | {} | {} | {} | {} |",
             r.id,
             r.bump,
-            f.finding.at,
+            md::code(&f.finding.at.to_string()),
             r.old_reader.as_str(),
             r.new_reader.as_str()
         );
@@ -105,39 +110,45 @@ fn section_md(c: &Comparison, findings: &[&crate::Checked], out: &mut String, on
         let r = f.finding.rule;
         let _ = writeln!(
             out,
-            "- **`{}`** ({}) `{}`: {}. {}.",
+            "- **`{}`** ({}) {}: {}. {}.",
             r.id,
             r.bump,
-            f.finding.at,
-            f.finding.detail,
+            md::code(&f.finding.at.to_string()),
+            md::fragment(&f.finding.detail),
             sentence(r.why)
         );
         if let Some(x) = &f.counterexample {
+            if x.record.is_null() && x.verdicts.is_empty() {
+                // A finding whose record could not be built (a recursive definition): why.
+                let _ = writeln!(out, "  - no counterexample: {}", md::fragment(&x.note));
+                continue;
+            }
             let side = match x.written_by {
                 Side::Old => &c.old,
                 Side::New => &c.new,
             };
             let _ = writeln!(
                 out,
-                "  - counterexample ({}): a `{}` record written by {side}: `{}`",
+                "  - counterexample ({}): a {} record written by {}: {}",
                 if x.confirmed {
                     "confirmed"
                 } else {
                     "not confirmed"
                 },
-                x.kind,
-                compact(&x.record)
+                md::code(&x.kind),
+                md::text(side),
+                md::code(&compact(&x.record))
             );
             for v in &x.verdicts {
                 let _ = writeln!(
                     out,
                     "    - {}: {} — {}",
-                    v.reader,
+                    md::fragment(&v.reader),
                     if v.accepts { "accepts" } else { "refuses" },
-                    v.detail
+                    md::fragment(&v.detail)
                 );
             }
-            let _ = writeln!(out, "    - {}", x.note);
+            let _ = writeln!(out, "    - {}", md::fragment(&x.note));
         }
     }
     out.push('\n');
@@ -190,8 +201,8 @@ pub fn review_md(r: &Review) -> String {
         let _ = writeln!(
             out,
             "| {} → {} | {} | {} | {} | {} | {} | {} |",
-            c.old,
-            c.new,
+            md::text(&c.old),
+            md::text(&c.new),
             c.findings.len(),
             c.breaking().count(),
             c.unclassified().count(),
@@ -240,7 +251,7 @@ pub fn review_md(r: &Review) -> String {
     if !failures.is_empty() {
         out.push_str("### Why it fails\n\n");
         for f in &failures {
-            let _ = writeln!(out, "- {f}");
+            let _ = writeln!(out, "- {}", md::fragment(f));
         }
         out.push('\n');
     }
@@ -251,7 +262,12 @@ pub fn review_md(r: &Review) -> String {
         .position(|s| !s.binding)
         .unwrap_or(r.steps.len().saturating_sub(1));
     for (i, s) in r.steps.iter().enumerate() {
-        let _ = writeln!(out, "### {} → {}\n", s.comparison.old, s.comparison.new);
+        let _ = writeln!(
+            out,
+            "### {} → {}\n",
+            md::text(&s.comparison.old),
+            md::text(&s.comparison.new)
+        );
         findings_md(&s.comparison, &mut out, i != full);
         let order: Vec<&str> = s.rollout.order.iter().map(|r| r.as_str()).collect();
         let _ = writeln!(
