@@ -156,12 +156,13 @@ pub fn plain(s: &str) -> String {
     s.replace([OPEN, CLOSE], "`")
 }
 
-/// A sentence, a name or a path for a terminal: names between backticks and every control
-/// character, line break and bidirectional override written as `\u{…}`.
+/// A message for a terminal: names between backticks and every control character and
+/// bidirectional override written as `\u{…}`, except the line feeds that lay out a list of
+/// problems (the problems themselves escape their line breaks where they are made).
 pub fn terminal(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in plain(s).chars() {
-        if hidden(c) {
+        if hidden(c) && c != '\n' {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
             out.push(c);

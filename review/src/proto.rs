@@ -66,8 +66,9 @@ impl Side {
                         .and_then(|r| r.strip_prefix(": "))
                         .unwrap_or(&e);
                     format!(
-                        "{} cannot be encoded with \u{e000}{table}\u{e001}: {e}",
-                        tree.label
+                        "{} cannot be encoded with \u{e000}{table}\u{e001}: {}",
+                        tree.label,
+                        diagwire_schema::problem::printable(e)
                     )
                 })?;
         Ok(Side {

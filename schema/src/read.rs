@@ -45,7 +45,12 @@ impl ReadError {
 
 impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
+        write!(
+            f,
+            "{}: {}",
+            crate::problem::printable(&self.path),
+            crate::problem::printable(&self.message)
+        )
     }
 }
 
