@@ -314,8 +314,22 @@ pub fn catalog_md() -> String {
     table(&mut out, false);
     out.push_str(PROTOBUF_MD);
     table(&mut out, true);
+    out.push_str(GATE_MD);
     out
 }
+
+/// The last part of the rules page: how the review treats the trees it is given.
+const GATE_MD: &str = "
+## The review as a gate
+
+`diff`, `review` and `changelog` run on schema trees written by whoever opened a pull request, and the comment they print is trusted, so they read those trees the way bundles are read and write what comes from them through one escaping function:
+
+* **Reading.** Schema folders, `VERSION`, number tables, `CHANGELOG.md` and `generated/` are read as regular files only: a FIFO, device or socket is refused from its metadata before anything opens it, and a symbolic link is never followed anywhere (`generated/` included) but reported with its path. A schema file holds at most 2 MiB, a folder's schema files 16 MiB together, a number table or changelog 16 MiB, `VERSION` 1 KiB; more is refused, located. Duplicate keys are found in linear time. The schemas at a git revision (`--base`) are read with the same caps, and a link or submodule there is refused.
+* **Failing closed.** Every input that cannot be read or parsed (a schema file, a reference that does not resolve, a number table, a release, `VERSION`, `CHANGELOG.md`) fails the command with its file and JSON pointer and exit status 2; nothing is skipped silently.
+* **Bounded.** A counterexample is built from at most 20,000 values; a definition that holds itself in a required place has no finite record, and its finding says `recursive: … no counterexample is needed` instead.
+* **Escaping.** Names, values, descriptions, record kinds and paths from a tree reach the Markdown as code spans fenced longer than any run of backticks inside, or as text with Markdown and HTML syntax escaped; in both, `|` cannot end a table cell and line breaks and control characters are written as `\\u{…}`. On a terminal, control characters are escaped as well.
+* **Arguments.** `review --base` takes a revision, never an option: a leading `-`, a `:`, spaces or control characters are refused, and git gets it after `--end-of-options`. `changelog --date` takes a real date written `YYYY-MM-DD`. `diff` says what is wrong with a path (missing, a file, a link).
+";
 
 /// The protobuf part of the rules page, before its table.
 const PROTOBUF_MD: &str = "
@@ -334,7 +348,7 @@ A plain addition under a fresh number is no protobuf finding, to an open union o
 | a repository's `schemas/` (`current`, the working tree of `review`) | `schemas/proto-numbers.json` |
 | the schemas at a git revision (`review --base REV`) | `schemas/proto-numbers.json` at that revision |
 
-`proto-numbers.json` has the form of `schemas/proto-numbers.json` (`messages` and `enums`, each table with its `numbers` and `reserved` names) and must number every field, variant and value of the folder's schemas. A number the older side's table reserves and the newer side gives to another name is `PROTO_NUMBER_REUSED` as well. When a side has no table, or one that does not number every member, the protobuf rules are skipped for that comparison and the report says why (`Protobuf: not compared — …`); the JSON rules run either way.
+`proto-numbers.json` has the form of `schemas/proto-numbers.json` (`messages` and `enums`, each table with its `numbers` and `reserved` names) and must number every field, variant and value of the folder's schemas. A number the older side's table reserves and the newer side gives to another name is `PROTO_NUMBER_REUSED` as well. When a side has no table at all, the protobuf rules are skipped for that comparison and the report says why (`Protobuf: not compared — …`); the JSON rules run either way. A table that is there but cannot be read (a link, a FIFO, past the size cap, not UTF-8), is not a number table, or does not number every member fails the comparison with its reason and exit status 2: a malformed table must not turn a break into \"not compared\".
 
 ";
 
