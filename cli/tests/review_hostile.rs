@@ -39,7 +39,7 @@ fn run(dir: &Path, args: &[&str]) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run diagwire");
-    let drain = |mut r: Box<dyn Read + Send>| {
+    let drain = |r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut v = Vec::new();
             let _ = r.take(64 << 20).read_to_end(&mut v);
