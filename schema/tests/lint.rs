@@ -511,10 +511,7 @@ case!(
 
 case!(
     a_local_reference_to_a_definition_of_another_file_is_rejected,
-    [
-        "duplicate-type-name-first",
-        "ref-to-another-files-definition"
-    ],
+    ["duplicate-type-name-first", "ref-to-other-def"],
     "/$defs/Sample/properties/probe/$ref",
     "`#/$defs/PresenceProbe` does not resolve: `PresenceProbe` is defined in `duplicate_type_name_first`, so the reference is `urn:diagwire:duplicate_type_name_first#/$defs/PresenceProbe`"
 );
