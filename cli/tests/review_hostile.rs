@@ -348,6 +348,42 @@ const CASES: &[Case] = &[
         report: nothing,
     },
     Case {
+        name: "thousands_of_breaks_build_a_bounded_number_of_counterexamples",
+        setup: |d| {
+            // The record holds 300 structs that each lose a required field: 300 breaks, each
+            // counterexample a record of the whole tree.
+            let mut base = sample();
+            for i in 0..300 {
+                base["$defs"][format!("Gen{i}")] = json!({
+                    "description": "A generated struct.", "type": "object",
+                    "required": ["a", "b"],
+                    "properties": {"a": {"description": "A.", "type": "string"},
+                        "b": {"description": "B.", "type": "string"}}});
+                base["$defs"]["Sample"]["properties"][format!("g{i}")] =
+                    json!({"description": "G.", "$ref": format!("#/$defs/Gen{i}")});
+                base["$defs"]["Sample"]["required"]
+                    .as_array_mut()
+                    .expect("required")
+                    .push(json!(format!("g{i}")));
+            }
+            write_tree(&d.join("old"), &base);
+            let mut new = base;
+            for i in 0..300 {
+                let def = &mut new["$defs"][format!("Gen{i}")];
+                def["properties"]
+                    .as_object_mut()
+                    .expect("props")
+                    .remove("b");
+                def["required"] = json!(["a"]);
+            }
+            write_tree(&d.join("new"), &new);
+        },
+        args: &["diff", "old", "new"],
+        code: 1,
+        says: "not built: this comparison already has 100 counterexamples",
+        report: nothing,
+    },
+    Case {
         name: "a_schema_file_linked_to_dev_zero_is_refused_unread",
         setup: |d| {
             pair(d, |_| {});

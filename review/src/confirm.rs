@@ -49,6 +49,18 @@ pub struct Counterexample {
     pub note: String,
 }
 
+/// In place of a counterexample: why none was built (no record, no verdicts, not confirmed).
+pub fn not_built(why: String) -> Counterexample {
+    Counterexample {
+        kind: String::new(),
+        written_by: Side::New,
+        record: Value::Null,
+        verdicts: vec![],
+        confirmed: false,
+        note: why,
+    }
+}
+
 /// The readers of one tree.
 pub struct Readers<'t> {
     tree: &'t Tree,
@@ -576,10 +588,7 @@ impl Plan {
         Counterexample {
             kind: self.kind,
             written_by: self.writer,
-            record: Value::Null,
-            verdicts: vec![],
-            confirmed: false,
-            note: why.to_string(),
+            ..not_built(why.to_string())
         }
     }
 

@@ -93,7 +93,7 @@ pub(crate) fn lower(files: &[(String, String, J)]) -> Result<Model, Problems> {
             out.push(f);
         }
     }
-    let model = Model { files: out };
+    let model = Model::new(out);
     crate::check::cross_check(files, &model, &mut problems);
     if problems.is_empty() {
         Ok(model)

@@ -74,12 +74,18 @@ pub struct OutsideProfile {
     pub problems: Problems,
 }
 
-/// A header line, then one problem per line.
+/// The most problems a message lists; the rest are counted (they are all in `problems`).
+pub const SHOWN: usize = 100;
+
+/// A header line, then one problem per line (at most [`SHOWN`] of them).
 impl fmt::Display for OutsideProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the schemas are outside the profile (schemas/README.md):")?;
-        for p in &self.problems {
+        for p in self.problems.iter().take(SHOWN) {
             write!(f, "\n  {p}")?;
+        }
+        if self.problems.len() > SHOWN {
+            write!(f, "\n  … and {} more", self.problems.len() - SHOWN)?;
         }
         Ok(())
     }
