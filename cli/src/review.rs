@@ -85,6 +85,13 @@ fn tree(spec: &str) -> Result<Tree, String> {
     Ok(t)
 }
 
+/// Writes a report to standard output; a reader that went away (a closed pipe) is no crash.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn fail(message: &str) -> ExitCode {
     eprintln!("error: {}", md::terminal(message));
     ExitCode::from(2)
@@ -105,12 +112,12 @@ pub fn diff(old: &str, new: &str, format: Format) -> ExitCode {
         Format::Md => {
             let mut out = String::new();
             report::comparison_md(&c, &mut out);
-            print!("{out}");
+            emit(&out);
         }
-        Format::Json => println!(
-            "{}",
+        Format::Json => emit(&format!(
+            "{}\n",
             serde_json::to_string_pretty(&report::comparison_json(&c)).unwrap_or_default()
-        ),
+        )),
     }
     let mut breaking: Vec<&str> = c.breaking().map(|f| f.finding.rule.id).collect();
     breaking.dedup();
@@ -138,11 +145,11 @@ pub fn review(base: Option<&str>, format: Format) -> ExitCode {
         Err(e) => return fail(&format!("{e:#}")),
     };
     match format {
-        Format::Md => print!("{}", report::review_md(&r)),
-        Format::Json => println!(
-            "{}",
+        Format::Md => emit(&report::review_md(&r)),
+        Format::Json => emit(&format!(
+            "{}\n",
             serde_json::to_string_pretty(&report::review_json(&r)).unwrap_or_default()
-        ),
+        )),
     }
     let failures = r.failures();
     if failures.is_empty() {
@@ -196,7 +203,7 @@ pub fn changelog(date: Option<&str>, since: Option<&str>) -> ExitCode {
     let declared = new.version.clone().filter(|v| v > last);
     let version = declared.unwrap_or_else(|| changelog::next_version(last, c.required()));
     let date = date.map_or_else(today, str::to_owned);
-    print!("{}", changelog::draft(&c, &version, &date));
+    emit(&changelog::draft(&c, &version, &date));
     ExitCode::SUCCESS
 }
 
