@@ -13,6 +13,9 @@ use std::sync::OnceLock;
 
 use crate::ordered::J;
 
+/// Where each definition name is first defined: (file, definition) indexes.
+type Places = HashMap<String, (usize, usize)>;
+
 /// All schema files of one contract version.
 #[derive(Debug, Clone)]
 pub struct Model {
@@ -20,7 +23,7 @@ pub struct Model {
     pub files: Vec<FileModel>,
     /// Where each name is first defined (file, definition), built on first use so a lookup
     /// costs the same in a tree of ten definitions or of ten thousand.
-    index: OnceLock<(HashMap<String, (usize, usize)>, usize)>,
+    index: OnceLock<(Places, usize)>,
 }
 
 impl Model {
