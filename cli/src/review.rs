@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use diagwire_review::catalog::Bump;
 use diagwire_review::tree::Tree;
-use diagwire_review::{changelog, compare, report, review};
+use diagwire_review::{changelog, compare, md, report, review};
 
 /// Output formats of the review commands.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -32,35 +32,68 @@ fn repo_root() -> Result<PathBuf, String> {
 }
 
 /// A tree named on the command line: a folder of schema files, `current` (`schemas/`), or the
-/// version of a frozen release.
+/// version of a frozen release. A path that is none of these is named with what it is instead
+/// (missing, a file, a link), not sent looking for a repository.
 fn tree(spec: &str) -> Result<Tree, String> {
     let path = Path::new(spec);
-    let dir = if path.is_dir() {
+    let meta = std::fs::symlink_metadata(path);
+    let dir = if meta.as_ref().is_ok_and(|m| m.is_dir()) {
         path.to_path_buf()
-    } else {
+    } else if let Ok(m) = &meta {
+        let what = if m.file_type().is_symlink() {
+            "a symbolic link (links are never followed in a schema tree)"
+        } else if m.is_file() {
+            "a file"
+        } else {
+            "not a regular file or folder"
+        };
+        return Err(format!(
+            "{spec}: {what}, not a folder of schema files; name a folder, `current`, or a frozen release"
+        ));
+    } else if spec == "current" || diagwire_schema::Version::parse(spec).is_ok() {
         let root = repo_root()?;
         if spec == "current" {
             root.join("schemas")
         } else {
             let release = root.join("schemas/releases").join(spec);
-            if !release.is_dir() {
+            if !std::fs::symlink_metadata(&release).is_ok_and(|m| m.is_dir()) {
                 return Err(format!(
-                    "{spec}: not a folder, `current`, or a frozen release"
+                    "{spec}: not a frozen release (no folder `schemas/releases/{spec}`)"
                 ));
             }
             release
         }
+    } else {
+        return Err(format!(
+            "{spec}: no such folder (and not `current` or a release version)"
+        ));
     };
     let mut t = Tree::load_dir(&dir).map_err(|e| format!("{e:#}"))?;
     t.label = spec.to_owned();
     if dir.ends_with("schemas") && t.version.is_none() {
-        t.version = diagwire_schema::contract_version(dir.parent().unwrap_or(&dir)).ok();
+        // A `VERSION` beside the folder must be readable; only a missing one leaves the version
+        // unknown.
+        let root = dir.parent().unwrap_or(&dir);
+        t.version = match diagwire_schema::read::regular_file(
+            &root.join("schemas/VERSION"),
+            "schemas/VERSION",
+        ) {
+            Err(e) if e.missing => None,
+            _ => Some(diagwire_schema::contract_version(root).map_err(|e| format!("{e:#}"))?),
+        };
     }
     Ok(t)
 }
 
+/// Writes a report to standard output; a reader that went away (a closed pipe) is no crash.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", md::terminal(message));
     ExitCode::from(2)
 }
 
@@ -79,25 +112,30 @@ pub fn diff(old: &str, new: &str, format: Format) -> ExitCode {
         Format::Md => {
             let mut out = String::new();
             report::comparison_md(&c, &mut out);
-            print!("{out}");
+            emit(&out);
         }
-        Format::Json => println!(
-            "{}",
+        Format::Json => emit(&format!(
+            "{}\n",
             serde_json::to_string_pretty(&report::comparison_json(&c)).unwrap_or_default()
-        ),
+        )),
     }
     let mut breaking: Vec<&str> = c.breaking().map(|f| f.finding.rule.id).collect();
     breaking.dedup();
     if c.required() <= Bump::Minor && c.unclassified().count() == 0 {
         ExitCode::SUCCESS
     } else {
-        eprintln!("breaking: {}", breaking.join(", "));
+        eprintln!("breaking: {}", md::terminal(&breaking.join(", ")));
         ExitCode::from(1)
     }
 }
 
 /// `diagwire review [--base REV]`.
 pub fn review(base: Option<&str>, format: Format) -> ExitCode {
+    if let Some(rev) = base {
+        if let Err(e) = diagwire_review::tree::check_revision(rev) {
+            return fail(&format!("{e:#}"));
+        }
+    }
     let root = match repo_root() {
         Ok(r) => r,
         Err(e) => return fail(&e),
@@ -107,18 +145,18 @@ pub fn review(base: Option<&str>, format: Format) -> ExitCode {
         Err(e) => return fail(&format!("{e:#}")),
     };
     match format {
-        Format::Md => print!("{}", report::review_md(&r)),
-        Format::Json => println!(
-            "{}",
+        Format::Md => emit(&report::review_md(&r)),
+        Format::Json => emit(&format!(
+            "{}\n",
             serde_json::to_string_pretty(&report::review_json(&r)).unwrap_or_default()
-        ),
+        )),
     }
     let failures = r.failures();
     if failures.is_empty() {
         ExitCode::SUCCESS
     } else {
         for f in &failures {
-            eprintln!("{f}");
+            eprintln!("{}", md::terminal(f));
         }
         ExitCode::from(1)
     }
@@ -127,6 +165,11 @@ pub fn review(base: Option<&str>, format: Format) -> ExitCode {
 /// `diagwire changelog`: the next release's section, from the last release (or `since`) to
 /// `schemas/`.
 pub fn changelog(date: Option<&str>, since: Option<&str>) -> ExitCode {
+    if let Some(d) = date {
+        if let Err(e) = check_date(d) {
+            return fail(&e);
+        }
+    }
     let root = match repo_root() {
         Ok(r) => r,
         Err(e) => return fail(&e),
@@ -138,7 +181,7 @@ pub fn changelog(date: Option<&str>, since: Option<&str>) -> ExitCode {
     let last = match since {
         Some(v) => match releases.iter().find(|r| r.to_string() == v) {
             Some(r) => r,
-            None => return fail(&format!("{v}: not a frozen release")),
+            None => return fail(&format!("--since {v}: not a frozen release")),
         },
         None => match releases.last() {
             Some(r) => r,
@@ -160,8 +203,38 @@ pub fn changelog(date: Option<&str>, since: Option<&str>) -> ExitCode {
     let declared = new.version.clone().filter(|v| v > last);
     let version = declared.unwrap_or_else(|| changelog::next_version(last, c.required()));
     let date = date.map_or_else(today, str::to_owned);
-    print!("{}", changelog::draft(&c, &version, &date));
+    emit(&changelog::draft(&c, &version, &date));
     ExitCode::SUCCESS
+}
+
+/// Refuses a `--date` that is not a real calendar date written `YYYY-MM-DD`: the date goes into
+/// the changelog's heading, so nothing else may.
+pub fn check_date(d: &str) -> Result<(), String> {
+    let refuse = || format!("--date {d}: not a date written YYYY-MM-DD");
+    let b = d.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return Err(refuse());
+    }
+    let num = |r: std::ops::Range<usize>| -> Result<u32, String> {
+        if b[r.clone()].iter().all(u8::is_ascii_digit) {
+            d[r].parse().map_err(|_| refuse())
+        } else {
+            Err(refuse())
+        }
+    };
+    let (y, m, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return Err(format!("--date {d}: month {m} does not exist")),
+    };
+    if day == 0 || day > days {
+        return Err(format!("--date {d}: day {day} of month {m} does not exist"));
+    }
+    Ok(())
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.

@@ -280,16 +280,8 @@ fn check_version_order(version: &Version, releases: &[Version]) -> Result<()> {
 fn same_texts(root: &Path, a: &str, b: &str) -> Result<bool> {
     let list = |dir: &str| -> Result<Vec<(String, Vec<u8>)>> {
         let mut out = Vec::new();
-        for entry in fs::read_dir(root.join(dir)).with_context(|| format!("reading {dir}"))? {
-            let path = entry?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default()
-                .to_owned();
-            if name.ends_with(".schema.json") {
-                out.push((name, fs::read(&path)?));
-            }
+        for (name, text) in diagwire_schema::read::schema_files(&root.join(dir), dir)? {
+            out.push((name, text.into_bytes()));
         }
         out.sort();
         Ok(out)
@@ -379,8 +371,11 @@ fn render_contract(root: &Path, c: &ContractOut<'_>) -> Result<Vec<Output>> {
     ));
     for f in &model.files {
         let name = format!("{}.schema.json", f.stem);
-        let text = fs::read_to_string(root.join(c.source).join(&name))
-            .with_context(|| format!("reading {}/{name}", c.source))?;
+        let text = diagwire_schema::read::read_text(
+            &root.join(c.source).join(&name),
+            &format!("{}/{name}", c.source),
+            diagwire_schema::read::FILE_CAP,
+        )?;
         out.push((PathBuf::from(format!("{}/{name}", c.schemas)), text));
     }
     // From `<module>/mod.rs` to the schema copies, both under `generated/`.
@@ -698,13 +693,22 @@ pub enum Mode {
 pub fn stale_files(root: &Path, expected: &[Output]) -> Result<Vec<PathBuf>> {
     let mut stale = Vec::new();
     for (path, contents) in expected {
-        let current = fs::read_to_string(root.join(path)).unwrap_or_default();
-        if current != *contents {
+        // A generated file is read like a schema file (no link followed, nothing but a regular
+        // file opened) and never past one byte more than it should hold: longer is stale.
+        let shown = path.display().to_string();
+        let cap = contents.len() as u64 + 1;
+        let current = match diagwire_schema::read::read_bytes(&root.join(path), &shown, cap) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.missing => None,
+            Err(e) if e.message.starts_with("larger than") => None,
+            Err(e) => return Err(e.into()),
+        };
+        if current.as_deref() != Some(contents.as_bytes()) {
             stale.push(path.clone());
         }
     }
     for (dir, ext) in OUTPUT_DIRS {
-        for path in existing_files(&root.join(dir), ext)? {
+        for path in existing_files(&root.join(dir), dir, ext)? {
             let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
             if !expected.iter().any(|(p, _)| *p == rel) {
                 stale.push(rel);
@@ -716,20 +720,10 @@ pub fn stale_files(root: &Path, expected: &[Output]) -> Result<Vec<PathBuf>> {
     Ok(stale)
 }
 
-fn existing_files(dir: &Path, ext: &str) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    if !dir.exists() {
-        return Ok(out);
-    }
-    for entry in fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            out.extend(existing_files(&path, ext)?);
-        } else if path.extension().is_some_and(|e| e == ext) {
-            out.push(path);
-        }
-    }
-    Ok(out)
+/// The files under an output folder, links never followed: a link anywhere there is an error
+/// naming it (two links to `.` would make the walk loop, one to `/` walk the whole disk).
+fn existing_files(dir: &Path, shown: &str, ext: &str) -> Result<Vec<PathBuf>> {
+    Ok(diagwire_schema::read::files_under(dir, shown, ext)?)
 }
 
 /// Generates, then writes or checks every output.

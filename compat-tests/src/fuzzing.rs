@@ -32,6 +32,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("cross_version", cross_version),
     ("record_file", record_file),
     ("proto_decode", proto_decode),
+    ("schema_review", crate::schema_review::schema_review),
 ];
 
 /// Splits an input into a record kind (its first byte) and the bytes after it.

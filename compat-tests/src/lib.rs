@@ -9,6 +9,7 @@ pub mod fuzzing;
 pub mod golden;
 pub mod legacy;
 pub mod rng;
+pub mod schema_review;
 pub mod stream;
 
 use std::fs;

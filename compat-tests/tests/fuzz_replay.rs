@@ -99,6 +99,7 @@ fn every_fuzz_target_has_a_replay_test() {
         "cross_version",
         "record_file",
         "proto_decode",
+        "schema_review",
     ];
     let names: Vec<&str> = TARGETS.iter().map(|(n, _)| *n).collect();
     assert_eq!(names, listed);
@@ -172,6 +173,16 @@ fn proto_decode_corpus_replays() {
 #[test]
 fn proto_decode_holds_on_generated_inputs() {
     generated("proto_decode");
+}
+
+#[test]
+fn schema_review_corpus_replays() {
+    replay("schema_review");
+}
+
+#[test]
+fn schema_review_holds_on_generated_inputs() {
+    generated("schema_review");
 }
 
 /// The wire fixture whose rings are longer than the writer keeps them.

@@ -58,12 +58,12 @@ pub fn draft(c: &Comparison, version: &Version, date: &str) -> String {
             "A breaking release: {} change(s) that an older reader refuses or misreads, or that break Rust callers; {} addition(s). Readers of {} must be upgraded, and old bundles read with a reader of their own version.",
             breaking.len(),
             added.len(),
-            c.old
+            crate::md::text(&c.old)
         )
     } else if !added.is_empty() || !changed.is_empty() {
         format!(
             "All additive: a reader of {} keeps the new fields, values and variants as unknowns and writes them back, and a reader of this release shows what older records lack as absent. {} addition(s), {} other compatible change(s).",
-            c.old,
+            crate::md::text(&c.old),
             added.len(),
             changed.len()
         )
@@ -77,7 +77,12 @@ pub fn draft(c: &Comparison, version: &Version, date: &str) -> String {
         }
         let _ = writeln!(out, "### {title}\n");
         for f in items {
-            let _ = writeln!(out, "- {} (`{}`).", f.finding.detail, f.finding.rule.id);
+            let _ = writeln!(
+                out,
+                "- {} (`{}`).",
+                crate::md::fragment(&f.finding.detail),
+                f.finding.rule.id
+            );
         }
         out.push('\n');
     };

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::catalog;
 use crate::finding::{Finding, Subject};
-use crate::instance::{Builder, Target};
+use crate::instance::{Builder, Incomplete, Target};
 use crate::tree::Tree;
 
 /// Which side wrote a counterexample.
@@ -47,6 +47,18 @@ pub struct Counterexample {
     pub confirmed: bool,
     /// How the break shows, in a sentence.
     pub note: String,
+}
+
+/// In place of a counterexample: why none was built (no record, no verdicts, not confirmed).
+pub fn not_built(why: String) -> Counterexample {
+    Counterexample {
+        kind: String::new(),
+        written_by: Side::New,
+        record: Value::Null,
+        verdicts: vec![],
+        confirmed: false,
+        note: why,
+    }
 }
 
 /// The readers of one tree.
@@ -89,7 +101,7 @@ impl<'t> Readers<'t> {
             None => out.push(Verdict {
                 reader: label,
                 accepts: false,
-                detail: format!("has no record kind `{kind}`"),
+                detail: format!("has no record kind \u{e000}{kind}\u{e001}"),
             }),
             Some(v) if v.is_empty() => out.push(Verdict {
                 reader: label,
@@ -100,7 +112,7 @@ impl<'t> Readers<'t> {
                 reader: label,
                 accepts: false,
                 detail: format!(
-                    "`{}`: {}",
+                    "\u{e000}{}\u{e001}: {}",
                     if v[0].pointer.is_empty() {
                         "/"
                     } else {
@@ -117,7 +129,7 @@ impl<'t> Readers<'t> {
                 None => Verdict {
                     reader,
                     accepts: false,
-                    detail: format!("has no record kind `{kind}`"),
+                    detail: format!("has no record kind \u{e000}{kind}\u{e001}"),
                 },
                 Some(Ok(_)) => Verdict {
                     reader,
@@ -245,11 +257,11 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
             if let Some(src) = source {
                 plan.also = Some((src, json!("derived")));
                 plan.note = format!(
-                    "the old reader calls `{field}` derived (its source says so); the new reader no longer reads the source and calls it reported"
+                    "the old reader calls \u{e000}{field}\u{e001} derived (its source says so); the new reader no longer reads the source and calls it reported"
                 );
             } else {
                 plan.note = format!(
-                    "the old reader names the gap that makes an absent `{field}` mean \"could not ask\"; the new reader calls it not observed"
+                    "the old reader names the gap that makes an absent \u{e000}{field}\u{e001} mean \"could not ask\"; the new reader calls it not observed"
                 );
             }
             Some(plan)
@@ -268,11 +280,11 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
             )?;
             plan.note = if rule == catalog::UNIT_CHANGED {
                 format!(
-                    "both sides take the record; the old reader reads `{field}` in its old unit"
+                    "both sides take the record; the old reader reads \u{e000}{field}\u{e001} in its old unit"
                 )
             } else {
                 format!(
-                    "both sides take the record; the old reader takes the derived `{field}` for a reported value"
+                    "both sides take the record; the old reader takes the derived \u{e000}{field}\u{e001} for a reported value"
                 )
             };
             Some(plan)
@@ -329,17 +341,22 @@ pub fn counterexample(f: &Finding, old: &Readers<'_>, new: &Readers<'_>) -> Opti
                 .1
                 .name
                 .clone();
-            Some(Plan {
-                writer: Side::Old,
-                kind: kind.clone(),
-                record: Builder::new(om).def_value(&def, 0),
-                pointer: String::new(),
-                also: None,
-                expect: Expect::Rejects,
-                note: String::new(),
-                tag_check: None,
-                unknown_key: None,
-            })
+            let b = Builder::new(om);
+            Some(
+                Plan {
+                    writer: Side::Old,
+                    kind: kind.clone(),
+                    record: b.def_value(&def, 0),
+                    pointer: String::new(),
+                    also: None,
+                    expect: Expect::Rejects,
+                    note: String::new(),
+                    tag_check: None,
+                    unknown_key: None,
+                    incomplete: None,
+                }
+                .checked(&b),
+            )
         }
         _ => None,
     }?;
@@ -392,6 +409,8 @@ struct Plan {
     tag_check: Option<(String, String)>,
     /// A struct and a key, to tell whether a reader keeps the key only as an unknown one.
     unknown_key: Option<(String, String)>,
+    /// Why the record could not be built whole (a recursive definition, a record too large).
+    incomplete: Option<Incomplete>,
 }
 
 fn prop<'m>(m: &'m Model, def: &str, field: &str) -> Option<&'m diagwire_schema::model::Prop> {
@@ -465,7 +484,9 @@ impl Plan {
             note: String::new(),
             tag_check: None,
             unknown_key: None,
+            incomplete: None,
         })
+        .map(|p| p.checked(&b))
     }
 
     /// A record of the writer's tree holding `value` where a value of type `def` sits.
@@ -484,7 +505,9 @@ impl Plan {
             note: String::new(),
             tag_check: None,
             unknown_key: None,
+            incomplete: None,
         })
+        .map(|p| p.checked(&b))
     }
 
     /// The smallest record of the kind `def` is the definition of.
@@ -495,17 +518,20 @@ impl Plan {
             .find(|(_, d)| d.name == def)?
             .0
             .to_owned();
+        let b = Builder::new(m);
         Some(Plan {
             writer,
             kind,
-            record: Builder::new(m).def_value(def, 0),
+            record: b.def_value(def, 0),
             pointer: String::new(),
             also: None,
             expect,
             note: String::new(),
             tag_check: None,
             unknown_key: None,
+            incomplete: None,
         })
+        .map(|p| p.checked(&b))
     }
 
     /// A record of the writer's tree holding the variant `tag` of the union `def` (or, for a tag
@@ -546,10 +572,30 @@ impl Plan {
             note: String::new(),
             tag_check: Some((def.to_owned(), tag.to_owned())),
             unknown_key: None,
+            incomplete: None,
         })
+        .map(|p| p.checked(&b))
+    }
+
+    /// The plan, marked incomplete when its builder could not build the record whole.
+    fn checked(mut self, b: &Builder<'_>) -> Plan {
+        self.incomplete = b.incomplete();
+        self
+    }
+
+    /// In place of a counterexample: why none was built.
+    fn unbuilt(self, why: &Incomplete) -> Counterexample {
+        Counterexample {
+            kind: self.kind,
+            written_by: self.writer,
+            ..not_built(why.to_string())
+        }
     }
 
     fn run(mut self, old: &Readers<'_>, new: &Readers<'_>) -> Counterexample {
+        if let Some(why) = self.incomplete.clone() {
+            return self.unbuilt(&why);
+        }
         if let Some((key, value)) = self.also.take() {
             if let Some(obj) = self
                 .record
@@ -780,7 +826,7 @@ fn place(pointer: &str) -> String {
     if pointer.is_empty() {
         "the record".to_owned()
     } else {
-        format!("`{pointer}`")
+        format!("\u{e000}{pointer}\u{e001}")
     }
 }
 
@@ -803,6 +849,9 @@ fn run_protobuf(
     rm: &Model,
 ) -> Counterexample {
     use diagwire::proto::{decode, encode};
+    if let Some(why) = plan.incomplete.clone() {
+        return plan.unbuilt(&why);
+    }
     let reader = format!("protobuf descriptor of {}", rs.label);
     let note = format!(
         "encoded with the protobuf descriptor of {} and decoded with that of {}",
@@ -863,7 +912,7 @@ fn run_protobuf(
                     (
                         control.is_some() && got != base,
                         format!(
-                            "reads the writer's `{new}` as its own `{old}`: {} (without `{new}`: {})",
+                            "reads the writer's \u{e000}{new}\u{e001} as its own \u{e000}{old}\u{e001}: {} (without \u{e000}{new}\u{e001}: {})",
                             shown(got),
                             shown(base)
                         ),
@@ -878,7 +927,7 @@ fn run_protobuf(
                     (
                         names_tag(rm, union, got, tag),
                         format!(
-                            "reads {} as its variant `{tag}`: {}",
+                            "reads {} as its variant \u{e000}{tag}\u{e001}: {}",
                             place(pointer),
                             shown(got)
                         ),

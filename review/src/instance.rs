@@ -4,6 +4,7 @@
 //! Written here rather than with `arbitrary` because the trees a review compares need not have
 //! generated types: a scratch copy of a release has only its schemas.
 
+use std::cell::RefCell;
 use std::collections::{BTreeSet, VecDeque};
 
 use diagwire_runtime::shape::escape_pointer_token;
@@ -12,6 +13,44 @@ use serde_json::{Map, Value, json};
 
 /// How deep references are followed when building a value.
 const MAX_DEPTH: usize = 24;
+
+/// The most values (objects, arrays and scalars) one builder makes: a counterexample stays small
+/// whatever the schemas, even when a definition holds many others that each hold many more.
+pub const MAX_VALUES: usize = 20_000;
+
+/// Why a builder could not build a complete value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incomplete {
+    /// The definition holds itself through required fields, tuple items or first variants: no
+    /// finite record of it exists, so no reader can be shown one.
+    Recursive(String),
+    /// The value would be larger than [`MAX_VALUES`].
+    TooLarge,
+}
+
+impl std::fmt::Display for Incomplete {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Incomplete::Recursive(def) => write!(
+                f,
+                "recursive: `{def}` holds itself in a required place, so no finite record of it exists and no counterexample is needed"
+            ),
+            Incomplete::TooLarge => write!(
+                f,
+                "too large: the smallest record would hold more than {MAX_VALUES} values, so no counterexample is built"
+            ),
+        }
+    }
+}
+
+/// What a builder has seen while building: the definitions it is inside, how many values it
+/// made, and whether a value came out incomplete.
+#[derive(Default)]
+struct Progress {
+    inside: Vec<String>,
+    values: usize,
+    incomplete: Option<Incomplete>,
+}
 
 /// One step from a record's root down to the place a counterexample is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,15 +73,43 @@ pub enum Target {
 }
 
 /// Builds records from a model.
+///
+/// Building is bounded: a definition met again inside itself stops the expansion (it is
+/// [`Incomplete::Recursive`]), and no builder makes more than [`MAX_VALUES`] values
+/// ([`Incomplete::TooLarge`]); [`Builder::incomplete`] says whether either happened.
 pub struct Builder<'m> {
     /// The model.
     pub model: &'m Model,
+    progress: RefCell<Progress>,
 }
 
 impl<'m> Builder<'m> {
     /// A builder over `model`.
     pub fn new(model: &'m Model) -> Self {
-        Builder { model }
+        Builder {
+            model,
+            progress: RefCell::new(Progress::default()),
+        }
+    }
+
+    /// Why a value this builder built is not a complete record, if one is not.
+    pub fn incomplete(&self) -> Option<Incomplete> {
+        self.progress.borrow().incomplete.clone()
+    }
+
+    fn give_up(&self, why: Incomplete) -> Value {
+        let mut p = self.progress.borrow_mut();
+        if p.incomplete.is_none() {
+            p.incomplete = Some(why);
+        }
+        Value::Null
+    }
+
+    /// Counts one more value; false once the budget is spent.
+    fn count(&self) -> bool {
+        let mut p = self.progress.borrow_mut();
+        p.values += 1;
+        p.values <= MAX_VALUES && p.incomplete.is_none()
     }
 
     /// The smallest valid value of a type.
@@ -51,6 +118,9 @@ impl<'m> Builder<'m> {
     }
 
     fn value_at(&self, ty: &Ty, depth: usize) -> Value {
+        if !self.count() {
+            return self.give_up(Incomplete::TooLarge);
+        }
         match ty {
             Ty::Str => json!("x"),
             Ty::Int(_) => json!(0),
@@ -69,11 +139,24 @@ impl<'m> Builder<'m> {
             return Value::Null;
         };
         if depth > MAX_DEPTH {
-            return Value::Null;
+            return self.give_up(Incomplete::TooLarge);
         }
-        match &def.kind {
+        if !self.count() {
+            return self.give_up(Incomplete::TooLarge);
+        }
+        if self.progress.borrow().inside.iter().any(|d| d == name) {
+            return self.give_up(Incomplete::Recursive(name.to_owned()));
+        }
+        self.progress.borrow_mut().inside.push(name.to_owned());
+        let value = self.def_kind_value(name, &def.kind, depth);
+        self.progress.borrow_mut().inside.pop();
+        value
+    }
+
+    fn def_kind_value(&self, name: &str, kind: &DefKind, depth: usize) -> Value {
+        match kind {
             DefKind::Struct(s) => Value::Object(self.struct_value(s, depth)),
-            DefKind::Enum { values, .. } => json!(values[0]),
+            DefKind::Enum { values, .. } => values.first().map_or(Value::Null, |v| json!(v)),
             DefKind::Union(u) => self.variant_value(
                 name,
                 u.variants.first().map(|v| v.tag.as_str()).unwrap_or(""),

@@ -14,6 +14,7 @@ pub mod confirm;
 pub mod diff;
 pub mod finding;
 pub mod instance;
+pub mod md;
 pub mod output;
 pub mod proto;
 pub mod report;
@@ -24,6 +25,10 @@ use catalog::Bump;
 use confirm::{Counterexample, Readers};
 use finding::Finding;
 use tree::Tree;
+
+/// The most counterexamples one comparison builds; each later breaking finding says it has none
+/// and why, so a tree with thousands of breaks is reviewed in bounded time.
+pub const MAX_COUNTEREXAMPLES: usize = 100;
 
 /// A finding with its counterexample, when its rule breaks a reader on the wire.
 #[derive(Debug, Clone)]
@@ -82,29 +87,47 @@ impl Comparison {
 
 /// Compares two trees (their JSON forms, and their protobuf forms when both have a number table)
 /// and confirms a counterexample for every finding whose rule breaks a reader.
+///
+/// A number table that is there but cannot be read or cannot number its tree fails the
+/// comparison (fail closed); only a side without any table skips the protobuf rules.
 pub fn compare(old: &Tree, new: &Tree) -> anyhow::Result<Comparison> {
+    if let Some(why) = proto::broken(old, new) {
+        anyhow::bail!("the protobuf forms cannot be compared: {why}");
+    }
     let (ro, rn) = (Readers::new(old)?, Readers::new(new)?);
     let breaks = |f: &Finding| f.rule.old_reader.breaks() || f.rule.new_reader.breaks();
-    let mut findings: Vec<Checked> = diff::diff(old, new)
-        .into_iter()
-        .map(|finding| Checked {
-            counterexample: if breaks(&finding) {
-                confirm::counterexample(&finding, &ro, &rn)
-            } else {
-                None
-            },
+    // Each counterexample costs a walk of the tree and a run of the readers: past
+    // MAX_COUNTEREXAMPLES, a breaking finding says why it has none instead.
+    let mut built = 0usize;
+    let mut budget = |finding: &Finding| -> Option<Option<Counterexample>> {
+        if !breaks(finding) {
+            return Some(None);
+        }
+        built += 1;
+        if built > MAX_COUNTEREXAMPLES {
+            return Some(Some(confirm::not_built(format!(
+                "not built: this comparison already has {MAX_COUNTEREXAMPLES} counterexamples"
+            ))));
+        }
+        None
+    };
+    let mut findings: Vec<Checked> = Vec::new();
+    for finding in diff::diff(old, new) {
+        let counterexample =
+            budget(&finding).unwrap_or_else(|| confirm::counterexample(&finding, &ro, &rn));
+        findings.push(Checked {
+            counterexample,
             finding,
-        })
-        .collect();
+        });
+    }
     let protobuf = match proto::sides(old, new) {
         Ok((po, pn)) => {
             for finding in proto::diff(&po, &pn, &old.model, &new.model) {
+                let counterexample = budget(&finding).unwrap_or_else(|| {
+                    confirm::protobuf(&finding, &po, &pn, &old.model, &new.model)
+                });
                 findings.push(Checked {
-                    counterexample: if breaks(&finding) {
-                        confirm::protobuf(&finding, &po, &pn, &old.model, &new.model)
-                    } else {
-                        None
-                    },
+                    counterexample,
                     finding,
                 });
             }

@@ -188,7 +188,7 @@ impl ComparisonOutput {
                 },
                 Status::Skipped(why) => ProtobufOutput::Skipped {
                     compared: false,
-                    skipped: why.clone(),
+                    skipped: crate::md::plain(why),
                 },
             },
             findings: c
@@ -203,7 +203,7 @@ impl ComparisonOutput {
                         schema: f.finding.at.schema.clone(),
                         def: f.finding.at.def.clone(),
                         member: f.finding.at.member.clone(),
-                        detail: f.finding.detail.clone(),
+                        detail: crate::md::plain(&f.finding.detail),
                         old_reader_on_new_records: r.old_reader.as_str(),
                         new_reader_on_old_records: r.new_reader.as_str(),
                         counterexample: f.counterexample.as_ref().map(|x| CounterexampleOutput {
@@ -214,14 +214,14 @@ impl ComparisonOutput {
                             },
                             record: x.record.clone(),
                             confirmed: x.confirmed,
-                            note: x.note.clone(),
+                            note: crate::md::plain(&x.note),
                             verdicts: x
                                 .verdicts
                                 .iter()
                                 .map(|v| VerdictOutput {
-                                    reader: v.reader.clone(),
+                                    reader: crate::md::plain(&v.reader),
                                     accepts: v.accepts,
-                                    detail: v.detail.clone(),
+                                    detail: crate::md::plain(&v.detail),
                                 })
                                 .collect(),
                         }),
@@ -249,7 +249,7 @@ impl ReviewOutput {
         ReviewOutput {
             format_version: FORMAT_VERSION,
             passes: failures.is_empty(),
-            failures,
+            failures: failures.iter().map(|f| crate::md::plain(f)).collect(),
             version: r.version.to_string(),
             schemas_changed: r.schemas_changed,
             changelog_updated: r.changelog_ok,

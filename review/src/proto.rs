@@ -65,7 +65,11 @@ impl Side {
                         .strip_prefix(diagwire_codegen::proto::NUMBERS_FILE)
                         .and_then(|r| r.strip_prefix(": "))
                         .unwrap_or(&e);
-                    format!("{} cannot be encoded with `{table}`: {e}", tree.label)
+                    format!(
+                        "{} cannot be encoded with \u{e000}{table}\u{e001}: {}",
+                        tree.label,
+                        diagwire_schema::problem::printable(e)
+                    )
                 })?;
         Ok(Side {
             label: tree.label.clone(),
@@ -83,6 +87,30 @@ pub fn sides(old: &Tree, new: &Tree) -> Result<(Side, Side), String> {
         (Ok(a), Ok(b)) => Ok((a, b)),
         (Err(a), Err(b)) => Err(format!("{a}; {b}")),
         (Err(e), _) | (_, Err(e)) => Err(e),
+    }
+}
+
+/// Why the protobuf rules cannot run on these two trees although the sides are there to be
+/// compared: a number table that is there but cannot be read, parsed, or number its tree. A
+/// comparison fails closed on this (a malformed table must not turn a break into "not compared");
+/// `None` when both sides have a usable table or a side has none at all.
+pub fn broken(old: &Tree, new: &Tree) -> Option<String> {
+    let mut why = Vec::new();
+    for tree in [old, new] {
+        match &tree.numbers {
+            NumberTable::Invalid { .. } => why.push(Side::of(tree).err().unwrap_or_default()),
+            NumberTable::Found { .. } => {
+                if let Err(e) = Side::of(tree) {
+                    why.push(e);
+                }
+            }
+            NumberTable::Missing(_) => {}
+        }
+    }
+    if why.is_empty() {
+        None
+    } else {
+        Some(why.join("; "))
     }
 }
 
@@ -171,12 +199,12 @@ fn describe(t: &Value) -> String {
             "json" => "bytes (JSON)".into(),
             other => other.into(),
         },
-        Value::Null => "`Unit`".into(),
+        Value::Null => "\u{e000}Unit\u{e001}".into(),
         _ => {
             if let Some(e) = t.get("enum").and_then(Value::as_str) {
-                format!("enum `{e}`")
+                format!("enum \u{e000}{e}\u{e001}")
             } else if let Some(m) = t.get("message").and_then(Value::as_str) {
-                format!("message `{m}`")
+                format!("message \u{e000}{m}\u{e001}")
             } else if let Some(i) = list_item(t) {
                 format!("repeated {}", describe(i))
             } else {
@@ -287,8 +315,10 @@ impl Cx<'_> {
             old.iter().map(|(n, num, t)| (*n, (*num, *t))).collect();
         let by_number: BTreeMap<u32, &str> = old.iter().map(|(n, num, _)| (*num, *n)).collect();
         let what = |name: &str| match kind {
-            Kind::Variant => format!("the `{message}` variant `{name}`"),
-            _ => format!("`{message}.{name}`"),
+            Kind::Variant => {
+                format!("the \u{e000}{message}\u{e001} variant \u{e000}{name}\u{e001}")
+            }
+            _ => format!("\u{e000}{message}.{name}\u{e001}"),
         };
         for (name, number, ty) in new {
             let member = |was: Option<(u32, String)>, reserved: bool| Member {
@@ -332,13 +362,13 @@ impl Cx<'_> {
                 (Some(prev), _) if prev != name => self.push(
                     &catalog::PROTO_NUMBER_REUSED,
                     member(Some((*number, (*prev).to_owned())), false),
-                    format!("number {number} of `{message}` now names `{name}`; it named `{prev}`"),
+                    format!("number {number} of \u{e000}{message}\u{e001} now names \u{e000}{name}\u{e001}; it named \u{e000}{prev}\u{e001}"),
                 ),
                 (None, Some(prev)) if prev != name => self.push(
                     &catalog::PROTO_NUMBER_REUSED,
                     member(Some((*number, prev.clone())), true),
                     format!(
-                        "number {number} of `{message}` now names `{name}`; the old table reserved it for `{prev}`"
+                        "number {number} of \u{e000}{message}\u{e001} now names \u{e000}{name}\u{e001}; the old table reserved it for \u{e000}{prev}\u{e001}"
                     ),
                 ),
                 _ => {}
@@ -412,7 +442,7 @@ pub fn diff(old: &Side, new: &Side, old_model: &Model, new_model: &Model) -> Vec
                                 && tags.contains(*tag)
                                 && !old_unions.get(*u).is_some_and(|t| t.contains(*tag))
                         })
-                        .map(|(u, _)| format!("; it is now a member of `{u}`"))
+                        .map(|(u, _)| format!("; it is now a member of \u{e000}{u}\u{e001}"))
                         .unwrap_or_default();
                     cx.push(
                         &catalog::PROTO_ONEOF_MEMBER_REMOVED,
@@ -423,17 +453,19 @@ pub fn diff(old: &Side, new: &Side, old_model: &Model, new_model: &Model) -> Vec
                             was: None,
                             reserved: false,
                         },
-                        format!("`{name}` lost the oneof member `{tag}` (number {number}){moved}"),
+                        format!("\u{e000}{name}\u{e001} lost the oneof member \u{e000}{tag}\u{e001} (number {number}){moved}"),
                     );
                 }
             }
             (Some(View::Struct(_)), Some(View::Union(_)))
             | (Some(View::Union(_)), Some(View::Struct(_))) => {
                 let detail = if matches!(view(n), Some(View::Union(_))) {
-                    format!("`{name}` is now a union message: its fields became members of a oneof")
+                    format!(
+                        "\u{e000}{name}\u{e001} is now a union message: its fields became members of a oneof"
+                    )
                 } else {
                     format!(
-                        "`{name}` is now a struct message: the members of its oneof became fields"
+                        "\u{e000}{name}\u{e001} is now a struct message: the members of its oneof became fields"
                     )
                 };
                 cx.push(
@@ -567,7 +599,7 @@ mod tests {
             vec![(
                 "PROTO_NUMBER_REUSED sample#Sample.octets".to_owned(),
                 format!(
-                    "number {size} of `Sample` now names `octets`; the old table reserved it for `size`"
+                    "number {size} of \u{e000}Sample\u{e001} now names \u{e000}octets\u{e001}; the old table reserved it for \u{e000}size\u{e001}"
                 ),
                 None,
             )]
@@ -621,7 +653,10 @@ mod tests {
             })
             .and_then(|f| f.counterexample.as_ref())
             .expect("a counterexample");
-        assert_eq!(x.verdicts[0].detail, "reads `/color` as \"green\"");
+        assert_eq!(
+            x.verdicts[0].detail,
+            "reads \u{e000}/color\u{e001} as \"green\""
+        );
     }
 
     /// A side made of a descriptor alone (the models only name schema files).
@@ -677,19 +712,19 @@ mod tests {
             vec![
                 (
                     "PROTO_ONEOF_MEMBER_REMOVED #A.y".to_owned(),
-                    "`A` lost the oneof member `y` (number 2); it is now a member of `B`".to_owned()
+                    "\u{e000}A\u{e001} lost the oneof member \u{e000}y\u{e001} (number 2); it is now a member of \u{e000}B\u{e001}".to_owned()
                 ),
                 (
                     "PROTO_ONEOF_CHANGED #C".to_owned(),
-                    "`C` is now a union message: its fields became members of a oneof".to_owned()
+                    "\u{e000}C\u{e001} is now a union message: its fields became members of a oneof".to_owned()
                 ),
                 (
                     "PROTO_ENCODING_CHANGED #CListItemList.items".to_owned(),
-                    "`CListItemList.items` is now repeated sint32, was repeated uint32 (both packed varint)".to_owned()
+                    "\u{e000}CListItemList.items\u{e001} is now repeated sint32, was repeated uint32 (both packed varint)".to_owned()
                 ),
                 (
                     "PROTO_INTEGER_WIDENED #DPairTuple.item0".to_owned(),
-                    "`DPairTuple.item0` is now uint64, was uint32 (both varint)".to_owned()
+                    "\u{e000}DPairTuple.item0\u{e001} is now uint64, was uint32 (both varint)".to_owned()
                 ),
             ]
         );

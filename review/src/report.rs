@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::Comparison;
 use crate::catalog::{self, Bump};
 use crate::confirm::Side;
+use crate::md;
 use crate::output::{DiffOutput, ReviewOutput};
 use crate::proto::Status;
 use crate::review::Review;
@@ -27,8 +28,8 @@ pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
     let _ = writeln!(
         out,
         "**{} → {}**: {} change(s), {} breaking, needs {}.\n",
-        c.old,
-        c.new,
+        md::text(&c.old),
+        md::text(&c.new),
         c.findings.len(),
         breaking,
         bump_needed(c)
@@ -46,18 +47,22 @@ pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
     }
     match &c.protobuf {
         Status::Skipped(why) => {
-            let _ = writeln!(out, "Protobuf: not compared — {why}.\n");
+            let _ = writeln!(out, "Protobuf: not compared — {}.\n", md::fragment(why));
         }
         Status::Compared { old, new } if protobuf.is_empty() => {
             let _ = writeln!(
                 out,
-                "Protobuf (numbers `{old}` → `{new}`): no differences in the binary form.\n"
+                "Protobuf (numbers {} → {}): no differences in the binary form.\n",
+                md::code(old),
+                md::code(new)
             );
         }
         Status::Compared { old, new } => {
             let _ = writeln!(
                 out,
-                "#### Protobuf\n\nThe binary form, numbered by `{old}` → `{new}`: {} change(s), {} breaking. Effects are those on protobuf readers.\n",
+                "#### Protobuf\n\nThe binary form, numbered by {} → {}: {} change(s), {} breaking. Effects are those on protobuf readers.\n",
+                md::code(old),
+                md::code(new),
                 protobuf.len(),
                 protobuf
                     .iter()
@@ -92,10 +97,10 @@ fn section_md(c: &Comparison, findings: &[&crate::Checked], out: &mut String, on
         let r = f.finding.rule;
         let _ = writeln!(
             out,
-            "| `{}` | {} | `{}` | {} | {} |",
+            "| `{}` | {} | {} | {} | {} |",
             r.id,
             r.bump,
-            f.finding.at,
+            md::code(&f.finding.at.to_string()),
             r.old_reader.as_str(),
             r.new_reader.as_str()
         );
@@ -105,39 +110,45 @@ fn section_md(c: &Comparison, findings: &[&crate::Checked], out: &mut String, on
         let r = f.finding.rule;
         let _ = writeln!(
             out,
-            "- **`{}`** ({}) `{}`: {}. {}.",
+            "- **`{}`** ({}) {}: {}. {}.",
             r.id,
             r.bump,
-            f.finding.at,
-            f.finding.detail,
+            md::code(&f.finding.at.to_string()),
+            md::fragment(&f.finding.detail),
             sentence(r.why)
         );
         if let Some(x) = &f.counterexample {
+            if x.record.is_null() && x.verdicts.is_empty() {
+                // A finding whose record could not be built (a recursive definition): why.
+                let _ = writeln!(out, "  - no counterexample: {}", md::fragment(&x.note));
+                continue;
+            }
             let side = match x.written_by {
                 Side::Old => &c.old,
                 Side::New => &c.new,
             };
             let _ = writeln!(
                 out,
-                "  - counterexample ({}): a `{}` record written by {side}: `{}`",
+                "  - counterexample ({}): a {} record written by {}: {}",
                 if x.confirmed {
                     "confirmed"
                 } else {
                     "not confirmed"
                 },
-                x.kind,
-                compact(&x.record)
+                md::code(&x.kind),
+                md::text(side),
+                md::code(&compact(&x.record))
             );
             for v in &x.verdicts {
                 let _ = writeln!(
                     out,
                     "    - {}: {} — {}",
-                    v.reader,
+                    md::fragment(&v.reader),
                     if v.accepts { "accepts" } else { "refuses" },
-                    v.detail
+                    md::fragment(&v.detail)
                 );
             }
-            let _ = writeln!(out, "    - {}", x.note);
+            let _ = writeln!(out, "    - {}", md::fragment(&x.note));
         }
     }
     out.push('\n');
@@ -190,8 +201,8 @@ pub fn review_md(r: &Review) -> String {
         let _ = writeln!(
             out,
             "| {} → {} | {} | {} | {} | {} | {} | {} |",
-            c.old,
-            c.new,
+            md::text(&c.old),
+            md::text(&c.new),
             c.findings.len(),
             c.breaking().count(),
             c.unclassified().count(),
@@ -240,7 +251,7 @@ pub fn review_md(r: &Review) -> String {
     if !failures.is_empty() {
         out.push_str("### Why it fails\n\n");
         for f in &failures {
-            let _ = writeln!(out, "- {f}");
+            let _ = writeln!(out, "- {}", md::fragment(f));
         }
         out.push('\n');
     }
@@ -251,7 +262,12 @@ pub fn review_md(r: &Review) -> String {
         .position(|s| !s.binding)
         .unwrap_or(r.steps.len().saturating_sub(1));
     for (i, s) in r.steps.iter().enumerate() {
-        let _ = writeln!(out, "### {} → {}\n", s.comparison.old, s.comparison.new);
+        let _ = writeln!(
+            out,
+            "### {} → {}\n",
+            md::text(&s.comparison.old),
+            md::text(&s.comparison.new)
+        );
         findings_md(&s.comparison, &mut out, i != full);
         let order: Vec<&str> = s.rollout.order.iter().map(|r| r.as_str()).collect();
         let _ = writeln!(
@@ -298,8 +314,22 @@ pub fn catalog_md() -> String {
     table(&mut out, false);
     out.push_str(PROTOBUF_MD);
     table(&mut out, true);
+    out.push_str(GATE_MD);
     out
 }
+
+/// The last part of the rules page: how the review treats the trees it is given.
+const GATE_MD: &str = "
+## The review as a gate
+
+`diff`, `review` and `changelog` run on schema trees written by whoever opened a pull request, and the comment they print is trusted, so they read those trees the way bundles are read and write what comes from them through one escaping function:
+
+* **Reading.** Schema folders, `VERSION`, number tables, `CHANGELOG.md` and `generated/` are read as regular files only: a FIFO, device or socket is refused from its metadata before anything opens it, and a symbolic link is never followed anywhere (`generated/` included) but reported with its path. A schema file holds at most 2 MiB, a folder's schema files 16 MiB together, a number table or changelog 16 MiB, `VERSION` 1 KiB; more is refused, located. Duplicate keys are found in linear time. The schemas at a git revision (`--base`) are read with the same caps, and a link or submodule there is refused.
+* **Failing closed.** Every input that cannot be read or parsed (a schema file, a reference that does not resolve, a number table, a release, `VERSION`, `CHANGELOG.md`) fails the command with its file and JSON pointer and exit status 2; nothing is skipped silently.
+* **Bounded.** A counterexample is built from at most 20,000 values, and a comparison builds at most 100 (each later breaking finding says it has none and why); a definition that holds itself in a required place has no finite record, and its finding says `recursive: … no counterexample is needed` instead. A refusal lists at most 100 profile problems and counts the rest.
+* **Escaping.** Names, values, descriptions, record kinds and paths from a tree reach the Markdown as code spans fenced longer than any run of backticks inside, or as text with Markdown and HTML syntax escaped; in both, `|` cannot end a table cell and line breaks and control characters are written as `\\u{…}`. On a terminal, control characters are escaped as well.
+* **Arguments.** `review --base` takes a revision, never an option: a leading `-`, a `:`, spaces or control characters are refused, and git gets it after `--end-of-options`. `changelog --date` takes a real date written `YYYY-MM-DD`. `diff` says what is wrong with a path (missing, a file, a link).
+";
 
 /// The protobuf part of the rules page, before its table.
 const PROTOBUF_MD: &str = "
@@ -318,7 +348,7 @@ A plain addition under a fresh number is no protobuf finding, to an open union o
 | a repository's `schemas/` (`current`, the working tree of `review`) | `schemas/proto-numbers.json` |
 | the schemas at a git revision (`review --base REV`) | `schemas/proto-numbers.json` at that revision |
 
-`proto-numbers.json` has the form of `schemas/proto-numbers.json` (`messages` and `enums`, each table with its `numbers` and `reserved` names) and must number every field, variant and value of the folder's schemas. A number the older side's table reserves and the newer side gives to another name is `PROTO_NUMBER_REUSED` as well. When a side has no table, or one that does not number every member, the protobuf rules are skipped for that comparison and the report says why (`Protobuf: not compared — …`); the JSON rules run either way.
+`proto-numbers.json` has the form of `schemas/proto-numbers.json` (`messages` and `enums`, each table with its `numbers` and `reserved` names) and must number every field, variant and value of the folder's schemas. A number the older side's table reserves and the newer side gives to another name is `PROTO_NUMBER_REUSED` as well. When a side has no table at all, the protobuf rules are skipped for that comparison and the report says why (`Protobuf: not compared — …`); the JSON rules run either way. A table that is there but cannot be read (a link, a FIFO, past the size cap, not UTF-8), is not a number table, or does not number every member fails the comparison with its reason and exit status 2: a malformed table must not turn a break into \"not compared\".
 
 ";
 

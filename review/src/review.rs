@@ -14,6 +14,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use diagwire_schema::Version;
+use diagwire_schema::read;
 
 use crate::catalog::{Bump, Effect};
 use crate::tree::{Tree, git};
@@ -230,6 +231,13 @@ impl Review {
 /// Reviews the working tree's `schemas/` under `root` against the git revision `base` (when given)
 /// and against every frozen release of the current major version.
 pub fn review(root: &Path, base: Option<&str>) -> Result<Review> {
+    if let Some(rev) = base {
+        crate::tree::check_revision(rev)?;
+    }
+    match read::regular_file(&root.join("CHANGELOG.md"), "CHANGELOG.md") {
+        Err(e) if !e.missing => return Err(e.into()),
+        _ => {}
+    }
     let mut work = Tree::load_dir(&root.join("schemas"))?;
     work.label = "working tree".into();
     let version = diagwire_schema::contract_version(root)?;
@@ -243,7 +251,17 @@ pub fn review(root: &Path, base: Option<&str>) -> Result<Review> {
         let comparison = compare(&old, &work)?;
         schemas_changed = !comparison.is_empty() || old.texts != work.texts;
         if schemas_changed {
-            let diff = git(root, &["diff", "--name-only", rev, "--", "CHANGELOG.md"])?;
+            let diff = git(
+                root,
+                &[
+                    "diff",
+                    "--name-only",
+                    "--end-of-options",
+                    rev,
+                    "--",
+                    "CHANGELOG.md",
+                ],
+            )?;
             let untracked = git(root, &["status", "--porcelain", "--", "CHANGELOG.md"])?;
             changelog_ok = !diff.trim().is_empty() || !untracked.trim().is_empty();
         }
@@ -269,7 +287,17 @@ pub fn review(root: &Path, base: Option<&str>) -> Result<Review> {
         if base.is_none() && Some(*r) == releases.last() {
             schemas_changed = !comparison.is_empty();
             if schemas_changed {
-                let text = std::fs::read_to_string(root.join("CHANGELOG.md")).unwrap_or_default();
+                // A changelog that is there must be readable: a FIFO, a link or a file past the
+                // cap fails the review, located; only a missing one reads as empty.
+                let text = match read::read_text(
+                    &root.join("CHANGELOG.md"),
+                    "CHANGELOG.md",
+                    read::TEXT_CAP,
+                ) {
+                    Ok(t) => t,
+                    Err(e) if e.missing => String::new(),
+                    Err(e) => return Err(e.into()),
+                };
                 changelog_ok = text.lines().any(|l| {
                     l.starts_with(&format!("## {version} ")) || l.trim() == format!("## {version}")
                 });

@@ -7,7 +7,7 @@
 //! in `schemas/releases/<v>/proto-numbers.json`, beside the schemas they number. The schemas at a
 //! git revision use `schemas/proto-numbers.json` at that revision.
 
-use std::fs;
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -16,6 +16,8 @@ use diagwire::Contract;
 use diagwire::releases::READERS;
 use diagwire_codegen::proto::Numbers;
 use diagwire_schema::model::Model;
+use diagwire_schema::problem::printable;
+use diagwire_schema::read;
 use diagwire_schema::{SchemaFile, Version};
 
 /// One contract version's schemas.
@@ -76,18 +78,17 @@ impl NumberTable {
             (Some(s), _, _) if s == "schemas" => format!("schemas/{NUMBER_FILE}"),
             _ => own.display().to_string(),
         };
-        if own.is_file() {
-            NumberTable::read(&own, shown)
-        } else {
-            NumberTable::Missing(format!("no `{shown}`"))
-        }
+        NumberTable::read(&own, shown)
     }
 
+    /// The table at `path` (named `shown`): missing when nothing is there, invalid when what is
+    /// there is not a regular file under the cap, not UTF-8 or not a number table.
     fn read(path: &Path, shown: String) -> NumberTable {
-        match fs::read_to_string(path) {
+        match read::read_text(path, &shown, read::TEXT_CAP) {
             Ok(text) => NumberTable::parse(&text, shown),
+            Err(e) if e.missing => NumberTable::Missing(format!("no \u{e000}{shown}\u{e001}")),
             Err(e) => NumberTable::Invalid {
-                error: format!("{shown}: {e}"),
+                error: e.to_string(),
                 path: shown,
             },
         }
@@ -132,62 +133,119 @@ impl Tree {
 
     /// Loads a folder of `*.schema.json` files. The version is the folder's `VERSION` file, or the
     /// folder's name when that is a semantic version (a release folder).
+    ///
+    /// The folder is read like a bundle (`diagwire_schema::read`): regular files only, links never
+    /// followed, each file and the whole folder under a cap; a `VERSION` that is there but cannot
+    /// be read as a semantic version fails the load, located.
     pub fn load_dir(dir: &Path) -> Result<Tree> {
+        let shown = dir.display().to_string();
         let mut texts = Vec::new();
-        for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-            let path = entry?.path();
-            let Some(stem) = path
-                .file_name()
-                .and_then(|f| f.to_str())
-                .and_then(|f| f.strip_suffix(".schema.json"))
-            else {
-                continue;
-            };
-            let text =
-                fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-            texts.push((stem.to_owned(), text));
+        for (file, text) in read::schema_files(dir, &shown)? {
+            let stem = file
+                .strip_suffix(".schema.json")
+                .unwrap_or(&file)
+                .to_owned();
+            texts.push((stem, text));
         }
         if texts.is_empty() {
-            bail!("{}: no *.schema.json files", dir.display());
+            bail!("{}: no *.schema.json files", printable(&shown));
         }
-        let version =
-            match fs::read_to_string(dir.join("VERSION")) {
-                Ok(v) => Some(Version::parse(v.trim()).with_context(|| {
-                    format!("{}/VERSION: not a semantic version", dir.display())
-                })?),
-                Err(_) => dir
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(|n| Version::parse(n).ok()),
-            };
+        let version_file = dir.join("VERSION");
+        let version = match read::regular_file(&version_file, &format!("{shown}/VERSION")) {
+            Err(e) if e.missing => dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| Version::parse(n).ok()),
+            _ => Some(diagwire_schema::read_version(
+                &version_file,
+                &format!("{shown}/VERSION"),
+            )?),
+        };
         let mut tree = Tree::from_texts(dir.display().to_string(), version, texts)?;
         tree.numbers = NumberTable::find(dir);
         Ok(tree)
     }
 
     /// The schemas of `root/schemas/` at git revision `rev`.
+    ///
+    /// `rev` must name a commit ([`check_revision`]); the schemas there are read with the caps of
+    /// a folder, and a link or submodule among them is refused.
     pub fn at_revision(root: &Path, rev: &str) -> Result<Tree> {
-        let list = git(root, &["ls-tree", "--name-only", &format!("{rev}:schemas")])?;
+        check_revision(rev)?;
+        git(
+            root,
+            &[
+                "rev-parse",
+                "--quiet",
+                "--verify",
+                "--end-of-options",
+                &format!("{rev}^{{commit}}"),
+            ],
+        )
+        .map_err(|_| {
+            anyhow::anyhow!("--base {}: not a commit of this repository", printable(rev))
+        })?;
+        let list = git(
+            root,
+            &[
+                "ls-tree",
+                "-z",
+                "--end-of-options",
+                &format!("{rev}:schemas"),
+            ],
+        )?;
         let mut texts = Vec::new();
-        for name in list.lines() {
+        let mut entries: HashMap<String, String> = HashMap::new();
+        for line in list.split('\0').filter(|l| !l.is_empty()) {
+            let Some((meta, name)) = line.split_once('\t') else {
+                continue;
+            };
+            if entries.len() >= read::ENTRY_CAP {
+                bail!("{rev}:schemas: holds more than {} entries", read::ENTRY_CAP);
+            }
+            entries.insert(
+                name.to_owned(),
+                meta.split(' ').next().unwrap_or("").to_owned(),
+            );
+        }
+        let mut names: Vec<&String> = entries.keys().collect();
+        names.sort();
+        let mut total = 0u64;
+        for name in names {
             if let Some(stem) = name.strip_suffix(".schema.json") {
-                texts.push((
-                    stem.to_owned(),
-                    git(root, &["show", &format!("{rev}:schemas/{name}")])?,
-                ));
+                let text = blob(root, rev, name, &entries, read::FILE_CAP)?
+                    .with_context(|| format!("{rev}:schemas/{}: missing", printable(name)))?;
+                total += text.len() as u64;
+                if total > read::TREE_CAP {
+                    bail!(
+                        "{rev}:schemas: its schema files hold more than the cap of {} bytes",
+                        read::TREE_CAP
+                    );
+                }
+                texts.push((stem.to_owned(), text));
             }
         }
         if texts.is_empty() {
-            bail!("{rev}: no schemas/*.schema.json");
+            bail!("{}: no schemas/*.schema.json", printable(rev));
         }
-        let version = git(root, &["show", &format!("{rev}:schemas/VERSION")])
-            .ok()
-            .and_then(|v| Version::parse(v.trim()).ok());
+        let version = match blob(root, rev, "VERSION", &entries, read::SMALL_CAP)? {
+            Some(v) => Some(Version::parse(v.trim()).with_context(|| {
+                format!(
+                    "{rev}:schemas/VERSION: `{}` is not a semantic version",
+                    printable(v.trim())
+                )
+            })?),
+            None => None,
+        };
         let mut tree = Tree::from_texts(format!("{rev}:schemas"), version, texts)?;
         let at = format!("{rev}:schemas/{NUMBER_FILE}");
-        tree.numbers = match git(root, &["show", &at]) {
-            Ok(text) => NumberTable::parse(&text, at),
-            Err(_) => NumberTable::Missing(format!("no `{at}`")),
+        tree.numbers = match blob(root, rev, NUMBER_FILE, &entries, read::TEXT_CAP) {
+            Ok(Some(text)) => NumberTable::parse(&text, at),
+            Ok(None) => NumberTable::Missing(format!("no \u{e000}{at}\u{e001}")),
+            Err(e) => NumberTable::Invalid {
+                path: at,
+                error: format!("{e:#}"),
+            },
         };
         Ok(tree)
     }
@@ -212,6 +270,54 @@ impl Tree {
     }
 }
 
+/// Refuses a revision git could take for an option (a leading `-`), or one that is not a plain
+/// revision (empty, a `:` that would name a path, control characters or spaces).
+pub fn check_revision(rev: &str) -> Result<()> {
+    let why = if rev.is_empty() {
+        "it is empty"
+    } else if rev.starts_with('-') {
+        "it starts with `-`, so git would take it for an option"
+    } else if rev.contains(':') {
+        "it holds `:` (a revision names a commit; the review reads its `schemas/`)"
+    } else if rev.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        "it holds spaces or control characters"
+    } else {
+        return Ok(());
+    };
+    bail!("--base {}: not a revision: {why}", printable(rev))
+}
+
+/// The text of `schemas/<name>` at `rev` when it is a regular file there (`None` when it is not
+/// there), at most `cap` bytes and UTF-8; a link or submodule is refused.
+fn blob(
+    root: &Path,
+    rev: &str,
+    name: &str,
+    entries: &HashMap<String, String>,
+    cap: u64,
+) -> Result<Option<String>> {
+    let shown = format!("{rev}:schemas/{}", printable(name));
+    let Some(mode) = entries.get(name) else {
+        return Ok(None);
+    };
+    if mode != "100644" && mode != "100755" {
+        bail!(
+            "{shown}: not a regular file (git mode {mode}); links are never followed in a schema tree"
+        );
+    }
+    let object = format!("{rev}:schemas/{name}");
+    let size: u64 = git(root, &["cat-file", "-s", "--end-of-options", &object])?
+        .trim()
+        .parse()
+        .with_context(|| format!("{shown}: git gave no size"))?;
+    if size > cap {
+        bail!("{shown}: larger than the cap of {cap} bytes");
+    }
+    git(root, &["cat-file", "blob", "--end-of-options", &object])
+        .map(Some)
+        .with_context(|| format!("{shown}: not UTF-8 or not readable"))
+}
+
 /// Runs git in `root` and returns its output.
 pub fn git(root: &Path, args: &[&str]) -> Result<String> {
     let out = Command::new("git")
@@ -222,8 +328,8 @@ pub fn git(root: &Path, args: &[&str]) -> Result<String> {
     if !out.status.success() {
         bail!(
             "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
+            printable(&args.join(" ")),
+            printable(String::from_utf8_lossy(&out.stderr).trim())
         );
     }
     String::from_utf8(out.stdout).context("git output is not UTF-8")

@@ -12,6 +12,8 @@ mod lower;
 pub mod model;
 pub mod ordered;
 pub mod problem;
+pub mod read;
+mod refs;
 mod resolve;
 pub mod units;
 
@@ -31,18 +33,11 @@ pub type SchemaFile = (String, String, ordered::J);
 pub const PROFILE_META_SCHEMA: &str = include_str!("profile.schema.json");
 
 /// Reads `dir/*.schema.json`, sorted by stem; `display` is the folder name used in messages.
+/// Files are read through [`read`]: regular files only, links never followed, sizes capped.
 pub fn read_dir(dir: &Path, display: &str) -> Result<Vec<SchemaFile>> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let path = entry?.path();
-        let Some(file) = path.file_name().and_then(|f| f.to_str()) else {
-            continue;
-        };
-        let Some(stem) = file.strip_suffix(".schema.json") else {
-            continue;
-        };
-        let text =
-            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    for (file, text) in read::schema_files(dir, display)? {
+        let stem = file.strip_suffix(".schema.json").unwrap_or(&file);
         out.push(parse_file(&format!("{display}/{file}"), stem, &text)?);
     }
     out.sort_by(|a, b| a.1.cmp(&b.1));
@@ -51,8 +46,14 @@ pub fn read_dir(dir: &Path, display: &str) -> Result<Vec<SchemaFile>> {
 
 /// Parses one schema file's text, keeping key order.
 pub fn parse_file(display: &str, stem: &str, text: &str) -> Result<SchemaFile> {
-    let doc: ordered::J =
-        serde_json::from_str(text).with_context(|| format!("{display}: not valid JSON"))?;
+    let doc: ordered::J = serde_json::from_str(text).map_err(|e| {
+        anyhow::anyhow!(
+            "{display}: not valid JSON (line {}, column {}): {}",
+            e.line(),
+            e.column(),
+            problem::printable(&e.to_string())
+        )
+    })?;
     Ok((display.to_owned(), stem.to_owned(), doc))
 }
 
@@ -81,7 +82,15 @@ pub(crate) fn definitions(files: &[SchemaFile]) -> impl Iterator<Item = (&str, &
 
 /// Lowers schema documents into the resolved model, or lists every profile violation.
 pub fn load(files: &[SchemaFile]) -> Result<model::Model, OutsideProfile> {
-    let mut m = lower::lower(files).map_err(outside)?;
+    let unresolved = refs::problems(files).err().unwrap_or_default();
+    let mut m = match lower::lower(files) {
+        Ok(m) if unresolved.is_empty() => m,
+        Ok(_) => return Err(outside(unresolved)),
+        Err(mut problems) => {
+            problems.extend(unresolved);
+            return Err(outside(problems));
+        }
+    };
     resolve::resolve(&mut m).map_err(outside)?;
     grammar_problems(files).map_err(outside)?;
     Ok(m)
@@ -147,12 +156,17 @@ fn outside(problems: problem::Problems) -> OutsideProfile {
 
 /// The contract version in `schemas/VERSION` under `root`, which must be a semantic version.
 pub fn contract_version(root: &Path) -> Result<Version> {
-    let text =
-        fs::read_to_string(root.join("schemas/VERSION")).context("reading schemas/VERSION")?;
+    read_version(&root.join("schemas/VERSION"), "schemas/VERSION")
+}
+
+/// The semantic version in the file `path` (a regular UTF-8 file of at most
+/// [`read::SMALL_CAP`] bytes), named `shown` in messages.
+pub fn read_version(path: &Path, shown: &str) -> Result<Version> {
+    let text = read::read_text(path, shown, read::SMALL_CAP)?;
     Version::parse(text.trim()).with_context(|| {
         format!(
-            "schemas/VERSION: `{}` is not a semantic version",
-            text.trim()
+            "{shown}: `{}` is not a semantic version",
+            problem::printable(text.trim())
         )
     })
 }
@@ -162,16 +176,24 @@ pub fn contract_version(root: &Path) -> Result<Version> {
 pub fn released_versions(root: &Path) -> Result<Vec<Version>> {
     let mut out = Vec::new();
     let dir = root.join("schemas/releases");
-    if dir.exists() {
-        for entry in fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-            let entry = entry?;
-            if !entry.path().is_dir() {
+    if fs::symlink_metadata(&dir).is_ok() {
+        for entry in read::list(&dir, "schemas/releases")? {
+            if entry.file_type.is_symlink() {
+                bail!(
+                    "schemas/releases/{}: a symbolic link (links are never followed in a schema tree)",
+                    problem::printable(&entry.name)
+                );
+            }
+            if !entry.file_type.is_dir() {
                 continue;
             }
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = entry.name;
             match Version::parse(&name) {
                 Ok(v) => out.push(v),
-                Err(e) => bail!("schemas/releases/{name}: not a semantic version ({e})"),
+                Err(e) => bail!(
+                    "schemas/releases/{}: not a semantic version ({e})",
+                    problem::printable(&name)
+                ),
             }
         }
     }

@@ -5,7 +5,7 @@
 //! Every problem is reported with the file and JSON pointer of the offending schema; lowering
 //! collects all problems before failing, so one run shows every violation.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use diagwire_runtime::shape::escape_pointer_token;
 
@@ -93,7 +93,7 @@ pub(crate) fn lower(files: &[(String, String, J)]) -> Result<Model, Problems> {
             out.push(f);
         }
     }
-    let model = Model { files: out };
+    let model = Model::new(out);
     crate::check::cross_check(files, &model, &mut problems);
     if problems.is_empty() {
         Ok(model)
@@ -163,6 +163,29 @@ fn text(cx: &mut Ctx<'_>, obj: &J, ptr: &str, key: &str) -> String {
             String::new()
         }
     }
+}
+
+/// Why a property name cannot name a Rust field, if it cannot: the generator writes the field
+/// as the JSON key itself (a raw identifier for a keyword).
+fn not_a_field_name(name: &str) -> Option<&'static str> {
+    let Some(first) = name.chars().next() else {
+        return Some("it is empty");
+    };
+    if !(first.is_ascii_lowercase() || first == '_') {
+        return Some("it must start with a lower-case letter or `_`");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        return Some("it holds a character other than `a`–`z`, `0`–`9` and `_`");
+    }
+    if matches!(name, "_" | "self" | "super" | "crate" | "extra") {
+        return Some(
+            "a Rust keyword that cannot be a raw identifier, or the field of unknown keys",
+        );
+    }
+    None
 }
 
 fn is_pascal(s: &str) -> bool {
@@ -286,6 +309,8 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
         .iter()
         .filter_map(|v| v.as_str().map(str::to_owned))
         .collect();
+    // Sets, so a struct with many properties is checked in linear time.
+    let required_set: HashSet<&str> = required.iter().map(String::as_str).collect();
     let mut props = Vec::new();
     let mut consts = Vec::new();
     let empty = Vec::new();
@@ -302,10 +327,14 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
     };
     for (name, p) in entries {
         let pptr = format!("{ptr}/properties/{}", escape_pointer_token(name));
+        if let Some(why) = not_a_field_name(name) {
+            cx.err(&pptr, format!("`{name}` is not a field name ({why}): the generator names the Rust field after the JSON key, so a key is lower-case ASCII letters, digits and `_`, starting with a letter or `_`"));
+            continue;
+        }
         if let Some(c) = p.get("const") {
             match c.as_str() {
                 Some(v) => {
-                    if !required.contains(name) {
+                    if !required_set.contains(name.as_str()) {
                         cx.err(&pptr, "a tag constant must be listed in `required`");
                     }
                     text(cx, p, &pptr, "description");
@@ -315,12 +344,13 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
             }
             continue;
         }
-        if let Some(prop) = lower_prop(cx, &pptr, name, p, required.contains(name)) {
+        if let Some(prop) = lower_prop(cx, &pptr, name, p, required_set.contains(name.as_str())) {
             props.push(prop);
         }
     }
+    let keys: HashSet<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
     for r in &required {
-        if !entries.iter().any(|(k, _)| k == r) {
+        if !keys.contains(r.as_str()) {
             cx.err(
                 &format!("{ptr}/required"),
                 format!("`{r}` is required but not a property"),
@@ -337,6 +367,16 @@ fn lower_struct(cx: &mut Ctx<'_>, ptr: &str, s: &J) -> Option<StructDef> {
                 .and_then(J::as_str)
                 .and_then(|r| ref_name(cx, &format!("{ptr}/allOf/0/$ref"), r));
             match (target, field.as_str()) {
+                (Some(_), Some(field)) if not_a_field_name(field).is_some() => {
+                    cx.err(
+                        &format!("{ptr}/x-flatten"),
+                        format!(
+                            "`{field}` is not a field name ({})",
+                            not_a_field_name(field).unwrap_or_default()
+                        ),
+                    );
+                    None
+                }
                 (Some(union), Some(field)) => Some(Flatten {
                     field: field.to_owned(),
                     union,

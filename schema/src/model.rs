@@ -8,31 +8,79 @@
 
 pub use diagwire_runtime::shape::{IntWidth, Presence, UnionStyle};
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use crate::ordered::J;
+
+/// Where each definition name is first defined: (file, definition) indexes.
+type Places = HashMap<String, (usize, usize)>;
 
 /// All schema files of one contract version.
 #[derive(Debug, Clone)]
 pub struct Model {
     /// The files, sorted by stem.
     pub files: Vec<FileModel>,
+    /// Where each name is first defined (file, definition), built on first use so a lookup
+    /// costs the same in a tree of ten definitions or of ten thousand.
+    index: OnceLock<(Places, usize)>,
 }
 
 impl Model {
+    /// The model of these files.
+    pub fn new(files: Vec<FileModel>) -> Model {
+        Model {
+            files,
+            index: OnceLock::new(),
+        }
+    }
+
     /// Every definition, file by file in document order.
     pub fn defs(&self) -> impl Iterator<Item = &Def> {
         self.files.iter().flat_map(|f| &f.defs)
     }
 
+    /// Where `name` is first defined: its file's index and its own.
+    fn place(&self, name: &str) -> Option<(usize, usize)> {
+        let count = || self.files.iter().map(|f| f.defs.len()).sum::<usize>();
+        let (index, indexed) = self.index.get_or_init(|| {
+            let mut index = HashMap::new();
+            for (fi, f) in self.files.iter().enumerate() {
+                for (di, d) in f.defs.iter().enumerate() {
+                    index.entry(d.name.clone()).or_insert((fi, di));
+                }
+            }
+            (index, count())
+        });
+        let at = |(fi, di): (usize, usize)| {
+            self.files
+                .get(fi)
+                .and_then(|f| f.defs.get(di))
+                .is_some_and(|d| d.name == name)
+        };
+        match index.get(name).copied() {
+            Some(p) if at(p) => Some(p),
+            None if *indexed == count() => None,
+            // The files are public: after a change to them the index may be stale, so the
+            // lookup falls back to a scan.
+            _ => self.files.iter().enumerate().find_map(|(fi, f)| {
+                f.defs
+                    .iter()
+                    .position(|d| d.name == name)
+                    .map(|di| (fi, di))
+            }),
+        }
+    }
+
     /// The definition of that name.
     pub fn def(&self, name: &str) -> Option<&Def> {
-        self.defs().find(|d| d.name == name)
+        let (fi, di) = self.place(name)?;
+        self.files.get(fi)?.defs.get(di)
     }
 
     /// The file that defines `name`.
     pub fn file_of(&self, name: &str) -> Option<&FileModel> {
-        self.files
-            .iter()
-            .find(|f| f.defs.iter().any(|d| d.name == name))
+        self.files.get(self.place(name)?.0)
     }
 
     /// The record kinds and the definitions that declare them, sorted by kind.

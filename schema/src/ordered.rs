@@ -1,5 +1,6 @@
 //! An order-preserving JSON tree, so generated fields follow the schema's property order.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -220,11 +221,14 @@ impl<'de> Visitor<'de> for JVisitor {
         Ok(J::Arr(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<J, A::Error> {
+        // Duplicates are found with a set of the keys seen so far: linear in the object's size.
         let mut entries: Vec<(String, J)> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         while let Some((k, v)) = map.next_entry::<String, J>()? {
-            if entries.iter().any(|(e, _)| *e == k) {
+            if !seen.insert(k.clone()) {
                 return Err(serde::de::Error::custom(format_args!(
-                    "duplicate key `{k}`"
+                    "duplicate key `{}`",
+                    crate::problem::printable(&k)
                 )));
             }
             entries.push((k, v));

@@ -29,11 +29,39 @@ impl SchemaProblem {
     }
 }
 
-/// `file#pointer: message`.
+/// `file#pointer: message`, with control characters escaped (names in a schema may hold them).
 impl fmt::Display for SchemaProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}#{}: {}", self.file, self.pointer, self.message)
+        write!(
+            f,
+            "{}#{}: {}",
+            printable(&self.file),
+            printable(&self.pointer),
+            printable(&self.message)
+        )
     }
+}
+
+/// `s` with every control character and every bidirectional-text override written as `\u{…}`, so
+/// text from a schema cannot move a terminal's cursor, colour it or reorder what it shows (the
+/// rule of `diagwire::problem::printable`, which this crate cannot depend on).
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The problems a pass found.
@@ -46,12 +74,18 @@ pub struct OutsideProfile {
     pub problems: Problems,
 }
 
-/// A header line, then one problem per line.
+/// The most problems a message lists; the rest are counted (they are all in `problems`).
+pub const SHOWN: usize = 100;
+
+/// A header line, then one problem per line (at most [`SHOWN`] of them).
 impl fmt::Display for OutsideProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the schemas are outside the profile (schemas/README.md):")?;
-        for p in &self.problems {
+        for p in self.problems.iter().take(SHOWN) {
             write!(f, "\n  {p}")?;
+        }
+        if self.problems.len() > SHOWN {
+            write!(f, "\n  … and {} more", self.problems.len() - SHOWN)?;
         }
         Ok(())
     }

@@ -494,3 +494,40 @@ fn the_profile_lists_exactly_the_units_of_the_vocabulary() {
         .collect();
     assert_eq!(listed, want, "schemas/README.md's unit table");
 }
+
+case!(
+    a_property_name_that_cannot_name_a_rust_field_is_rejected,
+    ["property-name-not-identifier"],
+    "/$defs/Sample/properties/exit-code",
+    "`exit-code` is not a field name (it holds a character other than `a`–`z`, `0`–`9` and `_`): the generator names the Rust field after the JSON key, so a key is lower-case ASCII letters, digits and `_`, starting with a letter or `_`"
+);
+
+case!(
+    a_reference_to_a_schema_file_that_is_not_in_the_tree_is_rejected,
+    ["ref-to-missing-file"],
+    "/$defs/Sample/properties/mood/$ref",
+    "`urn:diagwire:nowhere#/$defs/Mood` names the schema file `nowhere`, which is not in this tree"
+);
+
+case!(
+    a_local_reference_to_a_definition_of_another_file_is_rejected,
+    ["duplicate-type-name-first", "ref-to-other-def"],
+    "/$defs/Sample/properties/probe/$ref",
+    "`#/$defs/PresenceProbe` does not resolve: `PresenceProbe` is defined in `duplicate_type_name_first`, so the reference is `urn:diagwire:duplicate_type_name_first#/$defs/PresenceProbe`"
+);
+
+/// Duplicate keys are found with a set per object: a file of a quarter of a million keys is
+/// checked in linear time, and the duplicate is named.
+#[test]
+fn duplicate_keys_are_found_in_linear_time() {
+    let mut text = String::from("{");
+    for i in 0..250_000 {
+        text.push_str(&format!("\"k{i}\":0,"));
+    }
+    text.push_str("\"k7\":1}");
+    let start = std::time::Instant::now();
+    let err =
+        diagwire_schema::parse_file("big.schema.json", "big", &text).expect_err("a duplicate key");
+    assert!(format!("{err:#}").contains("duplicate key `k7`"), "{err:#}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+}

@@ -4,7 +4,6 @@
 //! number never names two things.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -234,10 +233,10 @@ pub(super) fn number_of(n: &Numbers, msg: &str, name: &str) -> Result<u32> {
 /// Reads the pinned number file (empty when it does not exist yet).
 pub fn read_numbers(root: &Path) -> Result<Numbers> {
     let path = root.join(NUMBERS_FILE);
-    match fs::read_to_string(&path) {
+    match diagwire_schema::read::read_text(&path, NUMBERS_FILE, diagwire_schema::read::TEXT_CAP) {
         Ok(text) => Numbers::parse(&text, NUMBERS_FILE),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Numbers::default()),
-        Err(e) => Err(e).with_context(|| format!("reading {NUMBERS_FILE}")),
+        Err(e) if e.missing => Ok(Numbers::default()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -271,7 +270,12 @@ pub fn freeze(numbers: &Numbers, model: &Model) -> Result<Numbers> {
 /// The frozen numbers of release `v`, as `cargo codegen release` wrote them.
 pub fn read_frozen(root: &Path, v: &Version) -> Result<Numbers> {
     let rel = format!("schemas/releases/{v}/{NUMBERS_NAME}");
-    let text = fs::read_to_string(root.join(&rel)).with_context(|| {
+    let text = diagwire_schema::read::read_text(
+        &root.join(&rel),
+        &rel,
+        diagwire_schema::read::TEXT_CAP,
+    )
+    .with_context(|| {
         format!("reading {rel}: every release freezes its protobuf numbers (`{REGEN_COMMAND} release` writes them)")
     })?;
     Numbers::parse(&text, &rel)

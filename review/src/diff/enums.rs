@@ -25,7 +25,7 @@ impl Cx<'_> {
                 rule,
                 name,
                 Some(v),
-                format!("`{name}` has the new value `{v}`"),
+                format!("\u{e000}{name}\u{e001} has the new value \u{e000}{v}\u{e001}"),
                 VALUES.to_vec(),
                 value_subject(name, v),
             );
@@ -40,7 +40,7 @@ impl Cx<'_> {
                 rule,
                 name,
                 Some(v),
-                format!("`{name}` lost the value `{v}`"),
+                format!("\u{e000}{name}\u{e001} lost the value \u{e000}{v}\u{e001}"),
                 VALUES.to_vec(),
                 value_subject(name, v),
             );
@@ -55,7 +55,10 @@ impl Cx<'_> {
                 rule,
                 name,
                 None,
-                format!("`{name}` is now {}", if ob { "open" } else { "closed" }),
+                format!(
+                    "\u{e000}{name}\u{e001} is now {}",
+                    if ob { "open" } else { "closed" }
+                ),
                 VALUES.to_vec(),
                 Subject::Def(name.into()),
             );
@@ -67,7 +70,7 @@ impl Cx<'_> {
                 &catalog::ORDER_CHANGED,
                 name,
                 None,
-                format!("the values of `{name}` are in another order"),
+                format!("the values of \u{e000}{name}\u{e001} are in another order"),
                 VALUES.to_vec(),
                 Subject::None,
             );

@@ -100,7 +100,12 @@ impl Cx<'_> {
         self.push_field(
             pair,
             rule,
-            format!("`{}` is now {}, was {}", pair.name(), n.name(), o.name()),
+            format!(
+                "\u{e000}{}\u{e001} is now {}, was {}",
+                pair.name(),
+                n.name(),
+                o.name()
+            ),
             &["x-presence", "type", "anyOf", "default", "x-absent", "$ref"],
             &["/required"],
             field_subject(pair.def, &pair.n.name),
@@ -122,7 +127,7 @@ impl Cx<'_> {
             pair,
             rule,
             format!(
-                "`{}` is now {}, was {}",
+                "\u{e000}{}\u{e001} is now {}, was {}",
                 pair.name(),
                 ty_name(n),
                 ty_name(o)
@@ -170,7 +175,7 @@ impl Cx<'_> {
             pair,
             rule,
             format!(
-                "`{}` `{bound}` is now {}, was {}",
+                "\u{e000}{}\u{e001} \u{e000}{bound}\u{e001} is now {}, was {}",
                 pair.name(),
                 stated(nb),
                 stated(ob)
@@ -204,7 +209,7 @@ impl Cx<'_> {
             pair,
             rule,
             format!(
-                "`{}` is now in {}, was in {}",
+                "\u{e000}{}\u{e001} is now in {}, was in {}",
                 pair.name(),
                 n.unit.as_deref().unwrap_or("no unit"),
                 o.unit.as_deref().unwrap_or("no unit")
@@ -226,12 +231,12 @@ impl Cx<'_> {
         let (rule, detail) = if lost {
             (
                 &catalog::PROVENANCE_NARROWED,
-                format!("`{name}` lost its absence discriminator: {moved}"),
+                format!("\u{e000}{name}\u{e001} lost its absence discriminator: {moved}"),
             )
         } else if gained {
             (
                 &catalog::PROVENANCE_WIDENED,
-                format!("`{name}` gained an absence discriminator: {moved}"),
+                format!("\u{e000}{name}\u{e001} gained an absence discriminator: {moved}"),
             )
         } else {
             return;
@@ -263,18 +268,18 @@ impl Cx<'_> {
                 };
                 (
                     rule,
-                    format!("`{name}` is now derived: {how}"),
+                    format!("\u{e000}{name}\u{e001} is now derived: {how}"),
                     field_subject(pair.def, &pair.n.name),
                 )
             }
             (Some(_), None) => (
                 &catalog::FIELD_BECAME_REPORTED,
-                format!("`{name}` is now reported, no longer derived"),
+                format!("\u{e000}{name}\u{e001} is now reported, no longer derived"),
                 field_subject(pair.def, &pair.n.name),
             ),
             (Some(a), Some(b)) if a != b => (
                 &catalog::DESCRIPTION_CHANGED,
-                format!("how `{name}` is derived is described differently"),
+                format!("how \u{e000}{name}\u{e001} is derived is described differently"),
                 Subject::None,
             ),
             _ => return,
@@ -290,7 +295,7 @@ impl Cx<'_> {
             self.push_field(
                 pair,
                 &catalog::DESCRIPTION_CHANGED,
-                format!("the description of `{}` changed", pair.name()),
+                format!("the description of \u{e000}{}\u{e001} changed", pair.name()),
                 &["description", "x-absent", "examples"],
                 &[],
                 Subject::None,

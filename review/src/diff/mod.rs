@@ -46,7 +46,7 @@ pub fn diff(old: &Tree, new: &Tree) -> Vec<Finding> {
                 &catalog::TYPE_ADDED,
                 name,
                 None,
-                format!("`{name}` is new"),
+                format!("\u{e000}{name}\u{e001} is new"),
                 vec![],
                 Subject::Def(name.to_string()),
             ),
@@ -59,7 +59,7 @@ pub fn diff(old: &Tree, new: &Tree) -> Vec<Finding> {
                 &catalog::TYPE_REMOVED,
                 name,
                 None,
-                format!("`{name}` is gone"),
+                format!("\u{e000}{name}\u{e001} is gone"),
                 Subject::Def(name.to_string()),
             );
         }
@@ -151,7 +151,7 @@ impl Cx<'_> {
                     &catalog::TYPE_KIND_CHANGED,
                     def,
                     None,
-                    format!("record kind `{kind}` is now `{def}`, was `{prev}`"),
+                    format!("record kind \u{e000}{kind}\u{e001} is now \u{e000}{def}\u{e001}, was \u{e000}{prev}\u{e001}"),
                     vec!["/x-record"],
                     Subject::Record(kind.clone()),
                 ),
@@ -159,7 +159,7 @@ impl Cx<'_> {
                     &catalog::RECORD_KIND_ADDED,
                     def,
                     None,
-                    format!("record kind `{kind}` is new"),
+                    format!("record kind \u{e000}{kind}\u{e001} is new"),
                     vec!["/x-record"],
                     Subject::Record(kind.clone()),
                 ),
@@ -170,7 +170,7 @@ impl Cx<'_> {
                 let mut f = Finding {
                     rule: &catalog::RECORD_KIND_REMOVED,
                     at: at(self.old, def, None),
-                    detail: format!("record kind `{kind}` is gone"),
+                    detail: format!("record kind \u{e000}{kind}\u{e001} is gone"),
                     explains: vec![],
                     subject: Subject::Record(kind.clone()),
                 };
@@ -194,7 +194,10 @@ impl Cx<'_> {
                             def: String::new(),
                             member: None,
                         },
-                        detail: format!("the title or description of `{}` changed", f.stem),
+                        detail: format!(
+                            "the title or description of \u{e000}{}\u{e001} changed",
+                            f.stem
+                        ),
                         explains: vec![],
                         subject: Subject::None,
                     });
@@ -212,7 +215,7 @@ impl Cx<'_> {
                 &catalog::TYPE_MOVED,
                 name,
                 None,
-                format!("`{name}` moved from `{was}` to `{is}`"),
+                format!("\u{e000}{name}\u{e001} moved from \u{e000}{was}\u{e001} to \u{e000}{is}\u{e001}"),
                 vec![],
                 Subject::Def(name.into()),
             );
@@ -222,7 +225,7 @@ impl Cx<'_> {
                 &catalog::DESCRIPTION_CHANGED,
                 name,
                 None,
-                format!("the description of `{name}` changed"),
+                format!("the description of \u{e000}{name}\u{e001} changed"),
                 vec!["/description", "/title"],
                 Subject::None,
             );
@@ -248,7 +251,7 @@ impl Cx<'_> {
                         name,
                         None,
                         format!(
-                            "the items of `{name}` are now {}, were {}",
+                            "the items of \u{e000}{name}\u{e001} are now {}, were {}",
                             ty_name(b),
                             ty_name(a)
                         ),
@@ -262,7 +265,7 @@ impl Cx<'_> {
                 name,
                 None,
                 format!(
-                    "`{name}` is now {}, was {}",
+                    "\u{e000}{name}\u{e001} is now {}, was {}",
                     words::form(&d.kind),
                     words::form(&o.kind)
                 ),

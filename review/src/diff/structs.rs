@@ -60,7 +60,10 @@ impl Cx<'_> {
                 &catalog::FIELD_RENAMED,
                 name,
                 Some(&n.name),
-                format!("`{name}.{}` is now `{}`", r.name, n.name),
+                format!(
+                    "\u{e000}{name}.{}\u{e001} is now \u{e000}{}\u{e001}",
+                    r.name, n.name
+                ),
                 vec![&ro, &no, "/required"],
                 field_subject(name, &n.name),
             );
@@ -75,7 +78,7 @@ impl Cx<'_> {
                 rule,
                 name,
                 Some(&n.name),
-                format!("`{name}.{}` is new ({what})", n.name),
+                format!("\u{e000}{name}.{}\u{e001} is new ({what})", n.name),
                 vec![&property(&n.name), "/required"],
                 field_subject(name, &n.name),
             );
@@ -90,7 +93,7 @@ impl Cx<'_> {
                 rule,
                 name,
                 Some(&r.name),
-                format!("`{name}.{}` is gone", r.name),
+                format!("\u{e000}{name}.{}\u{e001} is gone", r.name),
                 vec![&property(&r.name), "/required"],
                 field_subject(name, &r.name),
             );
@@ -119,7 +122,7 @@ impl Cx<'_> {
                 name,
                 None,
                 format!(
-                    "the required fields of `{name}` are now ({}), were ({})",
+                    "the required fields of \u{e000}{name}\u{e001} are now ({}), were ({})",
                     rn.join(", "),
                     ro.join(", ")
                 ),
@@ -140,7 +143,7 @@ impl Cx<'_> {
                 &catalog::ORDER_CHANGED,
                 name,
                 None,
-                format!("the fields of `{name}` are in another order"),
+                format!("the fields of \u{e000}{name}\u{e001} are in another order"),
                 vec![],
                 Subject::None,
             );
@@ -157,9 +160,9 @@ impl Cx<'_> {
                 name,
                 None,
                 format!(
-                    "the union `{name}` absorbs is now {}, was {}",
-                    ub.map_or("none".to_string(), |u| format!("`{u}`")),
-                    ua.map_or("none".to_string(), |u| format!("`{u}`"))
+                    "the union \u{e000}{name}\u{e001} absorbs is now {}, was {}",
+                    ub.map_or("none".to_string(), |u| format!("\u{e000}{u}\u{e001}")),
+                    ua.map_or("none".to_string(), |u| format!("\u{e000}{u}\u{e001}"))
                 ),
                 vec!["/allOf", "/x-flatten"],
                 Subject::Def(name.into()),
@@ -171,7 +174,7 @@ impl Cx<'_> {
                     name,
                     None,
                     format!(
-                        "the Rust field holding `{}` is now `{}`, was `{}`",
+                        "the Rust field holding \u{e000}{}\u{e001} is now \u{e000}{}\u{e001}, was \u{e000}{}\u{e001}",
                         fb.union, fb.field, fa.field
                     ),
                     vec!["/x-flatten"],

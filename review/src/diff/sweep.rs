@@ -91,18 +91,24 @@ pub(super) fn unclassified(old: &Tree, new: &Tree, found: &[Finding]) -> Vec<Fin
             }
             // The profile's documentation keys never change what a reader does.
             let last = d.rsplit('/').next().unwrap_or_default();
-            let (rule, detail) =
-                if matches!(last, "description" | "title" | "examples" | "x-absent") {
-                    (
-                        &catalog::DESCRIPTION_CHANGED,
-                        format!("the documentation of `{name}` changed at `{d}`"),
-                    )
-                } else {
-                    (
-                        &catalog::UNCLASSIFIED,
-                        format!("`{name}` changed at `{d}` and no rule classifies it"),
-                    )
-                };
+            let (rule, detail) = if matches!(
+                last,
+                "description" | "title" | "examples" | "x-absent"
+            ) {
+                (
+                    &catalog::DESCRIPTION_CHANGED,
+                    format!(
+                        "the documentation of \u{e000}{name}\u{e001} changed at \u{e000}{d}\u{e001}"
+                    ),
+                )
+            } else {
+                (
+                    &catalog::UNCLASSIFIED,
+                    format!(
+                        "\u{e000}{name}\u{e001} changed at \u{e000}{d}\u{e001} and no rule classifies it"
+                    ),
+                )
+            };
             out.push(Finding {
                 rule,
                 at: at(&new.model, name, None),

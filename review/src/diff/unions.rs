@@ -24,7 +24,11 @@ impl Cx<'_> {
                 &catalog::UNION_STYLE_CHANGED,
                 name,
                 None,
-                format!("`{name}` is now {}, was {}", union_style(b), union_style(a)),
+                format!(
+                    "\u{e000}{name}\u{e001} is now {}, was {}",
+                    union_style(b),
+                    union_style(a)
+                ),
                 UNION.to_vec(),
                 Subject::Def(name.into()),
             );
@@ -43,7 +47,10 @@ impl Cx<'_> {
                 rule,
                 name,
                 None,
-                format!("`{name}` is now {}", if b.open { "open" } else { "closed" }),
+                format!(
+                    "\u{e000}{name}\u{e001} is now {}",
+                    if b.open { "open" } else { "closed" }
+                ),
                 UNION.to_vec(),
                 Subject::Def(name.into()),
             );
@@ -67,7 +74,10 @@ impl Cx<'_> {
                     &catalog::UNION_VARIANT_REMOVED,
                     name,
                     Some(&v.tag),
-                    format!("`{name}` lost the variant `{}`", v.tag),
+                    format!(
+                        "\u{e000}{name}\u{e001} lost the variant \u{e000}{}\u{e001}",
+                        v.tag
+                    ),
                     UNION.to_vec(),
                     variant_subject(name, &v.tag, None),
                 );
@@ -84,7 +94,7 @@ impl Cx<'_> {
                 &catalog::ORDER_CHANGED,
                 name,
                 None,
-                format!("the variants of `{name}` are in another order"),
+                format!("the variants of \u{e000}{name}\u{e001} are in another order"),
                 UNION.to_vec(),
                 Subject::None,
             );
@@ -113,7 +123,7 @@ impl Cx<'_> {
             rule: &catalog::UNION_TAG_KEY_CHANGED,
             at: at(self.new, name, None),
             detail: format!(
-                "the tag of `{name}` is now under `{}`, was `{}`",
+                "the tag of \u{e000}{name}\u{e001} is now under \u{e000}{}\u{e001}, was \u{e000}{}\u{e001}",
                 b.tag, a.tag
             ),
             explains,
@@ -132,7 +142,10 @@ impl Cx<'_> {
             rule,
             name,
             Some(&v.tag),
-            format!("`{name}` has the new variant `{}`", v.tag),
+            format!(
+                "\u{e000}{name}\u{e001} has the new variant \u{e000}{}\u{e001}",
+                v.tag
+            ),
             UNION.to_vec(),
             variant_subject(name, &v.tag, None),
         );
@@ -146,14 +159,17 @@ impl Cx<'_> {
         }
         let detail = match (&o.payload, &v.payload) {
             (Payload::Ty(ta), Payload::Ty(tb)) if ta != tb => format!(
-                "the `{name}` variant `{}` now carries {}, carried {}",
+                "the \u{e000}{name}\u{e001} variant \u{e000}{}\u{e001} now carries {}, carried {}",
                 v.tag,
                 ty_name(tb),
                 ty_name(ta)
             ),
             (Payload::Ty(_), Payload::Ty(_)) => return,
             (po, pn) if std::mem::discriminant(po) != std::mem::discriminant(pn) => {
-                format!("the `{name}` variant `{}` changed what it carries", v.tag)
+                format!(
+                    "the \u{e000}{name}\u{e001} variant \u{e000}{}\u{e001} changed what it carries",
+                    v.tag
+                )
             }
             _ => return,
         };
@@ -169,7 +185,10 @@ impl Cx<'_> {
 
     /// A variant whose tag value changed (an internal variant's constant lives in its struct).
     fn retagged(&mut self, name: &str, b: &UnionDef, o: &Variant, v: &Variant) {
-        let detail = format!("the `{name}` variant `{}` is now tagged `{}`", o.tag, v.tag);
+        let detail = format!(
+            "the \u{e000}{name}\u{e001} variant \u{e000}{}\u{e001} is now tagged \u{e000}{}\u{e001}",
+            o.tag, v.tag
+        );
         let subject = variant_subject(name, &v.tag, Some(&o.tag));
         if let Payload::Def(d) = &v.payload {
             let tag_const = format!("/properties/{}/const", escape_pointer_token(&b.tag));

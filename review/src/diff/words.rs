@@ -11,7 +11,7 @@ pub fn ty_name(t: &Ty) -> String {
         Ty::F64 => "a double".into(),
         Ty::Bool => "a boolean".into(),
         Ty::Json => "any JSON".into(),
-        Ty::Ref(n) => format!("`{n}`"),
+        Ty::Ref(n) => format!("\u{e000}{n}\u{e001}"),
         Ty::Vec(i) => format!("an array of {}", ty_name(i)),
         Ty::Tuple(ts) => format!(
             "a tuple ({})",
@@ -44,7 +44,10 @@ pub(super) fn discriminator_change(
     source: (&str, &Option<String>, &Option<String>),
     gap: (&str, &Option<String>, &Option<String>),
 ) -> String {
-    let shown = |v: &Option<String>| v.as_ref().map_or("none".to_owned(), |s| format!("`{s}`"));
+    let shown = |v: &Option<String>| {
+        v.as_ref()
+            .map_or("none".to_owned(), |s| format!("\u{e000}{s}\u{e001}"))
+    };
     [source, gap]
         .iter()
         .filter(|(_, o, n)| o != n)
@@ -62,7 +65,7 @@ pub(super) fn union_style(u: &UnionDef) -> String {
         "a"
     };
     match &u.content {
-        Some(c) => format!("{article} {style} union (content key `{c}`)"),
+        Some(c) => format!("{article} {style} union (content key \u{e000}{c}\u{e001})"),
         None => format!("{article} {style} union"),
     }
 }
