@@ -752,6 +752,31 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
             rounds: t.permutations,
         },
     );
+    // Past MAX_CLASSES classes in a group, the smallest are pooled.
+    let samples: Vec<
+        [(
+            BTreeMap<String, Vec<f64>>,
+            BTreeMap<String, BTreeMap<String, u64>>,
+        ); 2],
+    > = (0..config.groups.len())
+        .map(|i| {
+            let (a, b) = (&sim.samples[i], &prod.samples[i]);
+            let (va, vb) = pooled(&a.values, &b.values, Vec::len, |m, v| {
+                m.extend_from_slice(v)
+            });
+            let (ma, mb) = pooled(
+                &a.mixes,
+                &b.mixes,
+                |m| m.values().sum::<u64>() as usize,
+                |m, v| {
+                    for (k, n) in v {
+                        *m.entry(k.clone()).or_default() += n;
+                    }
+                },
+            );
+            [(va, ma), (vb, mb)]
+        })
+        .collect();
     // Permutation p-values must be able to get below alpha / (number of tests) after Holm's
     // adjustment: with B rounds the smallest is 1 / (B + 1), so B is at least 2 · classes / alpha.
     let classes: usize = config
@@ -759,21 +784,11 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            let (a, b) = (&sim.samples[i], &prod.samples[i]);
+            let [(va, ma), (vb, mb)] = &samples[i];
             match g.kind {
                 GroupKind::Rate => 1,
-                GroupKind::Mix => a
-                    .mixes
-                    .keys()
-                    .chain(b.mixes.keys())
-                    .collect::<BTreeSet<_>>()
-                    .len(),
-                _ => a
-                    .values
-                    .keys()
-                    .chain(b.values.keys())
-                    .collect::<BTreeSet<_>>()
-                    .len(),
+                GroupKind::Mix => ma.keys().chain(mb.keys()).collect::<BTreeSet<_>>().len(),
+                _ => va.keys().chain(vb.keys()).collect::<BTreeSet<_>>().len(),
             }
         })
         .sum();
@@ -787,24 +802,25 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
     let mut seed = 0x5EED_u64;
     for (i, g) in config.groups.iter().enumerate() {
         let (a, b) = (&sim.samples[i], &prod.samples[i]);
+        let [(va, ma), (vb, mb)] = &samples[i];
         seed = seed.wrapping_add(1);
         match g.kind {
             GroupKind::Values | GroupKind::InterArrival | GroupKind::Dwell => {
-                let classes: BTreeSet<&String> = a.values.keys().chain(b.values.keys()).collect();
+                let classes: BTreeSet<&String> = va.keys().chain(vb.keys()).collect();
                 for class in classes {
                     let empty = Vec::new();
-                    let xa = significance::sorted_finite(a.values.get(class).unwrap_or(&empty));
-                    let xb = significance::sorted_finite(b.values.get(class).unwrap_or(&empty));
+                    let xa = significance::sorted_finite(va.get(class).unwrap_or(&empty));
+                    let xb = significance::sorted_finite(vb.get(class).unwrap_or(&empty));
                     groups.push(numeric(g, class, &xa, &xb, &t, seed));
                 }
             }
             GroupKind::Mix => {
-                let classes: BTreeSet<&String> = a.mixes.keys().chain(b.mixes.keys()).collect();
+                let classes: BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
                 for class in classes {
                     let empty = BTreeMap::new();
-                    let ma = a.mixes.get(class).unwrap_or(&empty);
-                    let mb = b.mixes.get(class).unwrap_or(&empty);
-                    groups.push(mix(g, class, ma, mb, &t, seed));
+                    let xa = ma.get(class).unwrap_or(&empty);
+                    let xb = mb.get(class).unwrap_or(&empty);
+                    groups.push(mix(g, class, xa, xb, &t, seed));
                 }
             }
             GroupKind::Rate => {
@@ -991,6 +1007,46 @@ fn rate(g: &Group, ca: u64, ta: f64, cb: u64, tb: f64, t: &Thresholds) -> GroupR
     r
 }
 
+/// The most classes of one group judged one by one; past it, the classes with the fewest values on
+/// both sides together are pooled into one, [`OTHER_CLASSES`], so the number of tests (and with it
+/// the permutations each needs to pass Holm's adjustment) stays bounded and the time of a parity
+/// grows with the records, not with the square of the classes.
+pub const MAX_CLASSES: usize = 64;
+
+/// The name of the class that pools the smallest classes of a group past [`MAX_CLASSES`].
+pub const OTHER_CLASSES: &str = "(other classes)";
+
+/// The classes of one group on both sides, the smallest pooled past [`MAX_CLASSES`].
+fn pooled<V: Clone + Default>(
+    a: &BTreeMap<String, V>,
+    b: &BTreeMap<String, V>,
+    size: impl Fn(&V) -> usize,
+    merge: impl Fn(&mut V, &V),
+) -> (BTreeMap<String, V>, BTreeMap<String, V>) {
+    let classes: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    if classes.len() <= MAX_CLASSES {
+        return (a.clone(), b.clone());
+    }
+    let mut by_size: Vec<(usize, &String)> = classes
+        .into_iter()
+        .map(|c| (a.get(c).map_or(0, &size) + b.get(c).map_or(0, &size), c))
+        .collect();
+    by_size.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(y.1)));
+    let kept: BTreeSet<&String> = by_size[..MAX_CLASSES - 1].iter().map(|(_, c)| *c).collect();
+    let pool = |side: &BTreeMap<String, V>| {
+        let mut out = BTreeMap::new();
+        for (class, v) in side {
+            if kept.contains(class) {
+                out.insert(class.clone(), v.clone());
+            } else {
+                merge(out.entry(OTHER_CLASSES.to_owned()).or_default(), v);
+            }
+        }
+        out
+    };
+    (pool(a), pool(b))
+}
+
 /// Profiles both bundles and compares them.
 pub fn parity(
     sim: &Path,
@@ -1001,4 +1057,49 @@ pub fn parity(
     let a = profile(sim, limits, config)?;
     let b = profile(prod, limits, config)?;
     Ok(compare(&a, &b, config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile whose first numeric group holds `classes` classes of `n` values each.
+    fn many_classes(config: &Config, classes: usize, n: usize, shift: f64) -> Profile {
+        let mut p = Profile::empty("many", config);
+        let i = config
+            .groups
+            .iter()
+            .position(|g| matches!(g.kind, GroupKind::Values))
+            .expect("a numeric group");
+        for c in 0..classes {
+            let values = (0..n).map(|v| v as f64 + shift).collect();
+            p.samples[i].values.insert(format!("kind-{c:05}"), values);
+        }
+        p
+    }
+
+    #[test]
+    fn classes_past_the_cap_are_pooled_so_the_tests_stay_bounded() {
+        let config = Config::builtin();
+        let (a, b) = (
+            many_classes(&config, 2_000, 10, 0.0),
+            many_classes(&config, 2_000, 10, 0.0),
+        );
+        let report = compare(&a, &b, &config);
+        let group = &config
+            .groups
+            .iter()
+            .find(|g| matches!(g.kind, GroupKind::Values))
+            .expect("a numeric group")
+            .id;
+        let judged: Vec<&GroupResult> =
+            report.groups.iter().filter(|g| &g.group == group).collect();
+        assert_eq!(judged.len(), MAX_CLASSES);
+        assert!(judged.iter().any(|g| g.class == OTHER_CLASSES));
+        assert!(
+            report.failures().next().is_none(),
+            "{}",
+            report.to_markdown()
+        );
+    }
 }
