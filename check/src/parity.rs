@@ -753,12 +753,7 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
         },
     );
     // Past MAX_CLASSES classes in a group, the smallest are pooled.
-    let samples: Vec<
-        [(
-            BTreeMap<String, Vec<f64>>,
-            BTreeMap<String, BTreeMap<String, u64>>,
-        ); 2],
-    > = (0..config.groups.len())
+    let samples: Vec<[Classes; 2]> = (0..config.groups.len())
         .map(|i| {
             let (a, b) = (&sim.samples[i], &prod.samples[i]);
             let (va, vb) = pooled(&a.values, &b.values, Vec::len, |m, v| {
@@ -1015,6 +1010,12 @@ pub const MAX_CLASSES: usize = 64;
 
 /// The name of the class that pools the smallest classes of a group past [`MAX_CLASSES`].
 pub const OTHER_CLASSES: &str = "(other classes)";
+
+/// One side's classes of a group: the numeric samples and the mixes, by class.
+type Classes = (
+    BTreeMap<String, Vec<f64>>,
+    BTreeMap<String, BTreeMap<String, u64>>,
+);
 
 /// The classes of one group on both sides, the smallest pooled past [`MAX_CLASSES`].
 fn pooled<V: Clone + Default>(
