@@ -12,6 +12,7 @@ use crate::contract::{event_envelope_keys, event_id_fields};
 use crate::identity::{hex_node_id, id_bytes};
 use crate::located::{at, key_pointer, quote};
 use crate::nodes::Node;
+use crate::size::pretty_size;
 use crate::stream::{self, Envelope};
 use crate::upgrader::Upgrader;
 
@@ -360,32 +361,6 @@ pub(crate) fn element_size(event: &v1::EventRecord) -> u64 {
     let counted = pretty_size(&value);
     // One level deeper in the array: two more spaces on each of its lines.
     counted.bytes + 2 * counted.newlines + 2
-}
-
-/// The size of a value written as pretty JSON on its own (without a final newline).
-pub(crate) fn pretty_size(value: &Value) -> Counter {
-    let mut counter = Counter::default();
-    serde_json::to_writer_pretty(&mut counter, value).expect("OK because a counter never fails");
-    counter
-}
-
-/// Counts bytes and newlines written.
-#[derive(Default)]
-pub(crate) struct Counter {
-    pub(crate) bytes: u64,
-    pub(crate) newlines: u64,
-}
-
-impl std::io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.bytes += buf.len() as u64;
-        self.newlines += buf.iter().filter(|&&b| b == b'\n').count() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(test)]

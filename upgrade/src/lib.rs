@@ -99,6 +99,7 @@ mod manifest;
 mod nodes;
 mod recognize;
 mod scan;
+mod size;
 mod snapshot;
 mod stream;
 mod unmapped;

@@ -163,7 +163,7 @@ impl Upgrader<'_> {
         let value =
             serde_json::to_value(record).expect("OK because contract types always serialize");
         // Pretty JSON and the file's final newline.
-        let size = crate::events::pretty_size(&value).bytes + 1;
+        let size = crate::size::pretty_size(&value).bytes + 1;
         if size <= self.max_file_bytes {
             return true;
         }
