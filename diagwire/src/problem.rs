@@ -166,27 +166,11 @@ impl fmt::Display for Location {
     }
 }
 
-/// Text from a bundle made safe to print on a terminal: control characters (a newline, `ESC`, …)
-/// and the Unicode controls that reorder or hide text become `\u{…}` escapes, so a file name or a
-/// value cannot forge output lines or terminal sequences. Borrowed when there is nothing to escape.
-pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    fn unsafe_char(c: char) -> bool {
-        c.is_control()
-            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    }
-    if !s.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if unsafe_char(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+/// Text from a bundle made safe to print on a terminal: control characters (a newline, `ESC`, …),
+/// the line separators and the Unicode controls that reorder or hide text become `\u{…}` escapes,
+/// so a file name or a value cannot forge output lines or terminal sequences. Borrowed when there
+/// is nothing to escape. The one rule of every tool ([`diagwire_runtime::text`]).
+pub use diagwire_runtime::text::printable;
 
 /// One located problem.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -4,7 +4,7 @@
 //! A pull request's author chooses every name in its schemas, and reviewers trust the comment, so
 //! a name must not be able to end a table cell (`|`), close a code span (a backtick), open HTML or
 //! an HTML comment (`<`, `>`, `&`), start a line of its own (line breaks), or reach a terminal as
-//! a control sequence. Written here rather than with a Markdown crate because the rules are the
+//! a control sequence (hidden characters are escaped by the rule of [`diagwire_runtime::text`]). Written here rather than with a Markdown crate because the rules are the
 //! few above and no crate escapes for the GitHub comment and the terminal both.
 //!
 //! The sentences a comparison writes ([`crate::finding::Finding::detail`], a counterexample's
@@ -12,6 +12,8 @@
 //! instead of backticks: [`fragment`] renders each quoted name as a code span and the words around
 //! it as text, both through [`escape`]; [`plain`] turns the marks back into backticks for JSON.
 //! A name holding the marks themselves can at worst turn its own quote into escaped text.
+
+use diagwire_runtime::text::{is_hidden, push_escaped};
 
 /// Opens a quoted name in a finding's sentence (rendered as a code span).
 pub const OPEN: char = '\u{e000}';
@@ -27,13 +29,6 @@ pub enum As {
     Text,
 }
 
-/// Whether `c` must not reach a comment or a terminal as it is: control characters (line breaks
-/// included), the Unicode line and paragraph separators, and the bidirectional overrides.
-fn hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
 /// `s` made safe for Markdown `as_`: every control character, line break and bidirectional
 /// override written as `\u{…}`, and a `|` escaped so it cannot end a table cell. As a code span,
 /// the fence is one backtick longer than the longest run of backticks inside (padded with a space
@@ -46,8 +41,8 @@ pub fn escape(s: &str, as_: As) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     let chars: Vec<char> = s.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
-        if hidden(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        if is_hidden(c) {
+            push_escaped(&mut out, c);
             continue;
         }
         match (as_, c) {
@@ -162,8 +157,8 @@ pub fn plain(s: &str) -> String {
 pub fn terminal(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in plain(s).chars() {
-        if hidden(c) && c != '\n' {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        if is_hidden(c) && c != '\n' {
+            push_escaped(&mut out, c);
         } else {
             out.push(c);
         }

@@ -14,6 +14,7 @@ mod macros;
 mod provenance;
 pub mod rng;
 pub mod shape;
+pub mod text;
 
 #[cfg(feature = "proto")]
 pub mod descriptor;

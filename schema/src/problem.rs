@@ -42,27 +42,10 @@ impl fmt::Display for SchemaProblem {
     }
 }
 
-/// `s` with every control character and every bidirectional-text override written as `\u{…}`, so
-/// text from a schema cannot move a terminal's cursor, colour it or reorder what it shows (the
-/// rule of `diagwire::problem::printable`, which this crate cannot depend on).
-pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    fn unsafe_char(c: char) -> bool {
-        c.is_control()
-            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    }
-    if !s.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if unsafe_char(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+/// `s` with every control character, line separator and bidirectional-text override written as
+/// `\u{…}`, so text from a schema cannot move a terminal's cursor, colour it or reorder what it
+/// shows: the one rule of every tool ([`diagwire_runtime::text`]).
+pub use diagwire_runtime::text::printable;
 
 /// The problems a pass found.
 pub type Problems = Vec<SchemaProblem>;
