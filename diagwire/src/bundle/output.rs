@@ -44,18 +44,23 @@ pub fn write_dir(bundle: &BundleContents, parent: &Path) -> io::Result<PathBuf> 
         Err(e) => return Err(e),
     }
     for (path, bytes) in &bundle.files {
-        let target = path.split('/').fold(run_dir.clone(), |p, c| p.join(c));
-        if let Some(dir) = target.parent() {
-            fs::create_dir_all(dir)?;
-        }
-        // `create_new` never follows a link and never overwrites.
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&target)?;
-        file.write_all(bytes)?;
+        write_new(&run_dir, path, bytes)?;
     }
     Ok(run_dir)
+}
+
+/// Writes a new file at `path` (checked, `/`-separated) under `root`, creating its directories.
+/// `create_new` never follows a link and never overwrites (`AlreadyExists`).
+pub(super) fn write_new(root: &Path, path: &str, bytes: &[u8]) -> io::Result<()> {
+    let target = path.split('/').fold(root.to_path_buf(), |p, c| p.join(c));
+    if let Some(dir) = target.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&target)?
+        .write_all(bytes)
 }
 
 /// Writes the bundle as a gzip'd tar with `<run_id>/` at the top. Deterministic: the same contents

@@ -14,7 +14,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::output::{check_path, check_run_id, refuse};
+use super::output::{check_path, check_run_id, refuse, write_new};
 
 /// How many temporary names are tried before giving up.
 const NAME_TRIES: u64 = 100;
@@ -284,17 +284,8 @@ impl PendingDir {
     /// Writes the file at `path` (relative to the run directory). Refuses a path that could
     /// leave the directory or would not read back, and a file already written (`AlreadyExists`).
     pub fn write(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
-        use std::io::Write;
         check_path(path)?;
-        let target = path.split('/').fold(self.tmp.clone(), |p, c| p.join(c));
-        if let Some(dir) = target.parent() {
-            fs::create_dir_all(dir)?;
-        }
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&target)?;
-        file.write_all(bytes)
+        write_new(&self.tmp, path, bytes)
     }
 
     /// Moves the directory to `parent/<run_id>`, which must not exist or be an empty directory.
