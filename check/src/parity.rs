@@ -23,6 +23,7 @@
 //! side is not judged, unless the other side has at least `min_n` and this one none: that is a
 //! class only one bundle has.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write;
 use std::path::Path;
@@ -1012,21 +1013,22 @@ pub const MAX_CLASSES: usize = 64;
 pub const OTHER_CLASSES: &str = "(other classes)";
 
 /// One side's classes of a group: the numeric samples and the mixes, by class.
-type Classes = (
-    BTreeMap<String, Vec<f64>>,
-    BTreeMap<String, BTreeMap<String, u64>>,
-);
+type Classes<'a> = (ByClass<'a, Vec<f64>>, ByClass<'a, BTreeMap<String, u64>>);
 
-/// The classes of one group on both sides, the smallest pooled past [`MAX_CLASSES`].
-fn pooled<V: Clone + Default>(
-    a: &BTreeMap<String, V>,
-    b: &BTreeMap<String, V>,
+/// One side's samples of a group by class, borrowed from its profile unless pooled.
+type ByClass<'a, V> = Cow<'a, BTreeMap<String, V>>;
+
+/// The classes of one group on both sides, the smallest pooled past [`MAX_CLASSES`] (borrowed as
+/// they are when there are not that many).
+fn pooled<'a, V: Clone + Default>(
+    a: &'a BTreeMap<String, V>,
+    b: &'a BTreeMap<String, V>,
     size: impl Fn(&V) -> usize,
     merge: impl Fn(&mut V, &V),
-) -> (BTreeMap<String, V>, BTreeMap<String, V>) {
+) -> (ByClass<'a, V>, ByClass<'a, V>) {
     let classes: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     if classes.len() <= MAX_CLASSES {
-        return (a.clone(), b.clone());
+        return (Cow::Borrowed(a), Cow::Borrowed(b));
     }
     let mut by_size: Vec<(usize, &String)> = classes
         .into_iter()
@@ -1043,7 +1045,7 @@ fn pooled<V: Clone + Default>(
                 merge(out.entry(OTHER_CLASSES.to_owned()).or_default(), v);
             }
         }
-        out
+        Cow::Owned(out)
     };
     (pool(a), pool(b))
 }
