@@ -92,6 +92,16 @@ const READERS: &[Reader] = &[
     },
 ];
 
+impl Reader {
+    /// The command's arguments on `bundle`.
+    fn on(&self, bundle: &Path) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|a| a.replace("{b}", bundle.to_str().expect("UTF-8 path")))
+            .collect()
+    }
+}
+
 /// One hostile bundle: how it is made from a copy of the example, and the file the problem is in
 /// (empty when the bundle reads without a problem and only the output's escaping is checked).
 struct Case {
@@ -284,12 +294,7 @@ fn run(args: &[String], cwd: &Path) -> Ran {
 fn check(case: &Case, reader: &Reader) -> Result<(), String> {
     let scratch = tempfile::tempdir().expect("temp dir");
     let bundle = (case.make)(scratch.path());
-    let args: Vec<String> = reader
-        .args
-        .iter()
-        .map(|a| a.replace("{b}", bundle.to_str().expect("UTF-8 path")))
-        .collect();
-    let ran = run(&args, scratch.path());
+    let ran = run(&reader.on(&bundle), scratch.path());
     let text = String::from_utf8_lossy(&ran.out);
     let what = format!("{} on {}", reader.name, case.name);
     let Some(code) = ran.code else {
@@ -350,12 +355,7 @@ fn every_reading_command_reads_the_example_clean() {
     let scratch = tempfile::tempdir().expect("temp dir");
     let bundle = example_copy(scratch.path());
     for reader in READERS {
-        let args: Vec<String> = reader
-            .args
-            .iter()
-            .map(|a| a.replace("{b}", bundle.to_str().expect("UTF-8 path")))
-            .collect();
-        let ran = run(&args, scratch.path());
+        let ran = run(&reader.on(&bundle), scratch.path());
         let text = String::from_utf8_lossy(&ran.out);
         let allowed: &[i32] = match reader.name {
             // The example is an incident: the behavioural rules find what went wrong in it.
