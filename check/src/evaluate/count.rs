@@ -1,6 +1,9 @@
 //! `count`: how many events of a set each key (the values of the `per` fields) may have: at most
 //! `max`, at least `min` (for every key any event names), optionally only in a finalized bundle or
 //! only for the bundle's own run.
+//!
+//! A key over `max` is decided when its extra event arrives (unless the rule is only for the
+//! bundle's run or a finalized bundle, which the end says); `min` needs the end.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +19,10 @@ struct Seen {
     n: u64,
     kept: Vec<Ev>,
     first: Option<Ev>,
+    /// Whether it was found over `max` when its extra event arrived.
+    over: bool,
+    /// That finding's index among the kept ones, when kept: the end says the final count.
+    finding: Option<usize>,
 }
 
 /// The evaluator of `count`.
@@ -48,7 +55,7 @@ impl Evaluator for CountEval {
         }
     }
 
-    fn take(&mut self, input: &Input<'_>, _: &Stream, _: &mut Tally<'_>) {
+    fn take(&mut self, input: &Input<'_>, _: &Stream, out: &mut Tally<'_>) {
         let Input::Event(e) = input else { return };
         let Some(v) = e.value else { return };
         let c = &self.p;
@@ -65,6 +72,14 @@ impl Evaluator for CountEval {
             if seen.kept.len() < keep {
                 seen.kept.push(e.ev());
             }
+            let early = !c.only_if_finalized && !c.only_bundle_run;
+            if let Some(max) = c.max.filter(|&m| early && seen.n == m.saturating_add(1)) {
+                seen.over = true;
+                let key = Key::of(v, &c.per);
+                let kept = out.findings.len();
+                over_max(c, &key, seen, max, out);
+                seen.finding = (out.findings.len() > kept).then_some(kept);
+            }
         }
     }
 
@@ -80,23 +95,15 @@ impl Evaluator for CountEval {
                 continue;
             }
             out.checked += 1;
-            let Seen { n, kept, first } = seen;
             if let Some(max) = c.max {
-                if n > max {
-                    let extra = kept.last().map_or_else(
-                        || first.as_ref().map(|f| f.loc.clone()).unwrap_or_default(),
-                        |e| e.loc.clone(),
-                    );
-                    out.find(
-                        extra,
-                        kept.iter().map(Ev::witness).collect(),
-                        format!(
-                            "{} has {n} events of {names}, at most {max} allowed",
-                            key.describe(&c.per)
-                        ),
-                    );
+                if seen.n > max && !seen.over {
+                    over_max(c, &key, &seen, max, out);
+                } else if let Some(f) = seen.finding.and_then(|i| out.findings.get_mut(i)) {
+                    // Decided when the extra event arrived; the end knows how many there are.
+                    f.message = over_message(c, &key, seen.n, max);
                 }
             }
+            let Seen { n, first, .. } = seen;
             if let Some(min) = c.min {
                 if n < min {
                     let Some(first) = first else { continue };
@@ -117,4 +124,31 @@ impl Evaluator for CountEval {
             }
         }
     }
+}
+
+/// Finds `key` over `max` events.
+fn over_max(c: &Count, key: &Key, seen: &Seen, max: u64, out: &mut Tally<'_>) {
+    let extra = seen.kept.last().map_or_else(
+        || {
+            seen.first
+                .as_ref()
+                .map(|f| f.loc.clone())
+                .unwrap_or_default()
+        },
+        |e| e.loc.clone(),
+    );
+    out.find(
+        extra,
+        seen.kept.iter().map(Ev::witness).collect(),
+        over_message(c, key, seen.n, max),
+    );
+}
+
+/// Why `key` with `n` events breaks `max`.
+fn over_message(c: &Count, key: &Key, n: u64, max: u64) -> String {
+    format!(
+        "{} has {n} events of {}, at most {max} allowed",
+        key.describe(&c.per),
+        c.events.join(", ")
+    )
 }

@@ -1,7 +1,9 @@
-//! The one-pass driver: [`Checker`] takes the records of a bundle one at a time, in the order
-//! `diagwire::bundle::records::walk` yields them, learns what every evaluator may read of the
-//! stream (nodes, clock samples, the manifest), hands each record to every rule's evaluator, and at
-//! the end asks each to decide what needs the whole stream and returns the report.
+//! The one-pass driver: [`Checker`] takes records one at a time — from a bundle walk
+//! (`diagwire::bundle::records::walk_into`) or from any other source through [`Checker::take`] —
+//! learns what every evaluator may read of the stream (nodes, clock samples, the manifest), hands
+//! each record to every rule's evaluator, moves the watermark on (so that a rule decides as soon as
+//! the stream makes it certain), hands on what was decided ([`Checker::decided`]), and at the end
+//! asks each rule to decide what needs the whole stream and returns the report.
 
 use std::collections::BTreeSet;
 
@@ -11,10 +13,10 @@ use diagwire::v1::{CONTRACT, CustomPayload, Event, EventRecord, Record, Snapshot
 use diagwire::{Location, Problem};
 use serde_json::Value;
 
-use super::{BlockIn, End, Evaluator, EventIn, Found, Input, Stream, Tally, for_rule};
+use super::{BlockIn, End, Evaluator, EventIn, Found, Input, Nodes, Stream, Tally, for_rule};
 use crate::blocks::{self, GapBlock};
 use crate::rulebook::Rulebook;
-use crate::verdict::{CheckReport, RuleResult};
+use crate::verdict::{CheckReport, Finding, RuleResult};
 
 /// Options of a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +46,22 @@ pub struct Checker<'c> {
     need_blocks: bool,
     records: u64,
     unreadable: u64,
+    /// The watermark the evaluators last decided at.
+    watermark: Option<i128>,
+}
+
+/// A record to check, from any source.
+#[derive(Debug)]
+pub struct Fed<'a> {
+    /// The node it came from (its directory label in a bundle, its id in a collector's staging);
+    /// `None` for a run-wide record (the manifest).
+    pub node: Option<&'a str>,
+    /// The record.
+    pub record: &'a Record,
+    /// Its JSON text when the source has it (else it is written from the record where needed).
+    pub text: Option<&'a str>,
+    /// Where it is.
+    pub location: Location,
 }
 
 impl<'c> Checker<'c> {
@@ -55,6 +73,18 @@ impl<'c> Checker<'c> {
         source: &str,
         archive: bool,
         run_id: &str,
+    ) -> Self {
+        Self::with_nodes(rulebook, opts, source, archive, run_id, Nodes::Manifest)
+    }
+
+    /// Like [`Checker::new`], learning the run's node set as `nodes` says.
+    pub fn with_nodes(
+        rulebook: &'c Rulebook,
+        opts: Options,
+        source: &str,
+        archive: bool,
+        run_id: &str,
+        nodes: Nodes,
     ) -> Self {
         let mut value_tags = BTreeSet::new();
         let mut need_blocks = false;
@@ -73,13 +103,14 @@ impl<'c> Checker<'c> {
             source: source.to_owned(),
             archive,
             reader_run: run_id.to_owned(),
-            stream: Stream::new(),
+            stream: Stream::with_nodes(nodes),
             rules,
             value_tags,
             blocks: blocks::gap_blocks(),
             need_blocks,
             records: 0,
             unreadable: 0,
+            watermark: None,
         }
     }
 
@@ -105,13 +136,31 @@ impl<'c> Checker<'c> {
 
     /// Takes the next record of the walk.
     pub fn record(&mut self, item: &Item<'_>) {
+        let file = self.shown(item.path);
+        let latest_boot = matches!(item.role, Role::Latest(FileKind::Boot));
+        self.take_record(
+            &Fed {
+                node: item.node,
+                record: item.record,
+                text: Some(item.text),
+                location: Location::record(&file, item.index, ""),
+            },
+            latest_boot,
+        );
+    }
+
+    /// Takes the next record from any source; a node's latest boot record is the last one taken.
+    pub fn take(&mut self, fed: &Fed<'_>) {
+        self.take_record(fed, true);
+    }
+
+    fn take_record(&mut self, fed: &Fed<'_>, latest_boot: bool) {
         self.records += 1;
         self.stream.ord += 1;
         self.give(&Input::Record);
-        let file = self.shown(item.path);
-        let node = item.node.map(|l| self.stream.node(l));
-        let loc = Location::record(&file, item.index, "");
-        match (item.record, node) {
+        let node = fed.node.map(|l| self.stream.node(l));
+        let loc = &fed.location;
+        match (fed.record, node) {
             (Record::Manifest(m), _) => {
                 self.stream.manifest_run = Some(m.run_id.clone());
                 self.stream.finalized = m.finalize_received;
@@ -120,22 +169,97 @@ impl<'c> Checker<'c> {
                         .manifest_ids
                         .insert(n.label.clone(), n.node_id_hex.0.clone());
                 }
+                self.stream
+                    .manifest_nodes(m.nodes.iter().map(|n| n.label.as_str()));
+                self.advance();
             }
             (Record::Boot(identity), Some(node)) => {
                 let info = &mut self.stream.nodes[node];
                 info.boots += 1;
-                if matches!(item.role, Role::Latest(FileKind::Boot)) {
+                if latest_boot {
                     info.latest_boot_id = Some(identity.node_id_hex.0.clone());
                 }
                 self.give(&Input::Boot {
                     node,
                     identity,
-                    loc: &loc,
+                    loc,
                 });
             }
-            (Record::Snapshot(s), Some(node)) => self.snapshot(node, s, &loc, item.text),
-            (Record::Event(e), Some(node)) => self.event(node, e, &loc, item.text),
+            (Record::Snapshot(s), Some(node)) => {
+                let text = fed.text.unwrap_or("");
+                self.snapshot(node, s, loc, text);
+            }
+            (Record::Event(e), Some(node)) => {
+                let owned;
+                let text = match fed.text {
+                    Some(t) => t,
+                    None => {
+                        owned = serde_json::to_string(e).unwrap_or_default();
+                        &owned
+                    }
+                };
+                self.event(node, e, loc, text);
+                self.advance();
+            }
+            (Record::EventBatch(batch), Some(node)) => {
+                for (i, e) in batch.iter().enumerate() {
+                    let text = serde_json::to_string(e).unwrap_or_default();
+                    let mut at = loc.clone();
+                    at.record = Some(loc.record.unwrap_or(0) + i);
+                    if i > 0 {
+                        self.records += 1;
+                        self.stream.ord += 1;
+                        self.give(&Input::Record);
+                    }
+                    self.event(node, e, &at, &text);
+                    self.advance();
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// Lets every waiting rule decide what the watermark, if it moved, makes certain.
+    fn advance(&mut self) {
+        if !self.rules.iter().any(|(e, _)| e.waiting()) {
+            return;
+        }
+        let Some(wm) = self.stream.watermark() else {
+            return;
+        };
+        if self.watermark.is_some_and(|w| w >= wm) {
+            return;
+        }
+        self.watermark = Some(wm);
+        for (eval, tally) in &mut self.rules {
+            if eval.waiting() {
+                eval.advance(wm, &self.stream, tally);
+            }
+        }
+    }
+
+    /// The findings decided since the last call, in the order they were decided, rule by rule.
+    /// A finding handed on here is never taken back: the final report has it too.
+    pub fn decided(&mut self) -> Vec<Finding> {
+        let mut out = Vec::new();
+        for (_, tally) in &mut self.rules {
+            out.extend(tally.findings[tally.shown..].iter().cloned());
+            tally.shown = tally.findings.len();
+        }
+        out
+    }
+
+    /// How far the check is: records taken, rules with a violation so far, findings so far.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            records: self.records,
+            rules: self.rules.len(),
+            rules_failed: self
+                .rules
+                .iter()
+                .filter(|(_, t)| t.total > 0 && t.rule().level == crate::rulebook::Level::Violation)
+                .count(),
+            findings: self.rules.iter().map(|(_, t)| t.total).sum(),
         }
     }
 
@@ -182,7 +306,7 @@ impl<'c> Checker<'c> {
                         - i128::from(e.wall_ms))
                         / 2;
                     if let Ok(o) = i64::try_from(o) {
-                        info.offsets.push(o);
+                        self.stream.add_offset(node, o);
                     }
                 }
             }
@@ -251,6 +375,19 @@ impl<'c> Checker<'c> {
             rules,
         }
     }
+}
+
+/// How far a check is (for a live status line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Records taken.
+    pub records: u64,
+    /// Rules in the rule book.
+    pub rules: usize,
+    /// Rules at level `violation` with a finding so far (decided: a finding is never taken back).
+    pub rules_failed: usize,
+    /// Findings so far, of every rule.
+    pub findings: u64,
 }
 
 /// Whether `text` names `word` as a whole identifier (not as part of a longer one).

@@ -41,6 +41,7 @@ mod stream;
 pub use driver::{Checker, Options, typed_blocks_cover_contract};
 pub(crate) use kept::{Ev, Kept, note, with_pointer};
 pub(crate) use key::Key;
+pub use stream::Nodes;
 pub(crate) use stream::{Clocks, Stream};
 
 /// One kind of rule, evaluated over a stream of records.
@@ -52,6 +53,15 @@ pub(crate) trait Evaluator: fmt::Debug {
 
     /// Takes the next input.
     fn take(&mut self, input: &Input<'_>, stream: &Stream, out: &mut Tally<'_>);
+
+    /// Whether it has something to decide once the watermark passes it ([`Evaluator::advance`]).
+    fn waiting(&self) -> bool {
+        false
+    }
+
+    /// Decides what no record still to come can change: every event still to come from the run's
+    /// nodes has an aligned time after `watermark` (see [`stream`]).
+    fn advance(&mut self, _watermark: i128, _stream: &Stream, _out: &mut Tally<'_>) {}
 
     /// Decides, once the stream has ended, what needs the whole of it.
     fn finish(self: Box<Self>, _end: &End<'_>, _out: &mut Tally<'_>) {}
@@ -220,6 +230,8 @@ pub(crate) struct Tally<'r> {
     pub total: u64,
     /// Findings, kept.
     pub findings: Vec<Finding>,
+    /// How many of the kept findings were handed on as decided.
+    pub shown: usize,
 }
 
 impl<'r> Tally<'r> {
@@ -232,6 +244,7 @@ impl<'r> Tally<'r> {
             inconclusive: 0,
             total: 0,
             findings: Vec::new(),
+            shown: 0,
         }
     }
 

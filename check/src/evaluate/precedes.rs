@@ -2,14 +2,17 @@
 //! type with the same `match` fields, on any node) and work complete before it (`completes`: every
 //! opener that precedes it has its closer of the same node before it too), in the stream's order
 //! across nodes.
+//!
+//! A checked event is decided once the watermark passes its aligned time (nothing still to come
+//! can precede it), else at the end of the stream.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
 use super::key::{Part, part};
-use super::{End, Ev, Evaluator, EventIn, Input, Key, Reads, Stream, Tally, known_tag};
-use crate::rulebook::Precedes;
+use super::{Clocks, End, Ev, Evaluator, EventIn, Input, Key, Reads, Stream, Tally, known_tag};
+use crate::rulebook::{Need, Precedes};
 
 /// The values of an event's matched fields, by field.
 type Fields = BTreeMap<String, Part>;
@@ -22,8 +25,13 @@ pub(crate) struct PrecedesEval {
     p: Precedes,
     /// Every field a need or a completion matches the checked event on.
     all: Vec<String>,
-    /// The first checked event per node and key, with its matched fields.
+    /// The first checked event per node and key, with its matched fields, until decided.
     targets: Keyed<(Ev, Fields)>,
+    /// The node and key of every checked event decided.
+    decided: HashSet<(usize, Key)>,
+    /// Findings decided before any event they need had arrived: (the finding's index among the
+    /// kept ones, the key it needs, the need), so that the end can add the first later one.
+    unwitnessed: Vec<(usize, Key, usize)>,
     /// Per need: its first event per node and key.
     needs: Vec<Keyed<Ev>>,
     /// Per completion: its first opener per node and pair, with the opener's matched fields.
@@ -72,6 +80,8 @@ impl PrecedesEval {
             p: p.clone(),
             all,
             targets: HashMap::new(),
+            decided: HashSet::new(),
+            unwitnessed: Vec::new(),
             needs: p.needs.iter().map(|_| HashMap::new()).collect(),
             openers: p.completes.iter().map(|_| HashMap::new()).collect(),
             closers: p.completes.iter().map(|_| HashMap::new()).collect(),
@@ -82,8 +92,10 @@ impl PrecedesEval {
         let (p, tag, node) = (&self.p, e.tag, e.node);
         if tag == p.event {
             let key = (node, Key::of(v, &self.all));
-            let all = &self.all;
-            keep_first(&mut self.targets, key, e.ev(), |ev| (ev, fields_of(v, all)));
+            if !self.decided.contains(&key) {
+                let all = &self.all;
+                keep_first(&mut self.targets, key, e.ev(), |ev| (ev, fields_of(v, all)));
+            }
         }
         for (n, needs) in p.needs.iter().zip(&mut self.needs) {
             if tag == n.event {
@@ -141,81 +153,144 @@ impl Evaluator for PrecedesEval {
         }
     }
 
-    fn finish(self: Box<Self>, end: &End<'_>, out: &mut Tally<'_>) {
-        let (p, clocks) = (&self.p, &end.clocks);
+    fn waiting(&self) -> bool {
+        !self.targets.is_empty()
+    }
+
+    fn advance(&mut self, watermark: i128, stream: &Stream, out: &mut Tally<'_>) {
+        let clocks = Clocks::of(stream);
+        let mut due: Vec<(usize, Key)> = self
+            .targets
+            .iter()
+            .filter(|(_, (t, _))| clocks.aligned(t) < watermark)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        due.sort_by_key(|k| self.targets[k].0.ord);
+        for k in due {
+            if let Some((t, tf)) = self.targets.remove(&k) {
+                let early = self.decide(&t, &tf, &clocks, out);
+                self.unwitnessed.extend(early);
+                self.decided.insert(k);
+            }
+        }
+    }
+
+    fn finish(mut self: Box<Self>, end: &End<'_>, out: &mut Tally<'_>) {
+        // What was decided early keeps its verdict; it gains the need that came later, if any.
+        for (i, want, ni) in std::mem::take(&mut self.unwitnessed) {
+            let n = &self.p.needs[ni];
+            let first_later = self.needs[ni]
+                .iter()
+                .filter(|((_, k), _)| *k == want)
+                .map(|(_, e)| e)
+                .min_by_key(|e| e.ord);
+            if let (Some(l), Some(f)) = (first_later, out.findings.get_mut(i)) {
+                f.witness.push(l.witness());
+                f.message = need_message(&self.p.event, &want, n, true);
+            }
+        }
         let mut ordered: Vec<&(Ev, Fields)> = self.targets.values().collect();
         ordered.sort_by_key(|(e, _)| e.ord);
         for (t, tf) in ordered {
-            out.checked += 1;
-            for (n, needs) in p.needs.iter().zip(&self.needs) {
-                let want = key_in(tf, &n.fields);
-                let candidates: Vec<&Ev> = needs
-                    .iter()
-                    .filter(|((_, k), _)| *k == want)
-                    .map(|(_, e)| e)
-                    .collect();
-                if candidates.iter().any(|c| clocks.before(c, t)) {
+            self.decide(t, tf, &end.clocks, out);
+        }
+    }
+}
+
+/// Why checked event `event` of key `want` breaks need `n` (`later`: a need of the key came
+/// after it).
+fn need_message(event: &str, want: &Key, n: &Need, later: bool) -> String {
+    format!(
+        "`{event}` of {} {} `{}` of the same {}",
+        want.describe(&n.fields),
+        if later {
+            "comes before the first"
+        } else {
+            "has no earlier"
+        },
+        n.event,
+        n.fields.join(", ")
+    )
+}
+
+impl PrecedesEval {
+    /// Decides checked event `t` with matched fields `tf`; returns the findings kept without a
+    /// later need to show (see `unwitnessed`).
+    fn decide(
+        &self,
+        t: &Ev,
+        tf: &Fields,
+        clocks: &Clocks,
+        out: &mut Tally<'_>,
+    ) -> Vec<(usize, Key, usize)> {
+        let p = &self.p;
+        let mut unwitnessed = Vec::new();
+        out.checked += 1;
+        for (ni, (n, needs)) in p.needs.iter().zip(&self.needs).enumerate() {
+            let want = key_in(tf, &n.fields);
+            let candidates: Vec<&Ev> = needs
+                .iter()
+                .filter(|((_, k), _)| *k == want)
+                .map(|(_, e)| e)
+                .collect();
+            if candidates.iter().any(|c| clocks.before(c, t)) {
+                continue;
+            }
+            let mut witness = vec![t.witness()];
+            let later = candidates.iter().min_by_key(|c| c.ord);
+            if let Some(l) = later {
+                witness.push(l.witness());
+            }
+            let kept = out.findings.len();
+            out.find(
+                t.loc.clone(),
+                witness,
+                need_message(&p.event, &want, n, later.is_some()),
+            );
+            if later.is_none() && out.findings.len() > kept {
+                unwitnessed.push((kept, want, ni));
+            }
+        }
+        for (i, c) in p.completes.iter().enumerate() {
+            let want = key_in(tf, &c.open_match);
+            let mut opened: Vec<&(Ev, Fields)> = self.openers[i]
+                .values()
+                .filter(|(o, of)| {
+                    c.open_match
+                        .iter()
+                        .zip(&want.0)
+                        .all(|(f, w)| of.get(f) == Some(w))
+                        && clocks.before(o, t)
+                })
+                .collect();
+            opened.sort_by_key(|(o, _)| o.ord);
+            for (o, of) in opened {
+                let pair = key_in(of, &c.pair);
+                let closer = self.closers[i].get(&(o.node, pair.clone()));
+                if closer.is_some_and(|cl| clocks.before(cl, t)) {
                     continue;
                 }
-                let mut witness = vec![t.witness()];
-                let later = candidates.iter().min_by_key(|c| c.ord);
-                if let Some(l) = later {
-                    witness.push(l.witness());
+                let mut witness = vec![t.witness(), o.witness()];
+                if let Some(cl) = closer {
+                    witness.push(cl.witness());
                 }
                 out.find(
                     t.loc.clone(),
                     witness,
                     format!(
-                        "`{}` of {} {} `{}` of the same {}",
+                        "`{}` of {} comes before `{}` of {} on the node that started it with `{}`",
                         p.event,
-                        want.describe(&n.fields),
-                        if later.is_some() {
-                            "comes before the first"
-                        } else {
-                            "has no earlier"
-                        },
-                        n.event,
-                        n.fields.join(", ")
+                        want.describe(&c.open_match),
+                        c.closed_by,
+                        pair.describe(&c.pair),
+                        c.opened_by
                     ),
                 );
             }
-            for (i, c) in p.completes.iter().enumerate() {
-                let want = key_in(tf, &c.open_match);
-                let mut opened: Vec<&(Ev, Fields)> = self.openers[i]
-                    .values()
-                    .filter(|(o, of)| {
-                        c.open_match
-                            .iter()
-                            .zip(&want.0)
-                            .all(|(f, w)| of.get(f) == Some(w))
-                            && clocks.before(o, t)
-                    })
-                    .collect();
-                opened.sort_by_key(|(o, _)| o.ord);
-                for (o, of) in opened {
-                    let pair = key_in(of, &c.pair);
-                    let closer = self.closers[i].get(&(o.node, pair.clone()));
-                    if closer.is_some_and(|cl| clocks.before(cl, t)) {
-                        continue;
-                    }
-                    let mut witness = vec![t.witness(), o.witness()];
-                    if let Some(cl) = closer {
-                        witness.push(cl.witness());
-                    }
-                    out.find(
-                        t.loc.clone(),
-                        witness,
-                        format!(
-                            "`{}` of {} comes before `{}` of {} on the node that started it with `{}`",
-                            p.event,
-                            want.describe(&c.open_match),
-                            c.closed_by,
-                            pair.describe(&c.pair),
-                            c.opened_by
-                        ),
-                    );
-                }
-            }
         }
+        unwitnessed
     }
 }
