@@ -574,7 +574,69 @@ fn internal_union(
         tag = u.tag,
         other = if u.open { "{ Other }" } else { "{}" },
     );
-    vec![Part::Tokens(type_def), Part::Text(call)]
+    let mut parts = vec![Part::Tokens(type_def), Part::Text(call)];
+    parts.extend(union_type_enum(d, u, grows));
+    parts
+}
+
+/// `<Name>Type`: the variants of an internally tagged union without their fields, so that code
+/// names a type (in a test, a filter) with a value the compiler checks rather than a string.
+fn union_type_enum(d: &Def, u: &UnionDef, grows: TokenStream) -> Vec<Part> {
+    let name = ident(&d.name);
+    let type_name = format!("{}Type", d.name);
+    let ty = ident(&type_name);
+    let mut vars = Vec::new();
+    let mut arms = Vec::new();
+    let mut call = format!("::diagwire_runtime::str_enum!({type_name} {{\n");
+    for v in &u.variants {
+        if !matches!(v.payload, Payload::Def(_)) {
+            continue;
+        }
+        let var = ident(&v.rust);
+        let vd = doc(&format!("`{}: {}`.", u.tag, v.tag));
+        vars.push(quote!(#vd #var,));
+        arms.push(quote!(#name::#var(_) => #ty::#var,));
+        call.push_str(&format!("    {} = {:?},\n", v.rust, v.tag));
+    }
+    let (other_var, other_arm) = if u.open {
+        call.push_str("} other { Other });\n");
+        (
+            quote!(
+                #[doc = " A type this version of the contract does not know, as written."]
+                Other(String),
+            ),
+            quote!(#name::Other(_) => #ty::Other(self.tag().to_owned()),),
+        )
+    } else {
+        call.push_str("} other {});\n");
+        (quote!(), quote!())
+    };
+    let type_doc = doc(&format!(
+        "The type of a [`{n}`] without its fields: one value per type this version of the contract knows (the `{tag}` key on the wire).",
+        n = d.name,
+        tag = u.tag
+    ));
+    let fn_doc = doc(&format!("The type of this `{}`.", d.name));
+    let tokens = quote! {
+        #type_doc
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #grows
+        pub enum #ty {
+            #(#vars)*
+            #other_var
+        }
+
+        impl #name {
+            #fn_doc
+            pub fn type_of(&self) -> #ty {
+                match self {
+                    #(#arms)*
+                    #other_arm
+                }
+            }
+        }
+    };
+    vec![Part::Tokens(tokens), Part::Text(call)]
 }
 
 fn adjacent_union(d: &Def, u: &UnionDef, docs: TokenStream, grows: TokenStream) -> TokenStream {

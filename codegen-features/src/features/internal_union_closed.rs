@@ -28,6 +28,27 @@ impl From<StopCommand> for Command {
     Start(StartCommandDecoder) = "start",
     Stop(StopCommandDecoder) = "stop",
 } other {});
+/// The type of a [`Command`] without its fields: one value per type this version of the contract knows (the `op` key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CommandType {
+    /// `op: start`.
+    Start,
+    /// `op: stop`.
+    Stop,
+}
+impl Command {
+    /// The type of this `Command`.
+    pub fn type_of(&self) -> CommandType {
+        match self {
+            Command::Start(_) => CommandType::Start,
+            Command::Stop(_) => CommandType::Stop,
+        }
+    }
+}
+::diagwire_runtime::str_enum!(CommandType {
+    Start = "start",
+    Stop = "stop",
+} other {});
 /// Start the worker.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]

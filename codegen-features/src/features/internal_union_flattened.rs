@@ -64,6 +64,31 @@ impl From<FileClosed> for EntryKind {
     Opened(FileOpenedDecoder) = "Opened",
     Closed(FileClosedDecoder) = "Closed",
 } other { Other });
+/// The type of a [`EntryKind`] without its fields: one value per type this version of the contract knows (the `type` key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum EntryKindType {
+    /// `type: Opened`.
+    Opened,
+    /// `type: Closed`.
+    Closed,
+    /// A type this version of the contract does not know, as written.
+    Other(String),
+}
+impl EntryKind {
+    /// The type of this `EntryKind`.
+    pub fn type_of(&self) -> EntryKindType {
+        match self {
+            EntryKind::Opened(_) => EntryKindType::Opened,
+            EntryKind::Closed(_) => EntryKindType::Closed,
+            EntryKind::Other(_) => EntryKindType::Other(self.tag().to_owned()),
+        }
+    }
+}
+::diagwire_runtime::str_enum!(EntryKindType {
+    Opened = "Opened",
+    Closed = "Closed",
+} other { Other });
 /// A file was opened.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]

@@ -40,6 +40,31 @@ impl From<LifecycleMessage> for Message {
     Ping(PingMessageDecoder) = "ping",
     Lifecycle(LifecycleMessageDecoder) = "lifecycle",
 } other { Other });
+/// The type of a [`Message`] without its fields: one value per type this version of the contract knows (the `t` key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum MessageType {
+    /// `t: ping`.
+    Ping,
+    /// `t: lifecycle`.
+    Lifecycle,
+    /// A type this version of the contract does not know, as written.
+    Other(String),
+}
+impl Message {
+    /// The type of this `Message`.
+    pub fn type_of(&self) -> MessageType {
+        match self {
+            Message::Ping(_) => MessageType::Ping,
+            Message::Lifecycle(_) => MessageType::Lifecycle,
+            Message::Other(_) => MessageType::Other(self.tag().to_owned()),
+        }
+    }
+}
+::diagwire_runtime::str_enum!(MessageType {
+    Ping = "ping",
+    Lifecycle = "lifecycle",
+} other { Other });
 /// A liveness ping.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
@@ -104,6 +129,33 @@ impl From<ProcessStopped> for LifecycleMessage {
 ::diagwire_runtime::internal_union!(LifecycleMessage, LifecycleMessageDecoder, "LifecycleMessage", tag "event" {
     Started(ProcessStartedDecoder) = "started",
     Stopped(ProcessStoppedDecoder) = "stopped",
+} other { Other });
+/// The type of a [`LifecycleMessage`] without its fields: one value per type this version of the contract knows (the `event` key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum LifecycleMessageType {
+    /// `event: started`.
+    Started,
+    /// `event: stopped`.
+    Stopped,
+    /// A type this version of the contract does not know, as written.
+    Other(String),
+}
+impl LifecycleMessage {
+    /// The type of this `LifecycleMessage`.
+    pub fn type_of(&self) -> LifecycleMessageType {
+        match self {
+            LifecycleMessage::Started(_) => LifecycleMessageType::Started,
+            LifecycleMessage::Stopped(_) => LifecycleMessageType::Stopped,
+            LifecycleMessage::Other(_) => {
+                LifecycleMessageType::Other(self.tag().to_owned())
+            }
+        }
+    }
+}
+::diagwire_runtime::str_enum!(LifecycleMessageType {
+    Started = "started",
+    Stopped = "stopped",
 } other { Other });
 /// The process started.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -48,6 +48,35 @@ impl From<Point> for Shape {
     Square(SquareDecoder) = "square",
     Point(PointDecoder) = "point",
 } other { Other });
+/// The type of a [`Shape`] without its fields: one value per type this version of the contract knows (the `type` key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ShapeType {
+    /// `type: circle`.
+    Circle,
+    /// `type: square`.
+    Square,
+    /// `type: point`.
+    Point,
+    /// A type this version of the contract does not know, as written.
+    Other(String),
+}
+impl Shape {
+    /// The type of this `Shape`.
+    pub fn type_of(&self) -> ShapeType {
+        match self {
+            Shape::Circle(_) => ShapeType::Circle,
+            Shape::Square(_) => ShapeType::Square,
+            Shape::Point(_) => ShapeType::Point,
+            Shape::Other(_) => ShapeType::Other(self.tag().to_owned()),
+        }
+    }
+}
+::diagwire_runtime::str_enum!(ShapeType {
+    Circle = "circle",
+    Square = "square",
+    Point = "point",
+} other { Other });
 /// A circle.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]

@@ -532,6 +532,251 @@ impl From<SwimProbeLateAcked> for Event {
     FaultDetected(FaultDetectedDecoder) = "fault_detected",
     SwimProbeLateAcked(SwimProbeLateAckedDecoder) = "SwimProbeLateAcked",
 } other { Other });
+/// The type of a [`Event`] without its fields: one value per type this version of the contract knows (the `type` key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum EventType {
+    /// `type: SwimTransition`.
+    SwimTransition,
+    /// `type: DialStarted`.
+    DialStarted,
+    /// `type: DialOutcome`.
+    DialOutcome,
+    /// `type: IrohConnTypeChanged`.
+    IrohConnTypeChanged,
+    /// `type: RelayChanged`.
+    RelayChanged,
+    /// `type: RelaySessionStateChanged`.
+    RelaySessionStateChanged,
+    /// `type: RelaySessionOpened`.
+    RelaySessionOpened,
+    /// `type: RelaySessionClosed`.
+    RelaySessionClosed,
+    /// `type: GossipReceived`.
+    GossipReceived,
+    /// `type: SubprocessSpawned`.
+    SubprocessSpawned,
+    /// `type: SubprocessExited`.
+    SubprocessExited,
+    /// `type: SwimMetadataSent`.
+    SwimMetadataSent,
+    /// `type: SwimMetadataReceived`.
+    SwimMetadataReceived,
+    /// `type: ConnectionCacheHit`.
+    ConnectionCacheHit,
+    /// `type: ConnectionCacheMiss`.
+    ConnectionCacheMiss,
+    /// `type: ConnectionCacheInvalidated`.
+    ConnectionCacheInvalidated,
+    /// `type: NodeMapUpdate`.
+    NodeMapUpdate,
+    /// `type: MessageSent`.
+    MessageSent,
+    /// `type: MessageReceived`.
+    MessageReceived,
+    /// `type: ProbeSent`.
+    ProbeSent,
+    /// `type: ProbeReceived`.
+    ProbeReceived,
+    /// `type: SwimProbeSent`.
+    SwimProbeSent,
+    /// `type: SwimProbeAcked`.
+    SwimProbeAcked,
+    /// `type: SwimProbeTimedOut`.
+    SwimProbeTimedOut,
+    /// `type: InferenceResponseSent`.
+    InferenceResponseSent,
+    /// `type: Error`.
+    Error,
+    /// `type: Custom`.
+    Custom,
+    /// `type: InferenceResponseReceived`.
+    InferenceResponseReceived,
+    /// `type: HandshakeStarted`.
+    HandshakeStarted,
+    /// `type: HandshakeOutcome`.
+    HandshakeOutcome,
+    /// `type: WirePacket`.
+    WirePacket,
+    /// `type: node_started`.
+    NodeStarted,
+    /// `type: node_available`.
+    NodeAvailable,
+    /// `type: node_faulted`.
+    NodeFaulted,
+    /// `type: pool_ready`.
+    PoolReady,
+    /// `type: run_planned`.
+    RunPlanned,
+    /// `type: stage_provision_started`.
+    StageProvisionStarted,
+    /// `type: weights_download_started`.
+    WeightsDownloadStarted,
+    /// `type: weights_downloaded`.
+    WeightsDownloaded,
+    /// `type: weights_loaded`.
+    WeightsLoaded,
+    /// `type: edge_provision_started`.
+    EdgeProvisionStarted,
+    /// `type: edge_ready`.
+    EdgeReady,
+    /// `type: stage_ready`.
+    StageReady,
+    /// `type: readiness_barrier_passed`.
+    ReadinessBarrierPassed,
+    /// `type: prompt_injected`.
+    PromptInjected,
+    /// `type: object_loaded`.
+    ObjectLoaded,
+    /// `type: execute_step_started`.
+    ExecuteStepStarted,
+    /// `type: object_produced`.
+    ObjectProduced,
+    /// `type: step_completed`.
+    StepCompleted,
+    /// `type: token_received`.
+    TokenReceived,
+    /// `type: run_completed`.
+    RunCompleted,
+    /// `type: run_faulted`.
+    RunFaulted,
+    /// `type: stop_run_sent`.
+    StopRunSent,
+    /// `type: stage_stopped`.
+    StageStopped,
+    /// `type: run_torn_down`.
+    RunTornDown,
+    /// `type: fault_detected`.
+    FaultDetected,
+    /// `type: SwimProbeLateAcked`.
+    SwimProbeLateAcked,
+    /// A type this version of the contract does not know, as written.
+    Other(String),
+}
+impl Event {
+    /// The type of this `Event`.
+    pub fn type_of(&self) -> EventType {
+        match self {
+            Event::SwimTransition(_) => EventType::SwimTransition,
+            Event::DialStarted(_) => EventType::DialStarted,
+            Event::DialOutcome(_) => EventType::DialOutcome,
+            Event::IrohConnTypeChanged(_) => EventType::IrohConnTypeChanged,
+            Event::RelayChanged(_) => EventType::RelayChanged,
+            Event::RelaySessionStateChanged(_) => EventType::RelaySessionStateChanged,
+            Event::RelaySessionOpened(_) => EventType::RelaySessionOpened,
+            Event::RelaySessionClosed(_) => EventType::RelaySessionClosed,
+            Event::GossipReceived(_) => EventType::GossipReceived,
+            Event::SubprocessSpawned(_) => EventType::SubprocessSpawned,
+            Event::SubprocessExited(_) => EventType::SubprocessExited,
+            Event::SwimMetadataSent(_) => EventType::SwimMetadataSent,
+            Event::SwimMetadataReceived(_) => EventType::SwimMetadataReceived,
+            Event::ConnectionCacheHit(_) => EventType::ConnectionCacheHit,
+            Event::ConnectionCacheMiss(_) => EventType::ConnectionCacheMiss,
+            Event::ConnectionCacheInvalidated(_) => EventType::ConnectionCacheInvalidated,
+            Event::NodeMapUpdate(_) => EventType::NodeMapUpdate,
+            Event::MessageSent(_) => EventType::MessageSent,
+            Event::MessageReceived(_) => EventType::MessageReceived,
+            Event::ProbeSent(_) => EventType::ProbeSent,
+            Event::ProbeReceived(_) => EventType::ProbeReceived,
+            Event::SwimProbeSent(_) => EventType::SwimProbeSent,
+            Event::SwimProbeAcked(_) => EventType::SwimProbeAcked,
+            Event::SwimProbeTimedOut(_) => EventType::SwimProbeTimedOut,
+            Event::InferenceResponseSent(_) => EventType::InferenceResponseSent,
+            Event::Error(_) => EventType::Error,
+            Event::Custom(_) => EventType::Custom,
+            Event::InferenceResponseReceived(_) => EventType::InferenceResponseReceived,
+            Event::HandshakeStarted(_) => EventType::HandshakeStarted,
+            Event::HandshakeOutcome(_) => EventType::HandshakeOutcome,
+            Event::WirePacket(_) => EventType::WirePacket,
+            Event::NodeStarted(_) => EventType::NodeStarted,
+            Event::NodeAvailable(_) => EventType::NodeAvailable,
+            Event::NodeFaulted(_) => EventType::NodeFaulted,
+            Event::PoolReady(_) => EventType::PoolReady,
+            Event::RunPlanned(_) => EventType::RunPlanned,
+            Event::StageProvisionStarted(_) => EventType::StageProvisionStarted,
+            Event::WeightsDownloadStarted(_) => EventType::WeightsDownloadStarted,
+            Event::WeightsDownloaded(_) => EventType::WeightsDownloaded,
+            Event::WeightsLoaded(_) => EventType::WeightsLoaded,
+            Event::EdgeProvisionStarted(_) => EventType::EdgeProvisionStarted,
+            Event::EdgeReady(_) => EventType::EdgeReady,
+            Event::StageReady(_) => EventType::StageReady,
+            Event::ReadinessBarrierPassed(_) => EventType::ReadinessBarrierPassed,
+            Event::PromptInjected(_) => EventType::PromptInjected,
+            Event::ObjectLoaded(_) => EventType::ObjectLoaded,
+            Event::ExecuteStepStarted(_) => EventType::ExecuteStepStarted,
+            Event::ObjectProduced(_) => EventType::ObjectProduced,
+            Event::StepCompleted(_) => EventType::StepCompleted,
+            Event::TokenReceived(_) => EventType::TokenReceived,
+            Event::RunCompleted(_) => EventType::RunCompleted,
+            Event::RunFaulted(_) => EventType::RunFaulted,
+            Event::StopRunSent(_) => EventType::StopRunSent,
+            Event::StageStopped(_) => EventType::StageStopped,
+            Event::RunTornDown(_) => EventType::RunTornDown,
+            Event::FaultDetected(_) => EventType::FaultDetected,
+            Event::SwimProbeLateAcked(_) => EventType::SwimProbeLateAcked,
+            Event::Other(_) => EventType::Other(self.tag().to_owned()),
+        }
+    }
+}
+::diagwire_runtime::str_enum!(EventType {
+    SwimTransition = "SwimTransition",
+    DialStarted = "DialStarted",
+    DialOutcome = "DialOutcome",
+    IrohConnTypeChanged = "IrohConnTypeChanged",
+    RelayChanged = "RelayChanged",
+    RelaySessionStateChanged = "RelaySessionStateChanged",
+    RelaySessionOpened = "RelaySessionOpened",
+    RelaySessionClosed = "RelaySessionClosed",
+    GossipReceived = "GossipReceived",
+    SubprocessSpawned = "SubprocessSpawned",
+    SubprocessExited = "SubprocessExited",
+    SwimMetadataSent = "SwimMetadataSent",
+    SwimMetadataReceived = "SwimMetadataReceived",
+    ConnectionCacheHit = "ConnectionCacheHit",
+    ConnectionCacheMiss = "ConnectionCacheMiss",
+    ConnectionCacheInvalidated = "ConnectionCacheInvalidated",
+    NodeMapUpdate = "NodeMapUpdate",
+    MessageSent = "MessageSent",
+    MessageReceived = "MessageReceived",
+    ProbeSent = "ProbeSent",
+    ProbeReceived = "ProbeReceived",
+    SwimProbeSent = "SwimProbeSent",
+    SwimProbeAcked = "SwimProbeAcked",
+    SwimProbeTimedOut = "SwimProbeTimedOut",
+    InferenceResponseSent = "InferenceResponseSent",
+    Error = "Error",
+    Custom = "Custom",
+    InferenceResponseReceived = "InferenceResponseReceived",
+    HandshakeStarted = "HandshakeStarted",
+    HandshakeOutcome = "HandshakeOutcome",
+    WirePacket = "WirePacket",
+    NodeStarted = "node_started",
+    NodeAvailable = "node_available",
+    NodeFaulted = "node_faulted",
+    PoolReady = "pool_ready",
+    RunPlanned = "run_planned",
+    StageProvisionStarted = "stage_provision_started",
+    WeightsDownloadStarted = "weights_download_started",
+    WeightsDownloaded = "weights_downloaded",
+    WeightsLoaded = "weights_loaded",
+    EdgeProvisionStarted = "edge_provision_started",
+    EdgeReady = "edge_ready",
+    StageReady = "stage_ready",
+    ReadinessBarrierPassed = "readiness_barrier_passed",
+    PromptInjected = "prompt_injected",
+    ObjectLoaded = "object_loaded",
+    ExecuteStepStarted = "execute_step_started",
+    ObjectProduced = "object_produced",
+    StepCompleted = "step_completed",
+    TokenReceived = "token_received",
+    RunCompleted = "run_completed",
+    RunFaulted = "run_faulted",
+    StopRunSent = "stop_run_sent",
+    StageStopped = "stage_stopped",
+    RunTornDown = "run_torn_down",
+    FaultDetected = "fault_detected",
+    SwimProbeLateAcked = "SwimProbeLateAcked",
+} other { Other });
 /// SWIM changed its opinion of a peer. Each one also triggers a snapshot with a `Transition` trigger.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]

@@ -292,6 +292,131 @@ impl From<CustomEvent> for Event {
     Error(ErrorEventDecoder) = "Error",
     Custom(CustomEventDecoder) = "Custom",
 } other { Other });
+/// The type of a [`Event`] without its fields: one value per type this version of the contract knows (the `type` key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum EventType {
+    /// `type: SwimTransition`.
+    SwimTransition,
+    /// `type: DialStarted`.
+    DialStarted,
+    /// `type: DialOutcome`.
+    DialOutcome,
+    /// `type: IrohConnTypeChanged`.
+    IrohConnTypeChanged,
+    /// `type: RelayChanged`.
+    RelayChanged,
+    /// `type: RelaySessionStateChanged`.
+    RelaySessionStateChanged,
+    /// `type: RelaySessionOpened`.
+    RelaySessionOpened,
+    /// `type: RelaySessionClosed`.
+    RelaySessionClosed,
+    /// `type: GossipReceived`.
+    GossipReceived,
+    /// `type: SubprocessSpawned`.
+    SubprocessSpawned,
+    /// `type: SubprocessExited`.
+    SubprocessExited,
+    /// `type: SwimMetadataSent`.
+    SwimMetadataSent,
+    /// `type: SwimMetadataReceived`.
+    SwimMetadataReceived,
+    /// `type: ConnectionCacheHit`.
+    ConnectionCacheHit,
+    /// `type: ConnectionCacheMiss`.
+    ConnectionCacheMiss,
+    /// `type: ConnectionCacheInvalidated`.
+    ConnectionCacheInvalidated,
+    /// `type: NodeMapUpdate`.
+    NodeMapUpdate,
+    /// `type: MessageSent`.
+    MessageSent,
+    /// `type: MessageReceived`.
+    MessageReceived,
+    /// `type: ProbeSent`.
+    ProbeSent,
+    /// `type: ProbeReceived`.
+    ProbeReceived,
+    /// `type: SwimProbeSent`.
+    SwimProbeSent,
+    /// `type: SwimProbeAcked`.
+    SwimProbeAcked,
+    /// `type: SwimProbeTimedOut`.
+    SwimProbeTimedOut,
+    /// `type: InferenceResponseSent`.
+    InferenceResponseSent,
+    /// `type: Error`.
+    Error,
+    /// `type: Custom`.
+    Custom,
+    /// A type this version of the contract does not know, as written.
+    Other(String),
+}
+impl Event {
+    /// The type of this `Event`.
+    pub fn type_of(&self) -> EventType {
+        match self {
+            Event::SwimTransition(_) => EventType::SwimTransition,
+            Event::DialStarted(_) => EventType::DialStarted,
+            Event::DialOutcome(_) => EventType::DialOutcome,
+            Event::IrohConnTypeChanged(_) => EventType::IrohConnTypeChanged,
+            Event::RelayChanged(_) => EventType::RelayChanged,
+            Event::RelaySessionStateChanged(_) => EventType::RelaySessionStateChanged,
+            Event::RelaySessionOpened(_) => EventType::RelaySessionOpened,
+            Event::RelaySessionClosed(_) => EventType::RelaySessionClosed,
+            Event::GossipReceived(_) => EventType::GossipReceived,
+            Event::SubprocessSpawned(_) => EventType::SubprocessSpawned,
+            Event::SubprocessExited(_) => EventType::SubprocessExited,
+            Event::SwimMetadataSent(_) => EventType::SwimMetadataSent,
+            Event::SwimMetadataReceived(_) => EventType::SwimMetadataReceived,
+            Event::ConnectionCacheHit(_) => EventType::ConnectionCacheHit,
+            Event::ConnectionCacheMiss(_) => EventType::ConnectionCacheMiss,
+            Event::ConnectionCacheInvalidated(_) => EventType::ConnectionCacheInvalidated,
+            Event::NodeMapUpdate(_) => EventType::NodeMapUpdate,
+            Event::MessageSent(_) => EventType::MessageSent,
+            Event::MessageReceived(_) => EventType::MessageReceived,
+            Event::ProbeSent(_) => EventType::ProbeSent,
+            Event::ProbeReceived(_) => EventType::ProbeReceived,
+            Event::SwimProbeSent(_) => EventType::SwimProbeSent,
+            Event::SwimProbeAcked(_) => EventType::SwimProbeAcked,
+            Event::SwimProbeTimedOut(_) => EventType::SwimProbeTimedOut,
+            Event::InferenceResponseSent(_) => EventType::InferenceResponseSent,
+            Event::Error(_) => EventType::Error,
+            Event::Custom(_) => EventType::Custom,
+            Event::Other(_) => EventType::Other(self.tag().to_owned()),
+        }
+    }
+}
+::diagwire_runtime::str_enum!(EventType {
+    SwimTransition = "SwimTransition",
+    DialStarted = "DialStarted",
+    DialOutcome = "DialOutcome",
+    IrohConnTypeChanged = "IrohConnTypeChanged",
+    RelayChanged = "RelayChanged",
+    RelaySessionStateChanged = "RelaySessionStateChanged",
+    RelaySessionOpened = "RelaySessionOpened",
+    RelaySessionClosed = "RelaySessionClosed",
+    GossipReceived = "GossipReceived",
+    SubprocessSpawned = "SubprocessSpawned",
+    SubprocessExited = "SubprocessExited",
+    SwimMetadataSent = "SwimMetadataSent",
+    SwimMetadataReceived = "SwimMetadataReceived",
+    ConnectionCacheHit = "ConnectionCacheHit",
+    ConnectionCacheMiss = "ConnectionCacheMiss",
+    ConnectionCacheInvalidated = "ConnectionCacheInvalidated",
+    NodeMapUpdate = "NodeMapUpdate",
+    MessageSent = "MessageSent",
+    MessageReceived = "MessageReceived",
+    ProbeSent = "ProbeSent",
+    ProbeReceived = "ProbeReceived",
+    SwimProbeSent = "SwimProbeSent",
+    SwimProbeAcked = "SwimProbeAcked",
+    SwimProbeTimedOut = "SwimProbeTimedOut",
+    InferenceResponseSent = "InferenceResponseSent",
+    Error = "Error",
+    Custom = "Custom",
+} other { Other });
 /// SWIM changed its opinion of a peer. Each one also triggers a snapshot with a `Transition` trigger.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]

@@ -183,6 +183,39 @@ impl From<LifecycleEvent> for VastaiBody {
     Logs(LogBatchDecoder) = "logs",
     Lifecycle(LifecycleEventDecoder) = "lifecycle",
 } other { Other });
+/// The type of a [`VastaiBody`] without its fields: one value per type this version of the contract knows (the `t` key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum VastaiBodyType {
+    /// `t: instance`.
+    Instance,
+    /// `t: host_sample`.
+    HostSample,
+    /// `t: logs`.
+    Logs,
+    /// `t: lifecycle`.
+    Lifecycle,
+    /// A type this version of the contract does not know, as written.
+    Other(String),
+}
+impl VastaiBody {
+    /// The type of this `VastaiBody`.
+    pub fn type_of(&self) -> VastaiBodyType {
+        match self {
+            VastaiBody::Instance(_) => VastaiBodyType::Instance,
+            VastaiBody::HostSample(_) => VastaiBodyType::HostSample,
+            VastaiBody::Logs(_) => VastaiBodyType::Logs,
+            VastaiBody::Lifecycle(_) => VastaiBodyType::Lifecycle,
+            VastaiBody::Other(_) => VastaiBodyType::Other(self.tag().to_owned()),
+        }
+    }
+}
+::diagwire_runtime::str_enum!(VastaiBodyType {
+    Instance = "instance",
+    HostSample = "host_sample",
+    Logs = "logs",
+    Lifecycle = "lifecycle",
+} other { Other });
 /// The external poller's view of one vast.ai instance, one per poll per contract (swactor `InstanceObservation`). It also covers the image-pull window before the container runs, which the in-VM sampler cannot see. Values are as vast.ai reports them; `raw` keeps the full vast.ai JSON.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
@@ -1137,6 +1170,35 @@ impl From<Teardown> for LifecycleEvent {
     DeployStart(DeployStartDecoder) = "deploy_start",
     ContractLeased(ContractLeasedDecoder) = "contract_leased",
     Teardown(TeardownDecoder) = "teardown",
+} other { Other });
+/// The type of a [`LifecycleEvent`] without its fields: one value per type this version of the contract knows (the `event` key on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum LifecycleEventType {
+    /// `event: deploy_start`.
+    DeployStart,
+    /// `event: contract_leased`.
+    ContractLeased,
+    /// `event: teardown`.
+    Teardown,
+    /// A type this version of the contract does not know, as written.
+    Other(String),
+}
+impl LifecycleEvent {
+    /// The type of this `LifecycleEvent`.
+    pub fn type_of(&self) -> LifecycleEventType {
+        match self {
+            LifecycleEvent::DeployStart(_) => LifecycleEventType::DeployStart,
+            LifecycleEvent::ContractLeased(_) => LifecycleEventType::ContractLeased,
+            LifecycleEvent::Teardown(_) => LifecycleEventType::Teardown,
+            LifecycleEvent::Other(_) => LifecycleEventType::Other(self.tag().to_owned()),
+        }
+    }
+}
+::diagwire_runtime::str_enum!(LifecycleEventType {
+    DeployStart = "deploy_start",
+    ContractLeased = "contract_leased",
+    Teardown = "teardown",
 } other { Other });
 /// The orchestrator began a deploy; emitted once, before any contract is leased.
 #[derive(Debug, Clone, PartialEq, Default)]
