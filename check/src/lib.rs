@@ -22,6 +22,8 @@ use diagwire::bundle::records::{Walk, walk_into};
 pub mod blocks;
 pub mod coverage;
 pub mod evaluate;
+pub mod expect;
+pub mod monitor;
 pub mod output;
 pub mod parity;
 pub mod rulebook;
@@ -29,7 +31,10 @@ pub mod significance;
 pub mod verdict;
 
 pub use coverage::Coverage;
-pub use evaluate::{Checker, Options};
+pub use evaluate::driver::{Fed, Progress, RecordRef};
+pub use evaluate::{Checker, Nodes, Options};
+pub use expect::{Fault, Verdict};
+pub use monitor::Monitor;
 pub use rulebook::{Level, Rule, Rulebook};
 pub use verdict::{CheckReport, Finding, RuleResult, Status, Witness};
 
@@ -69,14 +74,14 @@ pub fn check_bundle_walk(
     let source = reader.source().display().to_string();
     let archive = reader.source().is_file();
     let run_id = reader.run_id().to_owned();
-    let mut checker = Checker::new(rulebook, opts, &source, archive, &run_id);
+    let mut monitor = Monitor::for_bundle(rulebook, opts, &source, archive, &run_id);
     let mut coverage = with_coverage.then(|| Coverage::new(&source));
     match &mut coverage {
-        Some(c) => walk_into(&mut reader, walk, &mut [&mut checker, c]),
-        None => walk_into(&mut reader, walk, &mut [&mut checker]),
+        Some(c) => walk_into(&mut reader, walk, &mut [&mut monitor, c]),
+        None => walk_into(&mut reader, walk, &mut [&mut monitor]),
     };
     Ok(Checked {
-        report: checker.finish(),
+        report: monitor.finish(),
         coverage: coverage.map(Coverage::finish),
     })
 }

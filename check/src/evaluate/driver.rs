@@ -9,7 +9,9 @@ use std::collections::BTreeSet;
 
 use diagwire::bundle::records::Item;
 use diagwire::layout::{FileKind, Role};
-use diagwire::v1::{CONTRACT, CustomPayload, Event, EventRecord, Record, Snapshot};
+use diagwire::v1::{
+    CONTRACT, CustomPayload, Event, EventRecord, Finalize, Identity, Manifest, Record, Snapshot,
+};
 use diagwire::{Location, Problem};
 use serde_json::Value;
 
@@ -50,6 +52,40 @@ pub struct Checker<'c> {
     watermark: Option<i128>,
 }
 
+/// A record of a kind the rules read, borrowed.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum RecordRef<'a> {
+    /// The run's manifest.
+    Manifest(&'a Manifest),
+    /// A boot record.
+    Boot(&'a Identity),
+    /// A snapshot.
+    Snapshot(&'a Snapshot),
+    /// One event.
+    Event(&'a EventRecord),
+    /// A batch of one node's events, in order.
+    Events(&'a [EventRecord]),
+    /// The record that closes the run (without a manifest, it says the run was finalized).
+    Finalize(&'a Finalize),
+    /// A record of another kind (finalize, vast.ai…): counted, not read by a rule.
+    Other,
+}
+
+impl<'a> From<&'a Record> for RecordRef<'a> {
+    fn from(r: &'a Record) -> Self {
+        match r {
+            Record::Manifest(m) => RecordRef::Manifest(m),
+            Record::Boot(b) => RecordRef::Boot(b),
+            Record::Snapshot(s) => RecordRef::Snapshot(s),
+            Record::Event(e) => RecordRef::Event(e),
+            Record::EventBatch(b) => RecordRef::Events(b),
+            Record::Finalize(f) => RecordRef::Finalize(f),
+            _ => RecordRef::Other,
+        }
+    }
+}
+
 /// A record to check, from any source.
 #[derive(Debug)]
 pub struct Fed<'a> {
@@ -57,7 +93,7 @@ pub struct Fed<'a> {
     /// `None` for a run-wide record (the manifest).
     pub node: Option<&'a str>,
     /// The record.
-    pub record: &'a Record,
+    pub record: RecordRef<'a>,
     /// Its JSON text when the source has it (else it is written from the record where needed).
     pub text: Option<&'a str>,
     /// Where it is.
@@ -141,7 +177,7 @@ impl<'c> Checker<'c> {
         self.take_record(
             &Fed {
                 node: item.node,
-                record: item.record,
+                record: item.record.into(),
                 text: Some(item.text),
                 location: Location::record(&file, item.index, ""),
             },
@@ -161,7 +197,7 @@ impl<'c> Checker<'c> {
         let node = fed.node.map(|l| self.stream.node(l));
         let loc = &fed.location;
         match (fed.record, node) {
-            (Record::Manifest(m), _) => {
+            (RecordRef::Manifest(m), _) => {
                 self.stream.manifest_run = Some(m.run_id.clone());
                 self.stream.finalized = m.finalize_received;
                 for n in &m.nodes {
@@ -173,7 +209,7 @@ impl<'c> Checker<'c> {
                     .manifest_nodes(m.nodes.iter().map(|n| n.label.as_str()));
                 self.advance();
             }
-            (Record::Boot(identity), Some(node)) => {
+            (RecordRef::Boot(identity), Some(node)) => {
                 let info = &mut self.stream.nodes[node];
                 info.boots += 1;
                 if latest_boot {
@@ -185,11 +221,18 @@ impl<'c> Checker<'c> {
                     loc,
                 });
             }
-            (Record::Snapshot(s), Some(node)) => {
+            (RecordRef::Finalize(_), _) => {
+                // A bundle's manifest says whether the run was finalized; a live run says it with
+                // the finalize record itself.
+                if self.stream.manifest_run.is_none() {
+                    self.stream.finalized = true;
+                }
+            }
+            (RecordRef::Snapshot(s), Some(node)) => {
                 let text = fed.text.unwrap_or("");
                 self.snapshot(node, s, loc, text);
             }
-            (Record::Event(e), Some(node)) => {
+            (RecordRef::Event(e), Some(node)) => {
                 let owned;
                 let text = match fed.text {
                     Some(t) => t,
@@ -201,7 +244,7 @@ impl<'c> Checker<'c> {
                 self.event(node, e, loc, text);
                 self.advance();
             }
-            (Record::EventBatch(batch), Some(node)) => {
+            (RecordRef::Events(batch), Some(node)) => {
                 for (i, e) in batch.iter().enumerate() {
                     let text = serde_json::to_string(e).unwrap_or_default();
                     let mut at = loc.clone();
