@@ -221,12 +221,10 @@ impl<'c> Checker<'c> {
                     loc,
                 });
             }
-            (RecordRef::Finalize(_), _) => {
-                // A bundle's manifest says whether the run was finalized; a live run says it with
-                // the finalize record itself.
-                if self.stream.manifest_run.is_none() {
-                    self.stream.finalized = true;
-                }
+            // A bundle's manifest says whether the run was finalized; a live run says it with
+            // the finalize record itself.
+            (RecordRef::Finalize(_), _) if self.stream.manifest_run.is_none() => {
+                self.stream.finalized = true;
             }
             (RecordRef::Snapshot(s), Some(node)) => {
                 let text = fed.text.unwrap_or("");
