@@ -23,6 +23,7 @@ pub mod blocks;
 pub mod coverage;
 pub mod evaluate;
 pub mod expect;
+pub mod follow;
 pub mod monitor;
 pub mod output;
 pub mod parity;

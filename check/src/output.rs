@@ -71,6 +71,47 @@ impl CheckOutput {
     }
 }
 
+/// `diagwire check --follow --format json`: one line per finding the moment it is decided, then
+/// one line with the report of everything read.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FollowLine {
+    /// The version of this JSON shape.
+    #[schemars(extend("const" = FORMAT_VERSION))]
+    pub format_version: &'static str,
+    /// A finding, decided (never taken back: the report has it too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finding: Option<FindingOutput>,
+    /// The report, on the last line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<CheckOutput>,
+    /// Why the follow ended, on the last line: `settled` (the finalize record landed and the run
+    /// stayed quiet for the settle time), `until` (the `--until` time ran out) or `interrupted`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<&'static str>,
+}
+
+impl FollowLine {
+    /// The line of a finding.
+    pub fn finding(f: &Finding) -> FollowLine {
+        FollowLine {
+            format_version: FORMAT_VERSION,
+            finding: Some(FindingOutput::from(f)),
+            report: None,
+            ended: None,
+        }
+    }
+
+    /// The last line.
+    pub fn report(report: CheckOutput, ended: &'static str) -> FollowLine {
+        FollowLine {
+            format_version: FORMAT_VERSION,
+            finding: None,
+            report: Some(report),
+            ended: Some(ended),
+        }
+    }
+}
+
 /// The rules' verdict on one bundle.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CheckReportOutput {

@@ -35,6 +35,29 @@ pub struct Finding {
     pub message: String,
 }
 
+impl Finding {
+    /// The finding as one Markdown line (its witness records after it, one line each), control
+    /// characters escaped: what a live follow prints the moment the finding is decided.
+    pub fn to_markdown_line(&self) -> String {
+        use diagwire::problem::printable;
+        let mut s = format!(
+            "* **{}** `{}` at `{}`: {}",
+            self.level.as_str(),
+            self.rule,
+            printable(&self.location.to_string()),
+            printable(&self.message)
+        );
+        for w in &self.witness {
+            s.push_str(&format!(
+                "\n  * `{}`: `{}`",
+                printable(&w.location.to_string()),
+                printable(&compact(&w.value, 400))
+            ));
+        }
+        s
+    }
+}
+
 /// Whether a rule had anything to check, and how it went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -35,6 +35,12 @@ fn print_json<T: Serialize>(output: &T) {
     );
 }
 
+/// Prints `output` as one line of JSON (keys sorted), for output read line by line.
+pub fn print_json_line<T: Serialize>(output: &T) {
+    let v = serde_json::to_value(output).expect("OK because every output type serializes to JSON");
+    println!("{v}");
+}
+
 /// `diagwire check BUNDLE [--coverage] [--baseline OTHER] [--fail-on-coverage-below P]`.
 ///
 /// Exit status: 0 when no rule at level `violation` has a finding, no baseline shift is flagged

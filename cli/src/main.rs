@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod behaviour;
 mod convert;
+mod follow;
 mod output_schema;
 mod review;
 mod summary;
@@ -144,9 +145,24 @@ enum Command {
     /// the coverage and absence tables, `--baseline` flags shifts against another bundle.
     /// Exit status: 0 when no violation, 1 otherwise (or a flagged shift, or coverage below P),
     /// 2 when a bundle cannot be opened.
+    ///
+    /// `--follow` checks a run directory while it is written (a bundle directory, or a
+    /// collector's staging directory of one run): each finding is printed the moment it is
+    /// decided, and the check ends once the finalize record has landed and nothing more has for
+    /// `--settle`, at `--until`, or on Ctrl-C, with the report of what was read.
     Check {
-        /// The bundle (a directory or a `.tar.gz`).
+        /// The bundle (a directory or a `.tar.gz`), or with `--follow` the directory to follow.
         bundle: PathBuf,
+        /// Follow the directory while it is written.
+        #[arg(long, conflicts_with_all = ["coverage", "baseline", "fail_on_coverage_below"])]
+        follow: bool,
+        /// With `--follow`: how long the run must stay quiet after its finalize record (`2s`,
+        /// `500ms`).
+        #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration, requires = "follow")]
+        settle: std::time::Duration,
+        /// With `--follow`: stop after this long, with the report so far (`90s`, `10m`).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "follow")]
+        until: Option<std::time::Duration>,
         /// Print the coverage and absence statistics.
         #[arg(long)]
         coverage: bool,
@@ -250,10 +266,19 @@ fn main() -> ExitCode {
         }
         Command::Check {
             bundle,
+            follow: true,
+            settle,
+            until,
+            format,
+            ..
+        } => follow::follow(&bundle, follow::Until { settle, until }, format),
+        Command::Check {
+            bundle,
             coverage,
             baseline,
             fail_on_coverage_below,
             format,
+            ..
         } => behaviour::check(
             &bundle,
             coverage,
@@ -294,6 +319,12 @@ enum EncodingArg {
     Pb,
     /// JSON, `.json` files.
     Json,
+}
+
+/// A duration written like `2s`, `500ms` or `1m 30s`.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{e}: write a duration like `2s`, `500ms` or `1m 30s`"))
 }
 
 fn parse_kind(s: &str) -> Result<RecordKind, String> {

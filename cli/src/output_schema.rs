@@ -54,6 +54,12 @@ pub const OUTPUTS: &[Output] = &[
         schema: || schemars::schema_for!(diagwire_check::output::CheckOutput),
     },
     Output {
+        name: "check-follow",
+        command: "diagwire check --follow --format json (one object per line)",
+        version: diagwire_check::output::FORMAT_VERSION,
+        schema: || schemars::schema_for!(diagwire_check::output::FollowLine),
+    },
+    Output {
         name: "parity",
         command: "diagwire parity --format json",
         version: diagwire_check::output::FORMAT_VERSION,
