@@ -1,6 +1,6 @@
-//! swactor's simulator as a consumer of diagwire: it writes a two-node bundle through the bundle
-//! writer, which lays the files out and derives the manifest (with the contract version and the
-//! writer's identity), then reads the manifest back.
+//! swactor's simulator as a consumer of diagwire: it writes its two-node run (the scenario of the
+//! library) as a bundle through the bundle writer, which lays the files out and derives the
+//! manifest (with the contract version and the writer's identity), then reads the manifest back.
 //!
 //! `diagwire-consumer-simulator OUT` writes `OUT/<run_id>/…`; `diagwire validate OUT/<run_id>`
 //! checks it.
@@ -8,20 +8,27 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use diagwire::CONTRACT_VERSION;
 use diagwire::bundle::Writer;
-use diagwire::v1::{
-    BundleWriter, Event, EventRecord, Finalize, Identity, PeerState, Snapshot, SnapshotBody,
-    SnapshotTrigger, SwimTransition, WriterKind,
-};
-use diagwire::{CONTRACT_VERSION, NodeId};
+use diagwire::v1::{BundleWriter, EventRecord, Finalize, Identity, Snapshot, WriterKind};
+use diagwire_consumer_simulator::{RUN_ID, Sink, T0, run};
 
-const RUN_ID: &str = "sim-two-nodes";
-const T0: u64 = 1_779_733_870_000;
+/// The scenario's records, into the bundle writer.
+struct Bundle(Writer);
 
-fn identity(id: NodeId, role: &str, stage: Option<u32>) -> Identity {
-    let mut identity = Identity::new(id.to_hex(), id.short(), role, RUN_ID, T0, 0);
-    identity.stage_index = stage;
-    identity
+impl Sink for Bundle {
+    fn boot(&mut self, identity: &Identity) {
+        self.0.boot(identity);
+    }
+    fn events(&mut self, node: &Identity, batch: &[EventRecord]) {
+        self.0.events(&node.node_id_hex, batch);
+    }
+    fn snapshot(&mut self, snapshot: &Snapshot) {
+        self.0.snapshot(snapshot);
+    }
+    fn finalize(&mut self, node: &Identity, finalize: &Finalize) {
+        self.0.finalize(&node.node_id_hex, finalize);
+    }
 }
 
 fn main() -> ExitCode {
@@ -29,43 +36,14 @@ fn main() -> ExitCode {
         eprintln!("usage: diagwire-consumer-simulator OUT");
         return ExitCode::from(2);
     };
-    let orchestrator = identity(NodeId::from([0xaa; 32]), "orchestrator", None);
-    let stage = identity(NodeId::from([0xbb; 32]), "stage", Some(0));
-    let stage_id = NodeId::from([0xbb; 32]);
-    let orch_id = NodeId::from([0xaa; 32]);
-
-    let mut bundle = Writer::new(
+    let mut bundle = Bundle(Writer::new(
         RUN_ID,
         BundleWriter::new(WriterKind::Sim, "swactor-sim", env!("CARGO_PKG_VERSION")),
-    );
-    bundle.boot(&orchestrator).boot(&stage);
-    let suspect = Event::from(SwimTransition::new(
-        stage_id,
-        PeerState::Alive,
-        PeerState::Suspect,
-        "probe timed out",
     ));
-    bundle.events(
-        &orchestrator.node_id_hex,
-        &[EventRecord::new(orch_id, 1, T0 + 1_000, suspect)],
-    );
-    for (who, seq) in [(&orchestrator, 1), (&stage, 0)] {
-        bundle.snapshot(&Snapshot::new(
-            who.clone(),
-            RUN_ID,
-            format!("{}-0", who.node_id_short),
-            T0 + 5_000,
-            seq,
-            SnapshotTrigger::Periodic,
-            SnapshotBody::new(vec![]),
-        ));
-    }
-    let mut finalize = Finalize::new();
-    finalize.exit_reason = Some("completed".to_owned());
-    bundle.finalize(&orchestrator.node_id_hex, &finalize);
-    bundle.collector_span(T0, T0 + 6_000);
+    run(&mut bundle);
+    bundle.0.collector_span(T0, T0 + 6_000);
 
-    let (dir, manifest) = match bundle.write_dir(&out) {
+    let (dir, manifest) = match bundle.0.write_dir(&out) {
         Ok(done) => done,
         Err(e) => {
             eprintln!("error: {}: {e}", out.display());
