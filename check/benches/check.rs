@@ -13,24 +13,12 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use diagwire::bundle::read::Limits;
 use diagwire_check::{Options, Rulebook, check_bundle};
+use diagwire_testkit::bench::{arg, median};
 use diagwire_testkit::scenario::{Params, generate};
-
-fn arg(args: &[String], name: &str, default: u64) -> u64 {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
 
 fn gunzip_bytes(path: &Path) -> u64 {
     let mut child = Command::new("gzip")

@@ -16,20 +16,8 @@ use std::time::{Duration, Instant};
 
 use diagwire::v1::{Record, RecordKind};
 use diagwire_check::{Fed, Monitor, Nodes, Options, RecordRef, Rulebook};
+use diagwire_testkit::bench::{arg, median};
 use diagwire_testkit::scenario::{Params, generate};
-
-fn arg(args: &[String], name: &str, default: u64) -> u64 {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
 
 /// One record as it travels: its node, kind and JSON text.
 struct Text {

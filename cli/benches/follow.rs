@@ -20,14 +20,7 @@ use std::time::{Duration, Instant};
 
 use diagwire::NodeId;
 use diagwire::v1::{EventRecord, FaultComponent, FaultReason, Finalize, Identity, NodeFaulted};
-
-fn arg(args: &[String], name: &str, default: u64) -> u64 {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use diagwire_testkit::bench::arg;
 
 /// Writes `bytes` at `path` through a temporary name renamed into place.
 fn publish(path: &Path, bytes: &[u8]) {
