@@ -22,14 +22,77 @@ use crate::model::{
     OTHER_KINDS, OTHER_PEERS, ProbeRow, RelayClose, RelayTotals, Subprocess, Summary,
 };
 
-/// What a snapshot says for the first-Dead lookups: its time, the `conn_type` it holds per peer
-/// id or why it holds none (`None` without an iroh block), and whether any probe was ok (`None`
-/// without a probe block).
-type Glance = (
-    u64,
-    Option<BTreeMap<String, Result<String, Absent>>>,
-    Option<bool>,
-);
+/// What a snapshot says for the first-Dead lookups: the `conn_type` it holds per peer id or why
+/// it holds none (`None` without an iroh block), and whether any probe was ok (`None` without a
+/// probe block).
+type Glance = (Option<Vec<(String, Result<String, Absent>)>>, Option<bool>);
+
+/// Every node's snapshots as (time, what it says), what they say kept once however many
+/// snapshots say it: a long run's snapshots mostly repeat a few glances, so this grows by 16 bytes
+/// a snapshot.
+#[derive(Default)]
+struct Glances {
+    said: Vec<Glance>,
+    index: BTreeMap<Glance, u32>,
+    by_node: BTreeMap<String, Vec<(u64, u32)>>,
+}
+
+impl Glances {
+    fn push(&mut self, node: &str, t: u64, glance: Glance) {
+        let at = match self.index.get(&glance) {
+            Some(at) => *at,
+            None => {
+                let at = self.said.len() as u32;
+                self.said.push(glance.clone());
+                self.index.insert(glance, at);
+                at
+            }
+        };
+        match self.by_node.get_mut(node) {
+            Some(v) => v.push((t, at)),
+            None => {
+                self.by_node.insert(node.to_owned(), vec![(t, at)]);
+            }
+        }
+    }
+
+    /// What `node`'s snapshot nearest to `t` says (the first of several as near).
+    fn nearest(&self, node: &str, t: u64) -> Option<&Glance> {
+        let (_, at) = self
+            .by_node
+            .get(node)?
+            .iter()
+            .min_by_key(|(t0, _)| t0.abs_diff(t))?;
+        self.said.get(*at as usize)
+    }
+}
+
+/// A SWIM probe as the pass keeps it: (target, sequence, kind), the target's hex id and the kind
+/// by their numbers in [`Interner`].
+type ProbeKey = (u32, u64, u32);
+
+/// Strings named by number, each kept once (probe targets and kinds, which every probe repeats).
+#[derive(Default)]
+struct Interner {
+    ids: BTreeMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), id);
+        id
+    }
+
+    fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", String::as_str)
+    }
+}
 
 /// Per-node state kept during the pass.
 #[derive(Default)]
@@ -38,12 +101,14 @@ struct Pass {
     /// Node id (hex) → label.
     labels: BTreeMap<String, String>,
     /// Per observer: (target, sequence, kind) → send time.
-    pending: BTreeMap<String, BTreeMap<(String, u64, String), u64>>,
+    pending: BTreeMap<String, BTreeMap<ProbeKey, u64>>,
     /// Per observer: the probes that timed out, so a late acknowledgement of one is not counted
     /// as a probe of its own.
-    timed_out: BTreeMap<String, BTreeSet<(String, u64, String)>>,
+    timed_out: BTreeMap<String, BTreeSet<ProbeKey>>,
+    /// The probe targets (hex) and kinds the two maps above name by number.
+    probe_names: Interner,
     /// Per node: snapshots as (time, conn_type per peer hex, any probe ok).
-    nearest: BTreeMap<String, Vec<Glance>>,
+    nearest: Glances,
     /// Per node: the latest snapshot time with probes, and its rows.
     latest_probes: BTreeMap<String, (u64, Vec<ProbeRow>)>,
     /// Per node: first and latest host counters (time, counter → value).
@@ -263,15 +328,19 @@ impl Pass {
         // What the nearest-snapshot lookups of the first-Dead section need.
         let mut conns = None;
         if let Some(iroh) = &body.iroh {
-            let mut by_peer = BTreeMap::new();
+            let mut by_peer = Vec::new();
             for p in &iroh.peers {
                 let conn = p.conn_type_provenance(&iroh.api_gaps);
                 let said = match Absent::of(&conn, "iroh has never heard of the peer") {
                     Some(a) => Err(a),
                     None => Ok(conn.value().map(|c| c.to_string()).unwrap_or_default()),
                 };
-                by_peer.insert(p.peer_node_id_hex.0.clone(), said);
+                by_peer.push((p.peer_node_id_hex.0.clone(), said));
             }
+            // A peer listed twice reads as its last entry, as a map keyed by peer keeps it.
+            by_peer.reverse();
+            by_peer.sort_by(|a, b| a.0.cmp(&b.0));
+            by_peer.dedup_by(|a, b| a.0 == b.0);
             conns = Some(by_peer);
             for g in &iroh.api_gaps {
                 self.node(label).api_gaps.insert(g.to_string());
@@ -290,10 +359,7 @@ impl Pass {
                 .iter()
                 .any(|x| x.last_outcome == diagwire::v1::ProbeOutcome::Ok)
         });
-        self.nearest
-            .entry(label.to_owned())
-            .or_default()
-            .push((t, conns, probe_ok));
+        self.nearest.push(label, t, (conns, probe_ok));
         if let Some(p) = &body.probes {
             let rows = p
                 .probes
@@ -531,15 +597,15 @@ impl Pass {
             }
             Event::SwimProbeSent(x) => {
                 self.swim_probe_events = true;
-                let target = x.target.to_hex().0;
+                let key = self.probe_key(&x.target, x.sequence, &x.kind.to_string());
                 self.pending
                     .entry(label.to_owned())
                     .or_default()
-                    .insert((target, x.sequence, x.kind.to_string()), t);
+                    .insert(key, t);
             }
             Event::SwimProbeAcked(x) => {
                 self.swim_probe_events = true;
-                let key = (x.target.to_hex().0, x.sequence, x.kind.to_string());
+                let key = self.probe_key(&x.target, x.sequence, &x.kind.to_string());
                 let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
                 if sent.is_none() && self.timed_out.get(label).is_some_and(|k| k.contains(&key)) {
                     // A late acknowledgement of a probe already counted as timed out.
@@ -547,21 +613,23 @@ impl Pass {
                 }
                 let rtt = x.rtt_ms.or_else(|| sent.map(|s| t.saturating_sub(s)));
                 let budget = x.timeout_budget_ms.map(|b| format!("{b} ms"));
-                self.probe_done(label, &key.0, sent, rtt, false, budget);
+                let target = self.probe_names.name(key.0).to_owned();
+                self.probe_done(label, &target, sent, rtt, false, budget);
             }
             Event::SwimProbeTimedOut(x) => {
                 self.swim_probe_events = true;
-                let key = (x.target.to_hex().0, x.sequence, x.kind.to_string());
+                let key = self.probe_key(&x.target, x.sequence, &x.kind.to_string());
                 let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
                 self.timed_out
                     .entry(label.to_owned())
                     .or_default()
-                    .insert(key.clone());
+                    .insert(key);
                 let budget = Some(
                     x.timeout_budget_ms
                         .map_or(format!("{} ticks", x.budget_ticks), |b| format!("{b} ms")),
                 );
-                self.probe_done(label, &key.0, sent, None, true, budget);
+                let target = self.probe_names.name(key.0).to_owned();
+                self.probe_done(label, &target, sent, None, true, budget);
             }
             Event::SubprocessSpawned(x) => {
                 let e = self
@@ -647,6 +715,11 @@ impl Pass {
                 legacy: true,
                 ..Subprocess::default()
             })
+    }
+
+    fn probe_key(&mut self, target: &NodeId, sequence: u64, kind: &str) -> ProbeKey {
+        let target = self.probe_names.id(&target.to_hex().0);
+        (target, sequence, self.probe_names.id(kind))
     }
 
     fn probe_done(
@@ -750,7 +823,7 @@ impl Pass {
         peer_hex: &str,
         t: u64,
     ) -> (Result<String, Absent>, Result<bool, Absent>) {
-        let Some((_, conns, ok)) = self.nearest(node, t) else {
+        let Some((conns, ok)) = self.nearest.nearest(node, t) else {
             let none = || Absent::NotReported(format!("`{node}` posted no snapshot"));
             return (Err(none()), Err(none()));
         };
@@ -758,11 +831,16 @@ impl Pass {
             None => Err(Absent::NotReported(format!(
                 "`{node}`'s nearest snapshot has no iroh block: no transport introspector"
             ))),
-            Some(by_peer) => by_peer.get(peer_hex).cloned().unwrap_or_else(|| {
-                Err(Absent::NotReported(
-                    "iroh has never heard of the peer".into(),
-                ))
-            }),
+            Some(by_peer) => by_peer
+                .binary_search_by(|(p, _)| p.as_str().cmp(peer_hex))
+                .ok()
+                .and_then(|i| by_peer.get(i))
+                .map(|(_, said)| said.clone())
+                .unwrap_or_else(|| {
+                    Err(Absent::NotReported(
+                        "iroh has never heard of the peer".into(),
+                    ))
+                }),
         };
         let ok = ok.ok_or_else(|| {
             Absent::NotReported(format!(
@@ -770,13 +848,6 @@ impl Pass {
             ))
         });
         (conn, ok)
-    }
-
-    fn nearest(&self, node: &str, t: u64) -> Option<&Glance> {
-        self.nearest
-            .get(node)?
-            .iter()
-            .min_by_key(|(t0, _, _)| t0.abs_diff(t))
     }
 
     /// The run is what its records say it is: the manifest's run id, else the one run id the boot
@@ -821,6 +892,7 @@ impl Pass {
         // Probes sent and never answered stay pending, in their pair and in their send bucket.
         for (obs, m) in std::mem::take(&mut self.pending) {
             for ((target, _, _), sent) in m {
+                let target = self.probe_names.name(target).to_owned();
                 self.s
                     .rtt
                     .entry((obs.clone(), target.clone()))
