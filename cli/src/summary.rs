@@ -122,7 +122,7 @@ pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) 
         Format::Md => emit(out.as_deref(), &render::markdown(&summary)),
         // Written as it is made: the JSON of a long run is large.
         Format::Json => emit_with(out.as_deref(), &mut |w| render::write_json(&summary, w)),
-        Format::Html => emit(out.as_deref(), &html::page(&summary)),
+        Format::Html => emit_with(out.as_deref(), &mut |w| html::write_page(&summary, w)),
         Format::Tsv => unreachable!("OK because TSV returned above"),
     };
     if found > 0 && written == ExitCode::SUCCESS {

@@ -19,7 +19,7 @@ use crate::buckets::{LEGACY_WORKER, legacy_exit_status, subprocess_rows};
 use crate::gaps::absences;
 use crate::model::{
     Direction, FirstDead, Inference, MAX_LISTED, MAX_ROLLUP_KEYS, MAX_SERIES_POINTS, Node,
-    OTHER_KINDS, OTHER_PEERS, ProbeRow, RelayClose, RelayTotals, Subprocess, Summary,
+    OTHER_KINDS, OTHER_PEERS, ProbeRow, RelayClose, RelayTotals, RttBucket, Subprocess, Summary,
 };
 
 /// What a snapshot says for the first-Dead lookups: the `conn_type` it holds per peer id or why
@@ -754,7 +754,9 @@ impl Pass {
             let b = self
                 .s
                 .rtt_buckets
-                .entry((observer.to_owned(), target, bucket))
+                .entry((observer.to_owned(), target))
+                .or_default()
+                .entry(bucket)
                 .or_default();
             b.probes += 1;
             if timed_out {
@@ -785,10 +787,20 @@ impl Pass {
             .into_iter()
             .map(|((o, t), v)| ((o, name(&t)), v))
             .collect();
-        self.s.rtt_buckets = std::mem::take(&mut self.s.rtt_buckets)
-            .into_iter()
-            .map(|((o, t, b), v)| ((o, name(&t), b), v))
-            .collect();
+        let mut buckets = BTreeMap::new();
+        for ((o, t), v) in std::mem::take(&mut self.s.rtt_buckets) {
+            // Two ids may share a label: a bucket of the later id replaces the earlier's.
+            let into: &mut BTreeMap<u64, RttBucket> = buckets.entry((o, name(&t))).or_default();
+            for (b, x) in v {
+                match into.entry(b) {
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(x);
+                    }
+                    std::collections::btree_map::Entry::Occupied(mut e) => *e.get_mut() = x,
+                }
+            }
+        }
+        self.s.rtt_buckets = buckets;
         let mut peers = BTreeMap::new();
         for ((node, peer), v) in std::mem::take(&mut self.s.bandwidth_peers) {
             // The row that adds up peers past the cap keeps its name.
@@ -901,7 +913,9 @@ impl Pass {
                 let b = self
                     .s
                     .rtt_buckets
-                    .entry((obs.clone(), target, sent / 5_000 * 5))
+                    .entry((obs.clone(), target))
+                    .or_default()
+                    .entry(sent / 5_000 * 5)
                     .or_default();
                 b.probes += 1;
                 b.pending += 1;

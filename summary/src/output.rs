@@ -476,7 +476,8 @@ pub struct Unknown {
 pub fn bucket_rows(s: &Summary) -> impl Iterator<Item = ProbeRttBucketRow> + '_ {
     s.rtt_buckets
         .iter()
-        .map(|((observer, target, bucket_s), x)| ProbeRttBucketRow {
+        .flat_map(|((observer, target), v)| v.iter().map(move |(b, x)| (observer, target, b, x)))
+        .map(|(observer, target, bucket_s, x)| ProbeRttBucketRow {
             observer: observer.clone(),
             target: target.clone(),
             bucket_s: *bucket_s,

@@ -309,7 +309,11 @@ pub fn markdown(s: &Summary) -> String {
             );
         }
         o.push_str("\nPer 5-second bucket of send time (epoch seconds):\n\n| observer | target | bucket | probes | acked | timed out | pending | median ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
-        for ((obs, target, b), x) in &s.rtt_buckets {
+        for ((obs, target), b, x) in s
+            .rtt_buckets
+            .iter()
+            .flat_map(|(pair, v)| v.iter().map(move |(b, x)| (pair, b, x)))
+        {
             let _ = writeln!(
                 o,
                 "| `{}` | `{}` | {b} | {} | {} | {} | {} | {} | {} | {} |",
