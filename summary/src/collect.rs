@@ -67,6 +67,18 @@ impl Glances {
     }
 }
 
+/// A node id in hex, as `NodeId::to_hex` spells it (lowercase, two digits a byte), without a
+/// formatter call per byte: the pass spells an id for nearly every event.
+pub(crate) fn hex(id: &NodeId) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(64);
+    for b in id.0 {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    s
+}
+
 /// A SWIM probe as the pass keeps it: (target, sequence, kind), the target's hex id and the kind
 /// by their numbers in [`Interner`].
 type ProbeKey = (u32, u64, u32);
@@ -468,7 +480,7 @@ impl Pass {
 
     fn event(&mut self, label: &str, r: &EventRecord) {
         self.labels
-            .entry(r.node_id.to_hex().0)
+            .entry(hex(&r.node_id))
             .or_insert_with(|| label.to_owned());
         self.node(label).events += 1;
         self.seen(r.wall_ms);
@@ -484,7 +496,7 @@ impl Pass {
             .or_default() += 1;
         *self.s.event_totals.entry(name).or_default() += 1;
         // Peers are kept by id during the pass and named in `finish`, when every label is known.
-        let peer = |id: &NodeId, _me: &Pass| id.to_hex().0;
+        let peer = |id: &NodeId, _me: &Pass| hex(id);
         match &r.event {
             Event::Other(o) => {
                 *self.s.unknown_event_types.entry(o.tag.clone()).or_default() += 1;
@@ -496,7 +508,7 @@ impl Pass {
                 {
                     self.s.first_dead = Some(FirstDead {
                         observer: label.to_owned(),
-                        peer: x.peer.to_hex().0,
+                        peer: hex(&x.peer),
                         wall_ms: t,
                         reason: x.reason.clone(),
                         observer_conn: None,
@@ -690,7 +702,7 @@ impl Pass {
             key.2 = OTHER_KINDS.to_owned();
         }
         self.s.bandwidth.entry(key).or_default().add(size);
-        let mut key = (label.to_owned(), peer.to_hex().0);
+        let mut key = (label.to_owned(), hex(peer));
         if self.s.bandwidth_peers.len() >= MAX_ROLLUP_KEYS
             && !self.s.bandwidth_peers.contains_key(&key)
         {
@@ -718,7 +730,7 @@ impl Pass {
     }
 
     fn probe_key(&mut self, target: &NodeId, sequence: u64, kind: &str) -> ProbeKey {
-        let target = self.probe_names.id(&target.to_hex().0);
+        let target = self.probe_names.id(&hex(target));
         (target, sequence, self.probe_names.id(kind))
     }
 
@@ -1008,5 +1020,21 @@ impl Pass {
             self.message_events,
         );
         self.s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use diagwire::NodeId;
+
+    #[test]
+    fn hex_spells_an_id_as_the_library_does() {
+        let mut id = [0u8; 32];
+        for (i, b) in id.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37).wrapping_add(250);
+        }
+        for id in [NodeId(id), NodeId([0; 32]), NodeId([255; 32])] {
+            assert_eq!(super::hex(&id), id.to_hex().0);
+        }
     }
 }
