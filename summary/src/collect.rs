@@ -609,7 +609,7 @@ impl Pass {
             }
             Event::SwimProbeSent(x) => {
                 self.swim_probe_events = true;
-                let key = self.probe_key(&x.target, x.sequence, &x.kind.to_string());
+                let key = self.probe_key(&x.target, x.sequence, x.kind.as_str());
                 self.pending
                     .entry(label.to_owned())
                     .or_default()
@@ -617,7 +617,7 @@ impl Pass {
             }
             Event::SwimProbeAcked(x) => {
                 self.swim_probe_events = true;
-                let key = self.probe_key(&x.target, x.sequence, &x.kind.to_string());
+                let key = self.probe_key(&x.target, x.sequence, x.kind.as_str());
                 let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
                 if sent.is_none() && self.timed_out.get(label).is_some_and(|k| k.contains(&key)) {
                     // A late acknowledgement of a probe already counted as timed out.
@@ -630,7 +630,7 @@ impl Pass {
             }
             Event::SwimProbeTimedOut(x) => {
                 self.swim_probe_events = true;
-                let key = self.probe_key(&x.target, x.sequence, &x.kind.to_string());
+                let key = self.probe_key(&x.target, x.sequence, x.kind.as_str());
                 let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
                 self.timed_out
                     .entry(label.to_owned())

@@ -254,8 +254,10 @@ fn the_json_written_row_by_row_is_the_json_of_the_whole_value() {
         render::write_json(&s, &mut written).unwrap();
         assert_eq!(String::from_utf8(written).unwrap(), whole, "{run}");
     }
-    let mut empty = diagwire_summary::model::Summary::default();
-    empty.run_id = "r".into();
+    let empty = diagwire_summary::model::Summary {
+        run_id: "r".into(),
+        ..Default::default()
+    };
     let whole = serde_json::to_string_pretty(&render::json(&empty)).unwrap() + "\n";
     let mut written = Vec::new();
     render::write_json(&empty, &mut written).unwrap();
