@@ -394,3 +394,44 @@ fn unknown_keys_agree_with_the_library_walk_on_every_record() {
     }
     assert!(compared > 1000);
 }
+
+#[test]
+fn coverage_read_from_the_text_equals_coverage_read_from_json_values() {
+    use diagwire::bundle::read::{BundleReader, Limits};
+    use diagwire::bundle::records::walk;
+
+    let mut scenario = base();
+    let peer = &mut scenario.node_mut("stage-0").snapshots[0]
+        .body
+        .iroh
+        .as_mut()
+        .unwrap()
+        .peers[0];
+    peer.extra
+        .insert("x_peer".into(), serde_json::json!({"a": [1, "b"]}));
+    peer.extra
+        .insert("x\"esc/aped~".into(), serde_json::json!(null));
+    let (_tmp, dir) = common::write(scenario);
+    let golden = common::repo().join("compat-tests/fixtures/1.1.0/golden.tar.gz");
+    let examples = common::repo().join("examples/bundles");
+    let mut paths = vec![dir, golden];
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        paths.push(entry.unwrap().path());
+    }
+    for path in paths {
+        let (mut from_text, mut from_values) = (Coverage::new("b"), Coverage::new("b"));
+        let mut reader = BundleReader::open(&path, Limits::default()).unwrap();
+        walk(
+            &mut reader,
+            |item| {
+                let value: serde_json::Value = serde_json::from_str(item.text).unwrap();
+                from_text.record(&item);
+                from_values.record_value(&item, &value);
+            },
+            |_| {},
+        );
+        let (a, b) = (from_text.finish(), from_values.finish());
+        assert!(a.records > 10, "{}", path.display());
+        assert_eq!(a, b, "{}", path.display());
+    }
+}

@@ -59,6 +59,30 @@ fn emit(out: Option<&Path>, text: &str) -> ExitCode {
     }
 }
 
+/// Like [`emit`], for output written piece by piece.
+fn emit_with(
+    out: Option<&Path>,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> ExitCode {
+    let done = match out {
+        Some(path) => std::fs::File::create(path).and_then(|f| {
+            let mut w = std::io::BufWriter::new(f);
+            write(&mut w)?;
+            w.flush()
+        }),
+        None => {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            // As `emit`: a closed standard output is not an error of the command.
+            let _ = write(&mut w).and_then(|_| w.flush());
+            Ok(())
+        }
+    };
+    match (done, out) {
+        (Err(e), Some(path)) => fail(&format!("{}: {e}", path.display())),
+        _ => ExitCode::SUCCESS,
+    }
+}
+
 /// `diagwire summary BUNDLE`.
 pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) -> ExitCode {
     if format == Format::Tsv {
@@ -94,15 +118,13 @@ pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) 
         b.finish_and_clear();
     }
     let found: u64 = summary.problem_counts.values().sum();
-    let text = match format {
-        Format::Md => render::markdown(&summary),
-        Format::Json => {
-            serde_json::to_string_pretty(&render::json(&summary)).unwrap_or_default() + "\n"
-        }
-        Format::Html => html::page(&summary),
+    let written = match format {
+        Format::Md => emit(out.as_deref(), &render::markdown(&summary)),
+        // Written as it is made: the JSON of a long run is large.
+        Format::Json => emit_with(out.as_deref(), &mut |w| render::write_json(&summary, w)),
+        Format::Html => emit_with(out.as_deref(), &mut |w| html::write_page(&summary, w)),
         Format::Tsv => unreachable!("OK because TSV returned above"),
     };
-    let written = emit(out.as_deref(), &text);
     if found > 0 && written == ExitCode::SUCCESS {
         eprintln!(
             "diagwire summary: {found} problem(s) reading {}; the summary lists them under Validation",

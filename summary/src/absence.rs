@@ -9,7 +9,7 @@ use diagwire::v1::{HostProvider, Identity, Manifest};
 use diagwire::{Provenance, Unavailable};
 
 /// Why a value is absent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Absent {
     /// The writer's contract generation predates the field, so it could not have written it.
     Generation {

@@ -19,17 +19,92 @@ use crate::buckets::{LEGACY_WORKER, legacy_exit_status, subprocess_rows};
 use crate::gaps::absences;
 use crate::model::{
     Direction, FirstDead, Inference, MAX_LISTED, MAX_ROLLUP_KEYS, MAX_SERIES_POINTS, Node,
-    OTHER_KINDS, OTHER_PEERS, ProbeRow, RelayClose, RelayTotals, Subprocess, Summary,
+    OTHER_KINDS, OTHER_PEERS, ProbeRow, RelayClose, RelayTotals, RttBucket, Subprocess, Summary,
 };
 
-/// What a snapshot says for the first-Dead lookups: its time, the `conn_type` it holds per peer
-/// id or why it holds none (`None` without an iroh block), and whether any probe was ok (`None`
-/// without a probe block).
-type Glance = (
-    u64,
-    Option<BTreeMap<String, Result<String, Absent>>>,
-    Option<bool>,
-);
+/// What a snapshot says for the first-Dead lookups: the `conn_type` it holds per peer id or why
+/// it holds none (`None` without an iroh block), and whether any probe was ok (`None` without a
+/// probe block).
+type Glance = (Option<Vec<(String, Result<String, Absent>)>>, Option<bool>);
+
+/// Every node's snapshots as (time, what it says), what they say kept once however many
+/// snapshots say it: a long run's snapshots mostly repeat a few glances, so this grows by 16 bytes
+/// a snapshot.
+#[derive(Default)]
+struct Glances {
+    said: Vec<Glance>,
+    index: BTreeMap<Glance, u32>,
+    by_node: BTreeMap<String, Vec<(u64, u32)>>,
+}
+
+impl Glances {
+    fn push(&mut self, node: &str, t: u64, glance: Glance) {
+        let at = match self.index.get(&glance) {
+            Some(at) => *at,
+            None => {
+                let at = self.said.len() as u32;
+                self.said.push(glance.clone());
+                self.index.insert(glance, at);
+                at
+            }
+        };
+        match self.by_node.get_mut(node) {
+            Some(v) => v.push((t, at)),
+            None => {
+                self.by_node.insert(node.to_owned(), vec![(t, at)]);
+            }
+        }
+    }
+
+    /// What `node`'s snapshot nearest to `t` says (the first of several as near).
+    fn nearest(&self, node: &str, t: u64) -> Option<&Glance> {
+        let (_, at) = self
+            .by_node
+            .get(node)?
+            .iter()
+            .min_by_key(|(t0, _)| t0.abs_diff(t))?;
+        self.said.get(*at as usize)
+    }
+}
+
+/// A node id in hex, as `NodeId::to_hex` spells it (lowercase, two digits a byte), without a
+/// formatter call per byte: the pass spells an id for nearly every event.
+pub(crate) fn hex(id: &NodeId) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(64);
+    for b in id.0 {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    s
+}
+
+/// A SWIM probe as the pass keeps it: (target, sequence, kind), the target's hex id and the kind
+/// by their numbers in [`Interner`].
+type ProbeKey = (u32, u64, u32);
+
+/// Strings named by number, each kept once (probe targets and kinds, which every probe repeats).
+#[derive(Default)]
+struct Interner {
+    ids: BTreeMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), id);
+        id
+    }
+
+    fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", String::as_str)
+    }
+}
 
 /// Per-node state kept during the pass.
 #[derive(Default)]
@@ -38,12 +113,14 @@ struct Pass {
     /// Node id (hex) → label.
     labels: BTreeMap<String, String>,
     /// Per observer: (target, sequence, kind) → send time.
-    pending: BTreeMap<String, BTreeMap<(String, u64, String), u64>>,
+    pending: BTreeMap<String, BTreeMap<ProbeKey, u64>>,
     /// Per observer: the probes that timed out, so a late acknowledgement of one is not counted
     /// as a probe of its own.
-    timed_out: BTreeMap<String, BTreeSet<(String, u64, String)>>,
+    timed_out: BTreeMap<String, BTreeSet<ProbeKey>>,
+    /// The probe targets (hex) and kinds the two maps above name by number.
+    probe_names: Interner,
     /// Per node: snapshots as (time, conn_type per peer hex, any probe ok).
-    nearest: BTreeMap<String, Vec<Glance>>,
+    nearest: Glances,
     /// Per node: the latest snapshot time with probes, and its rows.
     latest_probes: BTreeMap<String, (u64, Vec<ProbeRow>)>,
     /// Per node: first and latest host counters (time, counter → value).
@@ -263,15 +340,19 @@ impl Pass {
         // What the nearest-snapshot lookups of the first-Dead section need.
         let mut conns = None;
         if let Some(iroh) = &body.iroh {
-            let mut by_peer = BTreeMap::new();
+            let mut by_peer = Vec::new();
             for p in &iroh.peers {
                 let conn = p.conn_type_provenance(&iroh.api_gaps);
                 let said = match Absent::of(&conn, "iroh has never heard of the peer") {
                     Some(a) => Err(a),
                     None => Ok(conn.value().map(|c| c.to_string()).unwrap_or_default()),
                 };
-                by_peer.insert(p.peer_node_id_hex.0.clone(), said);
+                by_peer.push((p.peer_node_id_hex.0.clone(), said));
             }
+            // A peer listed twice reads as its last entry, as a map keyed by peer keeps it.
+            by_peer.reverse();
+            by_peer.sort_by(|a, b| a.0.cmp(&b.0));
+            by_peer.dedup_by(|a, b| a.0 == b.0);
             conns = Some(by_peer);
             for g in &iroh.api_gaps {
                 self.node(label).api_gaps.insert(g.to_string());
@@ -290,10 +371,7 @@ impl Pass {
                 .iter()
                 .any(|x| x.last_outcome == diagwire::v1::ProbeOutcome::Ok)
         });
-        self.nearest
-            .entry(label.to_owned())
-            .or_default()
-            .push((t, conns, probe_ok));
+        self.nearest.push(label, t, (conns, probe_ok));
         if let Some(p) = &body.probes {
             let rows = p
                 .probes
@@ -402,7 +480,7 @@ impl Pass {
 
     fn event(&mut self, label: &str, r: &EventRecord) {
         self.labels
-            .entry(r.node_id.to_hex().0)
+            .entry(hex(&r.node_id))
             .or_insert_with(|| label.to_owned());
         self.node(label).events += 1;
         self.seen(r.wall_ms);
@@ -418,7 +496,7 @@ impl Pass {
             .or_default() += 1;
         *self.s.event_totals.entry(name).or_default() += 1;
         // Peers are kept by id during the pass and named in `finish`, when every label is known.
-        let peer = |id: &NodeId, _me: &Pass| id.to_hex().0;
+        let peer = |id: &NodeId, _me: &Pass| hex(id);
         match &r.event {
             Event::Other(o) => {
                 *self.s.unknown_event_types.entry(o.tag.clone()).or_default() += 1;
@@ -430,7 +508,7 @@ impl Pass {
                 {
                     self.s.first_dead = Some(FirstDead {
                         observer: label.to_owned(),
-                        peer: x.peer.to_hex().0,
+                        peer: hex(&x.peer),
                         wall_ms: t,
                         reason: x.reason.clone(),
                         observer_conn: None,
@@ -531,15 +609,15 @@ impl Pass {
             }
             Event::SwimProbeSent(x) => {
                 self.swim_probe_events = true;
-                let target = x.target.to_hex().0;
+                let key = self.probe_key(&x.target, x.sequence, x.kind.as_str());
                 self.pending
                     .entry(label.to_owned())
                     .or_default()
-                    .insert((target, x.sequence, x.kind.to_string()), t);
+                    .insert(key, t);
             }
             Event::SwimProbeAcked(x) => {
                 self.swim_probe_events = true;
-                let key = (x.target.to_hex().0, x.sequence, x.kind.to_string());
+                let key = self.probe_key(&x.target, x.sequence, x.kind.as_str());
                 let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
                 if sent.is_none() && self.timed_out.get(label).is_some_and(|k| k.contains(&key)) {
                     // A late acknowledgement of a probe already counted as timed out.
@@ -547,21 +625,23 @@ impl Pass {
                 }
                 let rtt = x.rtt_ms.or_else(|| sent.map(|s| t.saturating_sub(s)));
                 let budget = x.timeout_budget_ms.map(|b| format!("{b} ms"));
-                self.probe_done(label, &key.0, sent, rtt, false, budget);
+                let target = self.probe_names.name(key.0).to_owned();
+                self.probe_done(label, &target, sent, rtt, false, budget);
             }
             Event::SwimProbeTimedOut(x) => {
                 self.swim_probe_events = true;
-                let key = (x.target.to_hex().0, x.sequence, x.kind.to_string());
+                let key = self.probe_key(&x.target, x.sequence, x.kind.as_str());
                 let sent = self.pending.get_mut(label).and_then(|p| p.remove(&key));
                 self.timed_out
                     .entry(label.to_owned())
                     .or_default()
-                    .insert(key.clone());
+                    .insert(key);
                 let budget = Some(
                     x.timeout_budget_ms
                         .map_or(format!("{} ticks", x.budget_ticks), |b| format!("{b} ms")),
                 );
-                self.probe_done(label, &key.0, sent, None, true, budget);
+                let target = self.probe_names.name(key.0).to_owned();
+                self.probe_done(label, &target, sent, None, true, budget);
             }
             Event::SubprocessSpawned(x) => {
                 let e = self
@@ -622,7 +702,7 @@ impl Pass {
             key.2 = OTHER_KINDS.to_owned();
         }
         self.s.bandwidth.entry(key).or_default().add(size);
-        let mut key = (label.to_owned(), peer.to_hex().0);
+        let mut key = (label.to_owned(), hex(peer));
         if self.s.bandwidth_peers.len() >= MAX_ROLLUP_KEYS
             && !self.s.bandwidth_peers.contains_key(&key)
         {
@@ -647,6 +727,11 @@ impl Pass {
                 legacy: true,
                 ..Subprocess::default()
             })
+    }
+
+    fn probe_key(&mut self, target: &NodeId, sequence: u64, kind: &str) -> ProbeKey {
+        let target = self.probe_names.id(&hex(target));
+        (target, sequence, self.probe_names.id(kind))
     }
 
     fn probe_done(
@@ -681,7 +766,9 @@ impl Pass {
             let b = self
                 .s
                 .rtt_buckets
-                .entry((observer.to_owned(), target, bucket))
+                .entry((observer.to_owned(), target))
+                .or_default()
+                .entry(bucket)
                 .or_default();
             b.probes += 1;
             if timed_out {
@@ -712,10 +799,20 @@ impl Pass {
             .into_iter()
             .map(|((o, t), v)| ((o, name(&t)), v))
             .collect();
-        self.s.rtt_buckets = std::mem::take(&mut self.s.rtt_buckets)
-            .into_iter()
-            .map(|((o, t, b), v)| ((o, name(&t), b), v))
-            .collect();
+        let mut buckets = BTreeMap::new();
+        for ((o, t), v) in std::mem::take(&mut self.s.rtt_buckets) {
+            // Two ids may share a label: a bucket of the later id replaces the earlier's.
+            let into: &mut BTreeMap<u64, RttBucket> = buckets.entry((o, name(&t))).or_default();
+            for (b, x) in v {
+                match into.entry(b) {
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(x);
+                    }
+                    std::collections::btree_map::Entry::Occupied(mut e) => *e.get_mut() = x,
+                }
+            }
+        }
+        self.s.rtt_buckets = buckets;
         let mut peers = BTreeMap::new();
         for ((node, peer), v) in std::mem::take(&mut self.s.bandwidth_peers) {
             // The row that adds up peers past the cap keeps its name.
@@ -750,7 +847,7 @@ impl Pass {
         peer_hex: &str,
         t: u64,
     ) -> (Result<String, Absent>, Result<bool, Absent>) {
-        let Some((_, conns, ok)) = self.nearest(node, t) else {
+        let Some((conns, ok)) = self.nearest.nearest(node, t) else {
             let none = || Absent::NotReported(format!("`{node}` posted no snapshot"));
             return (Err(none()), Err(none()));
         };
@@ -758,11 +855,16 @@ impl Pass {
             None => Err(Absent::NotReported(format!(
                 "`{node}`'s nearest snapshot has no iroh block: no transport introspector"
             ))),
-            Some(by_peer) => by_peer.get(peer_hex).cloned().unwrap_or_else(|| {
-                Err(Absent::NotReported(
-                    "iroh has never heard of the peer".into(),
-                ))
-            }),
+            Some(by_peer) => by_peer
+                .binary_search_by(|(p, _)| p.as_str().cmp(peer_hex))
+                .ok()
+                .and_then(|i| by_peer.get(i))
+                .map(|(_, said)| said.clone())
+                .unwrap_or_else(|| {
+                    Err(Absent::NotReported(
+                        "iroh has never heard of the peer".into(),
+                    ))
+                }),
         };
         let ok = ok.ok_or_else(|| {
             Absent::NotReported(format!(
@@ -770,13 +872,6 @@ impl Pass {
             ))
         });
         (conn, ok)
-    }
-
-    fn nearest(&self, node: &str, t: u64) -> Option<&Glance> {
-        self.nearest
-            .get(node)?
-            .iter()
-            .min_by_key(|(t0, _, _)| t0.abs_diff(t))
     }
 
     /// The run is what its records say it is: the manifest's run id, else the one run id the boot
@@ -821,6 +916,7 @@ impl Pass {
         // Probes sent and never answered stay pending, in their pair and in their send bucket.
         for (obs, m) in std::mem::take(&mut self.pending) {
             for ((target, _, _), sent) in m {
+                let target = self.probe_names.name(target).to_owned();
                 self.s
                     .rtt
                     .entry((obs.clone(), target.clone()))
@@ -829,7 +925,9 @@ impl Pass {
                 let b = self
                     .s
                     .rtt_buckets
-                    .entry((obs.clone(), target, sent / 5_000 * 5))
+                    .entry((obs.clone(), target))
+                    .or_default()
+                    .entry(sent / 5_000 * 5)
                     .or_default();
                 b.probes += 1;
                 b.pending += 1;
@@ -922,5 +1020,21 @@ impl Pass {
             self.message_events,
         );
         self.s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use diagwire::NodeId;
+
+    #[test]
+    fn hex_spells_an_id_as_the_library_does() {
+        let mut id = [0u8; 32];
+        for (i, b) in id.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37).wrapping_add(250);
+        }
+        for id in [NodeId(id), NodeId([0; 32]), NodeId([255; 32])] {
+            assert_eq!(super::hex(&id), id.to_hex().0);
+        }
     }
 }

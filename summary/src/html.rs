@@ -503,7 +503,7 @@ fn bandwidth(s: &Summary, o: &mut String) {
 
 /// The Markdown summary as HTML: headings, tables, lists and paragraphs, with code spans and
 /// bold. The Markdown is this crate's own, so these few constructs are all it holds.
-fn markdown_html(md: &str) -> String {
+fn markdown_html(md: &str, o: &mut dyn Write) {
     let inline = |s: &str| -> String {
         let escaped = esc(s).replace("\\|", "|");
         let mut out = String::new();
@@ -551,16 +551,15 @@ fn markdown_html(md: &str) -> String {
         out.push(cur.trim().to_owned());
         out
     };
-    let mut o = String::new();
     let mut in_list = false;
     let mut table: Option<usize> = None;
     for line in md.lines() {
         let is_row = line.starts_with('|');
         if !is_row && table.take().is_some() {
-            o.push_str("</table>");
+            let _ = o.write_str("</table>");
         }
         if !line.starts_with("- ") && in_list {
-            o.push_str("</ul>");
+            let _ = o.write_str("</ul>");
             in_list = false;
         }
         if let Some(h) = line.strip_prefix("## ") {
@@ -582,24 +581,24 @@ fn markdown_html(md: &str) -> String {
             }
             match table {
                 None => {
-                    o.push_str("<table><tr>");
+                    let _ = o.write_str("<table><tr>");
                     for c in &row {
                         let _ = write!(o, "<th>{}</th>", inline(c));
                     }
-                    o.push_str("</tr>");
+                    let _ = o.write_str("</tr>");
                     table = Some(row.len());
                 }
                 Some(_) => {
-                    o.push_str("<tr>");
+                    let _ = o.write_str("<tr>");
                     for c in &row {
                         let _ = write!(o, "<td>{}</td>", inline(c));
                     }
-                    o.push_str("</tr>");
+                    let _ = o.write_str("</tr>");
                 }
             }
         } else if let Some(item) = line.strip_prefix("- ") {
             if !in_list {
-                o.push_str("<ul>");
+                let _ = o.write_str("<ul>");
                 in_list = true;
             }
             let _ = write!(o, "<li>{}</li>", inline(item));
@@ -608,16 +607,24 @@ fn markdown_html(md: &str) -> String {
         }
     }
     if table.is_some() {
-        o.push_str("</table>");
+        let _ = o.write_str("</table>");
     }
     if in_list {
-        o.push_str("</ul>");
+        let _ = o.write_str("</ul>");
     }
-    o
 }
 
 /// The page.
 pub fn page(s: &Summary) -> String {
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write_page(s, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Writes [`page`] as it is made: the plots, then the summary's sections line by line, so a long
+/// run's page is never held twice.
+pub fn write_page(s: &Summary, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let (start, end) = run_span(s);
     let span = match (s.span_ms, start, end) {
         (Some((a, b)), _, _) => (a.min(start.unwrap_or(a)), b.max(end.unwrap_or(b))),
@@ -643,10 +650,33 @@ pub fn page(s: &Summary) -> String {
     rtt(s, &mut o);
     drops(s, span, &mut o);
     bandwidth(s, &mut o);
+    out.write_all(o.as_bytes())?;
+    drop(o);
     let md = markdown(s);
     // The Markdown's own title is the page's.
     let body = md.split_once('\n').map_or("", |(_, rest)| rest);
-    o.push_str(&markdown_html(body));
-    o.push_str("</body></html>\n");
-    o
+    let mut to = IoWrite { out, error: None };
+    markdown_html(body, &mut to);
+    if let Some(e) = to.error {
+        return Err(e);
+    }
+    out.write_all(b"</body></html>\n")
+}
+
+/// A `fmt::Write` onto an `io::Write`, keeping the first error.
+struct IoWrite<'a> {
+    out: &'a mut dyn std::io::Write,
+    error: Option<std::io::Error>,
+}
+
+impl Write for IoWrite<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.error.is_some() {
+            return Err(std::fmt::Error);
+        }
+        self.out.write_all(s.as_bytes()).map_err(|e| {
+            self.error = Some(e);
+            std::fmt::Error
+        })
+    }
 }

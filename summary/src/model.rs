@@ -357,8 +357,9 @@ pub struct Summary {
     pub probes: Vec<ProbeRow>,
     /// Per (observer, target).
     pub rtt: BTreeMap<(String, String), RttPair>,
-    /// Per (observer, target, bucket start in epoch seconds).
-    pub rtt_buckets: BTreeMap<(String, String, u64), RttBucket>,
+    /// Per (observer, target), per bucket start in epoch seconds: a long run has many buckets of
+    /// few pairs, so a bucket costs its counts, not its pair's names.
+    pub rtt_buckets: BTreeMap<(String, String), BTreeMap<u64, RttBucket>>,
     /// Non-zero kernel drop deltas: (node, counter, delta).
     pub kernel_drops: Vec<(String, String, i128)>,
     /// Per (node, payload kind).

@@ -472,9 +472,34 @@ pub struct Unknown {
     pub fields: BTreeMap<String, u64>,
 }
 
+/// The rows of `probe_rtt_buckets`, one per (observer, target, bucket), made as they are read.
+pub fn bucket_rows(s: &Summary) -> impl Iterator<Item = ProbeRttBucketRow> + '_ {
+    s.rtt_buckets
+        .iter()
+        .flat_map(|((observer, target), v)| v.iter().map(move |(b, x)| (observer, target, b, x)))
+        .map(|(observer, target, bucket_s, x)| ProbeRttBucketRow {
+            observer: observer.clone(),
+            target: target.clone(),
+            bucket_s: *bucket_s,
+            probes: x.probes,
+            acked: x.acked,
+            timed_out: x.timed_out,
+            pending: x.pending,
+            median_ms: x.rtts.percentile(50),
+            p95_ms: x.rtts.percentile(95),
+            p99_ms: x.rtts.percentile(99),
+        })
+}
+
 impl SummaryOutput {
     /// The JSON output of a summary.
     pub fn new(s: &Summary) -> Self {
+        Self::build(s, true)
+    }
+
+    /// The JSON output of a summary, without the rows of `probe_rtt_buckets` when `with_buckets`
+    /// is false (the one part that grows with the run; [`bucket_rows`] makes them one by one).
+    pub(crate) fn build(s: &Summary, with_buckets: bool) -> Self {
         let (start_ms, end_ms) = run_span(s);
         let nodes = s
             .nodes
@@ -623,22 +648,10 @@ impl SummaryOutput {
                     budget: p.budget.clone(),
                 })
                 .collect(),
-            probe_rtt_buckets: s
-                .rtt_buckets
-                .iter()
-                .map(|((observer, target, bucket_s), x)| ProbeRttBucketRow {
-                    observer: observer.clone(),
-                    target: target.clone(),
-                    bucket_s: *bucket_s,
-                    probes: x.probes,
-                    acked: x.acked,
-                    timed_out: x.timed_out,
-                    pending: x.pending,
-                    median_ms: x.rtts.percentile(50),
-                    p95_ms: x.rtts.percentile(95),
-                    p99_ms: x.rtts.percentile(99),
-                })
-                .collect(),
+            probe_rtt_buckets: match with_buckets {
+                true => bucket_rows(s).collect(),
+                false => Vec::new(),
+            },
             kernel_drops: s
                 .kernel_drops
                 .iter()

@@ -309,7 +309,11 @@ pub fn markdown(s: &Summary) -> String {
             );
         }
         o.push_str("\nPer 5-second bucket of send time (epoch seconds):\n\n| observer | target | bucket | probes | acked | timed out | pending | median ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
-        for ((obs, target, b), x) in &s.rtt_buckets {
+        for ((obs, target), b, x) in s
+            .rtt_buckets
+            .iter()
+            .flat_map(|(pair, v)| v.iter().map(move |(b, x)| (pair, b, x)))
+        {
             let _ = writeln!(
                 o,
                 "| `{}` | `{}` | {b} | {} | {} | {} | {} | {} | {} | {} |",
@@ -548,4 +552,43 @@ pub fn gossip_gaps(s: &Summary) -> Vec<String> {
 pub fn json(s: &Summary) -> Value {
     serde_json::to_value(SummaryOutput::new(s))
         .expect("OK because the output types always serialize")
+}
+
+/// Writes [`json`] pretty-printed, and a newline: the bytes of
+/// `serde_json::to_string_pretty(&json(s))` and `"\n"`, without holding the whole document as a
+/// value. The rows of `probe_rtt_buckets`, the one part that grows with the run (a row per pair
+/// and five seconds), are made and written one at a time.
+pub fn write_json(s: &Summary, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    const KEY: &str = "\n  \"probe_rtt_buckets\": ";
+    let mut head = serde_json::to_value(SummaryOutput::build(s, false))
+        .expect("OK because the output types always serialize");
+    head["probe_rtt_buckets"] = Value::Null;
+    let text = serde_json::to_string_pretty(&head).expect("OK because a value always serializes");
+    // A top-level key is the only text indented by two spaces after a line break (strings from
+    // the bundle are escaped, so they hold no line break).
+    let placeholder = format!("{KEY}null");
+    let Some((before, after)) = text.split_once(&placeholder) else {
+        let whole = serde_json::to_string_pretty(&json(s)).expect("OK because values serialize");
+        return out
+            .write_all(whole.as_bytes())
+            .and_then(|_| out.write_all(b"\n"));
+    };
+    out.write_all(before.as_bytes())?;
+    out.write_all(KEY.as_bytes())?;
+    let mut rows = crate::output::bucket_rows(s).peekable();
+    if rows.peek().is_none() {
+        out.write_all(b"[]")?;
+    } else {
+        out.write_all(b"[")?;
+        for (i, row) in rows.enumerate() {
+            // Each row as a value, for its keys' order, indented as the array's element.
+            let row = serde_json::to_value(row).expect("OK because a row always serializes");
+            let row = serde_json::to_string_pretty(&row).expect("OK because values serialize");
+            out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
+            out.write_all(row.replace('\n', "\n    ").as_bytes())?;
+        }
+        out.write_all(b"\n  ]")?;
+    }
+    out.write_all(after.as_bytes())?;
+    out.write_all(b"\n")
 }

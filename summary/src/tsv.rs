@@ -144,7 +144,7 @@ pub fn timeline(
                 }
                 Record::Event(r) => {
                     let name = |id: &NodeId| {
-                        let hex = id.to_hex().0;
+                        let hex = crate::collect::hex(id);
                         labels
                             .get(&hex)
                             .cloned()

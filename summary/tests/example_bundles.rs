@@ -244,3 +244,22 @@ fn each_example_summarizes_the_same_in_the_binary_form() {
         }
     }
 }
+
+#[test]
+fn the_json_written_row_by_row_is_the_json_of_the_whole_value() {
+    for run in ["n3-relay-flap", "n3-relay-flap-oldest"] {
+        let s = summarize(&example(run), Limits::default()).unwrap();
+        let whole = serde_json::to_string_pretty(&render::json(&s)).unwrap() + "\n";
+        let mut written = Vec::new();
+        render::write_json(&s, &mut written).unwrap();
+        assert_eq!(String::from_utf8(written).unwrap(), whole, "{run}");
+    }
+    let empty = diagwire_summary::model::Summary {
+        run_id: "r".into(),
+        ..Default::default()
+    };
+    let whole = serde_json::to_string_pretty(&render::json(&empty)).unwrap() + "\n";
+    let mut written = Vec::new();
+    render::write_json(&empty, &mut written).unwrap();
+    assert_eq!(String::from_utf8(written).unwrap(), whole, "no buckets");
+}

@@ -376,7 +376,7 @@ fn rtt_buckets_show_acked_pending_and_p95() {
         cases.into_iter().enumerate()
     {
         let case = format!("bucket {bucket}");
-        let x = &s.rtt_buckets[&("stage-0".to_owned(), "stage-1".to_owned(), bucket)];
+        let x = &s.rtt_buckets[&("stage-0".to_owned(), "stage-1".to_owned())][&bucket];
         assert_eq!(
             (x.probes, x.acked, x.timed_out, x.pending),
             (probes, acked, timed_out, pending),

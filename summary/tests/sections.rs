@@ -345,7 +345,7 @@ fn probe_rtt_counts_every_probe_and_takes_nearest_rank_percentiles() {
     );
     let bucket0 = (T0 / 5_000) * 5;
     assert_eq!(
-        s.rtt_buckets[&("stage-0".to_owned(), "stage-1".to_owned(), bucket0)].probes,
+        s.rtt_buckets[&("stage-0".to_owned(), "stage-1".to_owned())][&bucket0].probes,
         5
     );
 }
@@ -371,7 +371,7 @@ fn a_probe_acknowledged_after_its_timeout_is_counted_once_as_timed_out() {
     let p = &s.rtt[&("stage-0".to_owned(), "stage-1".to_owned())];
     assert_eq!((p.probes, p.acked, p.timed_out), (2, 1, 1));
     let bucket0 = (T0 / 5_000) * 5;
-    let b = &s.rtt_buckets[&("stage-0".to_owned(), "stage-1".to_owned(), bucket0)];
+    let b = &s.rtt_buckets[&("stage-0".to_owned(), "stage-1".to_owned())][&bucket0];
     assert_eq!((b.probes, b.timed_out), (2, 1));
 }
 

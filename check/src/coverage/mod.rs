@@ -12,6 +12,7 @@
 //! This module collects a coverage in one pass ([`Coverage::record`]); [`compare`] (in
 //! `compare.rs`) sets two coverages side by side.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -25,6 +26,9 @@ use serde_json::Value;
 use crate::blocks;
 
 mod compare;
+mod tape;
+mod walk;
+mod worker;
 
 pub use compare::{DiffKind, Difference, Mode, Thresholds, compare, differences_markdown};
 
@@ -192,6 +196,24 @@ pub struct Coverage {
     labels: BTreeMap<String, RoleCoverage>,
     boot_roles: BTreeMap<String, String>,
     manifest_roles: BTreeMap<String, String>,
+    worker: Scratch,
+}
+
+/// The reading of records' JSON, on its own thread ([`worker`]); not part of what a coverage says
+/// (a clone starts without it, and it never makes two coverages differ).
+#[derive(Debug, Default)]
+struct Scratch(worker::Worker);
+
+impl Clone for Scratch {
+    fn clone(&self) -> Self {
+        Scratch::default()
+    }
+}
+
+impl PartialEq for Scratch {
+    fn eq(&self, _: &Scratch) -> bool {
+        true
+    }
 }
 
 /// The fields of a struct type.
@@ -259,19 +281,32 @@ impl diagwire::bundle::records::Consumer for Coverage {
 }
 
 impl Coverage {
-    /// Takes the next record of the walk.
+    /// Takes the next record of the walk. Its kind and event type are counted here; its JSON is
+    /// read as a [`tape::Tape`] (no value is built) on the coverage's own thread ([`worker`]), so
+    /// the statistics are complete once [`Coverage::finish`] returns.
     pub fn record(&mut self, item: &Item<'_>) {
-        match serde_json::from_str::<Value>(item.text) {
-            Ok(value) => self.record_value(item, &value),
-            Err(_) => self.records += 1,
-        }
+        let (label, kind_name) = self.record_kinds(item);
+        self.worker.0.record(&label, kind_name, item.text);
     }
 
     /// Takes the next record of the walk, with its text already read as JSON.
     pub fn record_value(&mut self, item: &Item<'_>, value: &Value) {
+        let (label, kind_name) = self.record_kinds(item);
+        let Some(info) = CONTRACT.record(kind_name) else {
+            return;
+        };
+        let role = self.labels.entry(label).or_default();
+        blocks::instances_of_shape(&ValueShape::Ref(info.def), value, &mut |inst| {
+            count(role, kind_name, inst)
+        });
+    }
+
+    /// Counts a record's kind, event type and node: its node's label and kind name.
+    fn record_kinds(&mut self, item: &Item<'_>) -> (String, &'static str) {
         self.records += 1;
         let kind = item.record.kind();
         let label = item.node.unwrap_or("").to_owned();
+        let label_key = label.clone();
         match item.record {
             Record::Manifest(m) => {
                 for n in &m.nodes {
@@ -312,61 +347,15 @@ impl Coverage {
                 }
             }
         }
-        let Some(info) = CONTRACT.record(kind.as_str()) else {
-            return;
-        };
-        let kind_name = kind.as_str();
-        blocks::instances_of_shape(&ValueShape::Ref(info.def), value, &mut |inst| {
-            let t = role.types.entry(inst.type_name).or_default();
-            t.instances += 1;
-            if t.fields.len() < inst.fields.len() {
-                t.fields.resize(inst.fields.len(), FieldStats::default());
-            }
-            for (f, s) in inst.fields.iter().zip(t.fields.iter_mut()) {
-                let v = inst.obj.get(f.key);
-                let has = v.is_some_and(|v| !v.is_null());
-                match v {
-                    None => s.absent += 1,
-                    Some(Value::Null) => s.null += 1,
-                    Some(_) => s.present += 1,
-                }
-                if has_provenance(f) {
-                    let source = f
-                        .source
-                        .and_then(|k| inst.obj.get(k))
-                        .and_then(Value::as_str);
-                    let gap = f.gap.map(|g| (g, inst.declares(g)));
-                    match Provenance::resolve(has.then_some(()), source, gap) {
-                        Provenance::Reported(()) => s.reported += 1,
-                        Provenance::Derived(()) => s.derived += 1,
-                        Provenance::Unavailable(diagwire::Unavailable::ApiGap(_)) => s.api_gap += 1,
-                        Provenance::Unavailable(diagwire::Unavailable::NotObserved) => {
-                            s.not_observed += 1
-                        }
-                        Provenance::Unavailable(diagwire::Unavailable::SourceUnavailable) => {
-                            s.source_unavailable += 1
-                        }
-                    }
-                }
-            }
-            for k in inst.unknown_keys() {
-                let key = format!(
-                    "{kind_name}:{}/{}",
-                    normalize_pointer(inst.ptr),
-                    diagwire_runtime::shape::escape_pointer_token(k)
-                );
-                if role.unknown_keys.len() < MAX_UNKNOWN_KEYS
-                    || role.unknown_keys.contains_key(&key)
-                {
-                    *role.unknown_keys.entry(key).or_default() += 1;
-                }
-            }
-        });
+        (label_key, kind.as_str())
     }
 
     /// Groups the node directories by role and computes the contract coverage.
     pub fn finish(mut self) -> Coverage {
-        let labels = std::mem::take(&mut self.labels);
+        let mut labels = std::mem::take(&mut self.labels);
+        for (label, found) in std::mem::take(&mut self.worker.0).finish() {
+            labels.entry(label).or_default().merge(found);
+        }
         for (label, cov) in labels {
             let role = if label.is_empty() {
                 "(bundle)".to_owned()
@@ -553,6 +542,113 @@ impl Coverage {
             }
         }
         s
+    }
+}
+
+/// A struct instance as the counting sees it, whichever walk found it.
+trait Found {
+    fn type_name(&self) -> &'static str;
+    fn fields(&self) -> &'static [FieldShape];
+    fn ptr(&self) -> Cow<'_, str>;
+    /// What the object holds for the field at `index` of [`Found::fields`], named `key`.
+    fn slot(&self, index: usize, key: &str) -> walk::Slot;
+    fn str_of(&self, key: &str) -> Option<Cow<'_, str>>;
+    fn declares(&self, gap: &str) -> bool;
+    /// The keys no field names, sorted.
+    fn unknown(&self) -> Vec<Cow<'_, str>>;
+}
+
+impl Found for blocks::Instance<'_, '_> {
+    fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+    fn fields(&self) -> &'static [FieldShape] {
+        self.fields
+    }
+    fn ptr(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self.ptr)
+    }
+    fn slot(&self, _: usize, key: &str) -> walk::Slot {
+        match self.obj.get(key) {
+            None => walk::Slot::Absent,
+            Some(Value::Null) => walk::Slot::Null,
+            Some(_) => walk::Slot::Present,
+        }
+    }
+    fn str_of(&self, key: &str) -> Option<Cow<'_, str>> {
+        self.obj.get(key).and_then(Value::as_str).map(Cow::Borrowed)
+    }
+    fn declares(&self, gap: &str) -> bool {
+        blocks::Instance::declares(self, gap)
+    }
+    fn unknown(&self) -> Vec<Cow<'_, str>> {
+        self.unknown_keys().map(Cow::Borrowed).collect()
+    }
+}
+
+impl Found for walk::Instance<'_, '_, '_> {
+    fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+    fn fields(&self) -> &'static [FieldShape] {
+        self.fields
+    }
+    fn ptr(&self) -> Cow<'_, str> {
+        Cow::Owned(walk::Instance::ptr(self))
+    }
+    fn slot(&self, index: usize, _: &str) -> walk::Slot {
+        walk::Instance::slot(self, index)
+    }
+    fn str_of(&self, key: &str) -> Option<Cow<'_, str>> {
+        walk::Instance::str_of(self, key)
+    }
+    fn declares(&self, gap: &str) -> bool {
+        walk::Instance::declares(self, gap)
+    }
+    fn unknown(&self) -> Vec<Cow<'_, str>> {
+        self.unknown_keys()
+    }
+}
+
+/// Counts one struct instance of a record of `kind_name` into its role's statistics.
+fn count(role: &mut RoleCoverage, kind_name: &str, inst: &dyn Found) {
+    let t = role.types.entry(inst.type_name()).or_default();
+    t.instances += 1;
+    let fields = inst.fields();
+    if t.fields.len() < fields.len() {
+        t.fields.resize(fields.len(), FieldStats::default());
+    }
+    for (i, (f, s)) in fields.iter().zip(t.fields.iter_mut()).enumerate() {
+        let slot = inst.slot(i, f.key);
+        match slot {
+            walk::Slot::Absent => s.absent += 1,
+            walk::Slot::Null => s.null += 1,
+            walk::Slot::Present => s.present += 1,
+        }
+        if has_provenance(f) {
+            let has = slot == walk::Slot::Present;
+            let source = f.source.and_then(|k| inst.str_of(k));
+            let gap = f.gap.map(|g| (g, inst.declares(g)));
+            match Provenance::resolve(has.then_some(()), source.as_deref(), gap) {
+                Provenance::Reported(()) => s.reported += 1,
+                Provenance::Derived(()) => s.derived += 1,
+                Provenance::Unavailable(diagwire::Unavailable::ApiGap(_)) => s.api_gap += 1,
+                Provenance::Unavailable(diagwire::Unavailable::NotObserved) => s.not_observed += 1,
+                Provenance::Unavailable(diagwire::Unavailable::SourceUnavailable) => {
+                    s.source_unavailable += 1
+                }
+            }
+        }
+    }
+    for k in inst.unknown() {
+        let key = format!(
+            "{kind_name}:{}/{}",
+            normalize_pointer(&inst.ptr()),
+            diagwire_runtime::shape::escape_pointer_token(&k)
+        );
+        if role.unknown_keys.len() < MAX_UNKNOWN_KEYS || role.unknown_keys.contains_key(&key) {
+            *role.unknown_keys.entry(key).or_default() += 1;
+        }
     }
 }
 

@@ -76,8 +76,10 @@ struct Seen {
     manifest_present: bool,
     manifest: Option<(String, Manifest)>,
     nodes: BTreeMap<String, NodeSeen>,
-    /// The first file seen for each place of the layout (node and role), so a record written twice,
-    /// once as JSON and once as protobuf, is found.
+    /// The first file seen for each place of the layout outside the numbered files (node and
+    /// role), so a record written twice, once as JSON and once as protobuf, is found; a numbered
+    /// file's first is known from `numbered`, which keeps the encoding of each sequence number, so
+    /// a bundle of many files costs no path per file here.
     first: HashMap<(Option<String>, Role), String>,
 }
 
@@ -88,7 +90,16 @@ impl Seen {
     fn exists(&mut self, rel: &str) -> (layout::BundlePath, Option<String>) {
         let at = layout::parse_bundle_path(rel);
         let mut twice = None;
-        if at.role != Role::Unknown {
+        if let (Some(node), Role::Numbered(kind, seq)) = (&at.node, &at.role) {
+            let first = self
+                .nodes
+                .get(node)
+                .and_then(|n| n.numbered.get(kind))
+                .and_then(|seqs| seqs.get(seq));
+            if let Some(encoding) = first.filter(|e| **e != at.encoding) {
+                twice = Some(layout::bundle_path_as(node, &at.role, *encoding));
+            }
+        } else if at.role != Role::Unknown {
             let key = (at.node.clone(), at.role.clone());
             match self.first.get(&key) {
                 Some(first) if first != rel => twice = Some(first.clone()),

@@ -1,0 +1,300 @@
+//! Every struct instance of a record read as a [`Tape`], with the contract's shape table: the walk
+//! of `crate::blocks` (the same rules, in the same order) over a tape instead of a
+//! `serde_json::Value`, so coverage reads a record without building a value of it.
+//!
+//! The walk follows the generated types' rules: an internal union's variant shares its object with
+//! the struct that absorbs it, an adjacent union's payload sits under its content key, an external
+//! union is a string or a one-key object. `coverage_walks_agree` (in the crate's tests) holds it
+//! to `crate::blocks` on every record of the example bundles.
+
+use std::borrow::Cow;
+
+use diagwire::shape::{FieldShape, PayloadShape, TypeKind, TypeShape, UnionStyle, ValueShape};
+use diagwire::v1::CONTRACT;
+
+use super::tape::Tape;
+use crate::blocks::GAP_LIST;
+
+/// The gap list that applies to an instance: none, an empty one (the enclosing struct has the
+/// field but no array in it), or the array at a tape index.
+type Gaps = Option<Option<usize>>;
+
+/// One struct instance found in a tape.
+pub struct Instance<'a, 't, 'p> {
+    /// The struct's type name.
+    pub type_name: &'static str,
+    /// Its fields.
+    pub fields: &'static [FieldShape],
+    tape: &'a Tape<'t>,
+    obj: usize,
+    /// The value of each field (by the field's index), if the object has it.
+    slots: &'a [Option<usize>],
+    /// Whether a key of the object is one the contract does not name here.
+    unknown: bool,
+    ptr: Ptr<'p>,
+    gaps: Gaps,
+    consts: &'static [(&'static str, &'static str)],
+    outer: &'p [&'static str],
+    adjacent: Option<(&'static str, Option<&'static str>)>,
+}
+
+/// What an object holds under a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// The key is not there.
+    Absent,
+    /// Its value is `null`.
+    Null,
+    /// Any other value.
+    Present,
+}
+
+impl<'t> Instance<'_, 't, '_> {
+    /// What the object holds under the field at `index` of [`Instance::fields`].
+    pub fn slot(&self, index: usize) -> Slot {
+        match self.slots.get(index).copied().flatten() {
+            None => Slot::Absent,
+            Some(v) if self.tape.is_null(v) => Slot::Null,
+            Some(_) => Slot::Present,
+        }
+    }
+
+    /// The string under `key`, if it is one.
+    pub fn str_of(&self, key: &str) -> Option<Cow<'t, str>> {
+        let v = match self.fields.iter().position(|f| f.key == key) {
+            Some(i) => self.slots.get(i).copied().flatten(),
+            None => self.tape.get(self.obj, key),
+        };
+        self.tape.as_str(v?)
+    }
+
+    /// Whether the gap list that applies names `gap`.
+    pub fn declares(&self, gap: &str) -> bool {
+        match self.gaps {
+            Some(Some(list)) => self
+                .tape
+                .elements(list)
+                .any(|e| self.tape.as_str(e).as_deref() == Some(gap)),
+            _ => false,
+        }
+    }
+
+    /// The JSON pointer of the object, relative to the walked value.
+    pub fn ptr(&self) -> String {
+        let mut out = String::new();
+        self.ptr.write(&mut out);
+        out
+    }
+
+    /// The keys of the object that no field of the contract names, sorted (reported on the
+    /// innermost struct of an absorbing chain only).
+    pub fn unknown_keys(&self) -> Vec<Cow<'t, str>> {
+        if !self.unknown {
+            return Vec::new();
+        }
+        let mut keys = self.tape.keys(self.obj);
+        keys.retain(|k| !names(self.fields, self.consts, self.outer, self.adjacent, k));
+        keys
+    }
+}
+
+/// Whether a struct (with the keys of the structs absorbing it, and of an adjacent union it
+/// absorbs) names `key`.
+fn names(
+    fields: &[FieldShape],
+    consts: &[(&'static str, &'static str)],
+    outer: &[&'static str],
+    adjacent: Option<(&'static str, Option<&'static str>)>,
+    key: &str,
+) -> bool {
+    fields.iter().any(|f| f.key == key)
+        || consts.iter().any(|(c, _)| *c == key)
+        || outer.contains(&key)
+        || adjacent.is_some_and(|(t, c)| t == key || c == Some(key))
+}
+
+/// A JSON pointer kept as the path to it, written out only when an unknown key needs it.
+#[derive(Clone, Copy)]
+enum Ptr<'p> {
+    Root,
+    Key(&'p Ptr<'p>, &'p str),
+    Index(&'p Ptr<'p>, usize),
+}
+
+impl Ptr<'_> {
+    fn write(&self, out: &mut String) {
+        match self {
+            Ptr::Root => {}
+            Ptr::Key(up, k) => {
+                up.write(out);
+                out.push('/');
+                out.push_str(&diagwire_runtime::shape::escape_pointer_token(k));
+            }
+            Ptr::Index(up, i) => {
+                up.write(out);
+                out.push('/');
+                out.push_str(&i.to_string());
+            }
+        }
+    }
+}
+
+type Visit<'a> = &'a mut dyn FnMut(&Instance<'_, '_, '_>);
+
+/// Calls `visit` for every struct instance of the tape's root, a value of the given shape.
+pub fn instances_of_shape(shape: &ValueShape, tape: &Tape<'_>, visit: Visit<'_>) {
+    walk_value(shape, tape, 0, Ptr::Root, None, visit);
+}
+
+fn walk_value(
+    shape: &ValueShape,
+    tape: &Tape<'_>,
+    v: usize,
+    ptr: Ptr<'_>,
+    gaps: Gaps,
+    visit: Visit<'_>,
+) {
+    match shape {
+        ValueShape::Ref(name) => {
+            if let Some(t) = CONTRACT.get(name) {
+                walk_type(t, tape, v, ptr, gaps, &mut Vec::new(), visit);
+            }
+        }
+        ValueShape::Vec(item) => {
+            for (i, e) in tape.elements(v).enumerate() {
+                walk_value(item, tape, e, Ptr::Index(&ptr, i), gaps, visit);
+            }
+        }
+        ValueShape::Tuple(shapes) => {
+            for (i, (s, e)) in shapes.iter().zip(tape.elements(v)).enumerate() {
+                walk_value(s, tape, e, Ptr::Index(&ptr, i), gaps, visit);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn walk_type(
+    t: &'static TypeShape,
+    tape: &Tape<'_>,
+    v: usize,
+    ptr: Ptr<'_>,
+    gaps: Gaps,
+    outer: &mut Vec<&'static str>,
+    visit: Visit<'_>,
+) {
+    match &t.kind {
+        TypeKind::Struct {
+            fields,
+            flatten,
+            consts,
+            ..
+        } => {
+            if !tape.is_object(v) {
+                return;
+            }
+            let union = flatten.and_then(|u| CONTRACT.get(u));
+            let (absorbs, adjacent) = match union.map(|u| &u.kind) {
+                Some(TypeKind::Union {
+                    style: UnionStyle::Internal,
+                    ..
+                }) => (true, None),
+                Some(TypeKind::Union {
+                    style: UnionStyle::Adjacent,
+                    tag,
+                    content,
+                    ..
+                }) => (false, Some((*tag, *content))),
+                _ => (false, None),
+            };
+            // One pass over the object's keys: each field's value (the last, for a repeated
+            // key), and whether a key is one nothing here names.
+            let mut slots = vec![None; fields.len()];
+            let mut unknown = false;
+            for (k, value) in tape.pairs(v) {
+                match fields.iter().position(|f| k.is(f.key)) {
+                    Some(i) => slots[i] = Some(value),
+                    None => unknown |= !absorbs && !names(&[], consts, outer, adjacent, &k.text()),
+                }
+            }
+            let gaps = match fields.iter().position(|f| f.key == GAP_LIST) {
+                Some(i) => Some(slots[i].filter(|&l| tape.is_array(l))),
+                None => gaps,
+            };
+            visit(&Instance {
+                type_name: t.name,
+                fields,
+                tape,
+                obj: v,
+                slots: &slots,
+                unknown,
+                ptr,
+                gaps,
+                consts,
+                outer,
+                adjacent,
+            });
+            for (f, value) in fields.iter().zip(&slots) {
+                if let Some(value) = *value {
+                    walk_value(&f.value, tape, value, Ptr::Key(&ptr, f.key), gaps, visit);
+                }
+            }
+            if let Some(u) = union {
+                let before = outer.len();
+                outer.extend(fields.iter().map(|f| f.key));
+                outer.extend(consts.iter().map(|(c, _)| *c));
+                walk_type(u, tape, v, ptr, gaps, outer, visit);
+                outer.truncate(before);
+            }
+        }
+        TypeKind::Union {
+            style,
+            tag,
+            content,
+            variants,
+            ..
+        } => match style {
+            UnionStyle::Internal => {
+                let Some(p) = variant(tape, v, tag, variants) else {
+                    return;
+                };
+                if let PayloadShape::Def(name) = p {
+                    if let Some(t) = CONTRACT.get(name) {
+                        walk_type(t, tape, v, ptr, gaps, outer, visit);
+                    }
+                }
+            }
+            UnionStyle::Adjacent => {
+                let (Some(p), Some(c)) = (variant(tape, v, tag, variants), content) else {
+                    return;
+                };
+                if let (PayloadShape::Value(shape), Some(inner)) = (p, tape.get(v, c)) {
+                    walk_value(&shape, tape, inner, Ptr::Key(&ptr, c), gaps, visit);
+                }
+            }
+            UnionStyle::External => {
+                let Some((k, inner)) = tape.first_entry(v) else {
+                    return;
+                };
+                if let Some(PayloadShape::Value(shape)) =
+                    variants.iter().find(|x| x.tag == k).map(|x| x.payload)
+                {
+                    walk_value(&shape, tape, inner, Ptr::Key(&ptr, &k), gaps, visit);
+                }
+            }
+        },
+        TypeKind::Array(item) => walk_value(&ValueShape::Vec(item), tape, v, ptr, gaps, visit),
+        TypeKind::Enum { .. } | TypeKind::NodeId | TypeKind::NodeIdHex => {}
+    }
+}
+
+/// The payload of the known variant an internal or adjacent union value has, by its tag.
+fn variant(
+    tape: &Tape<'_>,
+    v: usize,
+    tag: &str,
+    variants: &[diagwire::shape::VariantShape],
+) -> Option<PayloadShape> {
+    let t = tape.as_str(tape.get(v, tag)?)?;
+    variants.iter().find(|x| x.tag == t).map(|x| x.payload)
+}

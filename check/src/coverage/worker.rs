@@ -1,0 +1,154 @@
+//! The part of coverage that reads each record's JSON (struct instances, field presence,
+//! provenance, unknown keys), on a thread of its own: the walk hands on each record's text in
+//! batches and goes on decoding, so on a machine with a core to spare `check --coverage` costs
+//! about what `check` does.
+//!
+//! Records are taken in the order they come, so the statistics (and which unknown keys are kept
+//! under the cap) are the same as one thread's. Memory in flight is bounded: a batch is sent once it
+//! holds [`BATCH_BYTES`] of text (a larger record goes alone), and at most one batch waits while
+//! one is read and the next fills. Without a thread (one cannot be started) the batches are read
+//! where they are filled.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use diagwire::shape::ValueShape;
+use diagwire::v1::CONTRACT;
+use serde_json::Value;
+
+use super::tape::{Buffer, Tape};
+use super::{RoleCoverage, count, walk};
+use crate::blocks;
+
+/// The text a batch gathers before it is handed on.
+pub(super) const BATCH_BYTES: usize = 1 << 20;
+
+/// Records to read: their texts one after the other, and for each its node's label, its kind's
+/// name and where its text ends.
+#[derive(Debug, Default)]
+struct Batch {
+    text: String,
+    records: Vec<(String, &'static str, usize)>,
+}
+
+/// What the reading found, per node label: only `types` and `unknown_keys` are filled.
+pub(super) type Found = BTreeMap<String, RoleCoverage>;
+
+/// Reads the records handed to it, on its own thread when one starts.
+#[derive(Debug, Default)]
+pub(super) struct Worker {
+    batch: Batch,
+    thread: Option<(SyncSender<Batch>, JoinHandle<Found>)>,
+    /// What was read here: everything without a thread, nothing with one.
+    here: Reader,
+    started: bool,
+}
+
+impl Worker {
+    /// Hands on one record's text.
+    pub(super) fn record(&mut self, label: &str, kind_name: &'static str, text: &str) {
+        self.batch.text.push_str(text);
+        let end = self.batch.text.len();
+        self.batch.records.push((label.to_owned(), kind_name, end));
+        if self.batch.text.len() >= BATCH_BYTES {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let batch = std::mem::take(&mut self.batch);
+        if batch.records.is_empty() {
+            return;
+        }
+        if !self.started {
+            self.started = true;
+            let (tx, rx) = sync_channel::<Batch>(1);
+            let spawned = std::thread::Builder::new()
+                .name("coverage".into())
+                .spawn(move || read_all(rx));
+            if let Ok(handle) = spawned {
+                self.thread = Some((tx, handle));
+            }
+        }
+        let batch = match &self.thread {
+            Some((tx, _)) => match tx.send(batch) {
+                Ok(()) => return,
+                Err(e) => e.0,
+            },
+            None => batch,
+        };
+        self.here.read(&batch);
+    }
+
+    /// Reads what is left and gives everything found.
+    pub(super) fn finish(mut self) -> Found {
+        self.send();
+        let mut found = std::mem::take(&mut self.here.found);
+        if let Some((tx, handle)) = self.thread.take() {
+            drop(tx);
+            // The thread only panics on a bug; its statistics are then missing, not wrong.
+            let theirs = handle.join().unwrap_or_default();
+            for (label, rc) in theirs {
+                let mine = found.entry(label).or_default();
+                if mine.types.is_empty() && mine.unknown_keys.is_empty() {
+                    *mine = rc;
+                } else {
+                    mine.merge(rc);
+                }
+            }
+        }
+        found
+    }
+}
+
+fn read_all(rx: Receiver<Batch>) -> Found {
+    let mut reader = Reader::default();
+    while let Ok(batch) = rx.recv() {
+        reader.read(&batch);
+    }
+    reader.found
+}
+
+/// Reads records' texts into per-label statistics.
+#[derive(Debug, Default)]
+struct Reader {
+    buffer: Buffer,
+    found: Found,
+}
+
+impl Reader {
+    fn read(&mut self, batch: &Batch) {
+        let mut start = 0;
+        for (label, kind_name, end) in &batch.records {
+            let text = batch.text.get(start..*end).unwrap_or_default();
+            start = *end;
+            self.one(label, kind_name, text);
+        }
+    }
+
+    fn one(&mut self, label: &str, kind_name: &'static str, text: &str) {
+        let Some(info) = CONTRACT.record(kind_name) else {
+            return;
+        };
+        let role = match self.found.get_mut(label) {
+            Some(r) => r,
+            None => self.found.entry(label.to_owned()).or_default(),
+        };
+        let shape = ValueShape::Ref(info.def);
+        match Tape::read(text, std::mem::take(&mut self.buffer)) {
+            Ok(tape) => {
+                walk::instances_of_shape(&shape, &tape, &mut |inst| count(role, kind_name, inst));
+                self.buffer = tape.into_buffer();
+            }
+            Err(buffer) => {
+                self.buffer = buffer;
+                if let Ok(value) = serde_json::from_str::<Value>(text) {
+                    blocks::instances_of_shape(&shape, &value, &mut |inst| {
+                        count(role, kind_name, inst)
+                    });
+                }
+            }
+        }
+    }
+}
