@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use diagwire::bundle::read::Limits;
+use diagwire::problem::json_pretty;
 use diagwire_summary::{compare, html, render, summarize_walk, tsv};
 
 /// Output formats of `diagwire summary`.
@@ -96,9 +97,7 @@ pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) 
     let found: u64 = summary.problem_counts.values().sum();
     let text = match format {
         Format::Md => render::markdown(&summary),
-        Format::Json => {
-            serde_json::to_string_pretty(&render::json(&summary)).unwrap_or_default() + "\n"
-        }
+        Format::Json => json_pretty(&render::json(&summary)).unwrap_or_default() + "\n",
         Format::Html => html::page(&summary),
         Format::Tsv => unreachable!("OK because TSV returned above"),
     };
