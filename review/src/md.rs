@@ -183,6 +183,8 @@ pub const MAX_CHARS: usize = 60_000;
 #[derive(Debug, Clone)]
 pub struct Budget {
     left: usize,
+    /// Whether an item did not fit: then nothing more is taken.
+    cut: bool,
     /// The command that prints everything (`diagwire review --format json`), for [`omitted`].
     pub everything: &'static str,
 }
@@ -192,6 +194,7 @@ impl Budget {
     pub fn unlimited(everything: &'static str) -> Self {
         Budget {
             left: usize::MAX,
+            cut: false,
             everything,
         }
     }
@@ -200,19 +203,20 @@ impl Budget {
     pub fn new(chars: usize, everything: &'static str) -> Self {
         Budget {
             left: chars,
+            cut: false,
             everything,
         }
     }
 
-    /// Whether `text` fits in what is left; takes its room when it does, and leaves none when it
-    /// does not.
+    /// Whether `text` fits in what is left; takes its room when it does, and takes nothing more
+    /// once something did not.
     pub fn take(&mut self, text: &str) -> bool {
         let n = text.chars().count();
-        if n <= self.left {
+        if !self.cut && n <= self.left {
             self.left -= n;
             true
         } else {
-            self.left = 0;
+            self.cut = true;
             false
         }
     }
