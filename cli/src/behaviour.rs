@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 use diagwire::bundle::read::Limits;
+use diagwire::problem::{json_compact, json_pretty};
 use diagwire_check::coverage::{self, Mode, Thresholds};
 use diagwire_check::output::{CheckOutput, ParityOutput};
 use diagwire_check::parity::{self, Config};
@@ -31,14 +32,17 @@ fn print_json<T: Serialize>(output: &T) {
     let v = serde_json::to_value(output).expect("OK because every output type serializes to JSON");
     println!(
         "{}",
-        serde_json::to_string_pretty(&v).expect("OK because a Value always serializes")
+        json_pretty(&v).expect("OK because a Value always serializes")
     );
 }
 
 /// Prints `output` as one line of JSON (keys sorted), for output read line by line.
 pub fn print_json_line<T: Serialize>(output: &T) {
     let v = serde_json::to_value(output).expect("OK because every output type serializes to JSON");
-    println!("{v}");
+    println!(
+        "{}",
+        json_compact(&v).expect("OK because a Value always serializes")
+    );
 }
 
 /// `diagwire check BUNDLE [--coverage] [--baseline OTHER] [--fail-on-coverage-below P]`.

@@ -71,7 +71,8 @@ fn to_dir(
 }
 
 /// Converts into the `.tar.gz` file `out`: the files go to a scratch directory beside it, then
-/// into the archive in path order (the order that makes it deterministic), one at a time.
+/// into the archive in path order (the order that makes it deterministic), each read as it is
+/// archived.
 fn to_tar_gz(
     reader: &mut BundleReader,
     to: Encoding,
@@ -86,7 +87,9 @@ fn to_tar_gz(
             let full = rel
                 .split('/')
                 .fold(scratch.path().to_owned(), |p, c| p.join(c));
-            tar.append(&rel, &fs::read(full)?)?;
+            let file = fs::File::open(full)?;
+            let len = file.metadata()?.len();
+            tar.append_from(&rel, len, file)?;
         }
         tar.finish()?.flush()?;
     }

@@ -208,11 +208,12 @@ enum Command {
     /// Convert the simulator's prod-shape directory into the contract's bundle layout under OUT,
     /// listing everything it could not map. Every file written is within the reader's per-file
     /// limit (a large events file is split into several numbered ones). OUT must not be a symbolic
-    /// link, the input or inside it; the run directory appears only once it is complete.
+    /// link, the input or inside it; the run directory (or archive) appears only once it is
+    /// complete. Each file is written as it is made, so memory stays bounded whatever the input.
     Upgrade {
         /// The simulator's bundle directory.
         input: PathBuf,
-        /// The folder to write the run directory into.
+        /// The folder to write the run directory into, or a `.tar.gz` file to write.
         out: PathBuf,
     },
     /// The JSON Schema of a command's JSON output (`schemas/tools/` holds them all).

@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use diagwire::problem::json_pretty;
 use serde_json::Value;
 
 /// One command's JSON output.
@@ -82,7 +83,7 @@ pub fn text(output: &Output) -> String {
             )),
         );
     }
-    serde_json::to_string_pretty(&v).expect("OK because a Value always serializes") + "\n"
+    json_pretty(&v).expect("OK because a Value always serializes") + "\n"
 }
 
 /// What is wrong with the checked-in schemas in `dir`, one sentence each.

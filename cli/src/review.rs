@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use diagwire::problem::json_pretty;
 use diagwire_review::catalog::Bump;
 use diagwire_review::tree::Tree;
 use diagwire_review::{changelog, compare, md, report, review};
@@ -116,7 +117,7 @@ pub fn diff(old: &str, new: &str, format: Format) -> ExitCode {
         }
         Format::Json => emit(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&report::comparison_json(&c)).unwrap_or_default()
+            json_pretty(&report::comparison_json(&c)).unwrap_or_default()
         )),
     }
     let mut breaking: Vec<&str> = c.breaking().map(|f| f.finding.rule.id).collect();
@@ -148,7 +149,7 @@ pub fn review(base: Option<&str>, format: Format) -> ExitCode {
         Format::Md => emit(&report::review_md(&r)),
         Format::Json => emit(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&report::review_json(&r)).unwrap_or_default()
+            json_pretty(&report::review_json(&r)).unwrap_or_default()
         )),
     }
     let failures = r.failures();
@@ -275,10 +276,7 @@ pub fn catalog(format: Format) -> ExitCode {
                     })
                 })
                 .collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&rules).unwrap_or_default()
-            );
+            println!("{}", json_pretty(&rules).unwrap_or_default());
         }
     }
     ExitCode::SUCCESS

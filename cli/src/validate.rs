@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use diagwire::Problem;
 use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind};
-use diagwire::problem::printable;
+use diagwire::problem::{json_pretty, printable};
 use diagwire::v1::RecordKind;
 use diagwire::validate::{Checker, Options, Report, Validators};
 use schemars::JsonSchema;
@@ -487,7 +487,7 @@ fn print_json(outcomes: &[(PathBuf, Outcome)]) {
     let value = serde_json::to_value(&out).expect("OK because the output types always serialize");
     println!(
         "{}",
-        serde_json::to_string_pretty(&value).expect("OK because a Value always serializes")
+        json_pretty(&value).expect("OK because a Value always serializes")
     );
 }
 

@@ -299,6 +299,33 @@ fn review_verdict_is_the_tools(out: &str) {
     assert_eq!(comparison_rows, releases + 1, "{out}");
 }
 
+/// A review comment of thousands of findings within the size GitHub takes for a comment: the
+/// tool's verdict first, the summary table whole, every findings table cut between two rows, and
+/// a line that says how many findings are not shown and how to see them all.
+fn review_is_bounded(out: &str) {
+    review_verdict_is_the_tools(out);
+    let chars = out.chars().count();
+    assert!(
+        chars <= diagwire_review::md::MAX_CHARS,
+        "{chars} characters"
+    );
+    assert_eq!(out.lines().next(), Some("## Schema review ❌ fails"));
+    assert!(
+        out.contains("findings not shown: the report is limited to 60000 characters. `diagwire review --format json` prints them all."),
+        "{out}"
+    );
+    for row in out.lines().filter(|l| l.starts_with('|')) {
+        assert!(row.ends_with('|'), "a row cut inside: {row}");
+        let n = cells(row);
+        assert!(n == 5 || n == 7, "{n} cells: {row}");
+    }
+    // Every finding's row has its entry below the table: nothing half listed.
+    let rows = out.lines().filter(|l| l.starts_with("| `")).count();
+    let entries = out.lines().filter(|l| l.starts_with("- **`")).count();
+    assert_eq!(rows, entries, "{out}");
+    assert!(rows > 10, "some findings are listed: {out}");
+}
+
 const CASES: &[Case] = &[
     Case {
         name: "a_json_key_that_is_not_a_rust_identifier_is_refused_with_its_place",
@@ -571,6 +598,31 @@ const CASES: &[Case] = &[
         code: 1,
         says: "ENUM_VALUE_ADDED_OPEN",
         report: review_verdict_is_the_tools,
+    },
+    Case {
+        name: "thousands_of_hostile_findings_keep_the_comment_within_githubs_limit",
+        setup: |d| {
+            scratch_repo(d);
+            let path = d.join("schemas/event.schema.json");
+            let mut doc: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON");
+            let open = doc["$defs"]
+                .as_object_mut()
+                .expect("defs")
+                .values_mut()
+                .find_map(|d| d.get_mut("x-open-enum").and_then(Value::as_array_mut))
+                .expect("an open enum");
+            for i in 0..2000 {
+                open.push(json!(format!("{FORGED}{i}")));
+            }
+            std::fs::write(&path, serde_json::to_string_pretty(&doc).expect("JSON"))
+                .expect("write");
+            diagwire_codegen::run(d, diagwire_codegen::Mode::Write).expect("regenerate");
+        },
+        args: &["review", "--base", "HEAD"],
+        code: 1,
+        says: "findings not shown",
+        report: review_is_bounded,
     },
 ];
 

@@ -243,6 +243,27 @@ const CASES: &[Case] = &[
         says: "wrote ",
         may_write: &["up"],
     },
+    Case {
+        name: "upgrade_writes_a_new_archive_and_nothing_else",
+        args: &["upgrade", "sim", "up.tar.gz"],
+        status: 0,
+        says: "wrote 17 file(s) to up.tar.gz",
+        may_write: &["up.tar.gz"],
+    },
+    Case {
+        name: "upgrade_never_overwrites_an_archive",
+        args: &["upgrade", "sim", "victim.tar.gz"],
+        status: 2,
+        says: "exists; not overwritten",
+        may_write: &[],
+    },
+    Case {
+        name: "upgrade_refuses_an_archive_that_is_a_symlink",
+        args: &["upgrade", "sim", "link.tar.gz"],
+        status: 2,
+        says: "is a symbolic link",
+        may_write: &[],
+    },
 ];
 
 /// Runs `args` in `dir` with [`TIMEOUT`]: (exit status, stdout and stderr).

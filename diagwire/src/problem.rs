@@ -172,6 +172,12 @@ impl fmt::Display for Location {
 /// is nothing to escape. The one rule of every tool ([`diagwire_runtime::text`]).
 pub use diagwire_runtime::text::printable;
 
+/// JSON made safe to print by the same rule: `value` as pretty JSON with every hidden character
+/// of a string written as `\uXXXX` (serde_json escapes only the C0 controls), still valid JSON and
+/// the same value once read ([`diagwire_runtime::text::Escaping`]). How every JSON a tool prints is
+/// written.
+pub use diagwire_runtime::text::{json_compact, json_pretty};
+
 /// One located problem.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Problem {

@@ -12,6 +12,14 @@
 //! instead of backticks: [`fragment`] renders each quoted name as a code span and the words around
 //! it as text, both through [`escape`]; [`plain`] turns the marks back into backticks for JSON.
 //! A name holding the marks themselves can at worst turn its own quote into escaped text.
+//!
+//! The review's comment ([`crate::report::review_md`]) is bounded too: GitHub refuses a
+//! pull-request comment over 65,536 characters, and a comment cut by a tool in between may lose its
+//! verdict. A comment of at most [`MAX_CHARS`] characters is written as it is; a longer one is
+//! written again within a [`Budget`]: the verdict line, the counts and the headings always, the
+//! reasons and the findings' table rows and entries in order while they fit (cut between two
+//! findings, never inside one), and a line ([`omitted`]) saying how many are not shown and which
+//! command prints them all.
 
 use diagwire_runtime::text::{is_hidden, push_escaped};
 
@@ -166,6 +174,73 @@ pub fn terminal(s: &str) -> String {
     out
 }
 
+/// The most characters a Markdown report holds: under GitHub's 65,536 for a pull-request comment,
+/// with room for what a workflow adds around it.
+pub const MAX_CHARS: usize = 60_000;
+
+/// The characters left for the findings (and reasons) of a report being bounded. Items are
+/// taken in order; once one does not fit, nothing after it is taken, so a cut list is a prefix.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    left: usize,
+    /// Whether an item did not fit: then nothing more is taken.
+    cut: bool,
+    /// The command that prints everything (`diagwire review --format json`), for [`omitted`].
+    pub everything: &'static str,
+}
+
+impl Budget {
+    /// Room for everything.
+    pub fn unlimited(everything: &'static str) -> Self {
+        Budget {
+            left: usize::MAX,
+            cut: false,
+            everything,
+        }
+    }
+
+    /// Room for `chars` characters.
+    pub fn new(chars: usize, everything: &'static str) -> Self {
+        Budget {
+            left: chars,
+            cut: false,
+            everything,
+        }
+    }
+
+    /// Whether `text` fits in what is left; takes its room when it does, and takes nothing more
+    /// once something did not.
+    pub fn take(&mut self, text: &str) -> bool {
+        let n = text.chars().count();
+        if !self.cut && n <= self.left {
+            self.left -= n;
+            true
+        } else {
+            self.cut = true;
+            false
+        }
+    }
+}
+
+/// The line that stands for the `not_shown` of `total` `what` a bounded report leaves out.
+pub fn omitted(not_shown: usize, total: usize, what: &str, budget: &Budget) -> String {
+    format!(
+        "*{not_shown} of {total} {what} not shown: the report is limited to {MAX_CHARS} \
+         characters. `{}` prints them all.*\n\n",
+        budget.everything
+    )
+}
+
+/// `s` cut at its last line break before `max` characters, for a report whose parts that are
+/// always shown are themselves too long: the verdict on the first line stays.
+pub fn cut_lines(s: &str, max: usize) -> &str {
+    let end = s.char_indices().nth(max).map_or(s.len(), |(i, _)| i);
+    match s[..end].rfind('\n') {
+        Some(i) if end < s.len() => &s[..=i],
+        _ => &s[..end],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +268,30 @@ mod tests {
             "derived: `status_source` says `derived`."
         );
         assert_eq!(fragment("one ` left"), "one \\` left");
+    }
+
+    #[test]
+    fn a_budget_takes_items_in_order_until_one_does_not_fit() {
+        let mut budget = Budget::new(10, "diagwire review --format json");
+        assert!(budget.take("12345"));
+        assert!(budget.take("é234"), "characters, not bytes");
+        assert!(!budget.take("123"), "over what is left");
+        assert!(!budget.take(""), "nothing after a cut");
+        assert!(Budget::unlimited("x").take(&"y".repeat(MAX_CHARS * 2)));
+        let line = omitted(3, 5, "findings", &budget);
+        assert!(line.starts_with("*3 of 5 findings not shown"), "{line}");
+        assert!(line.contains("`diagwire review --format json`"), "{line}");
+    }
+
+    #[test]
+    fn a_cut_ends_at_a_line_break_within_the_limit() {
+        assert_eq!(cut_lines("ab\ncd\nef\n", 7), "ab\ncd\n");
+        assert_eq!(cut_lines("ab\ncd\n", 100), "ab\ncd\n");
+        assert_eq!(
+            cut_lines("ééé\nx", 3),
+            "ééé",
+            "no line break: cut at the limit"
+        );
     }
 
     #[test]

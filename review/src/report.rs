@@ -15,6 +15,8 @@ use crate::review::Review;
 
 /// Markdown of one comparison: a summary line, then every finding with its effects and its
 /// counterexample.
+///
+/// Not bounded: `diff` prints every finding (the pull-request comment is [`review_md`], which is).
 pub fn comparison_md(c: &Comparison, out: &mut String) {
     findings_md(c, out, false);
 }
@@ -24,6 +26,16 @@ pub fn comparison_md(c: &Comparison, out: &mut String) {
 /// findings of the protobuf form follow in a section of their own, or a line says that the
 /// protobuf forms did not differ or why they were not compared.
 pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
+    findings_within(
+        c,
+        out,
+        only_breaking,
+        &mut md::Budget::unlimited("diagwire review --format json"),
+    );
+}
+
+/// [`findings_md`] listing the findings that fit in `budget`.
+fn findings_within(c: &Comparison, out: &mut String, only_breaking: bool, budget: &mut md::Budget) {
     let breaking = c.breaking().count();
     let _ = writeln!(
         out,
@@ -43,7 +55,7 @@ pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
     } else if json.is_empty() {
         out.push_str("No differences in the JSON form.\n\n");
     } else {
-        section_md(c, &json, out, only_breaking);
+        section_md(c, &json, out, only_breaking, budget);
     }
     match &c.protobuf {
         Status::Skipped(why) => {
@@ -69,13 +81,19 @@ pub fn findings_md(c: &Comparison, out: &mut String, only_breaking: bool) {
                     .filter(|f| f.finding.rule.bump == Bump::Major)
                     .count()
             );
-            section_md(c, &protobuf, out, only_breaking);
+            section_md(c, &protobuf, out, only_breaking, budget);
         }
     }
 }
 
 /// The table and the list of some findings of a comparison.
-fn section_md(c: &Comparison, findings: &[&crate::Checked], out: &mut String, only_breaking: bool) {
+fn section_md(
+    c: &Comparison,
+    findings: &[&crate::Checked],
+    out: &mut String,
+    only_breaking: bool,
+    budget: &mut md::Budget,
+) {
     let shown: Vec<&crate::Checked> = findings
         .iter()
         .copied()
@@ -92,66 +110,95 @@ fn section_md(c: &Comparison, findings: &[&crate::Checked], out: &mut String, on
             return;
         }
     }
-    out.push_str("| rule | bump | where | old reader, new records | new reader, old records |\n|---|---|---|---|---|\n");
+    // Each finding's table row and entry, as many as fit.
+    let mut rows = String::new();
+    let mut entries = String::new();
+    let mut listed = 0;
     for f in &shown {
-        let r = f.finding.rule;
-        let _ = writeln!(
-            out,
-            "| `{}` | {} | {} | {} | {} |",
-            r.id,
-            r.bump,
-            md::code(&f.finding.at.to_string()),
-            r.old_reader.as_str(),
-            r.new_reader.as_str()
-        );
-    }
-    out.push('\n');
-    for f in &shown {
-        let r = f.finding.rule;
-        let _ = writeln!(
-            out,
-            "- **`{}`** ({}) {}: {}. {}.",
-            r.id,
-            r.bump,
-            md::code(&f.finding.at.to_string()),
-            md::fragment(&f.finding.detail),
-            sentence(r.why)
-        );
-        if let Some(x) = &f.counterexample {
-            if x.record.is_null() && x.verdicts.is_empty() {
-                // A finding whose record could not be built (a recursive definition): why.
-                let _ = writeln!(out, "  - no counterexample: {}", md::fragment(&x.note));
-                continue;
-            }
-            let side = match x.written_by {
-                Side::Old => &c.old,
-                Side::New => &c.new,
-            };
-            let _ = writeln!(
-                out,
-                "  - counterexample ({}): a {} record written by {}: {}",
-                if x.confirmed {
-                    "confirmed"
-                } else {
-                    "not confirmed"
-                },
-                md::code(&x.kind),
-                md::text(side),
-                md::code(&compact(&x.record))
-            );
-            for v in &x.verdicts {
-                let _ = writeln!(
-                    out,
-                    "    - {}: {} — {}",
-                    md::fragment(&v.reader),
-                    if v.accepts { "accepts" } else { "refuses" },
-                    md::fragment(&v.detail)
-                );
-            }
-            let _ = writeln!(out, "    - {}", md::fragment(&x.note));
+        let (row, entry) = finding_md(c, f);
+        if !budget.take(&format!("{row}{entry}")) {
+            break;
         }
+        rows.push_str(&row);
+        entries.push_str(&entry);
+        listed += 1;
     }
-    out.push('\n');
+    if listed > 0 {
+        out.push_str("| rule | bump | where | old reader, new records | new reader, old records |\n|---|---|---|---|---|\n");
+        out.push_str(&rows);
+        out.push('\n');
+        out.push_str(&entries);
+        out.push('\n');
+    }
+    if listed < shown.len() {
+        out.push_str(&md::omitted(
+            shown.len() - listed,
+            shown.len(),
+            "findings",
+            budget,
+        ));
+    }
+}
+
+/// A finding's table row and its entry in the list below the table.
+fn finding_md(c: &Comparison, f: &crate::Checked) -> (String, String) {
+    let r = f.finding.rule;
+    let at = md::code(&f.finding.at.to_string());
+    let mut row = String::new();
+    let _ = writeln!(
+        row,
+        "| `{}` | {} | {} | {} | {} |",
+        r.id,
+        r.bump,
+        at,
+        r.old_reader.as_str(),
+        r.new_reader.as_str()
+    );
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "- **`{}`** ({}) {}: {}. {}.",
+        r.id,
+        r.bump,
+        at,
+        md::fragment(&f.finding.detail),
+        sentence(r.why)
+    );
+    let Some(x) = &f.counterexample else {
+        return (row, out);
+    };
+    if x.record.is_null() && x.verdicts.is_empty() {
+        // A finding whose record could not be built (a recursive definition): why.
+        let _ = writeln!(out, "  - no counterexample: {}", md::fragment(&x.note));
+        return (row, out);
+    }
+    let side = match x.written_by {
+        Side::Old => &c.old,
+        Side::New => &c.new,
+    };
+    let _ = writeln!(
+        out,
+        "  - counterexample ({}): a {} record written by {}: {}",
+        if x.confirmed {
+            "confirmed"
+        } else {
+            "not confirmed"
+        },
+        md::code(&x.kind),
+        md::text(side),
+        md::code(&compact(&x.record))
+    );
+    for v in &x.verdicts {
+        let _ = writeln!(
+            out,
+            "    - {}: {} — {}",
+            md::fragment(&v.reader),
+            if v.accepts { "accepts" } else { "refuses" },
+            md::fragment(&v.detail)
+        );
+    }
+    let _ = writeln!(out, "    - {}", md::fragment(&x.note));
+    (row, out)
 }
 
 /// "a **minor** bump", or "no bump" when nothing changed.
@@ -182,8 +229,26 @@ pub fn comparison_json(c: &Comparison) -> Value {
     serde_json::to_value(DiffOutput::new(c)).expect("OK because the output types always serialize")
 }
 
-/// The pull-request comment of a review.
+/// The pull-request comment of a review: the verdict, the counts of each comparison, why it fails,
+/// then each comparison's findings.
+///
+/// Bounded to [`md::MAX_CHARS`] characters (see [`crate::md`]): past them, the reasons and
+/// findings that do not fit are counted in a line instead of listed; the verdict and the counts
+/// are always there.
 pub fn review_md(r: &Review) -> String {
+    let everything = "diagwire review --format json";
+    let full = review_within(r, &mut md::Budget::unlimited(everything));
+    if full.chars().count() <= md::MAX_CHARS {
+        return full;
+    }
+    let skeleton = review_within(r, &mut md::Budget::new(0, everything));
+    let room = md::MAX_CHARS.saturating_sub(skeleton.chars().count());
+    let bounded = review_within(r, &mut md::Budget::new(room, everything));
+    md::cut_lines(&bounded, md::MAX_CHARS).to_owned()
+}
+
+/// [`review_md`] listing the reasons and findings that fit in `budget`.
+fn review_within(r: &Review, budget: &mut md::Budget) -> String {
     let failures = r.failures();
     let mut out = String::new();
     let _ = writeln!(
@@ -250,10 +315,24 @@ pub fn review_md(r: &Review) -> String {
     );
     if !failures.is_empty() {
         out.push_str("### Why it fails\n\n");
+        let mut listed = 0;
         for f in &failures {
-            let _ = writeln!(out, "- {}", md::fragment(f));
+            let line = format!("- {}\n", md::fragment(f));
+            if !budget.take(&line) {
+                break;
+            }
+            out.push_str(&line);
+            listed += 1;
         }
         out.push('\n');
+        if listed < failures.len() {
+            out.push_str(&md::omitted(
+                failures.len() - listed,
+                failures.len(),
+                "reasons",
+                budget,
+            ));
+        }
     }
     // The pull request's own changes in full: against the base, or the newest release without one.
     let full = r
@@ -268,7 +347,7 @@ pub fn review_md(r: &Review) -> String {
             md::text(&s.comparison.old),
             md::text(&s.comparison.new)
         );
-        findings_md(&s.comparison, &mut out, i != full);
+        findings_within(&s.comparison, &mut out, i != full, budget);
         let order: Vec<&str> = s.rollout.order.iter().map(|r| r.as_str()).collect();
         let _ = writeln!(
             out,
@@ -327,7 +406,8 @@ const GATE_MD: &str = "
 * **Reading.** Schema folders, `VERSION`, number tables, `CHANGELOG.md` and `generated/` are read as regular files only: a FIFO, device or socket is refused from its metadata before anything opens it, and a symbolic link is never followed anywhere (`generated/` included) but reported with its path. A schema file holds at most 2 MiB, a folder's schema files 16 MiB together, a number table or changelog 16 MiB, `VERSION` 1 KiB; more is refused, located. Duplicate keys are found in linear time. The schemas at a git revision (`--base`) are read with the same caps, and a link or submodule there is refused.
 * **Failing closed.** Every input that cannot be read or parsed (a schema file, a reference that does not resolve, a number table, a release, `VERSION`, `CHANGELOG.md`) fails the command with its file and JSON pointer and exit status 2; nothing is skipped silently.
 * **Bounded.** A counterexample is built from at most 20,000 values, and a comparison builds at most 100 (each later breaking finding says it has none and why); a definition that holds itself in a required place has no finite record, and its finding says `recursive: … no counterexample is needed` instead. A refusal lists at most 100 profile problems and counts the rest.
-* **Escaping.** Names, values, descriptions, record kinds and paths from a tree reach the Markdown as code spans fenced longer than any run of backticks inside, or as text with Markdown and HTML syntax escaped; in both, `|` cannot end a table cell and line breaks and control characters are written as `\\u{…}`. On a terminal, control characters are escaped as well.
+* **Escaping.** Names, values, descriptions, record kinds and paths from a tree reach the Markdown as code spans fenced longer than any run of backticks inside, or as text with Markdown and HTML syntax escaped; in both, `|` cannot end a table cell and line breaks and control characters are written as `\\u{…}`. On a terminal, control characters are escaped as well, and in `--format json` every character a terminal would interpret (the C1 controls such as U+009B, DEL, the line separators, the bidirectional controls) is written as `\\uXXXX`.
+* **Size.** The review's Markdown holds at most 60,000 characters, under GitHub's 65,536 for a comment, so it is never refused or cut by something else: the verdict, the counts and the headings are always there, the reasons and findings are listed in order while they fit (cut between two findings), and a line says how many are not shown and that `diagwire review --format json` prints them all (`diff`, printed on a terminal, lists every finding).
 * **Arguments.** `review --base` takes a revision, never an option: a leading `-`, a `:`, spaces or control characters are refused, and git gets it after `--end-of-options`. `changelog --date` takes a real date written `YYYY-MM-DD`. `diff` says what is wrong with a path (missing, a file, a link).
 ";
 

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use diagwire_runtime::short_hex;
+use diagwire_runtime::text::json_pretty;
 use serde_json::Value;
 
 use crate::absence::{Absent, HOST_FIELDS, run_fields};
@@ -563,12 +564,12 @@ pub fn write_json(s: &Summary, out: &mut dyn std::io::Write) -> std::io::Result<
     let mut head = serde_json::to_value(SummaryOutput::build(s, false))
         .expect("OK because the output types always serialize");
     head["probe_rtt_buckets"] = Value::Null;
-    let text = serde_json::to_string_pretty(&head).expect("OK because a value always serializes");
+    let text = json_pretty(&head).expect("OK because a value always serializes");
     // A top-level key is the only text indented by two spaces after a line break (strings from
     // the bundle are escaped, so they hold no line break).
     let placeholder = format!("{KEY}null");
     let Some((before, after)) = text.split_once(&placeholder) else {
-        let whole = serde_json::to_string_pretty(&json(s)).expect("OK because values serialize");
+        let whole = json_pretty(&json(s)).expect("OK because values serialize");
         return out
             .write_all(whole.as_bytes())
             .and_then(|_| out.write_all(b"\n"));
@@ -583,7 +584,7 @@ pub fn write_json(s: &Summary, out: &mut dyn std::io::Write) -> std::io::Result<
         for (i, row) in rows.enumerate() {
             // Each row as a value, for its keys' order, indented as the array's element.
             let row = serde_json::to_value(row).expect("OK because a row always serializes");
-            let row = serde_json::to_string_pretty(&row).expect("OK because values serialize");
+            let row = json_pretty(&row).expect("OK because values serialize");
             out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
             out.write_all(row.replace('\n', "\n    ").as_bytes())?;
         }

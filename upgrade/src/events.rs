@@ -7,6 +7,8 @@ use serde_json::{Map, Value, json};
 use diagwire::v1::{self, RecordKind};
 use diagwire::{Location, NodeId, ProblemKind};
 
+use std::io;
+
 use crate::Object;
 use crate::contract::{event_envelope_keys, event_id_fields};
 use crate::identity::{hex_node_id, id_bytes};
@@ -14,21 +16,22 @@ use crate::located::{at, key_pointer, quote};
 use crate::nodes::Node;
 use crate::size::pretty_size;
 use crate::stream::{self, Envelope};
-use crate::upgrader::Upgrader;
+use crate::upgrader::{Out, Upgrader};
 
 impl Upgrader<'_> {
-    /// One events file: the envelope's `records`, each upgraded on its own, handed to `put` in
-    /// batches that each fit the reader's per-file cap once written (one batch unless the file is
-    /// large). The file is read within the read cap and its records parsed one at a time
-    /// ([`crate::stream`]); `false` when it was skipped.
+    /// One events file: the envelope's `records`, each upgraded on its own, written to `out` as
+    /// one or more events files of the node that each fit the reader's per-file cap (one unless
+    /// the file is large), a record at a time. The file is read within the read cap and its
+    /// records parsed one at a time ([`crate::stream`]); `false` when it was skipped, an error
+    /// when `out` could not write.
     pub(crate) fn events_file(
         &mut self,
         node: &Node,
         rel: &str,
-        put: &mut dyn FnMut(&[v1::EventRecord]),
-    ) -> bool {
+        out: &mut dyn Out,
+    ) -> io::Result<bool> {
         let Some(bytes) = self.read_bytes(rel) else {
-            return false;
+            return Ok(false);
         };
         let (envelope, found) = match stream::envelope(&bytes) {
             Ok(Envelope::Object { keys, records }) => (keys, records),
@@ -38,7 +41,7 @@ impl Upgrader<'_> {
                     Location::file(rel),
                     format!("not a JSON object ({what}); skipped"),
                 );
-                return false;
+                return Ok(false);
             }
             Err(e) => {
                 self.note(
@@ -46,7 +49,7 @@ impl Upgrader<'_> {
                     Location::file(rel),
                     format!("not JSON ({e}); skipped"),
                 );
-                return false;
+                return Ok(false);
             }
         };
         let Some(found) = found else {
@@ -55,7 +58,7 @@ impl Upgrader<'_> {
                 Location::file(rel),
                 "an events file without a `records` array; skipped",
             );
-            return false;
+            return Ok(false);
         };
         self.note_envelope(rel, None, &envelope);
         for (k, v) in &envelope {
@@ -73,9 +76,13 @@ impl Upgrader<'_> {
             );
         }
         let cap = self.max_file_bytes;
+        let hex = node.id.to_hex();
         let mut batch = Batch::default();
-        let mut flushed = false;
+        let mut failed = out.begin_events(&hex).err();
         let parsed = stream::records(&bytes, &found, &mut |i, record| {
+            if failed.is_some() {
+                return;
+            }
             let Some(event) = self.event(node, rel, i, &record) else {
                 return;
             };
@@ -91,13 +98,21 @@ impl Upgrader<'_> {
                 );
                 return;
             }
-            if !batch.events.is_empty() && batch.bytes + SEPARATOR_BYTES + size > cap {
-                put(&batch.events);
-                flushed = true;
+            if batch.records > 0 && batch.bytes + SEPARATOR_BYTES + size > cap {
+                if let Err(e) = out.end_events().and_then(|()| out.begin_events(&hex)) {
+                    failed = Some(e);
+                    return;
+                }
                 batch = Batch::default();
             }
-            batch.add(event, size);
+            batch.add(size);
+            if let Err(e) = out.event(&event) {
+                failed = Some(e);
+            }
         });
+        if let Some(e) = failed {
+            return Err(e);
+        }
         if let Err(e) = parsed {
             // The bytes were JSON a moment ago; they are not read again.
             self.note(
@@ -106,10 +121,8 @@ impl Upgrader<'_> {
                 format!("not JSON ({e}); the records after the error skipped"),
             );
         }
-        if !batch.events.is_empty() || !flushed {
-            put(&batch.events);
-        }
-        true
+        out.end_events()?;
+        Ok(true)
     }
 
     /// The node id a hex string (any case) or a node's directory name names.
@@ -336,21 +349,22 @@ const ARRAY_BYTES: u64 = 5;
 /// The bytes between two elements of a JSON array: `,` and a newline.
 const SEPARATOR_BYTES: u64 = 2;
 
-/// Events waiting to be written as one file, and that file's size so far.
+/// The events file being written: how many records it holds and its size so far (the records
+/// themselves are written as they come, never kept).
 #[derive(Default)]
 struct Batch {
-    events: Vec<v1::EventRecord>,
+    records: usize,
     bytes: u64,
 }
 
 impl Batch {
-    fn add(&mut self, event: v1::EventRecord, size: u64) {
-        self.bytes += if self.events.is_empty() {
+    fn add(&mut self, size: u64) {
+        self.bytes += if self.records == 0 {
             ARRAY_BYTES + size
         } else {
             SEPARATOR_BYTES + size
         };
-        self.events.push(event);
+        self.records += 1;
     }
 }
 
@@ -383,7 +397,7 @@ mod tests {
         for n in 1..=events.len() {
             let mut batch = Batch::default();
             for e in &events[..n] {
-                batch.add(e.clone(), element_size(e));
+                batch.add(element_size(e));
             }
             let value = serde_json::to_value(&events[..n]).expect("value");
             let mut written = serde_json::to_vec_pretty(&value).expect("json");

@@ -5,8 +5,9 @@
 //! envelope with a `records` array and name their type `variant`, node ids are hex strings, and a
 //! `sim/` folder holds the simulator's own files. [`upgrade`] reads such a directory and returns the
 //! bundle in the collector layout with every record in the contract's types ([`Upgraded`]), plus
-//! the list of everything that had no place in the contract, as [`Problem`]s. It never writes
-//! anything; [`diagwire::bundle::output`] does.
+//! the list of everything that had no place in the contract, as [`Problem`]s, without writing
+//! anything; [`upgrade_to`] writes the same bundle to disk as it goes instead
+//! ([`diagwire::bundle::StreamWriter`]), so memory stays bounded whatever the directory holds.
 //!
 //! Every file written is within the reader's per-file limit ([`upgrade_within`]): an events file
 //! is read one record at a time ([`stream`] below) and written as several numbered events files
@@ -84,8 +85,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use diagwire::Problem;
-use diagwire::bundle::BundleContents;
 use diagwire::bundle::read::Limits;
+use diagwire::bundle::{BundleContents, StreamWriter, Written};
 use diagwire::v1;
 use diagwire::validate::Validators;
 
@@ -144,6 +145,62 @@ pub fn upgrade(dir: &Path) -> Result<Upgraded, io::Error> {
 /// events files (in record order, each as large as fits), and a single record that would be over
 /// it on its own is listed and left out. [`upgrade`] uses the default [`Limits`].
 pub fn upgrade_within(dir: &Path, limits: Limits) -> Result<Upgraded, io::Error> {
+    upgrader(dir, limits)?.run()
+}
+
+/// Where [`upgrade_to`] writes the bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output<'a> {
+    /// The run directory `<parent>/<run_id>` under this parent directory (created when missing);
+    /// an existing `<run_id>` that is not an empty directory is refused.
+    Dir(&'a Path),
+    /// A deterministic `.tar.gz` at this path, which must not exist; its directory must.
+    TarGz(&'a Path),
+}
+
+/// [`upgrade_within`], writing the bundle to disk as it goes instead of returning it: every file
+/// is written out as soon as it is made ([`StreamWriter`]), so memory holds one record (and the
+/// events file being read, within the read cap) whatever the directory holds. The output is byte
+/// for byte what [`upgrade_within`] returns, written as [`diagwire::bundle::output`] writes it;
+/// it appears under its name only once complete, and nothing is left behind on failure.
+/// [`Written::problems`] is the list of what had no place, as [`Upgraded::problems`].
+pub fn upgrade_to(dir: &Path, limits: Limits, out: Output<'_>) -> Result<Written, Failed> {
+    upgrader(dir, limits)
+        .map_err(Failed::Input)?
+        .run_to(|run_id, writer| match out {
+            Output::Dir(parent) => StreamWriter::to_dir(parent, run_id, writer),
+            Output::TarGz(path) => StreamWriter::to_tar_gz(path, run_id, writer),
+        })
+}
+
+/// Why [`upgrade_to`] failed: the input could not be upgraded (as [`upgrade`] fails; the message
+/// does not repeat the directory), or the output could not be written (nothing is left of it).
+#[derive(Debug)]
+pub enum Failed {
+    /// The simulator's directory could not be read or is not one.
+    Input(io::Error),
+    /// The bundle could not be written.
+    Output(io::Error),
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Input(e) | Failed::Output(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Failed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Failed::Input(e) | Failed::Output(e) => Some(e),
+        }
+    }
+}
+
+/// The pass over `dir`, once it is known to be a simulator directory.
+fn upgrader(dir: &Path, limits: Limits) -> Result<upgrader::Upgrader<'_>, io::Error> {
     if !fs::metadata(dir)?.is_dir() {
         return Err(invalid("not a directory".to_owned()));
     }
@@ -155,14 +212,13 @@ pub fn upgrade_within(dir: &Path, limits: Limits) -> Result<Upgraded, io::Error>
         ));
     }
     let validators = Validators::new().map_err(|e| io::Error::other(e.to_string()))?;
-    let upgrader = upgrader::Upgrader {
+    Ok(upgrader::Upgrader {
         root: dir,
         validators,
         names: std::collections::HashMap::new(),
         problems: Vec::new(),
         max_file_bytes: limits.max_file_bytes,
-    };
-    upgrader.run()
+    })
 }
 
 pub(crate) fn invalid(message: String) -> io::Error {

@@ -1,5 +1,5 @@
 //! swactor diagnostics bundles: reading (a directory or a `.tar.gz`, [`read`]), building one record
-//! by record ([`Writer`]), writing its files out (a directory or a deterministic `.tar.gz`,
+//! by record ([`Writer`] in memory, [`StreamWriter`] to disk as each file is made), writing its files out (a directory or a deterministic `.tar.gz`,
 //! [`output`]), and assembling one from the collector's staging tree ([`assemble`]); with the
 //! feature `proto`, re-encoding one between JSON and the binary form ([`convert`]). The layout is
 //! [`crate::layout`]'s; `docs/legacy-wire.md` describes it.
@@ -12,9 +12,11 @@ pub mod convert;
 pub mod output;
 pub mod read;
 pub mod records;
+mod stream_writer;
 pub mod target;
 mod writer;
 
+pub use stream_writer::{StreamWriter, Written};
 pub use writer::{Finished, Writer};
 
 /// A bundle held in memory: the files of the run directory by relative path (`/`-separated, without

@@ -112,6 +112,12 @@ impl<W: Write> TarGzWriter<W> {
     /// Appends the file at `path` (relative to the run directory), after the directories leading
     /// to it that are not written yet.
     pub fn append(&mut self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        self.append_from(path, bytes.len() as u64, bytes)
+    }
+
+    /// [`TarGzWriter::append`] for a file of `size` bytes read from `data` as it is archived, so
+    /// the file is never held whole; `data` must hold exactly `size` bytes.
+    pub fn append_from(&mut self, path: &str, size: u64, data: impl io::Read) -> io::Result<()> {
         check_path(path)?;
         if let Some(last) = self.files.last() {
             if path <= last.as_str() {
@@ -136,9 +142,16 @@ impl<W: Write> TarGzWriter<W> {
             }
             dir_end += 1;
         }
-        let mut header = fixed_header(tar::EntryType::Regular, 0o644, bytes.len() as u64);
+        let mut header = fixed_header(tar::EntryType::Regular, 0o644, size);
+        let mut data = data.take(size);
         self.tar
-            .append_data(&mut header, format!("{run}/{path}"), bytes)?;
+            .append_data(&mut header, format!("{run}/{path}"), &mut data)?;
+        if data.limit() > 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("`{path}` ended before its {size} bytes"),
+            ));
+        }
         self.files.insert(path.to_owned());
         Ok(())
     }

@@ -19,49 +19,13 @@ use crate::problem::{Location, Problem, ProblemKind};
 use crate::v1::{
     BundleWriter, EventRecord, Finalize, Identity, Manifest, ManifestNode, Snapshot, VastaiRecord,
 };
-use crate::{CONTRACT_VERSION, NodeIdHex};
+use crate::{CONTRACT_VERSION, Extra, NodeIdHex};
 
-/// A bundle being written: add records per node, then [`Writer::finish`].
+/// A bundle being written: add records per node, then [`Writer::finish`]. Holds every file in
+/// memory until then; [`super::StreamWriter`] writes each file out as it is made.
 #[derive(Debug, Clone)]
 pub struct Writer {
-    run_id: String,
-    writer: BundleWriter,
-    nodes: BTreeMap<String, NodeFiles>,
-    span: Option<(u64, u64)>,
-    problems: Vec<Problem>,
-    /// How the records added with the typed methods are written.
-    #[cfg_attr(not(feature = "proto"), allow(dead_code))]
-    encoding: Encoding,
-}
-
-/// One record file of a node.
-#[derive(Debug, Clone)]
-struct NodeFile {
-    kind: FileKind,
-    seq: u64,
-    encoding: Encoding,
-    bytes: Vec<u8>,
-}
-
-#[derive(Debug, Clone, Default)]
-struct NodeFiles {
-    /// `role` and `stage_index` of the latest boot record, once there is one.
-    boot: Option<(Option<String>, Option<u32>)>,
-    files: Vec<NodeFile>,
-    /// Whether every file came from this crate's types (then the node wrote this contract version).
-    typed: bool,
-}
-
-impl NodeFiles {
-    fn next_seq(&self, kind: &FileKind) -> u64 {
-        self.files
-            .iter()
-            .filter(|f| f.kind == *kind)
-            .map(|f| f.seq)
-            .max()
-            .unwrap_or(0)
-            + 1
-    }
+    plan: Plan<Vec<u8>>,
 }
 
 /// A finished bundle: its files, its manifest (also in the files as `MANIFEST.json`), and the
@@ -77,124 +41,147 @@ pub struct Finished {
     pub problems: Vec<Problem>,
 }
 
-impl Writer {
-    /// A bundle for `run_id` written by `writer` (the program's kind, name and version). The
-    /// manifest declares the contract version of this crate, [`CONTRACT_VERSION`].
-    pub fn new(run_id: impl Into<String>, writer: BundleWriter) -> Self {
-        Writer {
-            run_id: run_id.into(),
+/// What every bundle writer keeps while a bundle is written: the files of each node (their kind,
+/// sequence number, encoding and a body `B`, the bytes themselves or where they were put), the
+/// run's span and the problems met. [`Plan::finish`] lays the files out and derives the manifest,
+/// the same for every writer, so their outputs are the same bytes.
+#[derive(Debug, Clone)]
+pub(super) struct Plan<B> {
+    run_id: String,
+    writer: BundleWriter,
+    nodes: BTreeMap<String, NodeFiles<B>>,
+    span: Option<(u64, u64)>,
+    problems: Vec<Problem>,
+    extra: Extra,
+    /// How the records added with the typed methods are written.
+    #[cfg_attr(not(feature = "proto"), allow(dead_code))]
+    pub(super) encoding: Encoding,
+}
+
+/// One record file of a node.
+#[derive(Debug, Clone)]
+struct NodeFile<B> {
+    kind: FileKind,
+    seq: u64,
+    encoding: Encoding,
+    body: B,
+}
+
+#[derive(Debug, Clone)]
+struct NodeFiles<B> {
+    /// `role` and `stage_index` of the latest boot record, once there is one.
+    boot: Option<(Option<String>, Option<u32>)>,
+    files: Vec<NodeFile<B>>,
+    /// Whether every file came from this crate's types (then the node wrote this contract version).
+    typed: bool,
+}
+
+impl<B> NodeFiles<B> {
+    fn next_seq(&self, kind: &FileKind) -> u64 {
+        self.files
+            .iter()
+            .filter(|f| f.kind == *kind)
+            .map(|f| f.seq)
+            .max()
+            .unwrap_or(0)
+            + 1
+    }
+}
+
+/// A bundle laid out: every file but the manifest at its path (in no particular order), the
+/// manifest, and the problems met.
+pub(super) struct Laid<B> {
+    pub(super) files: Vec<(String, B)>,
+    pub(super) manifest: Manifest,
+    pub(super) problems: Vec<Problem>,
+}
+
+impl<B> Plan<B> {
+    pub(super) fn new(run_id: String, writer: BundleWriter) -> Self {
+        Plan {
+            run_id,
             writer,
             nodes: BTreeMap::new(),
             span: None,
             problems: Vec::new(),
+            extra: Extra::default(),
             encoding: Encoding::Json,
         }
     }
 
-    /// Writes the records added from here on with the typed methods ([`Writer::boot`],
-    /// [`Writer::events`], …) in `encoding`: JSON (the default) or the binary form, `.pb` files
-    /// (`docs/protobuf.md`). `MANIFEST.json` is always JSON.
-    #[cfg(feature = "proto")]
-    pub fn encoding(&mut self, encoding: Encoding) -> &mut Self {
-        self.encoding = encoding;
-        self
-    }
-
-    /// The run id.
-    pub fn run_id(&self) -> &str {
+    pub(super) fn run_id(&self) -> &str {
         &self.run_id
     }
 
-    /// Adds a boot record of the node it names; the last one added is the node's `boot.json`.
-    pub fn boot(&mut self, identity: &Identity) -> &mut Self {
-        let node = identity.node_id_hex.0.clone();
-        self.typed(&node, FileKind::Boot, identity);
-        let n = self.node(&node);
-        n.boot = Some((Some(identity.role.clone()), identity.stage_index));
-        self
+    pub(super) fn manifest_extra(&mut self, extra: Extra) {
+        self.extra.extend(extra.0);
     }
 
-    /// Adds one posted batch of event records of `node` (`events/events-NNNNNN.json`).
-    pub fn events(&mut self, node: &NodeIdHex, batch: &[EventRecord]) -> &mut Self {
-        self.typed(&node.0, FileKind::Events, &batch);
-        self
-    }
-
-    /// Adds a snapshot of the node it names.
-    pub fn snapshot(&mut self, snapshot: &Snapshot) -> &mut Self {
-        let node = snapshot.identity.node_id_hex.0.clone();
-        self.typed(&node, FileKind::Snapshot, snapshot);
-        self
-    }
-
-    /// Adds a finalize record of `node`; the last one added is the node's `finalize.json`.
-    pub fn finalize(&mut self, node: &NodeIdHex, finalize: &Finalize) -> &mut Self {
-        self.typed(&node.0, FileKind::Finalize, finalize);
-        self
-    }
-
-    /// Adds a vast.ai monitoring record posted under `node` (a node id or a synthetic producer id
-    /// such as `vastai-external`) as a record of the vast.ai `kind` (`instance`, `sample`, `logs`,
-    /// `lifecycle`). A kind is ASCII letters, digits and `_`; any other character is written as
-    /// `_` (an empty kind as `_`) and listed in [`Finished::problems`].
-    pub fn vastai(&mut self, node: &str, kind: &str, record: &VastaiRecord) -> &mut Self {
-        let safe = if layout::is_vastai_kind(kind) {
-            kind.to_owned()
-        } else {
-            let safe: String = kind
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                .collect();
-            let safe = if safe.is_empty() {
-                "_".to_owned()
-            } else {
-                safe
-            };
-            self.problems.push(Problem::new(
-                ProblemKind::Layout,
-                Location::file(format!("{}/{node}", self.run_id)),
-                format!("vast.ai kind {kind:?} cannot name a file, written as {safe:?}"),
-            ));
-            safe
-        };
-        self.typed(node, FileKind::Vastai(safe), record);
-        self
-    }
-
-    /// The run's time span on the collector's clock, in ms since the epoch
-    /// (`run_start_collector_ms`, `run_end_collector_ms`). Widened by every call.
-    pub fn collector_span(&mut self, start_ms: u64, end_ms: u64) -> &mut Self {
+    pub(super) fn collector_span(&mut self, start_ms: u64, end_ms: u64) {
         self.span = Some(match self.span {
             Some((lo, hi)) => (lo.min(start_ms), hi.max(end_ms)),
             None => (start_ms, end_ms),
         });
-        self
     }
 
-    /// Adds a file of `node` as it is, with its staging sequence number (the next one when
-    /// `None`): how assembly copies what nodes posted. A boot file's `role` and `stage_index` are
-    /// read leniently, so a record that is wrong elsewhere still names its node. A file with the
-    /// kind and sequence number of one already added replaces it, and is listed in
-    /// [`Finished::problems`].
-    pub fn add_file(&mut self, node: &str, kind: FileKind, seq: Option<u64>, bytes: Vec<u8>) {
-        self.add_file_as(node, kind, seq, Encoding::Json, bytes)
+    /// Notes the boot record of a node (its role and stage index), added as its next boot file.
+    pub(super) fn boot_seen(&mut self, identity: &Identity) {
+        let n = self.node(&identity.node_id_hex.0);
+        n.boot = Some((Some(identity.role.clone()), identity.stage_index));
     }
 
-    /// [`Writer::add_file`] for a file in `encoding`, which it keeps (a binary file posted as
-    /// protobuf stays a `.pb` file).
-    pub fn add_file_as(
+    /// A vast.ai kind that can name a file: ASCII letters, digits and `_`, anything else `_` (and
+    /// listed).
+    pub(super) fn vastai_kind(&mut self, node: &str, kind: &str) -> String {
+        if layout::is_vastai_kind(kind) {
+            return kind.to_owned();
+        }
+        let safe: String = kind
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let safe = if safe.is_empty() {
+            "_".to_owned()
+        } else {
+            safe
+        };
+        self.problems.push(Problem::new(
+            ProblemKind::Layout,
+            Location::file(format!("{}/{node}", self.run_id)),
+            format!("vast.ai kind {kind:?} cannot name a file, written as {safe:?}"),
+        ));
+        safe
+    }
+
+    /// Adds a file made from this crate's types as the node's next file of its kind.
+    pub(super) fn push_typed(&mut self, node: &str, kind: FileKind, encoding: Encoding, body: B) {
+        let n = self.node(node);
+        let seq = n.next_seq(&kind);
+        n.files.push(NodeFile {
+            kind,
+            seq,
+            encoding,
+            body,
+        });
+    }
+
+    /// Adds a file as it is (see [`Writer::add_file_as`]); `boot` reads a boot file's role and
+    /// stage index when it is the node's latest. Returns the body of the file it replaced.
+    pub(super) fn push_file(
         &mut self,
         node: &str,
         kind: FileKind,
         seq: Option<u64>,
         encoding: Encoding,
-        bytes: Vec<u8>,
-    ) {
+        body: B,
+        boot: impl FnOnce() -> (Option<String>, Option<u32>),
+    ) -> Option<B> {
         let run_id = self.run_id.clone();
         let n = self.node(node);
         let seq = seq.unwrap_or_else(|| n.next_seq(&kind));
+        let mut replaced = None;
         if let Some(at) = n.files.iter().position(|f| f.kind == kind && f.seq == seq) {
-            n.files.remove(at);
+            replaced = Some(n.files.remove(at).body);
             self.problems.push(Problem::new(
                 ProblemKind::Layout,
                 Location::file(format!("{run_id}/{node}")),
@@ -210,45 +197,31 @@ impl Writer {
                 .iter()
                 .all(|f| f.kind != FileKind::Boot || f.seq < seq)
         {
-            n.boot = Some(boot_identity(encoding, &bytes));
+            n.boot = Some(boot());
         }
         n.typed = false;
         n.files.push(NodeFile {
             kind,
             seq,
             encoding,
-            bytes,
+            body,
         });
+        replaced
     }
 
-    fn node(&mut self, node: &str) -> &mut NodeFiles {
+    fn node(&mut self, node: &str) -> &mut NodeFiles<B> {
         self.nodes
             .entry(node.to_owned())
             .or_insert_with(|| NodeFiles {
+                boot: None,
+                files: Vec::new(),
                 typed: true,
-                ..NodeFiles::default()
             })
     }
 
-    fn typed(&mut self, node: &str, kind: FileKind, record: &impl Serialize) {
-        // Record files are written as the collector writes them: keys in alphabetical order.
-        let value =
-            serde_json::to_value(record).expect("OK because contract types always serialize");
-        let (encoding, bytes) = self.encode(node, &kind, &value);
-        let n = self.node(node);
-        let seq = n.next_seq(&kind);
-        n.files.push(NodeFile {
-            kind,
-            seq,
-            encoding,
-            bytes,
-        });
-    }
-
     /// A record's file bytes in the writer's encoding. A record the binary form cannot hold (one
-    /// nested past the codec's depth cap) is written as JSON instead, and listed in
-    /// [`Finished::problems`].
-    fn encode(
+    /// nested past the codec's depth cap) is written as JSON instead, and listed in the problems.
+    pub(super) fn encode(
         &mut self,
         node: &str,
         kind: &FileKind,
@@ -269,8 +242,8 @@ impl Writer {
         (Encoding::Json, pretty_json(value))
     }
 
-    /// Lays the files out and derives the manifest.
-    pub fn finish(self) -> Finished {
+    /// Lays the files out and derives the manifest: the one function a manifest comes from.
+    pub(super) fn finish(self) -> Laid<B> {
         let wanted: Vec<(String, String)> = self
             .nodes
             .iter()
@@ -298,11 +271,11 @@ impl Writer {
                 format!("label {wanted:?} is not a safe directory name, written as {written:?}"),
             )
         }));
-        let mut contents = BundleContents::new(&self.run_id);
+        let mut files = Vec::new();
         let mut entries = Vec::new();
         for ((id, node), label) in self.nodes.into_iter().zip(labels) {
             entries.push(manifest_node(&id, &label, &node));
-            place(&mut contents, &label, node.files);
+            place(&mut files, &label, node.files);
         }
         entries.sort_by(|a, b| (&a.label, &a.node_id_hex.0).cmp(&(&b.label, &b.node_id_hex.0)));
         let mut manifest = Manifest::new(self.run_id.clone());
@@ -312,11 +285,131 @@ impl Writer {
         manifest.nodes = entries;
         manifest.contract_version = Some(CONTRACT_VERSION.to_owned());
         manifest.writer = Some(self.writer);
-        contents.insert_json(layout::MANIFEST, &manifest);
-        Finished {
-            contents,
+        manifest.extra.extend(self.extra.0);
+        Laid {
+            files,
             manifest,
             problems,
+        }
+    }
+}
+
+impl Writer {
+    /// A bundle for `run_id` written by `writer` (the program's kind, name and version). The
+    /// manifest declares the contract version of this crate, [`CONTRACT_VERSION`].
+    pub fn new(run_id: impl Into<String>, writer: BundleWriter) -> Self {
+        Writer {
+            plan: Plan::new(run_id.into(), writer),
+        }
+    }
+
+    /// Writes the records added from here on with the typed methods ([`Writer::boot`],
+    /// [`Writer::events`], …) in `encoding`: JSON (the default) or the binary form, `.pb` files
+    /// (`docs/protobuf.md`). `MANIFEST.json` is always JSON.
+    #[cfg(feature = "proto")]
+    pub fn encoding(&mut self, encoding: Encoding) -> &mut Self {
+        self.plan.encoding = encoding;
+        self
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        self.plan.run_id()
+    }
+
+    /// Adds a boot record of the node it names; the last one added is the node's `boot.json`.
+    pub fn boot(&mut self, identity: &Identity) -> &mut Self {
+        let node = identity.node_id_hex.0.clone();
+        self.typed(&node, FileKind::Boot, identity);
+        self.plan.boot_seen(identity);
+        self
+    }
+
+    /// Adds one posted batch of event records of `node` (`events/events-NNNNNN.json`).
+    pub fn events(&mut self, node: &NodeIdHex, batch: &[EventRecord]) -> &mut Self {
+        self.typed(&node.0, FileKind::Events, &batch);
+        self
+    }
+
+    /// Adds a snapshot of the node it names.
+    pub fn snapshot(&mut self, snapshot: &Snapshot) -> &mut Self {
+        let node = snapshot.identity.node_id_hex.0.clone();
+        self.typed(&node, FileKind::Snapshot, snapshot);
+        self
+    }
+
+    /// Adds a finalize record of `node`; the last one added is the node's `finalize.json`.
+    pub fn finalize(&mut self, node: &NodeIdHex, finalize: &Finalize) -> &mut Self {
+        self.typed(&node.0, FileKind::Finalize, finalize);
+        self
+    }
+
+    /// Adds a vast.ai monitoring record posted under `node` (a node id or a synthetic producer id
+    /// such as `vastai-external`) as a record of the vast.ai `kind` (`instance`, `sample`, `logs`,
+    /// `lifecycle`). A kind is ASCII letters, digits and `_`; any other character is written as
+    /// `_` (an empty kind as `_`) and listed in [`Finished::problems`].
+    pub fn vastai(&mut self, node: &str, kind: &str, record: &VastaiRecord) -> &mut Self {
+        let safe = self.plan.vastai_kind(node, kind);
+        self.typed(node, FileKind::Vastai(safe), record);
+        self
+    }
+
+    /// The run's time span on the collector's clock, in ms since the epoch
+    /// (`run_start_collector_ms`, `run_end_collector_ms`). Widened by every call.
+    pub fn collector_span(&mut self, start_ms: u64, end_ms: u64) -> &mut Self {
+        self.plan.collector_span(start_ms, end_ms);
+        self
+    }
+
+    /// Keys the manifest carries besides those the writer derives, kept as its unknown keys
+    /// (a key the manifest's type knows is written as derived). Added to by every call.
+    pub fn manifest_extra(&mut self, extra: Extra) -> &mut Self {
+        self.plan.manifest_extra(extra);
+        self
+    }
+
+    /// Adds a file of `node` as it is, with its staging sequence number (the next one when
+    /// `None`): how assembly copies what nodes posted. A boot file's `role` and `stage_index` are
+    /// read leniently, so a record that is wrong elsewhere still names its node. A file with the
+    /// kind and sequence number of one already added replaces it, and is listed in
+    /// [`Finished::problems`].
+    pub fn add_file(&mut self, node: &str, kind: FileKind, seq: Option<u64>, bytes: Vec<u8>) {
+        self.add_file_as(node, kind, seq, Encoding::Json, bytes)
+    }
+
+    /// [`Writer::add_file`] for a file in `encoding`, which it keeps (a binary file posted as
+    /// protobuf stays a `.pb` file).
+    pub fn add_file_as(
+        &mut self,
+        node: &str,
+        kind: FileKind,
+        seq: Option<u64>,
+        encoding: Encoding,
+        bytes: Vec<u8>,
+    ) {
+        let boot = boot_identity(encoding, &bytes);
+        self.plan
+            .push_file(node, kind, seq, encoding, bytes, move || boot);
+    }
+
+    fn typed(&mut self, node: &str, kind: FileKind, record: &impl Serialize) {
+        // Record files are written as the collector writes them: keys in alphabetical order.
+        let value =
+            serde_json::to_value(record).expect("OK because contract types always serialize");
+        let (encoding, bytes) = self.plan.encode(node, &kind, &value);
+        self.plan.push_typed(node, kind, encoding, bytes);
+    }
+
+    /// Lays the files out and derives the manifest.
+    pub fn finish(self) -> Finished {
+        let laid = self.plan.finish();
+        let mut contents = BundleContents::new(laid.manifest.run_id.clone());
+        contents.files.extend(laid.files);
+        contents.insert_json(layout::MANIFEST, &laid.manifest);
+        Finished {
+            contents,
+            manifest: laid.manifest,
+            problems: laid.problems,
         }
     }
 
@@ -337,7 +430,7 @@ impl Writer {
 }
 
 /// The manifest entry of a node, from its files.
-fn manifest_node(id: &str, label: &str, node: &NodeFiles) -> ManifestNode {
+fn manifest_node<B>(id: &str, label: &str, node: &NodeFiles<B>) -> ManifestNode {
     let count =
         |f: &dyn Fn(&FileKind) -> bool| node.files.iter().filter(|n| f(&n.kind)).count() as u64;
     let mut entry = ManifestNode::new(NodeIdHex(id.to_owned()), label);
@@ -362,7 +455,7 @@ fn manifest_node(id: &str, label: &str, node: &NodeFiles) -> ManifestNode {
 
 /// Puts a node's files at their bundle paths: the boot and finalize file with the highest sequence
 /// number as `boot.json` / `finalize.json`, the others numbered.
-fn place(contents: &mut BundleContents, label: &str, mut files: Vec<NodeFile>) {
+fn place<B>(out: &mut Vec<(String, B)>, label: &str, mut files: Vec<NodeFile<B>>) {
     files.sort_by(|a, b| (&a.kind, a.seq).cmp(&(&b.kind, b.seq)));
     let latest = |kind: &FileKind| {
         files
@@ -376,7 +469,7 @@ fn place(contents: &mut BundleContents, label: &str, mut files: Vec<NodeFile>) {
         kind,
         seq,
         encoding,
-        bytes,
+        body,
     } in files
     {
         let is_latest = match kind {
@@ -389,15 +482,13 @@ fn place(contents: &mut BundleContents, label: &str, mut files: Vec<NodeFile>) {
         } else {
             Role::Numbered(kind, seq)
         };
-        contents
-            .files
-            .insert(layout::bundle_path_as(label, &role, encoding), bytes);
+        out.push((layout::bundle_path_as(label, &role, encoding), body));
     }
 }
 
 /// `role` and `stage_index` of a boot file, read leniently from its JSON (decoded first when it is
 /// binary).
-fn boot_identity(encoding: Encoding, bytes: &[u8]) -> (Option<String>, Option<u32>) {
+pub(super) fn boot_identity(encoding: Encoding, bytes: &[u8]) -> (Option<String>, Option<u32>) {
     let Ok(text) = crate::binary::json_text(encoding, crate::v1::RecordKind::Boot, bytes) else {
         return (None, None);
     };

@@ -5,7 +5,7 @@
 use diagwire::bundle::read::Limits;
 use diagwire::layout::{self, FileKind, Role};
 use diagwire::validate::bundle::{check_bundle, open};
-use diagwire_upgrade::{upgrade, upgrade_within};
+use diagwire_upgrade::{Failed, Output, upgrade, upgrade_to, upgrade_within};
 use serde_json::{Value, json};
 
 use crate::support::{alpha_events, json_file, lines, sim, validators};
@@ -101,4 +101,75 @@ fn upgrade_leaves_out_a_record_over_the_per_file_limit_on_its_own() {
             assert!(bytes.len() <= 150, "{path}: {} bytes", bytes.len());
         }
     }
+}
+
+/// `upgrade_to` writes, file by file as it goes, exactly what `upgrade_within` returns: the same
+/// run directory byte for byte, the same archive as the library's `.tar.gz` writer makes of it,
+/// the same manifest and list; and nothing but the target is left beside it.
+#[test]
+fn upgrade_to_disk_writes_what_the_in_memory_upgrade_returns() {
+    let limits = Limits {
+        max_file_bytes: 16 * 1024,
+        ..Limits::default()
+    };
+    let s = sim(&[alpha_events(custom_events(400))]);
+    let fixture = crate::support::fixture();
+    for (name, dir) in [("split events", &s.path), ("the fixture", &fixture.path)] {
+        let want = upgrade_within(dir, limits).expect("upgrades");
+        let out = tempfile::tempdir().expect("temp dir");
+        let written = upgrade_to(dir, limits, Output::Dir(out.path())).expect(name);
+        let archive = out.path().join("up.tar.gz");
+        let packed = upgrade_to(dir, limits, Output::TarGz(&archive)).expect(name);
+
+        let mut on_disk = std::collections::BTreeMap::new();
+        for rel in diagwire::bundle::target::files_under(&written.path).expect("list") {
+            let bytes = std::fs::read(rel.split('/').fold(written.path.clone(), |p, c| p.join(c)));
+            on_disk.insert(rel, bytes.expect("read"));
+        }
+        assert_eq!(on_disk, want.contents.files, "{name}: the run directory");
+        let mut tar = Vec::new();
+        diagwire::bundle::output::write_tar_gz(&want.contents, &mut tar).expect("tar");
+        assert_eq!(
+            std::fs::read(&archive).expect("read"),
+            tar,
+            "{name}: the archive"
+        );
+        for w in [&written, &packed] {
+            assert_eq!(w.manifest, want.manifest, "{name}");
+            assert_eq!(w.problems, want.problems, "{name}");
+            assert_eq!(w.files, want.contents.files.len(), "{name}");
+        }
+        let mut names: Vec<String> = std::fs::read_dir(out.path())
+            .expect("read dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [want.contents.run_id.clone(), "up.tar.gz".to_owned()],
+            "{name}"
+        );
+    }
+}
+
+/// A refused input fails as the input, and an output that cannot be written as the output, with
+/// nothing left behind.
+#[test]
+fn upgrade_to_disk_tells_a_refused_input_from_an_unwritable_output() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let not_sim = tempfile::tempdir().expect("temp dir");
+    let refused = upgrade_to(not_sim.path(), Limits::default(), Output::Dir(out.path()));
+    assert!(matches!(refused, Err(Failed::Input(_))), "{refused:?}");
+
+    let s = sim(&[alpha_events(custom_events(3))]);
+    std::fs::write(out.path().join("taken.tar.gz"), b"mine").expect("write");
+    let taken = out.path().join("taken.tar.gz");
+    let unwritable = upgrade_to(&s.path, Limits::default(), Output::TarGz(&taken));
+    assert!(
+        matches!(unwritable, Err(Failed::Output(_))),
+        "{unwritable:?}"
+    );
+    assert_eq!(std::fs::read(&taken).expect("read"), b"mine");
+    let names: Vec<_> = std::fs::read_dir(out.path()).expect("read dir").collect();
+    assert_eq!(names.len(), 1, "only the file that was there");
 }
