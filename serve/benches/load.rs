@@ -34,7 +34,9 @@ fn args() -> Args {
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--seconds" => a.seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(10),
-            "--soak-seconds" => a.soak_seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(0),
+            "--soak-seconds" => {
+                a.soak_seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(0)
+            }
             "--nodes" => {
                 a.nodes = it
                     .next()
@@ -57,7 +59,8 @@ struct Bodies {
 }
 
 fn bodies() -> Bodies {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/bundles/n3-relay-flap/stage-0");
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/bundles/n3-relay-flap/stage-0");
     let mut pool: Vec<serde_json::Value> = Vec::new();
     let mut n = 1;
     while let Ok(bytes) = std::fs::read(dir.join(format!("events/events-{n:06}.json"))) {
@@ -87,7 +90,15 @@ struct Tally {
 }
 
 /// One node: boot, then posts until `until`, one every `pace` (or back to back).
-async fn node(addr: std::net::SocketAddr, run: String, id: String, bodies: Arc<Bodies>, until: Instant, pace: Option<Duration>, offset: Duration) -> Tally {
+async fn node(
+    addr: std::net::SocketAddr,
+    run: String,
+    id: String,
+    bodies: Arc<Bodies>,
+    until: Instant,
+    pace: Option<Duration>,
+    offset: Duration,
+) -> Tally {
     let mut conn = Connection::new(addr);
     let mut tally = Tally::default();
     tokio::time::sleep(offset).await;
@@ -99,11 +110,17 @@ async fn node(addr: std::net::SocketAddr, run: String, id: String, bodies: Arc<B
         } else if i % 10 == 0 {
             ("snapshot", bodies.snapshot.clone())
         } else {
-            ("events", bodies.batches[(i as usize) % bodies.batches.len()].clone())
+            (
+                "events",
+                bodies.batches[(i as usize) % bodies.batches.len()].clone(),
+            )
         };
         let len = body.len() as u64;
         let start = Instant::now();
-        match conn.post(kind, &run, &id, 0, "application/json", body).await {
+        match conn
+            .post(kind, &run, &id, 0, "application/json", body)
+            .await
+        {
             Ok(r) if r.status == 200 => {
                 tally.latencies_us.push(start.elapsed().as_micros() as u64);
                 tally.bytes += len;
@@ -136,7 +153,15 @@ struct Phase {
     failed: u64,
 }
 
-fn phase(rt: &tokio::runtime::Runtime, addr: std::net::SocketAddr, run: &str, nodes: usize, seconds: u64, pace: Option<Duration>, bodies: &Arc<Bodies>) -> Phase {
+fn phase(
+    rt: &tokio::runtime::Runtime,
+    addr: std::net::SocketAddr,
+    run: &str,
+    nodes: usize,
+    seconds: u64,
+    pace: Option<Duration>,
+    bodies: &Arc<Bodies>,
+) -> Phase {
     let start = Instant::now();
     let until = start + Duration::from_secs(seconds);
     let tallies = rt.block_on(async {
@@ -144,19 +169,39 @@ fn phase(rt: &tokio::runtime::Runtime, addr: std::net::SocketAddr, run: &str, no
         for n in 0..nodes {
             // Paced nodes spread their posts over the second.
             let offset = pace.map_or(Duration::ZERO, |p| p * n as u32 / nodes as u32);
-            tasks.push(tokio::spawn(node(addr, run.to_owned(), format!("node-{n:05}"), bodies.clone(), until, pace, offset)));
+            tasks.push(tokio::spawn(node(
+                addr,
+                run.to_owned(),
+                format!("node-{n:05}"),
+                bodies.clone(),
+                until,
+                pace,
+                offset,
+            )));
         }
         let mut out = Vec::new();
         for t in tasks {
             out.push(t.await.unwrap());
         }
         let mut conn = Connection::new(addr);
-        let fin = conn.post("finalize", run, "node-00000", 0, "application/json", Bytes::from_static(b"{}")).await;
+        let fin = conn
+            .post(
+                "finalize",
+                run,
+                "node-00000",
+                0,
+                "application/json",
+                Bytes::from_static(b"{}"),
+            )
+            .await;
         assert_eq!(fin.map(|r| r.status).ok(), Some(200), "finalize");
         out
     });
     let elapsed = start.elapsed().as_secs_f64();
-    let mut lat: Vec<u64> = tallies.iter().flat_map(|t| t.latencies_us.iter().copied()).collect();
+    let mut lat: Vec<u64> = tallies
+        .iter()
+        .flat_map(|t| t.latencies_us.iter().copied())
+        .collect();
     lat.sort_unstable();
     let bytes: u64 = tallies.iter().map(|t| t.bytes).sum();
     Phase {
@@ -172,7 +217,11 @@ fn phase(rt: &tokio::runtime::Runtime, addr: std::net::SocketAddr, run: &str, no
 fn rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -201,8 +250,15 @@ fn main() {
         bodies.snapshot.len(),
         args.seconds
     );
-    let clients = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    println!("| nodes | validation | mode | posts | posts/s | MB/s | p50 ack ms | p99 ack ms | failed |");
+    fsync_baseline();
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "| nodes | validation | mode | posts | posts/s | MB/s | p50 ack ms | p99 ack ms | failed |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|");
     for &nodes in &args.nodes {
         let mut row = Vec::new();
@@ -213,11 +269,22 @@ fn main() {
             row.push(p.posts_per_s);
             drop((server, root));
         }
-        println!("| {nodes} | on/off | throughput ratio | | {:.2} | | | | |", row[0] / row[1]);
+        println!(
+            "| {nodes} | on/off | throughput ratio | | {:.2} | | | | |",
+            row[0] / row[1]
+        );
     }
     for validate in [true, false] {
         let (root, server, addr) = server(validate);
-        let p = phase(&clients, addr, "paced", 100, args.seconds, Some(Duration::from_secs(1)), &bodies);
+        let p = phase(
+            &clients,
+            addr,
+            "paced",
+            100,
+            args.seconds,
+            Some(Duration::from_secs(1)),
+            &bodies,
+        );
         print_row(100, validate, "1 post/s each", &p);
         drop((server, root));
     }
@@ -228,7 +295,15 @@ fn main() {
         let mut minute = 0;
         println!("soak: 100 nodes, 1 post/s each, {} s", args.soak_seconds);
         while start.elapsed().as_secs() < args.soak_seconds {
-            let p = phase(&clients, addr, &format!("soak-{minute}"), 100, 60.min(args.soak_seconds), Some(Duration::from_secs(1)), &bodies);
+            let p = phase(
+                &clients,
+                addr,
+                &format!("soak-{minute}"),
+                100,
+                60.min(args.soak_seconds),
+                Some(Duration::from_secs(1)),
+                &bodies,
+            );
             acked += p.posts + 1; // and the finalize
             minute += 1;
             println!(
@@ -242,6 +317,29 @@ fn main() {
         }
         drop(server);
     }
+}
+
+/// What the disk alone costs: a small file written, flushed, linked into place and its directory
+/// flushed, 300 times, as the collector stores each post.
+fn fsync_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lat = Vec::new();
+    for i in 0..300 {
+        let start = Instant::now();
+        let mut f =
+            diagwire::bundle::target::PendingFile::create(&dir.path().join(format!("f-{i}")))
+                .unwrap();
+        std::io::Write::write_all(f.file(), &[b'x'; 4096]).unwrap();
+        f.commit().unwrap();
+        lat.push(start.elapsed().as_micros() as u64);
+    }
+    lat.sort_unstable();
+    println!(
+        "disk alone (4 KiB file: write, fsync, link, directory fsync): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        quantile(&lat, 0.5),
+        quantile(&lat, 0.99),
+        quantile(&lat, 1.0)
+    );
 }
 
 fn print_row(nodes: usize, validate: bool, mode: &str, p: &Phase) {
@@ -259,7 +357,13 @@ fn print_row(nodes: usize, validate: bool, mode: &str, p: &Phase) {
 
 /// A collector on its own runtime (two workers, as the machine has two cores), in a temporary
 /// root, stopped when the returned guard is dropped.
-fn server(validate: bool) -> (tempfile::TempDir, std::sync::mpsc::Sender<()>, std::net::SocketAddr) {
+fn server(
+    validate: bool,
+) -> (
+    tempfile::TempDir,
+    std::sync::mpsc::Sender<()>,
+    std::net::SocketAddr,
+) {
     let root = tempfile::tempdir().unwrap();
     let mut config = Config::new(root.path());
     config.validate = validate;
@@ -269,12 +373,19 @@ fn server(validate: bool) -> (tempfile::TempDir, std::sync::mpsc::Sender<()>, st
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             let shutdown = async move {
-                while matches!(stopped.try_recv(), Err(std::sync::mpsc::TryRecvError::Empty)) {
+                while matches!(
+                    stopped.try_recv(),
+                    Err(std::sync::mpsc::TryRecvError::Empty)
+                ) {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             };

@@ -64,10 +64,12 @@ pub struct Config {
     pub validate: bool,
     /// The limits.
     pub limits: Limits,
-    /// How many recent records of a run the live stream keeps for subscribers that resume.
+    /// How many recent records of a run the live stream keeps: a subscriber may fall this far
+    /// behind (or resume this far back) before it is told it lagged.
     pub live_replay: usize,
-    /// How many records a live subscriber may fall behind before it is told it lagged.
-    pub live_queue: usize,
+    /// The bytes the live streams of all runs keep together (each run drops its own oldest
+    /// records first).
+    pub live_budget_bytes: u64,
     /// The name the collector writes into each manifest's `writer`.
     pub writer_name: String,
     /// A test hook called before every durable write.
@@ -83,7 +85,7 @@ impl Config {
             validate: true,
             limits: Limits::default(),
             live_replay: 4_096,
-            live_queue: 1_024,
+            live_budget_bytes: 256 << 20,
             writer_name: "diagwire-serve".into(),
             write_fault: None,
         }
@@ -98,7 +100,7 @@ impl std::fmt::Debug for Config {
             .field("validate", &self.validate)
             .field("limits", &self.limits)
             .field("live_replay", &self.live_replay)
-            .field("live_queue", &self.live_queue)
+            .field("live_budget_bytes", &self.live_budget_bytes)
             .field("write_fault", &self.write_fault.is_some())
             .finish()
     }

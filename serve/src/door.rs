@@ -22,7 +22,8 @@ pub struct DoorProblem {
 /// What to do with a body.
 #[derive(Debug)]
 pub enum Verdict {
-    /// Stage `bytes` (in `encoding`); `json` is the stored record as JSON, for the live stream.
+    /// Stage `bytes` (in `encoding`); `json` is the stored record's JSON text on one line, for
+    /// the live stream.
     /// When `problems` is not empty (some records of an events batch were bad), `bytes` holds
     /// the good records only, and the body as posted goes to quarantine.
     Stage {
@@ -30,8 +31,8 @@ pub enum Verdict {
         bytes: Vec<u8>,
         /// Their encoding.
         encoding: Encoding,
-        /// The stored record as JSON.
-        json: serde_json::Value,
+        /// The stored record's JSON text, on one line.
+        json: String,
         /// Records left out.
         problems: Vec<DoorProblem>,
     },
@@ -88,18 +89,25 @@ pub fn decide(
     let Ok(text) = std::str::from_utf8(&text) else {
         return Verdict::Unreadable("the body is not UTF-8, so not JSON".into());
     };
-    let json: serde_json::Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return Verdict::Unreadable(format!("the body is not JSON: {e}")),
-    };
-    let stage = |bytes: Vec<u8>, encoding, json, problems| Verdict::Stage {
+    let stage = |bytes: Vec<u8>, encoding, text: &str, problems| Verdict::Stage {
         bytes,
         encoding,
-        json,
+        json: one_line(text),
         problems,
     };
-    if !validate || Record::parse(record_kind, text).is_ok() {
-        return stage(body.to_vec(), encoding, json, Vec::new());
+    let well_formed = if validate {
+        Record::parse(record_kind, text).is_ok()
+    } else {
+        false
+    };
+    if well_formed {
+        return stage(body.to_vec(), encoding, text, Vec::new());
+    }
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        return Verdict::Unreadable(format!("the body is not JSON: {e}"));
+    }
+    if !validate {
+        return stage(body.to_vec(), encoding, text, Vec::new());
     }
     let whole = explain(validators, record_kind, text, "");
     let Some(element) = element else {
@@ -123,8 +131,23 @@ pub fn decide(
         return Verdict::NotARecord(if problems.is_empty() { whole } else { problems });
     }
     let kept = format!("[{}]", good.join(","));
-    let json = serde_json::from_str(&kept).unwrap_or(serde_json::Value::Null);
-    stage(kept.into_bytes(), Encoding::Json, json, problems)
+    let line = one_line(&kept);
+    Verdict::Stage {
+        bytes: kept.into_bytes(),
+        encoding: Encoding::Json,
+        json: line,
+        problems,
+    }
+}
+
+/// JSON text on one line, as a Server-Sent Event's `data` needs it: in valid JSON a line break
+/// can only be white space (strings escape theirs), so each becomes a space.
+fn one_line(text: &str) -> String {
+    if text.contains(['\n', '\r']) {
+        text.replace(['\n', '\r'], " ")
+    } else {
+        text.to_owned()
+    }
 }
 
 /// Where and why `text` is not a record of `kind`, each pointer prefixed with `prefix`.

@@ -1,17 +1,19 @@
 //! The live stream of a run: every accepted record, in the order it was acknowledged, numbered
-//! with a run-wide stream id (the SSE `id`), kept in a bounded replay buffer for subscribers that
-//! resume (`Last-Event-ID` or `?from=`), and fanned out to subscribers through a bounded queue.
-//! A subscriber that falls behind, or resumes from before the replay buffer, is told how many
-//! records it missed in a `lagged` event; nothing is skipped silently.
+//! with a run-wide stream id (the SSE `id`) and kept in a bounded buffer (a count per run, a
+//! byte budget over all runs) that every subscriber reads at its own cursor, resuming ones
+//! (`Last-Event-ID` or `?from=`) included. A subscriber that falls out of the buffer, or resumes
+//! from before it, is told how many records it missed in a `lagged` event; nothing is skipped
+//! silently, and a slow subscriber holds no memory of its own.
 //!
 //! Stream ids continue across restarts: a recovered run's ids start after the number of records
 //! already staged, so a subscriber resuming across a restart is told it lagged by the records it
 //! cannot be given (the bundle holds them).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 
 use crate::store::lock;
 
@@ -23,7 +25,7 @@ pub struct LiveItem {
     pub id: u64,
     /// The record kind (`events`, `snapshot`, …).
     pub kind: String,
-    /// The `LiveRecord` as JSON text.
+    /// The `LiveRecord` as JSON text, on one line.
     pub data: String,
 }
 
@@ -39,109 +41,133 @@ pub enum Delivery {
     },
 }
 
+/// The bytes every run's replay buffer may hold together; a run over it drops its own oldest
+/// records first.
+#[derive(Debug)]
+pub struct Budget {
+    used: AtomicU64,
+    max: u64,
+}
+
+impl Budget {
+    /// A budget of `max` bytes.
+    pub fn new(max: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            used: AtomicU64::new(0),
+            max,
+        })
+    }
+}
+
 struct Inner {
     next_id: u64,
     replay: VecDeque<Arc<LiveItem>>,
 }
 
-/// A run's live stream.
-pub struct Hub {
+struct Shared {
     inner: Mutex<Inner>,
-    replay_cap: usize,
-    tx: broadcast::Sender<Arc<LiveItem>>,
+    cap: usize,
+    budget: Arc<Budget>,
+    newest: watch::Sender<u64>,
+}
+
+/// A run's live stream. Records are kept in one bounded buffer (at most `cap` records, within
+/// the shared byte budget); each subscriber reads it at its own cursor, so a slow subscriber
+/// costs no memory, and one whose cursor fell out of the buffer is told how many it missed.
+pub struct Hub {
+    shared: Arc<Shared>,
 }
 
 impl Hub {
-    /// A stream whose next id is `base + 1`, keeping `replay` records for resuming subscribers
-    /// and letting a subscriber fall `queue` records behind.
-    pub fn new(base: u64, replay: usize, queue: usize) -> Hub {
-        let (tx, _) = broadcast::channel(queue.max(1));
+    /// A stream whose next id is `base + 1`, keeping up to `cap` records within `budget`.
+    pub fn new(base: u64, cap: usize, budget: Arc<Budget>) -> Hub {
+        let (newest, _) = watch::channel(base);
         Hub {
-            inner: Mutex::new(Inner {
-                next_id: base + 1,
-                replay: VecDeque::new(),
+            shared: Arc::new(Shared {
+                inner: Mutex::new(Inner {
+                    next_id: base + 1,
+                    replay: VecDeque::new(),
+                }),
+                cap: cap.max(1),
+                budget,
+                newest,
             }),
-            replay_cap: replay,
-            tx,
         }
     }
 
-    /// Publishes a record; `make` builds its JSON given its stream id.
-    pub fn publish(&self, kind: &str, make: impl FnOnce(u64) -> String) {
-        let mut inner = lock(&self.inner);
+    /// Publishes a record; `data` is its `LiveRecord` JSON on one line.
+    pub fn publish(&self, kind: &str, data: String) {
+        let s = &self.shared;
+        let mut inner = lock(&s.inner);
         let id = inner.next_id;
         inner.next_id += 1;
-        let item = Arc::new(LiveItem {
+        let size = data.len() as u64;
+        inner.replay.push_back(Arc::new(LiveItem {
             id,
             kind: kind.to_owned(),
-            data: make(id),
-        });
-        if self.replay_cap > 0 {
-            if inner.replay.len() == self.replay_cap {
-                inner.replay.pop_front();
+            data,
+        }));
+        s.budget.used.fetch_add(size, Ordering::Relaxed);
+        while inner.replay.len() > s.cap
+            || (s.budget.used.load(Ordering::Relaxed) > s.budget.max && !inner.replay.is_empty())
+        {
+            if let Some(old) = inner.replay.pop_front() {
+                s.budget
+                    .used
+                    .fetch_sub(old.data.len() as u64, Ordering::Relaxed);
             }
-            inner.replay.push_back(item.clone());
         }
-        // No subscriber is not an error.
-        let _ = self.tx.send(item);
+        s.newest.send_replace(id);
     }
 
-    /// Subscribes, starting after stream id `from` (`None`: only records from now on). The
-    /// replayed records and the live queue join without a gap or a repeat.
+    /// Subscribes, starting after stream id `from` (`None`: only records from now on).
     pub fn subscribe(&self, from: Option<u64>) -> Subscription {
-        let inner = lock(&self.inner);
-        let rx = self.tx.subscribe();
-        let mut backlog = VecDeque::new();
-        let mut skipped = 0;
-        if let Some(from) = from {
-            let oldest = inner.replay.front().map_or(inner.next_id, |i| i.id);
-            let newest = inner.next_id - 1;
-            if from < newest {
-                skipped = oldest.saturating_sub(from + 1);
-                backlog.extend(inner.replay.iter().filter(|i| i.id > from).cloned());
-            }
-        }
-        let last = backlog.back().map(|i: &Arc<LiveItem>| i.id);
+        let inner = lock(&self.shared.inner);
+        let rx = self.shared.newest.subscribe();
         Subscription {
-            skipped,
-            backlog,
-            last,
+            shared: self.shared.clone(),
+            cursor: from.map_or(inner.next_id, |f| f.saturating_add(1)),
             rx,
         }
     }
 }
 
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let inner = lock(&self.shared.inner);
+        let bytes: u64 = inner.replay.iter().map(|i| i.data.len() as u64).sum();
+        self.shared.budget.used.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
 /// A subscriber's view of a run's stream.
 pub struct Subscription {
-    skipped: u64,
-    backlog: VecDeque<Arc<LiveItem>>,
-    last: Option<u64>,
-    rx: broadcast::Receiver<Arc<LiveItem>>,
+    shared: Arc<Shared>,
+    cursor: u64,
+    rx: watch::Receiver<u64>,
 }
 
 impl Subscription {
     /// The next delivery; `None` when the stream is closed.
     pub async fn next(&mut self) -> Option<Delivery> {
-        if self.skipped > 0 {
-            let skipped = std::mem::take(&mut self.skipped);
-            return Some(Delivery::Lagged { skipped });
-        }
-        if let Some(item) = self.backlog.pop_front() {
-            return Some(Delivery::Item(item));
-        }
         loop {
-            match self.rx.recv().await {
-                Ok(item) => {
-                    // Records already replayed from the backlog arrive on the queue too.
-                    if self.last.is_some_and(|last| item.id <= last) {
-                        continue;
-                    }
+            {
+                let inner = lock(&self.shared.inner);
+                let oldest = inner.replay.front().map_or(inner.next_id, |i| i.id);
+                if self.cursor < oldest {
+                    let skipped = oldest - self.cursor;
+                    self.cursor = oldest;
+                    return Some(Delivery::Lagged { skipped });
+                }
+                if self.cursor < inner.next_id {
+                    let item = inner.replay[(self.cursor - oldest) as usize].clone();
+                    self.cursor += 1;
                     return Some(Delivery::Item(item));
                 }
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    return Some(Delivery::Lagged { skipped: n });
-                }
-                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+            // A record published after the look above has already changed the value.
+            if self.rx.changed().await.is_err() {
+                return None;
             }
         }
     }
@@ -171,9 +197,9 @@ mod tests {
 
     #[test]
     fn resuming_replays_what_is_kept_and_says_what_is_not() {
-        let hub = Hub::new(10, 3, 8);
-        for _ in 0..5 {
-            hub.publish("events", |id| id.to_string());
+        let hub = Hub::new(10, 3, Budget::new(1 << 20));
+        for i in 0..5 {
+            hub.publish("events", i.to_string());
         }
         // Ids 11..=15; the replay buffer holds 13, 14, 15.
         assert_eq!(ids(&hub, Some(13), 2), ["14", "15"]);
@@ -183,14 +209,31 @@ mod tests {
     }
 
     #[test]
+    fn the_byte_budget_bounds_every_run_together() {
+        let budget = Budget::new(10);
+        let a = Hub::new(0, 100, budget.clone());
+        for _ in 0..5 {
+            a.publish("boot", "xxxx".into());
+        }
+        assert_eq!(
+            budget.used.load(Ordering::Relaxed),
+            8,
+            "two records of four bytes fit"
+        );
+        assert_eq!(ids(&a, Some(0), 2), ["lagged 3", "4"]);
+        drop(a);
+        assert_eq!(budget.used.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
     fn a_subscriber_that_falls_behind_is_told() {
-        let hub = Hub::new(0, 0, 2);
+        let hub = Hub::new(0, 2, Budget::new(1 << 20));
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         let mut sub = hub.subscribe(None);
-        for _ in 0..5 {
-            hub.publish("boot", |id| id.to_string());
+        for i in 0..5 {
+            hub.publish("boot", i.to_string());
         }
         let got = rt.block_on(async {
             let mut out = Vec::new();

@@ -322,11 +322,9 @@ async fn ingest(
                     live_kind,
                     recv_ms,
                     seq,
-                    diagwire::Json(json),
+                    diagwire::Json(serde_json::Value::Null),
                 );
-                run2.live.publish(&stem, |_| {
-                    serde_json::to_string(&record).unwrap_or_default()
-                });
+                run2.live.publish(&stem, live_data(&record, &json));
                 Ok(Outcome {
                     seq: Some(seq),
                     problems,
@@ -405,6 +403,31 @@ async fn ingest(
         ack.extra.0.insert("seq".into(), seq.into());
     }
     json_reply(StatusCode::OK, &ack)
+}
+
+/// A `LiveRecord`'s JSON with `body` the stored record's text: the record is written with a
+/// `null` body, which its serialization puts last (it has no unknown keys), and the text is put
+/// in its place, so the stored record is not parsed into a value only to be written again.
+/// `body` is one line already ([`door::Verdict::Stage`]).
+fn live_data(record: &LiveRecord, body: &str) -> String {
+    let mut data = serde_json::to_string(record).unwrap_or_default();
+    match data.strip_suffix("\"body\":null}") {
+        Some(head) => {
+            let mut out = String::with_capacity(head.len() + body.len() + 9);
+            out.push_str(head);
+            out.push_str("\"body\":");
+            out.push_str(body);
+            out.push('}');
+            out
+        }
+        None => {
+            // Not the expected layout: fall back to a parsed body.
+            let mut r = record.clone();
+            r.body = diagwire::Json(serde_json::from_str(body).unwrap_or_default());
+            data.clear();
+            serde_json::to_string(&r).unwrap_or_default()
+        }
+    }
 }
 
 fn json_reply(status: StatusCode, value: &impl serde::Serialize) -> Response {

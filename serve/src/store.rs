@@ -20,7 +20,7 @@ use diagwire::bundle::target::{PendingFile, create_dir_durable, sync_dir};
 use diagwire::layout::{self, Encoding, FileKind};
 
 use crate::config::Config;
-use crate::live::Hub;
+use crate::live::{Budget, Hub};
 
 /// Why a post could not be stored.
 #[derive(Debug)]
@@ -161,6 +161,7 @@ pub struct Store {
     /// `root/bundles`.
     pub bundles: PathBuf,
     runs: Mutex<BTreeMap<String, Arc<Run>>>,
+    live_budget: Arc<Budget>,
 }
 
 /// A post to store.
@@ -209,6 +210,7 @@ impl Store {
             quarantine,
             bundles,
             runs: Mutex::new(BTreeMap::new()),
+            live_budget: Budget::new(config.live_budget_bytes),
         };
         store.recover()?;
         Ok(store)
@@ -298,7 +300,7 @@ impl Store {
             account: Mutex::new(RunAccount::default()),
             seqs: Mutex::new(BTreeMap::new()),
             hints: Mutex::new(BTreeSet::new()),
-            live: Hub::new(live_base, self.config.live_replay, self.config.live_queue),
+            live: Hub::new(live_base, self.config.live_replay, self.live_budget.clone()),
             assembly: tokio::sync::Mutex::new(()),
         })
     }

@@ -97,8 +97,7 @@ async fn a_subscriber_that_falls_behind_is_told_how_many_it_missed() {
     bounded(60, async {
         let root = tempfile::tempdir().unwrap();
         let mut cfg = config(root.path());
-        cfg.live_queue = 2;
-        cfg.live_replay = 0;
+        cfg.live_replay = 2;
         let server = start(cfg).await;
         let url = format!("http://{}/diag/stream/slow", server.addr);
         let mut sub = subscribe(&url, None).await.unwrap();
