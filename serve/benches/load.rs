@@ -5,7 +5,8 @@
 //! and a finalize at the end of each phase.
 //!
 //! Per N and per validation setting (on, then off, in the same run) it reports accepted posts/s,
-//! MB/s and the p50/p99 acknowledgement latency with every node posting back to back
+//! MB/s and the p50/p99 acknowledgement latency (over the posting, the finalize's assembly timed
+//! apart) with every node posting back to back
 //! (saturation), and then with 100 nodes posting once a second each (paced). A soak phase,
 //! when asked for, posts paced for its length and compares the posts acknowledged with the
 //! files on disk and the process's resident memory over time.
@@ -151,6 +152,7 @@ struct Phase {
     p50_ms: f64,
     p99_ms: f64,
     failed: u64,
+    finalize_s: f64,
 }
 
 fn phase(
@@ -183,6 +185,8 @@ fn phase(
         for t in tasks {
             out.push(t.await.unwrap());
         }
+        let elapsed = start.elapsed().as_secs_f64();
+        let finalize = Instant::now();
         let mut conn = Connection::new(addr);
         let fin = conn
             .post(
@@ -195,9 +199,9 @@ fn phase(
             )
             .await;
         assert_eq!(fin.map(|r| r.status).ok(), Some(200), "finalize");
-        out
+        (out, elapsed, finalize.elapsed().as_secs_f64())
     });
-    let elapsed = start.elapsed().as_secs_f64();
+    let (tallies, elapsed, finalize_s) = tallies;
     let mut lat: Vec<u64> = tallies
         .iter()
         .flat_map(|t| t.latencies_us.iter().copied())
@@ -211,6 +215,7 @@ fn phase(
         p50_ms: quantile(&lat, 0.5),
         p99_ms: quantile(&lat, 0.99),
         failed: tallies.iter().map(|t| t.failed).sum(),
+        finalize_s,
     }
 }
 
@@ -257,9 +262,9 @@ fn main() {
         .build()
         .unwrap();
     println!(
-        "| nodes | validation | mode | posts | posts/s | MB/s | p50 ack ms | p99 ack ms | failed |"
+        "| nodes | validation | mode | posts | posts/s | MB/s | p50 ack ms | p99 ack ms | failed | finalize s |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for &nodes in &args.nodes {
         let mut row = Vec::new();
         for validate in [true, false] {
@@ -270,7 +275,7 @@ fn main() {
             drop((server, root));
         }
         println!(
-            "| {nodes} | on/off | throughput ratio | | {:.2} | | | | |",
+            "| {nodes} | on/off | throughput ratio | | {:.2} | | | | | |",
             row[0] / row[1]
         );
     }
@@ -344,14 +349,15 @@ fn fsync_baseline() {
 
 fn print_row(nodes: usize, validate: bool, mode: &str, p: &Phase) {
     println!(
-        "| {nodes} | {} | {mode} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {} |",
+        "| {nodes} | {} | {mode} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {} | {:.1} |",
         if validate { "on" } else { "off" },
         p.posts,
         p.posts_per_s,
         p.mb_per_s,
         p.p50_ms,
         p.p99_ms,
-        p.failed
+        p.failed,
+        p.finalize_s
     );
 }
 

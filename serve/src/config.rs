@@ -43,7 +43,7 @@ impl Default for Limits {
             max_runs: 1_000,
             max_nodes_per_run: 4_096,
             max_files_per_node: 1_000_000,
-            max_run_bytes: 4 << 30,
+            max_run_bytes: 1 << 30,
             max_id_bytes: 128,
             max_connections: 4_096,
             header_timeout: Duration::from_secs(10),
