@@ -67,8 +67,8 @@ fn store_error(e: StoreError) -> Response {
 
 /// Reads an id header: present, not empty, at most `max` bytes, and one safe path component
 /// (`[A-Za-z0-9._-]`, not `.` or `..`), so the id names its staging directory unchanged.
-fn id_header(headers: &HeaderMap, name: &str, max: usize) -> Result<String, Response> {
-    let bad = |why: String| Err(error(StatusCode::BAD_REQUEST, why));
+fn id_header(headers: &HeaderMap, name: &str, max: usize) -> Result<String, String> {
+    let bad = |why: String| Err(why);
     let Some(value) = headers.get(name) else {
         return bad(format!("missing header {name}"));
     };
@@ -158,11 +158,11 @@ async fn ingest(
     let limits = &c.config.limits;
     let run_id = match id_header(&parts.headers, "x-run-id", limits.max_id_bytes) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
     let node = match id_header(&parts.headers, "x-node-id", limits.max_id_bytes) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
     let send_ms = parts
         .headers
@@ -562,10 +562,20 @@ async fn stream(
         .into_response()
 }
 
+/// A run assembled from staging, with its quarantined files.
+struct Assembly {
+    /// The bundle's files, quarantined bodies under `quarantine/`.
+    contents: diagwire::bundle::BundleContents,
+    /// What staging holds, for the serve decision.
+    state: StagingState,
+    /// The quarantined files' bundle paths and sizes.
+    quarantine: Vec<(String, usize)>,
+}
+
 impl Collector {
     /// Assembles the run's bundle from staging and writes it durably as its canonical tarball.
     pub fn write_bundle(&self, run_id: &str) -> std::io::Result<PathBuf> {
-        let contents = self.assemble_with_quarantine(run_id)?.0;
+        let contents = self.assemble_with_quarantine(run_id)?.contents;
         let mut tar = Vec::new();
         diagwire::bundle::output::write_tar_gz(&contents, &mut tar)?;
         self.store.write_bundle(run_id, &tar)
@@ -573,14 +583,7 @@ impl Collector {
 
     /// The library's assembly of the run's staging, plus its quarantined bodies under
     /// `quarantine/<node>/`, which the bundle's validation reports as files outside the layout.
-    fn assemble_with_quarantine(
-        &self,
-        run_id: &str,
-    ) -> std::io::Result<(
-        diagwire::bundle::BundleContents,
-        StagingState,
-        Vec<(String, usize)>,
-    )> {
+    fn assemble_with_quarantine(&self, run_id: &str) -> std::io::Result<Assembly> {
         let assembled =
             diagwire::bundle::assemble::assemble(&self.store.staging, run_id, self.writer())?;
         let state = StagingState::from_assembled(&assembled);
@@ -591,14 +594,22 @@ impl Collector {
             listing.push((format!("quarantine/{rel}"), bytes.len()));
             contents.files.insert(format!("quarantine/{rel}"), bytes);
         }
-        Ok((contents, state, listing))
+        Ok(Assembly {
+            contents,
+            state,
+            quarantine: listing,
+        })
     }
 
     /// What `GET /diag/bundle/{run_id}` serves: the canonical tarball while the serve decision
     /// says it still holds what staging (and quarantine) holds, else a bundle assembled now;
     /// `None` when the run has no staging.
     pub fn bundle_bytes(&self, run_id: &str) -> std::io::Result<Option<Vec<u8>>> {
-        let (contents, state, quarantine) = match self.assemble_with_quarantine(run_id) {
+        let Assembly {
+            contents,
+            state,
+            quarantine,
+        } = match self.assemble_with_quarantine(run_id) {
             Ok(a) => a,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),

@@ -17,6 +17,9 @@ use diagwire_serve::client::Connection;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+/// Acknowledged posts: (node, seq) → the bytes posted.
+type Acked = BTreeMap<(String, u64), Vec<u8>>;
+
 async fn spawn(root: &Path) -> (Child, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire-serve"))
         .args([
@@ -72,7 +75,7 @@ async fn a_killed_collector_loses_no_acknowledged_post() {
         }
         let run = "n3-relay-flap";
         // Acknowledged posts: (node, seq) → the bytes posted.
-        let acked: Arc<Mutex<BTreeMap<(String, u64), Vec<u8>>>> = Arc::default();
+        let acked: Arc<Mutex<Acked>> = Arc::default();
         let mut tasks = Vec::new();
         for (node, boot, events) in nodes.clone() {
             let acked = acked.clone();

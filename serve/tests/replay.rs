@@ -14,6 +14,9 @@ use diagwire::layout::{FileKind, Role, parse_bundle_path};
 use diagwire::v1::Manifest;
 use diagwire_serve::client::{Connection, StreamEvent, subscribe};
 
+/// A post: its route and body.
+type Post = (&'static str, Vec<u8>);
+
 /// The route a file of a bundle was posted to, and its place in the node's order.
 fn route(role: &Role) -> Option<(&'static str, u64)> {
     match role {
@@ -43,7 +46,7 @@ async fn replay(name: &str) {
 
     // Per node, its posts in order: boots first (earlier ones by number, the latest last), then
     // events batches and snapshots by number; the finalize of the orchestrator after everyone.
-    let mut plans: Vec<(String, Vec<(&'static str, Vec<u8>)>)> = Vec::new();
+    let mut plans: Vec<(String, Vec<Post>)> = Vec::new();
     let mut finalize = None;
     let mut posts = 0;
     for node in &manifest.nodes {
