@@ -85,7 +85,7 @@ impl Config {
             validate: true,
             limits: Limits::default(),
             live_replay: 4_096,
-            live_budget_bytes: 256 << 20,
+            live_budget_bytes: 64 << 20,
             writer_name: "diagwire-serve".into(),
             write_fault: None,
         }
