@@ -67,6 +67,20 @@ enum Command {
         #[arg(long)]
         since: Option<String>,
     },
+    /// Run swactor's collector: the ingest routes, finalize and assembly, `GET /diag/bundle`,
+    /// `/diag/runs` and the live stream `/diag/stream/{run_id}`, with every body checked against
+    /// the contract at ingest and every post durable before it is acknowledged
+    /// (`docs/collector.md`).
+    #[cfg(feature = "serve")]
+    Serve(diagwire_serve::ServeArgs),
+    /// Run swactor's collector (`docs/collector.md`). This binary was built without it: build
+    /// with the feature `serve`.
+    #[cfg(not(feature = "serve"))]
+    Serve {
+        /// The arguments `diagwire serve` takes (`--root DIR --listen ADDR [--finalize-wait D]`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
     /// The post-incident summary of a bundle: every section swactor's post-processor renders, plus
     /// subprocess buckets, validation, absence and what this reader does not know.
     ///
@@ -300,6 +314,10 @@ fn main() -> ExitCode {
             eprintln!("{}", review::RULES_DEPRECATED);
             review::catalog(format)
         }
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => diagwire_serve::run(&args),
+        #[cfg(not(feature = "serve"))]
+        Command::Serve { .. } => fail(NO_SERVE),
         Command::Summary {
             bundle,
             format,
@@ -334,6 +352,12 @@ fn parse_kind(s: &str) -> Result<RecordKind, String> {
         format!("{e} (one of {})", all.join(", "))
     })
 }
+
+/// What `diagwire serve` says in a binary built without the collector.
+#[cfg(not(feature = "serve"))]
+const NO_SERVE: &str = "this diagwire was built without the collector (the feature `serve`, \
+which adds tokio and axum); build it with `cargo build -p diagwire-cli --features serve`, run \
+`cargo run -p diagwire-cli --features serve -- serve …`, or use the `diagwire-serve` binary";
 
 fn fail(message: &str) -> ExitCode {
     eprintln!("error: {message}");

@@ -427,8 +427,8 @@ pub fn retention_plan(
 /// Nothing is written for a post the collector should refuse, and the problem says why: a content
 /// type that is neither (or protobuf in a build without the feature `proto`), or a body that is not
 /// a record of `kind` in that encoding (the collector answers it with an error reply). `run_id` and
-/// `node` are made safe path components ([`layout::sanitize_component`]). The file is written under
-/// a temporary name and renamed, so [`assemble`] never copies half a post.
+/// `node` are made safe path components ([`layout::sanitize_component`]). The file is written as
+/// [`store_staged`] writes it: durable once this returns, never half a post.
 pub fn stage_post(
     staging_root: &Path,
     run_id: &str,
@@ -442,7 +442,6 @@ pub fn stage_post(
         layout::sanitize_component(run_id),
         layout::sanitize_component(node),
     );
-    let dir = staging_root.join(&run).join(&node);
     let at = format!("{run}/{node}");
     let Some(encoding) = layout::Encoding::of_content_type(content_type) else {
         return Err(problem(
@@ -474,21 +473,39 @@ pub fn stage_post(
             format!("not a {record_kind} record: {e}"),
         ));
     }
-    let write = || -> io::Result<PathBuf> {
-        fs::create_dir_all(&dir)?;
-        let path = dir.join(&name);
-        let tmp = dir.join(format!(".{name}.partial"));
-        fs::write(&tmp, body)?;
-        fs::rename(&tmp, &path)?;
-        Ok(path)
-    };
-    write().map_err(|e| {
+    store_staged(staging_root, &run, &node, kind, seq, encoding, body).map_err(|e| {
         problem(
             ProblemKind::Read(crate::problem::ReadErrorKind::Io),
             file_at,
             format!("cannot store the post: {e}"),
         )
     })
+}
+
+/// Writes one post's body durably into staging as `<staging_root>/<run_id>/<node>/<kind>-NNNNNN.<ext>`
+/// (`run_id` and `node` made safe path components, the extension from `encoding`), without
+/// looking at it: under a fresh temporary name, flushed to disk, linked into place and the
+/// directory flushed ([`super::target::PendingFile`]); new directories are flushed into their
+/// parents. Once it returns the post survives a crash whole, and a crash before leaves at most a
+/// temporary `.<name>.partial-…` file that [`assemble`] never copies. An existing staged file is
+/// never replaced (`AlreadyExists`). Returns the file written.
+pub fn store_staged(
+    staging_root: &Path,
+    run_id: &str,
+    node: &str,
+    kind: &FileKind,
+    seq: u64,
+    encoding: layout::Encoding,
+    body: &[u8],
+) -> io::Result<PathBuf> {
+    let dir = staging_root
+        .join(layout::sanitize_component(run_id))
+        .join(layout::sanitize_component(node));
+    super::target::create_dir_durable(&dir)?;
+    let mut file =
+        super::target::PendingFile::create(&dir.join(layout::staged_name_as(kind, seq, encoding)))?;
+    io::Write::write_all(file.file(), body)?;
+    file.commit()
 }
 
 /// Builds the bundle of `run_id` from the staging tree under `staging_root`, finalized or not.
@@ -516,7 +533,7 @@ pub fn stage_post(
 /// by label, then id; a node directory without a record file is reported and left out.
 ///
 /// A file that does not parse as its kind is copied and reported; a post still being stored by
-/// [`stage_post`] (`.<name>.partial`) is left alone. Unknown files, symbolic links,
+/// [`store_staged`] (`.<name>.partial-…`) is left alone. Unknown files, symbolic links,
 /// subdirectories of node directories, names that are not UTF-8 and unreadable files are reported and
 /// not copied (and not counted, so the manifest always describes the bundle's files).
 ///
@@ -678,9 +695,10 @@ pub fn assemble(
     })
 }
 
-/// Whether a staged name is a post [`stage_post`] is still writing (`.<name>.partial`).
+/// Whether a staged name is a post [`store_staged`] is still writing (`.<name>.partial-…`, or
+/// `.<name>.partial` from earlier versions).
 fn is_partial(name: &str) -> bool {
-    name.starts_with('.') && name.ends_with(".partial")
+    name.starts_with('.') && (name.ends_with(".partial") || name.contains(".partial-"))
 }
 
 /// A problem with a staged file or directory at `at` (relative to the staging root).

@@ -161,7 +161,8 @@ impl PendingFile {
             .expect("OK because the file is open until commit")
     }
 
-    /// Flushes the file to disk and moves it to its target, which must still not exist.
+    /// Flushes the file to disk, moves it to its target, which must still not exist, and flushes
+    /// the target's directory: once this returns, the file survives a crash whole.
     pub fn commit(mut self) -> io::Result<PathBuf> {
         let file = self
             .file
@@ -182,7 +183,49 @@ impl PendingFile {
             }
         }
         let _ = fs::remove_file(&self.tmp);
+        if let Some(dir) = self.target.parent() {
+            sync_dir(dir)?;
+        }
         Ok(self.target.clone())
+    }
+}
+
+/// Flushes a directory's entries to disk (a file created, linked or renamed in it survives a
+/// crash only once its directory is flushed). A no-op where directories cannot be opened as files.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// Creates `dir` and its missing parents, flushing each parent that gained an entry, so the new
+/// directories survive a crash.
+pub fn create_dir_durable(dir: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_durable(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => sync_dir(parent),
+        None => Ok(()),
     }
 }
 

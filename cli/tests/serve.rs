@@ -1,0 +1,75 @@
+//! `diagwire serve`: with the feature `serve` it starts the collector on the given address and
+//! prints where it listens; without it, it says how to get it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+
+#[test]
+fn serve_runs_the_collector_or_says_how_to_build_it() {
+    let root = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--finalize-wait",
+            "100ms",
+            "--root",
+        ])
+        .arg(root.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if !cfg!(feature = "serve") {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--features serve"), "{err}");
+        return;
+    }
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    s.write_all(b"GET /diag/runs HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n")
+        .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.ends_with("[]"), "{reply}");
+}
+
+#[test]
+fn a_duration_without_a_unit_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+        .args([
+            "serve",
+            "--root",
+            ".",
+            "--listen",
+            "127.0.0.1:0",
+            "--finalize-wait",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = if cfg!(feature = "serve") {
+        "has no unit"
+    } else {
+        "--features serve"
+    };
+    assert!(err.contains(want), "{err}");
+}

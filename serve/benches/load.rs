@@ -1,0 +1,403 @@
+//! The collector's load generator, run by hand (`cargo bench -p diagwire-serve --bench load --
+//! [--seconds S] [--nodes 10,100,1000] [--soak-seconds S]`): a collector on 127.0.0.1 (fsync
+//! on, in a temporary root) and N simulated nodes, each on its own keep-alive connection,
+//! posting a boot, then events batches of 1 to 512 records with a snapshot every tenth post,
+//! and a finalize at the end of each phase.
+//!
+//! Per N and per validation setting (on, then off, in the same run) it reports accepted posts/s,
+//! MB/s and the p50/p99 acknowledgement latency (over the posting, the finalize's assembly timed
+//! apart) with every node posting back to back
+//! (saturation), and then with 100 nodes posting once a second each (paced). A soak phase,
+//! when asked for, posts paced for its length and compares the posts acknowledged with the
+//! files on disk and the process's resident memory over time.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use diagwire_serve::client::Connection;
+use diagwire_serve::{Collector, Config};
+
+struct Args {
+    seconds: u64,
+    nodes: Vec<usize>,
+    soak_seconds: u64,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        seconds: 10,
+        nodes: vec![10, 100, 1000],
+        soak_seconds: 0,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--seconds" => a.seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(10),
+            "--soak-seconds" => {
+                a.soak_seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(0)
+            }
+            "--nodes" => {
+                a.nodes = it
+                    .next()
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter_map(|n| n.parse().ok())
+                    .collect();
+            }
+            _ => {} // cargo bench passes --bench
+        }
+    }
+    a
+}
+
+/// What the nodes post: a boot, events batches of several sizes, a snapshot.
+struct Bodies {
+    boot: Bytes,
+    batches: Vec<Bytes>,
+    snapshot: Bytes,
+}
+
+fn bodies() -> Bodies {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/bundles/n3-relay-flap/stage-0");
+    let mut pool: Vec<serde_json::Value> = Vec::new();
+    let mut n = 1;
+    while let Ok(bytes) = std::fs::read(dir.join(format!("events/events-{n:06}.json"))) {
+        let batch: Vec<serde_json::Value> = serde_json::from_slice(&bytes).unwrap();
+        pool.extend(batch);
+        n += 1;
+    }
+    let batches = [1usize, 16, 64, 512]
+        .iter()
+        .map(|&size| {
+            let items: Vec<&serde_json::Value> = pool.iter().cycle().take(size).collect();
+            Bytes::from(serde_json::to_vec(&items).unwrap())
+        })
+        .collect();
+    Bodies {
+        boot: Bytes::from(std::fs::read(dir.join("boot.json")).unwrap()),
+        batches,
+        snapshot: Bytes::from(std::fs::read(dir.join("snapshots/snapshot-000001.json")).unwrap()),
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    latencies_us: Vec<u64>,
+    bytes: u64,
+    failed: u64,
+}
+
+/// One node: boot, then posts until `until`, one every `pace` (or back to back).
+async fn node(
+    addr: std::net::SocketAddr,
+    run: String,
+    id: String,
+    bodies: Arc<Bodies>,
+    until: Instant,
+    pace: Option<Duration>,
+    offset: Duration,
+) -> Tally {
+    let mut conn = Connection::new(addr);
+    let mut tally = Tally::default();
+    tokio::time::sleep(offset).await;
+    let mut i = 0u64;
+    let mut next = Instant::now();
+    while Instant::now() < until {
+        let (kind, body) = if i == 0 {
+            ("boot", bodies.boot.clone())
+        } else if i % 10 == 0 {
+            ("snapshot", bodies.snapshot.clone())
+        } else {
+            (
+                "events",
+                bodies.batches[(i as usize) % bodies.batches.len()].clone(),
+            )
+        };
+        let len = body.len() as u64;
+        let start = Instant::now();
+        match conn
+            .post(kind, &run, &id, 0, "application/json", body)
+            .await
+        {
+            Ok(r) if r.status == 200 => {
+                tally.latencies_us.push(start.elapsed().as_micros() as u64);
+                tally.bytes += len;
+            }
+            _ => tally.failed += 1,
+        }
+        i += 1;
+        if let Some(pace) = pace {
+            next += pace;
+            tokio::time::sleep_until(next.into()).await;
+        }
+    }
+    tally
+}
+
+fn quantile(sorted: &[u64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i] as f64 / 1000.0
+}
+
+struct Phase {
+    posts: u64,
+    posts_per_s: f64,
+    mb_per_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    failed: u64,
+    finalize_s: f64,
+}
+
+fn phase(
+    rt: &tokio::runtime::Runtime,
+    addr: std::net::SocketAddr,
+    run: &str,
+    nodes: usize,
+    seconds: u64,
+    pace: Option<Duration>,
+    bodies: &Arc<Bodies>,
+) -> Phase {
+    let start = Instant::now();
+    let until = start + Duration::from_secs(seconds);
+    let tallies = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for n in 0..nodes {
+            // Paced nodes spread their posts over the second.
+            let offset = pace.map_or(Duration::ZERO, |p| p * n as u32 / nodes as u32);
+            tasks.push(tokio::spawn(node(
+                addr,
+                run.to_owned(),
+                format!("node-{n:05}"),
+                bodies.clone(),
+                until,
+                pace,
+                offset,
+            )));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let finalize = Instant::now();
+        let mut conn = Connection::new(addr);
+        let fin = conn
+            .post(
+                "finalize",
+                run,
+                "node-00000",
+                0,
+                "application/json",
+                Bytes::from_static(b"{}"),
+            )
+            .await;
+        assert_eq!(fin.map(|r| r.status).ok(), Some(200), "finalize");
+        (out, elapsed, finalize.elapsed().as_secs_f64())
+    });
+    let (tallies, elapsed, finalize_s) = tallies;
+    let mut lat: Vec<u64> = tallies
+        .iter()
+        .flat_map(|t| t.latencies_us.iter().copied())
+        .collect();
+    lat.sort_unstable();
+    let bytes: u64 = tallies.iter().map(|t| t.bytes).sum();
+    Phase {
+        posts: lat.len() as u64,
+        posts_per_s: lat.len() as f64 / elapsed,
+        mb_per_s: bytes as f64 / elapsed / 1e6,
+        p50_ms: quantile(&lat, 0.5),
+        p99_ms: quantile(&lat, 0.99),
+        failed: tallies.iter().map(|t| t.failed).sum(),
+        finalize_s,
+    }
+}
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn staged_files(root: &Path) -> u64 {
+    let mut n = 0;
+    let mut stack = vec![root.join("staging")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn main() {
+    let args = args();
+    let bodies = Arc::new(bodies());
+    println!(
+        "load: batches of {:?} bytes, snapshot {} bytes; {} s per phase; fsync on",
+        bodies.batches.iter().map(Bytes::len).collect::<Vec<_>>(),
+        bodies.snapshot.len(),
+        args.seconds
+    );
+    fsync_baseline();
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "| nodes | validation | mode | posts | posts/s | MB/s | p50 ack ms | p99 ack ms | failed | finalize s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for &nodes in &args.nodes {
+        let mut row = Vec::new();
+        for validate in [true, false] {
+            let (root, server, addr) = server(validate);
+            let p = phase(&clients, addr, "load", nodes, args.seconds, None, &bodies);
+            print_row(nodes, validate, "saturated", &p);
+            row.push(p.posts_per_s);
+            drop((server, root));
+        }
+        println!(
+            "| {nodes} | on/off | throughput ratio | | {:.2} | | | | | |",
+            row[0] / row[1]
+        );
+    }
+    for validate in [true, false] {
+        let (root, server, addr) = server(validate);
+        let p = phase(
+            &clients,
+            addr,
+            "paced",
+            100,
+            args.seconds,
+            Some(Duration::from_secs(1)),
+            &bodies,
+        );
+        print_row(100, validate, "1 post/s each", &p);
+        drop((server, root));
+    }
+    if args.soak_seconds > 0 {
+        let (root, server, addr) = server(true);
+        let start = Instant::now();
+        let mut acked = 0;
+        let mut minute = 0;
+        println!("soak: 100 nodes, 1 post/s each, {} s", args.soak_seconds);
+        while start.elapsed().as_secs() < args.soak_seconds {
+            let p = phase(
+                &clients,
+                addr,
+                &format!("soak-{minute}"),
+                100,
+                60.min(args.soak_seconds),
+                Some(Duration::from_secs(1)),
+                &bodies,
+            );
+            acked += p.posts + 1; // and the finalize
+            minute += 1;
+            println!(
+                "  after {:>4} s: acknowledged {acked}, on disk {}, RSS {} MB, p99 {:.2} ms, failed {}",
+                start.elapsed().as_secs(),
+                staged_files(root.path()),
+                rss_kb() / 1024,
+                p.p99_ms,
+                p.failed
+            );
+        }
+        drop(server);
+    }
+}
+
+/// What the disk alone costs: a small file written, flushed, linked into place and its directory
+/// flushed, 300 times, as the collector stores each post.
+fn fsync_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lat = Vec::new();
+    for i in 0..300 {
+        let start = Instant::now();
+        let mut f =
+            diagwire::bundle::target::PendingFile::create(&dir.path().join(format!("f-{i}")))
+                .unwrap();
+        std::io::Write::write_all(f.file(), &[b'x'; 4096]).unwrap();
+        f.commit().unwrap();
+        lat.push(start.elapsed().as_micros() as u64);
+    }
+    lat.sort_unstable();
+    println!(
+        "disk alone (4 KiB file: write, fsync, link, directory fsync): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        quantile(&lat, 0.5),
+        quantile(&lat, 0.99),
+        quantile(&lat, 1.0)
+    );
+}
+
+fn print_row(nodes: usize, validate: bool, mode: &str, p: &Phase) {
+    println!(
+        "| {nodes} | {} | {mode} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {} | {:.1} |",
+        if validate { "on" } else { "off" },
+        p.posts,
+        p.posts_per_s,
+        p.mb_per_s,
+        p.p50_ms,
+        p.p99_ms,
+        p.failed,
+        p.finalize_s
+    );
+}
+
+/// A collector on its own runtime (two workers, as the machine has two cores), in a temporary
+/// root, stopped when the returned guard is dropped.
+fn server(
+    validate: bool,
+) -> (
+    tempfile::TempDir,
+    std::sync::mpsc::Sender<()>,
+    std::net::SocketAddr,
+) {
+    let root = tempfile::tempdir().unwrap();
+    let mut config = Config::new(root.path());
+    config.validate = validate;
+    config.finalize_wait = Duration::ZERO;
+    config.limits.max_runs = 100_000;
+    let collector = Collector::open(config).unwrap();
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let shutdown = async move {
+                while matches!(
+                    stopped.try_recv(),
+                    Err(std::sync::mpsc::TryRecvError::Empty)
+                ) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            };
+            let _ = diagwire_serve::serve(listener, collector, shutdown).await;
+        });
+    });
+    let addr = rx.recv().unwrap();
+    (root, stop, addr)
+}

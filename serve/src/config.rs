@@ -1,0 +1,169 @@
+//! What a collector is configured with: where it keeps staging, how long finalize waits, whether
+//! the contract is enforced at ingest, its limits and time-outs, and the command-line arguments of
+//! `diagwire serve` (shared by the `diagwire` binary and `diagwire-serve`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A hook called before each durable write with the path about to be written; an error it
+/// returns is the write's error. Tests inject a full disk (`ENOSPC`) through it.
+pub type WriteFault = Arc<dyn Fn(&Path) -> std::io::Result<()> + Send + Sync>;
+
+/// The collector's limits. Every one is answered with 413 when a post would pass it, except
+/// the time-outs (408 for a slow body; a connection whose headers are slow is closed).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request body, in bytes (32 MiB, as swactor's collector).
+    pub max_body_bytes: usize,
+    /// Most runs staging holds (a post that would start another is refused).
+    pub max_runs: usize,
+    /// Most nodes one run holds.
+    pub max_nodes_per_run: usize,
+    /// Most files (staged and quarantined) one node holds in one run.
+    pub max_files_per_node: u64,
+    /// Most bytes one run's staging and quarantine hold together. Assembly holds a run's files
+    /// in memory, so this also bounds the memory a finalize or a bundle request takes.
+    pub max_run_bytes: u64,
+    /// Longest `x-run-id` or `x-node-id`, in bytes.
+    pub max_id_bytes: usize,
+    /// Most connections served at once; further connections wait to be accepted.
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers (the connection is closed after it).
+    pub header_timeout: Duration,
+    /// Time a client has to send a request's body once its headers arrived (408 after it).
+    pub body_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 32 << 20,
+            max_runs: 1_000,
+            max_nodes_per_run: 4_096,
+            max_files_per_node: 1_000_000,
+            max_run_bytes: 1 << 30,
+            max_id_bytes: 128,
+            max_connections: 4_096,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How a collector runs.
+#[derive(Clone)]
+pub struct Config {
+    /// The folder holding `staging/`, `quarantine/` and `bundles/`.
+    pub root: PathBuf,
+    /// How long a finalize post waits for the run's last posts before assembling (5 s).
+    pub finalize_wait: Duration,
+    /// Whether each body is parsed as its record kind at ingest (the contract at the door). Off,
+    /// every JSON body is stored as posted, as swactor's collector does.
+    pub validate: bool,
+    /// The limits.
+    pub limits: Limits,
+    /// How many recent records of a run the live stream keeps: a subscriber may fall this far
+    /// behind (or resume this far back) before it is told it lagged.
+    pub live_replay: usize,
+    /// The bytes the live streams of all runs keep together (each run drops its own oldest
+    /// records first).
+    pub live_budget_bytes: u64,
+    /// The name the collector writes into each manifest's `writer`.
+    pub writer_name: String,
+    /// A test hook called before every durable write.
+    pub write_fault: Option<WriteFault>,
+}
+
+impl Config {
+    /// The defaults for a root folder.
+    pub fn new(root: impl Into<PathBuf>) -> Config {
+        Config {
+            root: root.into(),
+            finalize_wait: Duration::from_secs(5),
+            validate: true,
+            limits: Limits::default(),
+            live_replay: 4_096,
+            live_budget_bytes: 64 << 20,
+            writer_name: "diagwire-serve".into(),
+            write_fault: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("root", &self.root)
+            .field("finalize_wait", &self.finalize_wait)
+            .field("validate", &self.validate)
+            .field("limits", &self.limits)
+            .field("live_replay", &self.live_replay)
+            .field("live_budget_bytes", &self.live_budget_bytes)
+            .field("write_fault", &self.write_fault.is_some())
+            .finish()
+    }
+}
+
+/// The arguments of `diagwire serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// The folder holding staging (`staging/`), quarantined posts (`quarantine/`) and assembled
+    /// bundles (`bundles/`); created when missing.
+    #[arg(long, value_name = "DIR")]
+    pub root: PathBuf,
+    /// The address to listen on, e.g. `127.0.0.1:8080` (port 0 picks a free port; the address
+    /// is printed on the first line of standard output).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// How long a finalize post waits for the run's last posts before the bundle is assembled,
+    /// e.g. `5s` or `500ms`.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub finalize_wait: Duration,
+    /// Store every JSON body as posted, without parsing it as its record kind.
+    #[arg(long)]
+    pub no_validate: bool,
+}
+
+impl ServeArgs {
+    /// The collector configuration these arguments give.
+    pub fn config(&self) -> Config {
+        let mut config = Config::new(&self.root);
+        config.finalize_wait = self.finalize_wait;
+        config.validate = !self.no_validate;
+        config
+    }
+}
+
+/// Reads a duration as the command line writes it (`500ms`, `5s`, `1m 30s`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{text:?}: {e} (write a duration like 5s, 500ms or 1m 30s)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_written() {
+        let cases: &[(&str, Option<u64>)] = &[
+            ("5s", Some(5_000)),
+            ("500ms", Some(500)),
+            ("2m", Some(120_000)),
+            ("1h", Some(3_600_000)),
+            ("0s", Some(0)),
+            ("1m 30s", Some(90_000)),
+            ("5", None),
+            ("s", None),
+            ("5 parsecs", None),
+            ("-1s", None),
+            ("99999999999999999999s", None),
+        ];
+        for (text, want) in cases {
+            let got = parse_duration(text).ok().map(|d| d.as_millis() as u64);
+            assert_eq!(got, *want, "{text}");
+        }
+    }
+}

@@ -1,0 +1,646 @@
+//! The HTTP protocol of swactor's collector (`docs/collector.md`): the ingest routes
+//! (`POST /diag/<kind>`), finalize with its wait and assembly, `GET /diag/bundle/{run_id}` with
+//! the serve decision, `GET /diag/runs` and the live stream `GET /diag/stream/{run_id}`, as an
+//! embeddable axum [`Router`].
+
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use diagwire::bundle::assemble::{CachedBundle, ServeDecision, StagingState, serve_decision};
+use diagwire::layout::{self, FileKind};
+use diagwire::v1::{ClockEcho, ErrorBody, Hints, LiveRecord, PostAck, RunNodeSummary, RunSummary};
+use http_body_util::BodyExt;
+
+use crate::Collector;
+use crate::door::{self, DoorProblem, Verdict};
+use crate::live::Delivery;
+use crate::store::{Post, Quarantined, StoreError, lock};
+
+/// The collector's routes over `collector`. Nest it under a base path to serve nodes configured
+/// with one (`http://host:port/base`).
+pub fn router(collector: Arc<Collector>) -> Router {
+    Router::new()
+        .route("/diag/runs", get(runs))
+        .route("/diag/bundle/{run_id}", get(bundle))
+        .route("/diag/stream/{run_id}", get(stream))
+        .route("/diag/{kind}", post(ingest))
+        .layer(DefaultBodyLimit::disable())
+        .with_state(collector)
+}
+
+/// Milliseconds since the epoch now.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// An error reply: `{"error": message}` with `status`.
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    let body = serde_json::to_vec(&ErrorBody::new(message)).unwrap_or_default();
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+fn store_error(e: StoreError) -> Response {
+    match e {
+        StoreError::Limit(m) => error(StatusCode::PAYLOAD_TOO_LARGE, m),
+        StoreError::Io(m) => error(StatusCode::INTERNAL_SERVER_ERROR, m),
+    }
+}
+
+/// Reads an id header: present, not empty, at most `max` bytes, and one safe path component
+/// (`[A-Za-z0-9._-]`, not `.` or `..`), so the id names its staging directory unchanged.
+fn id_header(headers: &HeaderMap, name: &str, max: usize) -> Result<String, String> {
+    let bad = |why: String| Err(why);
+    let Some(value) = headers.get(name) else {
+        return bad(format!("missing header {name}"));
+    };
+    let raw = value.as_bytes();
+    if raw.is_empty() {
+        return bad(format!("empty header {name}"));
+    }
+    if raw.len() > max {
+        return bad(format!("header {name} is longer than {max} bytes"));
+    }
+    let text = String::from_utf8_lossy(raw);
+    if layout::sanitize_component(&text) != text {
+        return bad(format!(
+            "header {name} {:?} is not a safe name (letters, digits, '.', '_', '-'; not . or ..)",
+            diagwire::problem::printable(&text)
+        ));
+    }
+    Ok(text.into_owned())
+}
+
+/// The file kind of an ingest route's last segment: `boot`, `events`, `snapshot`, `finalize`, or
+/// `vastai_<kind>` (any vast.ai kind, later ones included).
+fn route_kind(kind: &str) -> Option<FileKind> {
+    match kind {
+        "boot" => Some(FileKind::Boot),
+        "events" => Some(FileKind::Events),
+        "snapshot" => Some(FileKind::Snapshot),
+        "finalize" => Some(FileKind::Finalize),
+        other => {
+            let k = other.strip_prefix("vastai_")?;
+            (layout::is_vastai_kind(k) && other.len() <= 64).then(|| FileKind::Vastai(k.into()))
+        }
+    }
+}
+
+/// Reads a body of at most `max` bytes within `timeout`: 413 without reading further when the
+/// declared length or the bytes read pass the limit, 408 when the client is too slow.
+async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    max: usize,
+    timeout: Duration,
+) -> Result<Bytes, Response> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is larger than {max} bytes"),
+        ));
+    }
+    let limited = http_body_util::Limited::new(body, max);
+    match tokio::time::timeout(timeout, limited.collect()).await {
+        Err(_) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the body did not arrive within {} ms", timeout.as_millis()),
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is larger than {max} bytes"),
+        )),
+        Ok(Err(e)) => Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("the body could not be read: {e}"),
+        )),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+/// What one post came to, for its reply.
+struct Outcome {
+    seq: Option<u64>,
+    problems: Vec<DoorProblem>,
+    quarantined: Option<String>,
+    unreadable: Option<String>,
+}
+
+async fn ingest(
+    State(c): State<Arc<Collector>>,
+    Path(kind_name): Path<String>,
+    request: Request,
+) -> Response {
+    let recv_ms = now_ms();
+    let (parts, body) = request.into_parts();
+    let limits = &c.config.limits;
+    let run_id = match id_header(&parts.headers, "x-run-id", limits.max_id_bytes) {
+        Ok(v) => v,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    let node = match id_header(&parts.headers, "x-node-id", limits.max_id_bytes) {
+        Ok(v) => v,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    let send_ms = parts
+        .headers
+        .get("x-node-send-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let kind = route_kind(&kind_name);
+    // An unknown kind is answered with 404; a body posted under a name that could be a kind is
+    // kept in quarantine first.
+    let keep_unknown = kind.is_none()
+        && !kind_name.is_empty()
+        && kind_name.len() <= 64
+        && kind_name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if kind.is_none() && !keep_unknown {
+        return error(StatusCode::NOT_FOUND, "unknown record kind");
+    }
+    let bytes = match read_body(
+        body,
+        &parts.headers,
+        limits.max_body_bytes,
+        limits.body_timeout,
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let run = match c.store.run_or_create(&run_id) {
+        Ok(r) => r,
+        Err(e) => return store_error(e),
+    };
+    let seq_lock = match c.store.node_seq(&run, &node) {
+        Ok(s) => s,
+        Err(e) => return store_error(e),
+    };
+    let mut guard = seq_lock.lock_owned().await;
+    let worker = c.clone();
+    let (run2, node2, kind2) = (run.clone(), node.clone(), kind.clone());
+    let outcome = tokio::task::spawn_blocking(move || -> Result<Outcome, StoreError> {
+        let c = worker;
+        let Some(kind) = kind2 else {
+            let why = serde_json::json!({ "route": kind_name, "problem": "unknown record kind" });
+            let at = c.store.quarantine(
+                &run2,
+                &node2,
+                &mut guard,
+                &Quarantined {
+                    kind: &kind_name,
+                    body: &bytes,
+                    extension: "bin",
+                    why,
+                    recv_ms,
+                },
+            )?;
+            return Ok(Outcome {
+                seq: None,
+                problems: Vec::new(),
+                quarantined: Some(at),
+                unreadable: None,
+            });
+        };
+        let verdict = door::decide(
+            &kind,
+            content_type.as_deref(),
+            &bytes,
+            c.config.validate,
+            &c.validators,
+        );
+        let stem = kind.staged_stem();
+        let ext = match content_type
+            .as_deref()
+            .and_then(layout::Encoding::of_content_type)
+        {
+            Some(e) => e.extension(),
+            None if content_type.is_none() => "json",
+            None => "bin",
+        };
+        let keep = |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &[DoorProblem]| {
+            let why = serde_json::json!({
+                "route": stem,
+                "content_type": content_type,
+                "problems": problems,
+            });
+            c.store.quarantine(
+                &run2,
+                &node2,
+                guard,
+                &Quarantined {
+                    kind: &stem,
+                    body: &bytes,
+                    extension: ext,
+                    why,
+                    recv_ms,
+                },
+            )
+        };
+        match verdict {
+            Verdict::Unreadable(message) => {
+                let problems = vec![DoorProblem {
+                    pointer: String::new(),
+                    message: message.clone(),
+                }];
+                let at = keep(&c, &mut guard, &problems)?;
+                Ok(Outcome {
+                    seq: None,
+                    problems,
+                    quarantined: Some(at),
+                    unreadable: Some(message),
+                })
+            }
+            Verdict::NotARecord(problems) => {
+                let at = keep(&c, &mut guard, &problems)?;
+                Ok(Outcome {
+                    seq: None,
+                    problems,
+                    quarantined: Some(at),
+                    unreadable: None,
+                })
+            }
+            Verdict::Stage {
+                bytes: staged,
+                encoding,
+                json,
+                problems,
+            } => {
+                // The body as posted goes to quarantine first, so a crash between the two never
+                // leaves the left-out records nowhere.
+                let quarantined = if problems.is_empty() {
+                    None
+                } else {
+                    Some(keep(&c, &mut guard, &problems)?)
+                };
+                let seq = c.store.stage(
+                    &run2,
+                    &node2,
+                    &mut guard,
+                    &Post {
+                        kind: &kind,
+                        bytes: &staged,
+                        encoding,
+                        recv_ms,
+                    },
+                )?;
+                let live_kind: diagwire::v1::collector::RecordKind =
+                    serde_json::from_value(serde_json::Value::String(stem.clone()))
+                        .unwrap_or(diagwire::v1::collector::RecordKind::Other(stem.clone()));
+                let record = LiveRecord::new(
+                    &run2.id,
+                    &node2,
+                    live_kind,
+                    recv_ms,
+                    seq,
+                    diagwire::Json(serde_json::Value::Null),
+                );
+                run2.live.publish(&stem, live_data(&record, &json));
+                Ok(Outcome {
+                    seq: Some(seq),
+                    problems,
+                    quarantined,
+                    unreadable: None,
+                })
+            }
+        }
+    })
+    .await;
+    let outcome = match outcome {
+        Ok(Ok(o)) => o,
+        Ok(Err(e)) => return store_error(e),
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the post was not stored: {e}"),
+            );
+        }
+    };
+    if kind.is_none() {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!(
+                "unknown record kind; the body is kept as {}",
+                outcome.quarantined.unwrap_or_default()
+            ),
+        );
+    }
+    if let Some(message) = outcome.unreadable {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{message}; the body is kept as {}",
+                outcome.quarantined.unwrap_or_default()
+            ),
+        );
+    }
+    let mut body = None;
+    if kind == Some(FileKind::Finalize) {
+        run.hint_all();
+        tokio::time::sleep(c.config.finalize_wait).await;
+        let _assembling = run.assembly.lock().await;
+        let worker = c.clone();
+        let id = run_id.clone();
+        match tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await {
+            Ok(Ok(path)) => {
+                body = Some(serde_json::json!({ "bundle_path": path.display().to_string() }));
+            }
+            Ok(Err(e)) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the bundle of run {run_id:?} could not be assembled: {e}"),
+                );
+            }
+            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    }
+    let mut ack = PostAck::new(ClockEcho::new(send_ms, recv_ms, now_ms()));
+    if run.take_hint(&node) {
+        let mut hints = Hints::new();
+        hints.snapshot_now = true;
+        ack.hints = Some(hints);
+    }
+    ack.body = body.map(diagwire::Json);
+    if !outcome.problems.is_empty() {
+        ack.extra.0.insert(
+            "problems".into(),
+            serde_json::to_value(&outcome.problems).unwrap_or_default(),
+        );
+    }
+    if let Some(at) = outcome.quarantined {
+        ack.extra.0.insert("quarantined".into(), at.into());
+    }
+    if let Some(seq) = outcome.seq {
+        ack.extra.0.insert("seq".into(), seq.into());
+    }
+    json_reply(StatusCode::OK, &ack)
+}
+
+/// A `LiveRecord`'s JSON with `body` the stored record's text: the record is written with a
+/// `null` body, which its serialization puts last (it has no unknown keys), and the text is put
+/// in its place, so the stored record is not parsed into a value only to be written again.
+/// `body` is one line already ([`door::Verdict::Stage`]).
+fn live_data(record: &LiveRecord, body: &str) -> String {
+    let mut data = serde_json::to_string(record).unwrap_or_default();
+    match data.strip_suffix("\"body\":null}") {
+        Some(head) => {
+            let mut out = String::with_capacity(head.len() + body.len() + 9);
+            out.push_str(head);
+            out.push_str("\"body\":");
+            out.push_str(body);
+            out.push('}');
+            out
+        }
+        None => {
+            // Not the expected layout: fall back to a parsed body.
+            let mut r = record.clone();
+            r.body = diagwire::Json(serde_json::from_str(body).unwrap_or_default());
+            data.clear();
+            serde_json::to_string(&r).unwrap_or_default()
+        }
+    }
+}
+
+fn json_reply(status: StatusCode, value: &impl serde::Serialize) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        serde_json::to_vec(value).unwrap_or_default(),
+    )
+        .into_response()
+}
+
+async fn runs(State(c): State<Arc<Collector>>) -> Response {
+    let mut listing = Vec::new();
+    for run in c.store.runs() {
+        let account = lock(&run.account);
+        if account.nodes.is_empty() {
+            continue;
+        }
+        let nodes = account
+            .nodes
+            .iter()
+            .map(|(id, n)| {
+                let mut node = RunNodeSummary::new(
+                    id.clone(),
+                    n.boots > 0,
+                    n.event_batches,
+                    n.snapshots,
+                    n.finalizes > 0,
+                );
+                if n.quarantined > 0 {
+                    node.extra
+                        .0
+                        .insert("quarantined".into(), n.quarantined.into());
+                }
+                node
+            })
+            .collect();
+        let mut summary = RunSummary::new(run.id.clone(), account.finalize_received(), nodes);
+        summary.run_start_collector_ms = account.start_ms;
+        summary.run_end_collector_ms = account.end_ms;
+        let quarantined: u64 = account.nodes.values().map(|n| n.quarantined).sum();
+        if quarantined > 0 {
+            summary
+                .extra
+                .0
+                .insert("quarantined".into(), quarantined.into());
+        }
+        listing.push(summary);
+    }
+    json_reply(StatusCode::OK, &listing)
+}
+
+async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> Response {
+    if layout::sanitize_component(&run_id) != run_id {
+        return error(StatusCode::NOT_FOUND, "no staging for this run");
+    }
+    let worker = c.clone();
+    let id = run_id.clone();
+    let served = tokio::task::spawn_blocking(move || worker.bundle_bytes(&id)).await;
+    match served {
+        Ok(Ok(Some(bytes))) => (
+            StatusCode::OK,
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/gzip"),
+                ),
+                (
+                    header::CONTENT_DISPOSITION,
+                    HeaderValue::from_str(&format!("attachment; filename=\"{run_id}.tar.gz\""))
+                        .unwrap_or(HeaderValue::from_static("attachment")),
+                ),
+            ],
+            bytes,
+        )
+            .into_response(),
+        Ok(Ok(None)) => error(StatusCode::NOT_FOUND, "no staging for this run"),
+        Ok(Err(e)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the bundle could not be assembled: {e}"),
+        ),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// `?from=N`: resume after stream id N.
+#[derive(serde::Deserialize)]
+struct From {
+    from: Option<u64>,
+}
+
+async fn stream(
+    State(c): State<Arc<Collector>>,
+    Path(run_id): Path<String>,
+    Query(query): Query<From>,
+    headers: HeaderMap,
+) -> Response {
+    if layout::sanitize_component(&run_id) != run_id || run_id.len() > c.config.limits.max_id_bytes
+    {
+        return error(StatusCode::NOT_FOUND, "no such run");
+    }
+    let last_event = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let run = match c.store.run_or_create(&run_id) {
+        Ok(r) => r,
+        Err(e) => return store_error(e),
+    };
+    let sub = run.live.subscribe(query.from.or(last_event));
+    let events = futures_util::stream::unfold(sub, |mut sub| async move {
+        let event = match sub.next().await? {
+            Delivery::Item(item) => Event::default()
+                .event(item.kind.as_str())
+                .id(item.id.to_string())
+                .data(item.data.as_str()),
+            Delivery::Lagged { skipped } => Event::default()
+                .event("lagged")
+                .data(format!("{{\"skipped\":{skipped}}}")),
+        };
+        Some((Ok::<Event, Infallible>(event), sub))
+    });
+    Sse::new(events)
+        .keep_alive(
+            KeepAlive::new()
+                .interval(Duration::from_secs(15))
+                .text("ping"),
+        )
+        .into_response()
+}
+
+/// A run assembled from staging, with its quarantined files.
+struct Assembly {
+    /// The bundle's files, quarantined bodies under `quarantine/`.
+    contents: diagwire::bundle::BundleContents,
+    /// What staging holds, for the serve decision.
+    state: StagingState,
+    /// The quarantined files' bundle paths and sizes.
+    quarantine: Vec<(String, usize)>,
+}
+
+impl Collector {
+    /// Assembles the run's bundle from staging and writes it durably as its canonical tarball.
+    pub fn write_bundle(&self, run_id: &str) -> std::io::Result<PathBuf> {
+        let contents = self.assemble_with_quarantine(run_id)?.contents;
+        let mut tar = Vec::new();
+        diagwire::bundle::output::write_tar_gz(&contents, &mut tar)?;
+        self.store.write_bundle(run_id, &tar)
+    }
+
+    /// The library's assembly of the run's staging, plus its quarantined bodies under
+    /// `quarantine/<node>/`, which the bundle's validation reports as files outside the layout.
+    fn assemble_with_quarantine(&self, run_id: &str) -> std::io::Result<Assembly> {
+        let assembled =
+            diagwire::bundle::assemble::assemble(&self.store.staging, run_id, self.writer())?;
+        let state = StagingState::from_assembled(&assembled);
+        let mut contents = assembled.contents;
+        let mut listing = Vec::new();
+        for (rel, path) in self.store.quarantined_files(run_id)? {
+            let bytes = std::fs::read(path)?;
+            listing.push((format!("quarantine/{rel}"), bytes.len()));
+            contents.files.insert(format!("quarantine/{rel}"), bytes);
+        }
+        Ok(Assembly {
+            contents,
+            state,
+            quarantine: listing,
+        })
+    }
+
+    /// What `GET /diag/bundle/{run_id}` serves: the canonical tarball while the serve decision
+    /// says it still holds what staging (and quarantine) holds, else a bundle assembled now;
+    /// `None` when the run has no staging.
+    pub fn bundle_bytes(&self, run_id: &str) -> std::io::Result<Option<Vec<u8>>> {
+        let Assembly {
+            contents,
+            state,
+            quarantine,
+        } = match self.assemble_with_quarantine(run_id) {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let path = self.store.bundles.join(format!("{run_id}.tar.gz"));
+        let cached = if path.is_file() {
+            diagwire::bundle::read::read_all(&path, diagwire::bundle::read::Limits::default())
+                .ok()
+                .and_then(|(mut cached, _)| {
+                    let kept: Vec<(String, usize)> = cached
+                        .files
+                        .iter()
+                        .filter(|(p, _)| p.starts_with("quarantine/"))
+                        .map(|(p, b)| (p.clone(), b.len()))
+                        .collect();
+                    cached.files.retain(|p, _| !p.starts_with("quarantine/"));
+                    (kept == quarantine)
+                        .then(|| CachedBundle::from_contents(&cached))
+                        .flatten()
+                })
+        } else {
+            None
+        };
+        match serve_decision(cached.as_ref(), Some(&state)) {
+            ServeDecision::NotFound => Ok(None),
+            ServeDecision::ServeCached => std::fs::read(&path).map(Some),
+            ServeDecision::Resynthesize => {
+                let mut tar = Vec::new();
+                diagwire::bundle::output::write_tar_gz(&contents, &mut tar)?;
+                Ok(Some(tar))
+            }
+        }
+    }
+}

@@ -1,0 +1,541 @@
+//! Durable staging and the collector's accounting: the per-(run, node, kind) sequence numbers,
+//! the per-run and per-node counts `/diag/runs` lists, the limits, quarantine, and recovery of all
+//! of it from disk when the collector starts.
+//!
+//! Layout under the root: `staging/<run_id>/<node_id>/<kind>-NNNNNN.<json|pb>` (the library's
+//! staging layout, written by [`diagwire::bundle::assemble::store_staged`]),
+//! `quarantine/<run_id>/<node_id>/NNNNNN-<kind>.<json|pb|bin>` with a `.why.json` beside each
+//! (bodies that are not records of their kind), and `bundles/<run_id>.tar.gz`. Every file is
+//! written under a temporary name, flushed, moved into place and its directory flushed before the
+//! post is acknowledged.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use diagwire::bundle::assemble::store_staged;
+use diagwire::bundle::target::{PendingFile, create_dir_durable, sync_dir};
+use diagwire::layout::{self, Encoding, FileKind};
+
+use crate::config::Config;
+use crate::live::{Budget, Hub};
+
+/// Why a post could not be stored.
+#[derive(Debug)]
+pub enum StoreError {
+    /// A limit would be passed (answered with 413).
+    Limit(String),
+    /// Writing failed (answered with 500; nothing was acknowledged).
+    Io(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Limit(m) | StoreError::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Counts of one node in one run, as `/diag/runs` lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeAccount {
+    /// Boot files.
+    pub boots: u64,
+    /// Events files (posted batches).
+    pub event_batches: u64,
+    /// Snapshot files.
+    pub snapshots: u64,
+    /// Finalize files.
+    pub finalizes: u64,
+    /// vast.ai record files.
+    pub vastai: u64,
+    /// Quarantined posts.
+    pub quarantined: u64,
+}
+
+impl NodeAccount {
+    fn files(&self) -> u64 {
+        self.boots
+            + self.event_batches
+            + self.snapshots
+            + self.finalizes
+            + self.vastai
+            + self.quarantined
+    }
+
+    fn count(&mut self, kind: &FileKind) {
+        match kind {
+            FileKind::Boot => self.boots += 1,
+            FileKind::Events => self.event_batches += 1,
+            FileKind::Snapshot => self.snapshots += 1,
+            FileKind::Finalize => self.finalizes += 1,
+            FileKind::Vastai(_) => self.vastai += 1,
+        }
+    }
+}
+
+/// What the collector knows of one run.
+#[derive(Debug, Default)]
+pub struct RunAccount {
+    /// Per node id.
+    pub nodes: BTreeMap<String, NodeAccount>,
+    /// Earliest receive time, ms since the epoch.
+    pub start_ms: Option<u64>,
+    /// Latest receive time.
+    pub end_ms: Option<u64>,
+    /// Bytes of staged and quarantined files.
+    pub bytes: u64,
+}
+
+impl RunAccount {
+    fn saw(&mut self, ms: u64) {
+        self.start_ms = Some(self.start_ms.map_or(ms, |s| s.min(ms)));
+        self.end_ms = Some(self.end_ms.map_or(ms, |e| e.max(ms)));
+    }
+
+    /// Whether some node has a finalize file.
+    pub fn finalize_received(&self) -> bool {
+        self.nodes.values().any(|n| n.finalizes > 0)
+    }
+}
+
+/// The sequence numbers of one node: the next staging number per kind, and the next quarantine
+/// number. Held (behind an async lock) while the node's post is written, so numbers are given in
+/// order and a failed write gives none away.
+#[derive(Debug, Default)]
+pub struct NodeSeq {
+    next: BTreeMap<String, u64>,
+    next_quarantine: u64,
+}
+
+impl NodeSeq {
+    fn take(&mut self, stem: &str) -> u64 {
+        *self.next.get(stem).unwrap_or(&1)
+    }
+}
+
+/// One run: its accounting, its nodes' sequence locks, its pending hints, its live stream, and
+/// the lock finalizes assemble under.
+pub struct Run {
+    /// The run id.
+    pub id: String,
+    /// Counts (a short lock; never held across a write).
+    pub account: Mutex<RunAccount>,
+    seqs: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<NodeSeq>>>>,
+    hints: Mutex<BTreeSet<String>>,
+    /// The live stream.
+    pub live: Hub,
+    /// Held while the run's bundle is assembled and written.
+    pub assembly: tokio::sync::Mutex<()>,
+}
+
+impl Run {
+    /// Queues `snapshot_now` for every node of the run.
+    pub fn hint_all(&self) {
+        let nodes: Vec<String> = lock(&self.account).nodes.keys().cloned().collect();
+        lock(&self.hints).extend(nodes);
+    }
+
+    /// Takes the hint queued for a node, if any (delivered once).
+    pub fn take_hint(&self, node: &str) -> bool {
+        lock(&self.hints).remove(node)
+    }
+}
+
+/// Locks a std mutex, recovering the data of a lock poisoned by a panicking holder (the
+/// accounting stays usable: every update is a single step).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Durable staging and accounting of every run.
+pub struct Store {
+    config: Arc<Config>,
+    /// `root/staging`.
+    pub staging: PathBuf,
+    /// `root/quarantine`.
+    pub quarantine: PathBuf,
+    /// `root/bundles`.
+    pub bundles: PathBuf,
+    runs: Mutex<BTreeMap<String, Arc<Run>>>,
+    live_budget: Arc<Budget>,
+}
+
+/// A post to store.
+pub struct Post<'a> {
+    /// Its kind.
+    pub kind: &'a FileKind,
+    /// The bytes to stage and their encoding.
+    pub bytes: &'a [u8],
+    /// The encoding of `bytes`.
+    pub encoding: Encoding,
+    /// Receive time, ms since the epoch.
+    pub recv_ms: u64,
+}
+
+/// A body kept in quarantine.
+pub struct Quarantined<'a> {
+    /// The route's kind name (`events`, or an unknown kind's name).
+    pub kind: &'a str,
+    /// The body as posted.
+    pub body: &'a [u8],
+    /// `json`, `pb` or `bin`.
+    pub extension: &'a str,
+    /// Why, as JSON (written beside the body as `.why.json`).
+    pub why: serde_json::Value,
+    /// Receive time.
+    pub recv_ms: u64,
+}
+
+impl Store {
+    /// Opens (creating) the root and recovers every run from disk: sequence numbers continue
+    /// after the highest staged number of each (run, node, kind), temporary files of posts that
+    /// were never acknowledged are removed.
+    pub fn open(config: Arc<Config>) -> io::Result<Store> {
+        let root = &config.root;
+        let (staging, quarantine, bundles) = (
+            root.join("staging"),
+            root.join("quarantine"),
+            root.join("bundles"),
+        );
+        for dir in [&staging, &quarantine, &bundles] {
+            create_dir_durable(dir)?;
+        }
+        let store = Store {
+            config: config.clone(),
+            staging,
+            quarantine,
+            bundles,
+            runs: Mutex::new(BTreeMap::new()),
+            live_budget: Budget::new(config.live_budget_bytes),
+        };
+        store.recover()?;
+        Ok(store)
+    }
+
+    fn recover(&self) -> io::Result<()> {
+        let mut runs = BTreeMap::new();
+        for (base, quarantine) in [(&self.staging, false), (&self.quarantine, true)] {
+            for run_id in dir_names(base)? {
+                let run = runs
+                    .entry(run_id.clone())
+                    .or_insert_with(|| (RunAccount::default(), BTreeMap::new()));
+                for node in dir_names(&base.join(&run_id))? {
+                    let seq: &mut NodeSeq = run.1.entry(node.clone()).or_default();
+                    let mut account = run.0.nodes.remove(&node).unwrap_or_default();
+                    let dir = base.join(&run_id).join(&node);
+                    for entry in fs::read_dir(&dir)? {
+                        let entry = entry?;
+                        let Ok(name) = entry.file_name().into_string() else {
+                            continue;
+                        };
+                        if name.starts_with('.') && name.contains(".partial") {
+                            // Never acknowledged: the writer died before moving it into place.
+                            fs::remove_file(entry.path())?;
+                            continue;
+                        }
+                        let meta = entry.metadata()?;
+                        if !meta.is_file() {
+                            continue;
+                        }
+                        if quarantine {
+                            if name.ends_with(".why.json") {
+                                continue;
+                            }
+                            let n = name
+                                .split('-')
+                                .next()
+                                .and_then(|d| d.parse::<u64>().ok())
+                                .unwrap_or(0);
+                            seq.next_quarantine = seq.next_quarantine.max(n);
+                            account.quarantined += 1;
+                        } else {
+                            let Some((kind, n)) = layout::parse_staged_name(&name) else {
+                                continue;
+                            };
+                            let next = seq.next.entry(kind.staged_stem()).or_insert(1);
+                            *next = (*next).max(n + 1);
+                            account.count(&kind);
+                        }
+                        run.0.bytes += meta.len();
+                        if let Some(ms) = meta
+                            .modified()
+                            .ok()
+                            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        {
+                            run.0.saw(ms.as_millis() as u64);
+                        }
+                    }
+                    run.0.nodes.insert(node, account);
+                }
+            }
+        }
+        let mut map = lock(&self.runs);
+        for (id, (account, seqs)) in runs {
+            let records: u64 = account
+                .nodes
+                .values()
+                .map(|n| n.files() - n.quarantined)
+                .sum();
+            let run = self.new_run(&id, records);
+            *lock(&run.account) = account;
+            *lock(&run.seqs) = seqs
+                .into_iter()
+                .map(|(node, mut s)| {
+                    s.next_quarantine += 1;
+                    (node, Arc::new(tokio::sync::Mutex::new(s)))
+                })
+                .collect();
+            map.insert(id, run);
+        }
+        Ok(())
+    }
+
+    fn new_run(&self, id: &str, live_base: u64) -> Arc<Run> {
+        Arc::new(Run {
+            id: id.to_owned(),
+            account: Mutex::new(RunAccount::default()),
+            seqs: Mutex::new(BTreeMap::new()),
+            hints: Mutex::new(BTreeSet::new()),
+            live: Hub::new(live_base, self.config.live_replay, self.live_budget.clone()),
+            assembly: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// The run, when the collector knows it.
+    pub fn run(&self, id: &str) -> Option<Arc<Run>> {
+        lock(&self.runs).get(id).cloned()
+    }
+
+    /// Every run, sorted by id.
+    pub fn runs(&self) -> Vec<Arc<Run>> {
+        lock(&self.runs).values().cloned().collect()
+    }
+
+    /// The run, created when new unless that would pass the run limit.
+    pub fn run_or_create(&self, id: &str) -> Result<Arc<Run>, StoreError> {
+        let mut runs = lock(&self.runs);
+        if let Some(run) = runs.get(id) {
+            return Ok(run.clone());
+        }
+        if runs.len() >= self.config.limits.max_runs {
+            return Err(StoreError::Limit(format!(
+                "the collector holds {} runs, its limit; run {id:?} is refused",
+                runs.len()
+            )));
+        }
+        let run = self.new_run(id, 0);
+        runs.insert(id.to_owned(), run.clone());
+        Ok(run)
+    }
+
+    /// The sequence lock of a node of a run, created when new unless that would pass the
+    /// per-run node limit.
+    pub fn node_seq(
+        &self,
+        run: &Run,
+        node: &str,
+    ) -> Result<Arc<tokio::sync::Mutex<NodeSeq>>, StoreError> {
+        let mut seqs = lock(&run.seqs);
+        if let Some(s) = seqs.get(node) {
+            return Ok(s.clone());
+        }
+        if seqs.len() >= self.config.limits.max_nodes_per_run {
+            return Err(StoreError::Limit(format!(
+                "run {:?} holds {} nodes, its limit; node {node:?} is refused",
+                run.id,
+                seqs.len()
+            )));
+        }
+        let s = Arc::new(tokio::sync::Mutex::new(NodeSeq {
+            next: BTreeMap::new(),
+            next_quarantine: 1,
+        }));
+        seqs.insert(node.to_owned(), s.clone());
+        Ok(s)
+    }
+
+    fn check_room(&self, run: &Run, node: &str, bytes: u64) -> Result<(), StoreError> {
+        let account = lock(&run.account);
+        let limits = &self.config.limits;
+        let files = account.nodes.get(node).map_or(0, NodeAccount::files);
+        if files >= limits.max_files_per_node {
+            return Err(StoreError::Limit(format!(
+                "node {node:?} holds {files} files in run {:?}, its limit",
+                run.id
+            )));
+        }
+        if account.bytes.saturating_add(bytes) > limits.max_run_bytes {
+            return Err(StoreError::Limit(format!(
+                "run {:?} would pass its limit of {} bytes",
+                run.id, limits.max_run_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    fn fault(&self, path: &Path) -> io::Result<()> {
+        match &self.config.write_fault {
+            Some(f) => f(path),
+            None => Ok(()),
+        }
+    }
+
+    /// Stages a post durably under the node's next sequence number for its kind (the caller holds
+    /// `seq`, the node's sequence lock). Returns the number given. Blocking.
+    pub fn stage(
+        &self,
+        run: &Run,
+        node: &str,
+        seq: &mut NodeSeq,
+        post: &Post<'_>,
+    ) -> Result<u64, StoreError> {
+        self.check_room(run, node, post.bytes.len() as u64)?;
+        let stem = post.kind.staged_stem();
+        let n = seq.take(&stem);
+        let dir = self.staging.join(&run.id).join(node);
+        let name = layout::staged_name_as(post.kind, n, post.encoding);
+        self.fault(&dir.join(&name))
+            .and_then(|()| {
+                store_staged(
+                    &self.staging,
+                    &run.id,
+                    node,
+                    post.kind,
+                    n,
+                    post.encoding,
+                    post.bytes,
+                )
+            })
+            .map_err(|e| {
+                StoreError::Io(format!(
+                    "cannot store {}/{node}/{name}: {e}; nothing was acknowledged",
+                    run.id
+                ))
+            })?;
+        seq.next.insert(stem, n + 1);
+        let mut account = lock(&run.account);
+        account
+            .nodes
+            .entry(node.to_owned())
+            .or_default()
+            .count(post.kind);
+        account.bytes += post.bytes.len() as u64;
+        account.saw(post.recv_ms);
+        Ok(n)
+    }
+
+    /// Keeps a body in quarantine durably, with why beside it. Returns its path relative to the
+    /// root. Blocking.
+    pub fn quarantine(
+        &self,
+        run: &Run,
+        node: &str,
+        seq: &mut NodeSeq,
+        q: &Quarantined<'_>,
+    ) -> Result<String, StoreError> {
+        self.check_room(run, node, q.body.len() as u64)?;
+        let n = seq.next_quarantine.max(1);
+        let dir = self.quarantine.join(&run.id).join(node);
+        let stem = format!("{}-{}", layout::format_seq(n), q.kind);
+        let name = format!("{stem}.{}", q.extension);
+        let why = serde_json::to_vec_pretty(&q.why).unwrap_or_default();
+        let write = || -> io::Result<()> {
+            create_dir_durable(&dir)?;
+            self.fault(&dir.join(&name))?;
+            write_new(&dir.join(format!("{stem}.why.json")), &why)?;
+            write_new(&dir.join(&name), q.body)
+        };
+        write().map_err(|e| {
+            StoreError::Io(format!(
+                "cannot keep {}/{node}/{name} in quarantine: {e}",
+                run.id
+            ))
+        })?;
+        seq.next_quarantine = n + 1;
+        let mut account = lock(&run.account);
+        account
+            .nodes
+            .entry(node.to_owned())
+            .or_default()
+            .quarantined += 1;
+        account.bytes += (q.body.len() + why.len()) as u64;
+        account.saw(q.recv_ms);
+        Ok(format!("quarantine/{}/{node}/{name}", run.id))
+    }
+
+    /// Writes a run's assembled tarball durably as `bundles/<run_id>.tar.gz`, replacing the one
+    /// before. Blocking.
+    pub fn write_bundle(&self, run_id: &str, bytes: &[u8]) -> io::Result<PathBuf> {
+        let path = self.bundles.join(format!("{run_id}.tar.gz"));
+        self.fault(&path)?;
+        let tmp = self
+            .bundles
+            .join(format!(".{run_id}.tar.gz.partial-{}", std::process::id()));
+        let result = (|| {
+            let mut file = fs::File::create(&tmp)?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            drop(file);
+            fs::rename(&tmp, &path)?;
+            sync_dir(&self.bundles)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.map(|()| path)
+    }
+
+    /// The quarantined files of a run (bodies and their `.why.json`), as paths relative to the
+    /// run's quarantine folder (`<node>/<name>`), sorted.
+    pub fn quarantined_files(&self, run_id: &str) -> io::Result<Vec<(String, PathBuf)>> {
+        let base = self.quarantine.join(run_id);
+        let mut out = Vec::new();
+        for node in dir_names(&base)? {
+            let mut names = Vec::new();
+            for entry in fs::read_dir(base.join(&node))? {
+                let entry = entry?;
+                let Ok(name) = entry.file_name().into_string() else {
+                    continue;
+                };
+                if !name.starts_with('.') && entry.file_type()?.is_file() {
+                    names.push((format!("{node}/{name}"), entry.path()));
+                }
+            }
+            out.extend(names);
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// Writes a new file durably (never replacing one).
+fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = PendingFile::create(path)?;
+    file.file().write_all(bytes)?;
+    file.commit().map(drop)
+}
+
+/// The names of the directories in `dir` (none when it does not exist), sorted; links and names
+/// that are not UTF-8 are left out.
+fn dir_names(dir: &Path) -> io::Result<Vec<String>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            if let Ok(name) = entry.file_name().into_string() {
+                out.push(name);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}

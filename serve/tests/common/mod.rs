@@ -1,0 +1,95 @@
+//! What the collector's tests share: a collector on a loopback port, posting as nodes, reading
+//! and validating a served bundle.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use diagwire::bundle::BundleContents;
+use diagwire::bundle::read::{Limits, read_all};
+use diagwire::validate::{Report, Validators};
+use diagwire_serve::client::{Connection, Reply};
+use diagwire_serve::{Collector, Config};
+
+/// A collector serving on 127.0.0.1, stopped when dropped.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub collector: Arc<Collector>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A configuration for tests: a short finalize wait.
+pub fn config(root: &Path) -> Config {
+    let mut config = Config::new(root);
+    config.finalize_wait = Duration::from_millis(100);
+    config
+}
+
+pub async fn start(config: Config) -> Server {
+    let collector = Collector::open(config).expect("the collector opens");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let c = collector.clone();
+    tokio::spawn(async move {
+        let _ = diagwire_serve::serve(listener, c, async {
+            let _ = stopped.await;
+        })
+        .await;
+    });
+    Server {
+        addr,
+        collector,
+        stop: Some(stop),
+    }
+}
+
+/// Posts JSON as a node.
+pub async fn post(conn: &mut Connection, kind: &str, run: &str, node: &str, body: &[u8]) -> Reply {
+    conn.post(
+        kind,
+        run,
+        node,
+        1_779_733_870_000,
+        "application/json",
+        Bytes::copy_from_slice(body),
+    )
+    .await
+    .expect("the collector answers")
+}
+
+/// The reply's body as JSON.
+pub fn json(reply: &Reply) -> serde_json::Value {
+    serde_json::from_slice(&reply.body).unwrap_or(serde_json::Value::Null)
+}
+
+/// Reads a served `.tar.gz` (through a file, as a reader would) and validates it.
+pub fn open_bundle(tar: &[u8]) -> (BundleContents, Report) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bundle.tar.gz");
+    std::fs::write(&path, tar).unwrap();
+    let (contents, errors) = read_all(&path, Limits::default()).expect("the bundle reads");
+    assert!(errors.is_empty(), "{errors:?}");
+    let validators = Validators::new().unwrap();
+    let mut reader = diagwire::validate::bundle::open(&path, Limits::default()).unwrap();
+    let report = diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
+    (contents, report)
+}
+
+/// Runs `f` with a bound on its time.
+pub async fn bounded<T>(secs: u64, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(secs), f)
+        .await
+        .expect("the test finished within its time bound")
+}
