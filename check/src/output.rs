@@ -85,7 +85,8 @@ pub struct FollowLine {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report: Option<CheckOutput>,
     /// Why the follow ended, on the last line: `settled` (the finalize record landed and the run
-    /// stayed quiet for the settle time), `until` (the `--until` time ran out) or `interrupted`.
+    /// stayed quiet for the settle time), `closed` (the collector closed its live stream), `until`
+    /// (the `--until` time ran out) or `interrupted`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<&'static str>,
 }

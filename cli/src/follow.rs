@@ -1,6 +1,7 @@
 //! `diagwire check --follow PATH`: the behavioural rules over a run directory while it is written
-//! (a bundle directory, or a collector's staging directory). Findings are printed the moment they
-//! are decided — Markdown lines for people, or with `--format json` one JSON object per line (a
+//! (a bundle directory, or a collector's staging directory), or over a collector's live stream
+//! (`http://HOST:PORT/diag/stream/{run_id}`, with the feature `serve`). Findings are printed the
+//! moment they are decided — Markdown lines for people, or with `--format json` one JSON object per line (a
 //! finding each, then the report) — with a status line on a terminal. The follow ends once the
 //! finalize record has landed and nothing has landed for the settle time, at `--until`, or on
 //! Ctrl-C, each time with the report of what was read; the exit status is `check`'s.
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use diagwire::bundle::read::Limits;
 use diagwire::problem::printable;
-use diagwire_check::follow::Follower;
+use diagwire_check::follow::{Follower, Landed};
 use diagwire_check::output::{CheckOutput, FollowLine};
 use diagwire_check::{Finding, Monitor, Rulebook};
 
@@ -32,9 +33,53 @@ pub struct Until {
     pub until: Option<Duration>,
 }
 
+/// Where the records come from.
+trait Source {
+    /// The run's name, for the report.
+    fn name(&self) -> String;
+    /// What it is, as shown.
+    fn shown(&self) -> String;
+    /// Feeds what arrived since the last call; waits at most one poll period.
+    fn poll(&mut self, monitor: &mut Monitor<'_>, settle: Duration) -> Landed;
+    /// Whether the run's finalize record has arrived.
+    fn finalized(&self) -> bool;
+    /// Whether nothing more can arrive (a stream the collector closed).
+    fn closed(&self) -> bool {
+        false
+    }
+    /// Ends the follow: reports what is still pending.
+    fn finish(&mut self, monitor: &mut Monitor<'_>);
+}
+
+impl Source for Follower {
+    fn name(&self) -> String {
+        self.root()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+    fn shown(&self) -> String {
+        self.root().display().to_string()
+    }
+    fn poll(&mut self, monitor: &mut Monitor<'_>, settle: Duration) -> Landed {
+        let landed = Follower::poll(self, monitor, settle);
+        if landed.files == 0 {
+            std::thread::sleep(POLL);
+        }
+        landed
+    }
+    fn finalized(&self) -> bool {
+        self.finalized
+    }
+    fn finish(&mut self, monitor: &mut Monitor<'_>) {
+        Follower::finish(self, monitor);
+    }
+}
+
 /// Why the follow ended.
 enum End {
     Settled,
+    Closed,
     Deadline,
     Interrupted,
 }
@@ -42,13 +87,23 @@ enum End {
 /// `diagwire check --follow PATH`. Exit status: 0 when no violation, 1 otherwise, 2 when PATH
 /// cannot be followed.
 pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
-    let mut follower = match Follower::new(path, Limits::default()) {
-        Ok(f) => f,
+    let text = path.to_string_lossy();
+    let source: Result<Box<dyn Source>, String> =
+        if text.starts_with("http://") || text.starts_with("https://") {
+            stream::open(&text)
+        } else {
+            Follower::new(path, Limits::default()).map(|f| Box::new(f) as Box<dyn Source>)
+        };
+    match source {
+        Ok(source) => run(source, until, format),
         Err(e) => {
             eprintln!("error: {}", printable(&e));
-            return ExitCode::from(2);
+            ExitCode::from(2)
         }
-    };
+    }
+}
+
+fn run(mut source: Box<dyn Source>, until: Until, format: Format) -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
@@ -56,12 +111,8 @@ pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
     let rulebook = Rulebook::builtin();
-    let run = follower
-        .root()
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let shown = follower.root().display().to_string();
+    let run = source.name();
+    let shown = source.shown();
     let mut monitor = Monitor::with(
         &rulebook,
         &run,
@@ -73,7 +124,7 @@ pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
     let mut last_landing = Instant::now();
     let mut files = 0u64;
     let end = loop {
-        let landed = follower.poll(&mut monitor, until.settle);
+        let landed = source.poll(&mut monitor, until.settle);
         files += landed.files;
         if landed.files > 0 {
             last_landing = Instant::now();
@@ -94,12 +145,14 @@ pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
         if until.until.is_some_and(|d| started.elapsed() >= d) {
             break End::Deadline;
         }
-        if follower.finalized && last_landing.elapsed() >= until.settle {
+        if source.finalized() && last_landing.elapsed() >= until.settle {
             break End::Settled;
         }
-        std::thread::sleep(POLL);
+        if source.closed() {
+            break End::Closed;
+        }
     };
-    follower.finish(&mut monitor);
+    source.finish(&mut monitor);
     if status {
         clear_status();
     }
@@ -114,6 +167,7 @@ pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
             println!();
             match end {
                 End::Settled => {}
+                End::Closed => println!("_The stream ended: the report covers what arrived._\n"),
                 End::Deadline => {
                     println!("_Stopped at `--until`: the report covers what had landed._\n")
                 }
@@ -129,6 +183,7 @@ pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
                 CheckOutput::new(&report, None, None, None),
                 match end {
                     End::Settled => "settled",
+                    End::Closed => "closed",
                     End::Deadline => "until",
                     End::Interrupted => "interrupted",
                 },
@@ -166,4 +221,141 @@ fn show_status(path: &str, files: u64, monitor: &Monitor<'_>) {
         p.rules,
         p.findings
     );
+}
+
+/// A collector's live stream as a source (`diagwire serve`'s `/diag/stream/{run_id}`).
+#[cfg(feature = "serve")]
+mod stream {
+    use std::time::Duration;
+
+    use diagwire::Location;
+    use diagwire::problem::{Problem, ProblemKind, ReadErrorKind, printable};
+    use diagwire::v1::{Record, RecordKind as Kind};
+    use diagwire_check::follow::Landed;
+    use diagwire_check::{Fed, Monitor, RecordRef};
+    use diagwire_serve::client::{self, Follow, StreamEvent, Waited};
+
+    use super::{POLL, Source};
+
+    /// The stream of one run.
+    pub struct Stream {
+        url: String,
+        run: String,
+        follow: Follow,
+        finalized: bool,
+        closed: bool,
+    }
+
+    /// Subscribes to `url`.
+    pub fn open(url: &str) -> Result<Box<dyn Source>, String> {
+        let follow = client::follow(url, None).map_err(|e| format!("{url}: {}", e.0))?;
+        let run = url
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        Ok(Box::new(Stream {
+            url: url.to_owned(),
+            run,
+            follow,
+            finalized: false,
+            closed: false,
+        }))
+    }
+
+    impl Source for Stream {
+        fn name(&self) -> String {
+            self.run.clone()
+        }
+        fn shown(&self) -> String {
+            self.url.clone()
+        }
+        fn poll(&mut self, monitor: &mut Monitor<'_>, _settle: Duration) -> Landed {
+            let mut landed = Landed::default();
+            let mut wait = POLL;
+            loop {
+                let item = match self.follow.wait(wait) {
+                    Waited::Item(item) => item,
+                    Waited::Nothing => break,
+                    Waited::Ended => {
+                        self.closed = true;
+                        break;
+                    }
+                };
+                wait = Duration::ZERO;
+                match item {
+                    Ok(StreamEvent::Record { id, record }) => {
+                        landed.files += 1;
+                        let at = Location::record(format!("{}#{id}", self.url), 0, "");
+                        let kind = match record.kind.as_str() {
+                            "boot" => Kind::Boot,
+                            "events" => Kind::EventBatch,
+                            "snapshot" => Kind::Snapshot,
+                            "finalize" => Kind::Finalize,
+                            _ => Kind::Vastai,
+                        };
+                        match Record::parse(kind, &record.body.0.to_string()) {
+                            Ok(r) => {
+                                if matches!(r, Record::Finalize(_)) {
+                                    self.finalized = true;
+                                }
+                                landed.records += match &r {
+                                    Record::EventBatch(b) => b.len() as u64,
+                                    _ => 1,
+                                };
+                                monitor.take(&Fed {
+                                    node: Some(&record.node_id),
+                                    record: RecordRef::from(&r),
+                                    text: None,
+                                    location: at,
+                                });
+                            }
+                            Err(e) => monitor.problem(&Problem::new(
+                                ProblemKind::Parse,
+                                at,
+                                format!("not a {} record: {}", record.kind, printable(&e.to_string())),
+                            )),
+                        }
+                    }
+                    Ok(StreamEvent::Lagged { skipped }) => monitor.problem(&Problem::new(
+                        ProblemKind::Read(ReadErrorKind::Io),
+                        Location::file(&self.url),
+                        format!(
+                            "the live stream skipped {skipped} record(s) this follow could not keep up with; the run's bundle holds them"
+                        ),
+                    )),
+                    Err(e) => {
+                        monitor.problem(&Problem::new(
+                            ProblemKind::Read(ReadErrorKind::Io),
+                            Location::file(&self.url),
+                            format!("the live stream failed: {}", printable(&e.0)),
+                        ));
+                        self.closed = true;
+                        break;
+                    }
+                }
+            }
+            landed
+        }
+        fn finalized(&self) -> bool {
+            self.finalized
+        }
+        fn closed(&self) -> bool {
+            self.closed
+        }
+        fn finish(&mut self, _monitor: &mut Monitor<'_>) {}
+    }
+}
+
+/// Without the collector's client, a live stream cannot be followed.
+#[cfg(not(feature = "serve"))]
+mod stream {
+    use super::Source;
+
+    pub fn open(url: &str) -> Result<Box<dyn Source>, String> {
+        Err(format!(
+            "{url}: this build of diagwire follows a live stream only with the feature `serve` (cargo install --path cli --features serve)"
+        ))
+    }
 }

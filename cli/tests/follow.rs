@@ -214,3 +214,119 @@ fn a_follow_of_something_that_is_not_a_directory_exits_2() {
     let (mut child, _) = follow(&file, &[]);
     assert_eq!(exit_code(&mut child), Some(2));
 }
+
+/// `check --follow` on a collector's live stream: the same planted violation, posted as nodes post
+/// it, is printed before the finalize is posted, and the follow fails once the run settles.
+#[cfg(feature = "serve")]
+mod live_stream {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// Starts `diagwire serve` on a free loopback port; returns it and its address.
+    fn serve(root: &Path) -> (Child, String) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--finalize-wait",
+                "100ms",
+                "--root",
+            ])
+            .arg(root)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_owned();
+        (child, addr)
+    }
+
+    /// Posts `body` to `route` as node `node` of run `run`; returns the status line.
+    fn post(addr: &str, route: &str, run: &str, node: &str, body: &[u8]) -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        let head = format!(
+            "POST {route} HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-type: application/json\r\nx-run-id: {run}\r\nx-node-id: {node}\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body).unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        reply.lines().next().unwrap_or("").to_owned()
+    }
+
+    #[test]
+    fn a_follow_of_the_live_stream_prints_the_violation_before_the_finalize_is_posted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let source = prompt_before_barrier()
+            .write_dir(&tmp.path().join("src"))
+            .unwrap();
+        let run = source.file_name().unwrap().to_string_lossy().into_owned();
+        let (mut server, addr) = serve(&tmp.path().join("collector"));
+        let url = format!("http://{addr}/diag/stream/{run}");
+        let (mut child, lines) =
+            follow(Path::new(&url), &["--format", "json", "--settle", "500ms"]);
+        std::thread::sleep(Duration::from_millis(300));
+        let node_of = |label: &str| -> String {
+            let boot: Value = serde_json::from_slice(
+                &std::fs::read(source.join(label).join("boot.json")).unwrap(),
+            )
+            .unwrap();
+            boot["node_id_hex"].as_str().unwrap().to_owned()
+        };
+        let mut seen: Vec<Value> = Vec::new();
+        let mut found = false;
+        for file in publishing_order(&source) {
+            let rel = file
+                .strip_prefix(&source)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let Some((label, rest)) = rel.split_once('/') else {
+                continue;
+            };
+            let route = match rest.split('/').next().unwrap() {
+                r if r.starts_with("boot") => "/diag/boot",
+                r if r.starts_with("events") => "/diag/events",
+                r if r.starts_with("snapshot") => "/diag/snapshot",
+                r if r.starts_with("finalize") => "/diag/finalize",
+                _ => continue,
+            };
+            if route == "/diag/finalize" && !found {
+                let start = Instant::now();
+                while !found && start.elapsed() < PATIENCE {
+                    if let Ok(line) = lines.recv_timeout(Duration::from_millis(100)) {
+                        let v: Value = serde_json::from_str(&line).unwrap();
+                        found |= v["finding"]["rule"] == "order.prompt_after_barrier";
+                        seen.push(v);
+                    }
+                }
+                assert!(found, "no finding before the finalize: {seen:?}");
+            }
+            let status = post(
+                &addr,
+                route,
+                &run,
+                &node_of(label),
+                &std::fs::read(&file).unwrap(),
+            );
+            assert!(status.contains("200"), "{rel}: {status}");
+        }
+        let code = exit_code(&mut child);
+        server.kill().unwrap();
+        server.wait().unwrap();
+        assert_eq!(code, Some(1));
+        seen.extend(lines.try_iter().map(|l| serde_json::from_str(&l).unwrap()));
+        assert_eq!(seen.last().unwrap()["ended"], "settled");
+    }
+}

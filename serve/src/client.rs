@@ -337,6 +337,26 @@ impl Follow {
     pub fn next_within(&mut self, timeout: Duration) -> Option<Result<StreamEvent, ClientError>> {
         self.rx.recv_timeout(timeout).ok()
     }
+
+    /// The next item, waiting at most `timeout`, telling a quiet stream from one that ended.
+    pub fn wait(&mut self, timeout: Duration) -> Waited {
+        match self.rx.recv_timeout(timeout) {
+            Ok(item) => Waited::Item(item),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Waited::Nothing,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Waited::Ended,
+        }
+    }
+}
+
+/// What waiting on a followed stream gave.
+#[derive(Debug)]
+pub enum Waited {
+    /// A record, a lag notice or the error that ended the stream.
+    Item(Result<StreamEvent, ClientError>),
+    /// Nothing within the time.
+    Nothing,
+    /// The stream ended (the collector closed it).
+    Ended,
 }
 
 /// Follows `url` ([`subscribe`]) from a blocking caller; fails when the subscription is refused.
