@@ -11,11 +11,9 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
-
-use crate::store::lock;
 
 /// One accepted record, ready to send: its stream id, its kind (the SSE event name) and its
 /// `LiveRecord` JSON.
@@ -246,4 +244,10 @@ mod tests {
         assert!(matches!(&got[1], Some(Delivery::Item(i)) if i.id == 4));
         assert!(matches!(&got[2], Some(Delivery::Item(i)) if i.id == 5));
     }
+}
+
+/// Locks a std mutex, recovering the data of a lock poisoned by a panicking holder (the
+/// accounting stays usable: every update is a single step).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

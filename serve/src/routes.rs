@@ -23,7 +23,8 @@ use http_body_util::BodyExt;
 use crate::Collector;
 use crate::door::{self, DoorProblem, Verdict};
 use crate::live::Delivery;
-use crate::store::{Post, Quarantined, StoreError, lock};
+use crate::live::lock;
+use crate::store::{Post, Quarantined, StoreError};
 
 /// The collector's routes over `collector`. Nest it under a base path to serve nodes configured
 /// with one (`http://host:port/base`).

@@ -13,14 +13,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use diagwire::bundle::assemble::store_staged;
 use diagwire::bundle::target::{PendingFile, create_dir_durable, sync_dir};
 use diagwire::layout::{self, Encoding, FileKind};
 
 use crate::config::Config;
-use crate::live::{Budget, Hub};
+use crate::live::{Budget, Hub, lock};
 
 /// Why a post could not be stored.
 #[derive(Debug)]
@@ -143,12 +143,6 @@ impl Run {
     pub fn take_hint(&self, node: &str) -> bool {
         lock(&self.hints).remove(node)
     }
-}
-
-/// Locks a std mutex, recovering the data of a lock poisoned by a panicking holder (the
-/// accounting stays usable: every update is a single step).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Durable staging and accounting of every run.
