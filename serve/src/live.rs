@@ -171,6 +171,12 @@ impl Subscription {
     }
 }
 
+/// Locks a std mutex, recovering the data of a lock poisoned by a panicking holder (the
+/// accounting stays usable: every update is a single step).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,10 +250,4 @@ mod tests {
         assert!(matches!(&got[1], Some(Delivery::Item(i)) if i.id == 4));
         assert!(matches!(&got[2], Some(Delivery::Item(i)) if i.id == 5));
     }
-}
-
-/// Locks a std mutex, recovering the data of a lock poisoned by a panicking holder (the
-/// accounting stays usable: every update is a single step).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
