@@ -29,7 +29,7 @@ SELECT t.run_id,
   t.started - t.succeeded - t.failed AS in_flight,
   CASE
     WHEN o.outcome IS NULL THEN NULL
-    WHEN o.outcome LIKE '{"Error":%' THEN CONCAT('Error(', SUBSTR(o.outcome, 10, LENGTH(o.outcome) - 10), ')')
+    WHEN o.outcome LIKE '{"Error":%' THEN 'Error(' || SUBSTR(o.outcome, 10, LENGTH(o.outcome) - 10) || ')'
     ELSE REPLACE(o.outcome, '"', '')
   END AS last_outcome,
   o.wall_ms AS last_outcome_ms
