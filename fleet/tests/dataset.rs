@@ -234,3 +234,33 @@ fn the_kernel_drops_view_is_the_summarys_kernel_network_drops() {
         "no bundle has kernel drops: the test compares nothing"
     );
 }
+
+fn version(v: &str) -> Option<Vec<u64>> {
+    v.split('.').map(|p| p.parse().ok()).collect()
+}
+
+#[test]
+fn a_column_a_later_release_added_reads_as_null_for_an_older_writers_run() {
+    let dir = tempfile::tempdir().unwrap();
+    export::export(&bundles(), dir.path(), true).unwrap();
+    let index = dataset::Index::load(dir.path()).unwrap();
+    let mut checked = 0;
+    for (run, entry) in &index.runs {
+        let Some(v) = version(&entry.contract_version) else { continue };
+        for t in diagwire_fleet::columns::TABLES {
+            for c in t.columns {
+                let Some(since) = version(c.since) else { continue };
+                if since <= v {
+                    continue;
+                }
+                let got = rows(
+                    dir.path(),
+                    &format!("SELECT COUNT(*) AS n FROM {} WHERE run_id = '{run}' AND \"{}\" IS NOT NULL", t.name, c.name),
+                );
+                assert_eq!(got[0]["n"], 0, "{}.{} (since {}) in run {run} of {}", t.name, c.name, c.since, entry.contract_version);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0, "no run predates any column: the test compares nothing");
+}
