@@ -28,8 +28,14 @@ pub const INDEX: &str = "_dataset.json";
 /// The version of the index's shape.
 pub const FORMAT_VERSION: &str = "1.0.0";
 
-/// Rows per row group at most (a run's rows may span several; a row group never holds two runs).
-pub const ROW_GROUP_ROWS: usize = 128 * 1024;
+/// Rows per row group at most (a run's rows may span several; a row group never holds two runs):
+/// the writer holds a row group in memory until it is full, and a snapshot row is large.
+pub fn row_group_rows(table: &str) -> usize {
+    match table {
+        "snapshots" | "vastai" => 4 * 1024,
+        _ => 128 * 1024,
+    }
+}
 
 /// `_dataset.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -141,11 +147,11 @@ pub fn partition_dir(dataset: &Path, table: &str, major: u64, date: &str) -> Pat
         .join(format!("date={date}"))
 }
 
-/// The Parquet writer settings of every file: zstd, bounded row groups, statistics.
-pub fn writer_properties() -> WriterProperties {
+/// The Parquet writer settings of every file of `table`: zstd, bounded row groups, statistics.
+pub fn writer_properties(table: &str) -> WriterProperties {
     WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
-        .set_max_row_group_size(ROW_GROUP_ROWS)
+        .set_max_row_group_size(row_group_rows(table))
         // Whole run ids in the statistics: a row group's run is read from them.
         .set_statistics_truncate_length(None)
         .build()
@@ -160,14 +166,14 @@ pub struct PartWriter {
 }
 
 impl PartWriter {
-    /// Starts a file whose final name will be `path`.
-    pub fn create(path: &Path, schema: SchemaRef) -> Result<PartWriter, Error> {
+    /// Starts a file of `table` whose final name will be `path`.
+    pub fn create_for(path: &Path, schema: SchemaRef, table: &str) -> Result<PartWriter, Error> {
         let tmp = path.with_extension("parquet.tmp");
         if let Some(dir) = tmp.parent() {
             fs::create_dir_all(dir).map_err(|e| Error::at(dir, e.to_string()))?;
         }
         let file = File::create(&tmp).map_err(|e| Error::at(&tmp, e.to_string()))?;
-        let writer = ArrowWriter::try_new(file, schema, Some(writer_properties()))
+        let writer = ArrowWriter::try_new(file, schema, Some(writer_properties(table)))
             .map_err(|e| Error::at(&tmp, e.to_string()))?;
         Ok(PartWriter {
             tmp,
@@ -292,7 +298,7 @@ pub fn remove_run(dir: &Path, table: &str, run: &str) -> Result<(), Error> {
             fs::remove_file(&path).map_err(|e| Error::at(&path, e.to_string()))?;
             continue;
         }
-        let mut w = PartWriter::create(&path, schema.clone())?;
+        let mut w = PartWriter::create_for(&path, schema.clone(), table)?;
         let mut last: Option<&str> = None;
         for g in keep {
             if last.is_some_and(|l| l != runs[g]) {
@@ -336,7 +342,7 @@ pub fn compact_dir(dir: &Path, table: &str) -> Result<bool, Error> {
         )
     );
     let target = dir.join(name);
-    let mut w = PartWriter::create(&target, schema)?;
+    let mut w = PartWriter::create_for(&target, schema, table)?;
     let mut last: Option<String> = None;
     for (run, i, g) in &groups {
         if last.as_deref().is_some_and(|l| l != run) {

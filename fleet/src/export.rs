@@ -29,8 +29,14 @@ use crate::rows::{self, Context};
 use crate::table::Table;
 use crate::{Error, arrow_schema};
 
-/// Rows handed to the JSON decoder at a time.
-const CHUNK: usize = 1024;
+/// Rows handed to the JSON decoder at a time (and rows per decoded batch): snapshots and vast.ai
+/// records are large (a snapshot's body is kilobytes of JSON), so their chunks are small.
+fn chunk(table: &str) -> usize {
+    match table {
+        "snapshots" | "vastai" => 32,
+        _ => 1024,
+    }
+}
 
 /// What an export did.
 #[derive(Debug, Default)]
@@ -67,7 +73,7 @@ struct Sink {
 impl Sink {
     fn push(&mut self, row: Map<String, Value>) -> Result<(), Error> {
         self.pending.push(row);
-        if self.pending.len() >= CHUNK {
+        if self.pending.len() >= chunk(self.table.name) {
             self.drain()?;
         }
         Ok(())
@@ -86,7 +92,7 @@ impl Sink {
             .map_err(|e| Error::at(&self.path, e.to_string()))?
         {
             self.writer.write(&batch)?;
-            if self.decoder.len() == 0 {
+            if self.decoder.is_empty() {
                 break;
             }
         }
@@ -125,11 +131,11 @@ impl Pass {
             let t = table(name);
             let schema = Arc::new(arrow_schema::schema(t));
             let decoder = ReaderBuilder::new(schema.clone())
-                .with_batch_size(8192)
+                .with_batch_size(chunk(name))
                 .build_decoder()
                 .map_err(|e| Error::at(&self.staging, e.to_string()))?;
             let path = self.staging.join(format!("{name}.parquet"));
-            let writer = PartWriter::create(&path, schema)?;
+            let writer = PartWriter::create_for(&path, schema, name)?;
             self.sinks.insert(
                 name,
                 Sink {
@@ -258,7 +264,7 @@ fn rewrite_run_id(path: &Path, t: &'static Table, run: &str) -> Result<(), Error
         datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
             .and_then(|b| b.with_batch_size(8192).build())
             .map_err(|e| Error::at(path, e.to_string()))?;
-    let mut w = PartWriter::create(path, schema.clone())?;
+    let mut w = PartWriter::create_for(path, schema.clone(), t.name)?;
     for batch in reader {
         let batch = batch.map_err(|e| Error::at(path, e.to_string()))?;
         let mut cols: Vec<ArrayRef> = batch.columns().to_vec();

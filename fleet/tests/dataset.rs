@@ -108,7 +108,7 @@ fn every_record_of_every_bundle_is_a_row_and_nothing_is_lost() {
 fn exporting_a_run_again_replaces_it() {
     let dir = tempfile::tempdir().unwrap();
     let b = example("n3-relay-flap");
-    export::export(&[b.clone()], dir.path(), true).unwrap();
+    export::export(std::slice::from_ref(&b), dir.path(), true).unwrap();
     let before = rows(dir.path(), "SELECT COUNT(*) AS n FROM events");
     let report = export::export(
         &[b.clone(), example("n3-relay-flap-oldest")],
@@ -246,21 +246,35 @@ fn a_column_a_later_release_added_reads_as_null_for_an_older_writers_run() {
     let index = dataset::Index::load(dir.path()).unwrap();
     let mut checked = 0;
     for (run, entry) in &index.runs {
-        let Some(v) = version(&entry.contract_version) else { continue };
+        let Some(v) = version(&entry.contract_version) else {
+            continue;
+        };
         for t in diagwire_fleet::columns::TABLES {
             for c in t.columns {
-                let Some(since) = version(c.since) else { continue };
+                let Some(since) = version(c.since) else {
+                    continue;
+                };
                 if since <= v {
                     continue;
                 }
                 let got = rows(
                     dir.path(),
-                    &format!("SELECT COUNT(*) AS n FROM {} WHERE run_id = '{run}' AND \"{}\" IS NOT NULL", t.name, c.name),
+                    &format!(
+                        "SELECT COUNT(*) AS n FROM {} WHERE run_id = '{run}' AND \"{}\" IS NOT NULL",
+                        t.name, c.name
+                    ),
                 );
-                assert_eq!(got[0]["n"], 0, "{}.{} (since {}) in run {run} of {}", t.name, c.name, c.since, entry.contract_version);
+                assert_eq!(
+                    got[0]["n"], 0,
+                    "{}.{} (since {}) in run {run} of {}",
+                    t.name, c.name, c.since, entry.contract_version
+                );
                 checked += 1;
             }
         }
     }
-    assert!(checked > 0, "no run predates any column: the test compares nothing");
+    assert!(
+        checked > 0,
+        "no run predates any column: the test compares nothing"
+    );
 }
