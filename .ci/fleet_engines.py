@@ -98,10 +98,16 @@ def spark_rows(dataset):
         folder = os.path.join(dataset, t)
         if os.path.isdir(folder):
             spark.read.option("mergeSchema", "true").parquet(folder).createOrReplaceTempView(t)
+    refused = {}
     for name, sql in views():
-        spark.sql(f"CREATE TEMPORARY VIEW {name} AS {sql}")
+        try:
+            spark.sql(f"CREATE TEMPORARY VIEW {name} AS {sql}")
+        except Exception as e:  # a view Spark cannot define is that view's failure, not the run's
+            refused[name] = str(e).strip().splitlines()[0]
 
     def run(view):
+        if view in refused:
+            raise RuntimeError(refused[view])
         df = spark.sql(f"SELECT * FROM {view}")
         cols = df.columns
         return cols, [r.asDict() for r in df.collect()]
@@ -117,7 +123,12 @@ def main():
         start = time.time()
         run = {"duckdb": duckdb_rows, "spark": spark_rows}[engine](dataset)
         for name, _ in views():
-            cols, theirs = run(name)
+            try:
+                cols, theirs = run(name)
+            except Exception as e:
+                failed += 1
+                print(f"FAIL {engine} {name}: {str(e).strip().splitlines()[0]}")
+                continue
             ours = fill(diagwire_rows(diagwire, dataset, name), cols)
             if not theirs and not ours:
                 print(f"{engine} {name}: no rows in either (nothing compared)")

@@ -13,7 +13,7 @@ answers AS (
   SELECT run_id, node AS observer, swim_probe_acked.target AS target,
     swim_probe_acked.sequence AS seq, swim_probe_acked.kind AS kind, 0 AS timed_out,
     swim_probe_acked.rtt_ms AS rtt_ms,
-    CAST(swim_probe_acked.timeout_budget_ms AS VARCHAR) || ' ms' AS budget,
+    CAST(swim_probe_acked.timeout_budget_ms AS STRING) || ' ms' AS budget,
     wall_ms, file_seq * 1000000000 + record_index AS pos
   FROM events WHERE type = 'SwimProbeAcked'
   UNION ALL
@@ -21,8 +21,8 @@ answers AS (
     swim_probe_timed_out.sequence AS seq, swim_probe_timed_out.kind AS kind, 1 AS timed_out,
     NULL AS rtt_ms,
     CASE WHEN swim_probe_timed_out.timeout_budget_ms IS NULL
-      THEN CAST(swim_probe_timed_out.budget_ticks AS VARCHAR) || ' ticks'
-      ELSE CAST(swim_probe_timed_out.timeout_budget_ms AS VARCHAR) || ' ms' END AS budget,
+      THEN CAST(swim_probe_timed_out.budget_ticks AS STRING) || ' ticks'
+      ELSE CAST(swim_probe_timed_out.timeout_budget_ms AS STRING) || ' ms' END AS budget,
     wall_ms, file_seq * 1000000000 + record_index AS pos
   FROM events WHERE type = 'SwimProbeTimedOut'
 ),
