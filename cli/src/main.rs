@@ -6,6 +6,7 @@ use std::process::ExitCode;
 mod behaviour;
 mod convert;
 mod follow;
+mod fleet;
 mod output_schema;
 mod review;
 mod summary;
@@ -230,6 +231,43 @@ enum Command {
         /// The folder to write the run directory into, or a `.tar.gz` file to write.
         out: PathBuf,
     },
+    /// Export bundles into a fleet dataset: Parquet tables whose columns the contract defines
+    /// (`docs/fleet.md`, `docs/reference/dataset.md`).
+    ///
+    /// Each bundle is one run; a run already in DATASET is replaced, so exporting twice adds
+    /// nothing. Partitions touched are compacted into one file each unless `--no-compact`.
+    /// Records that cannot be read are listed (located) and not exported. Exit status: 0 when
+    /// every record was exported, 1 when some could not be read, 2 on an error. Needs the
+    /// feature `fleet`.
+    Export {
+        /// The bundles (directories or `.tar.gz`).
+        #[arg(required = true)]
+        bundles: Vec<PathBuf>,
+        /// The dataset folder (created when missing).
+        #[arg(long, value_name = "DATASET")]
+        to: PathBuf,
+        /// Leave each run in a file of its own until `diagwire compact`.
+        #[arg(long)]
+        no_compact: bool,
+    },
+    /// Merge the files of each partition of a fleet dataset into one. Needs the feature `fleet`.
+    Compact {
+        /// The dataset folder.
+        dataset: PathBuf,
+    },
+    /// Run SQL over a fleet dataset with embedded DataFusion: the tables `runs`, `nodes`,
+    /// `events`, `snapshots`, `finalize`, `vastai` and the shipped views (`docs/fleet.md`).
+    ///
+    /// Exit status: 0 with the rows, 2 on an error. Needs the feature `fleet`.
+    Query {
+        /// The dataset folder.
+        dataset: PathBuf,
+        /// One SQL statement.
+        sql: String,
+        /// How to print the rows.
+        #[arg(long, value_enum, default_value_t = fleet::Format::Table)]
+        format: fleet::Format,
+    },
     /// The JSON Schema of a command's JSON output (`schemas/tools/` holds them all).
     ///
     /// Without arguments, lists every output with its format version and command; with NAME,
@@ -325,6 +363,17 @@ fn main() -> ExitCode {
             out,
         } => summary::summary(&bundle, format, view, out),
         Command::Compare { a, b } => summary::compare(&a, &b),
+        Command::Export {
+            bundles,
+            to,
+            no_compact,
+        } => fleet::export(&bundles, &to, no_compact),
+        Command::Compact { dataset } => fleet::compact(&dataset),
+        Command::Query {
+            dataset,
+            sql,
+            format,
+        } => fleet::query(&dataset, &sql, format),
         Command::OutputSchema { name, write, check } => {
             output_schema::run(name.as_deref(), write.as_deref(), check.as_deref())
         }

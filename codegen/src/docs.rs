@@ -12,30 +12,30 @@ use diagwire_schema::model::{Def, DefKind, Model, Payload, Presence, Ty, UnionSt
 pub const DOCS_OUT: &str = "docs/reference";
 
 /// The first release that has something, or "unreleased".
-struct Since<'a> {
-    releases: &'a [(Version, Model)],
+pub(crate) struct Since<'a> {
+    pub(crate) releases: &'a [(Version, Model)],
 }
 
 impl Since<'_> {
-    fn find(&self, has: impl Fn(&Model) -> bool) -> String {
+    pub(crate) fn find(&self, has: impl Fn(&Model) -> bool) -> String {
         self.releases
             .iter()
             .find(|(_, m)| has(m))
             .map_or("unreleased".to_owned(), |(v, _)| v.to_string())
     }
 
-    fn def(&self, name: &str) -> String {
+    pub(crate) fn def(&self, name: &str) -> String {
         self.find(|m| m.def(name).is_some())
     }
 
-    fn field(&self, def: &str, field: &str) -> String {
+    pub(crate) fn field(&self, def: &str, field: &str) -> String {
         self.find(|m| match m.def(def).map(|d| &d.kind) {
             Some(DefKind::Struct(s)) => s.props.iter().any(|p| p.name == field),
             _ => false,
         })
     }
 
-    fn value(&self, def: &str, value: &str) -> String {
+    pub(crate) fn value(&self, def: &str, value: &str) -> String {
         self.find(|m| match m.def(def).map(|d| &d.kind) {
             Some(DefKind::Enum { values, .. }) => values.iter().any(|v| v == value),
             Some(DefKind::Union(u)) => u.variants.iter().any(|v| v.tag == value),

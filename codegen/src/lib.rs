@@ -12,6 +12,7 @@
 //! constructor against the current types), and [`proto`]'s `.proto` files and descriptors in
 //! `generated/proto/` with the number file `schemas/proto-numbers.json`.
 
+pub mod columns;
 pub mod docs;
 pub mod emit;
 pub mod native;
@@ -226,6 +227,11 @@ pub fn generate(root: &Path) -> Result<Vec<Output>> {
     let released: Vec<(Version, Model)> = constructor_calls;
     out.extend(
         docs::pages(&current_model, &released, &version)
+            .into_iter()
+            .map(|(p, s)| (PathBuf::from(p), s)),
+    );
+    out.extend(
+        columns::outputs(&current_model, &released, &version)
             .into_iter()
             .map(|(p, s)| (PathBuf::from(p), s)),
     );

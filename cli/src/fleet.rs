@@ -1,0 +1,130 @@
+//! `export`, `compact` and `query`: the arguments and the printing around `diagwire-fleet`. The
+//! crate (DataFusion, arrow, parquet) is built only with the feature `fleet`; without it each
+//! command says how to get it and exits 2, so the default build never compiles them.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// How `query` prints rows.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Format {
+    /// An aligned text table.
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// A JSON array with one object per row, keyed by column name.
+    Json,
+}
+
+#[cfg(not(feature = "fleet"))]
+fn missing(command: &str) -> ExitCode {
+    eprintln!(
+        "diagwire {command}: this binary was built without the feature `fleet` (DataFusion, arrow, \
+         parquet); build it with `cargo build -p diagwire-cli --features fleet` \
+         (or `cargo install --path cli --features fleet`)"
+    );
+    ExitCode::from(2)
+}
+
+/// `diagwire export BUNDLE… --to DATASET`.
+#[cfg(not(feature = "fleet"))]
+pub fn export(_bundles: &[PathBuf], _to: &Path, _no_compact: bool) -> ExitCode {
+    missing("export")
+}
+
+/// `diagwire compact DATASET`.
+#[cfg(not(feature = "fleet"))]
+pub fn compact(_dataset: &Path) -> ExitCode {
+    missing("compact")
+}
+
+/// `diagwire query DATASET SQL`.
+#[cfg(not(feature = "fleet"))]
+pub fn query(_dataset: &Path, _sql: &str, _format: Format) -> ExitCode {
+    missing("query")
+}
+
+/// `diagwire export BUNDLE… --to DATASET`: exit 0 when every record was exported, 1 when some
+/// could not be read (listed, not exported), 2 on an error (the dataset keeps the runs before it).
+#[cfg(feature = "fleet")]
+pub fn export(bundles: &[PathBuf], to: &Path, no_compact: bool) -> ExitCode {
+    use diagwire::problem::printable;
+    match diagwire_fleet::export::export(bundles, to, !no_compact) {
+        Ok(report) => {
+            for (bundle, run, rows) in &report.runs {
+                let rows: Vec<String> = rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
+                println!(
+                    "{}: run {} ({})",
+                    printable(bundle),
+                    printable(run),
+                    rows.join(", ")
+                );
+            }
+            for run in &report.replaced {
+                println!("replaced the earlier export of run {}", printable(run));
+            }
+            if report.compacted > 0 {
+                println!("compacted {} partition(s)", report.compacted);
+            }
+            if report.problems.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                for p in report.problems.iter().take(20) {
+                    eprintln!("{}", printable(&p.to_string()));
+                }
+                eprintln!(
+                    "{} record(s) or file(s) could not be read and were not exported",
+                    report.problems.len()
+                );
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("diagwire export: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `diagwire compact DATASET`: every partition into one file.
+#[cfg(feature = "fleet")]
+pub fn compact(dataset: &Path) -> ExitCode {
+    if !dataset.join(diagwire_fleet::dataset::INDEX).is_file() {
+        eprintln!(
+            "diagwire compact: {}: not a dataset (no _dataset.json)",
+            diagwire::problem::printable(&dataset.display().to_string())
+        );
+        return ExitCode::from(2);
+    }
+    match diagwire_fleet::dataset::compact(dataset) {
+        Ok(n) => {
+            println!("compacted {n} partition(s)");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("diagwire compact: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `diagwire query DATASET SQL`: exit 0 with the rows, 2 on an error.
+#[cfg(feature = "fleet")]
+pub fn query(dataset: &Path, sql: &str, format: Format) -> ExitCode {
+    use diagwire_fleet::query::{self, Format as F};
+    let format = match format {
+        Format::Table => F::Table,
+        Format::Csv => F::Csv,
+        Format::Json => F::Json,
+    };
+    match query::query(dataset, sql).and_then(|b| query::render(&b, format)) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("diagwire query: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

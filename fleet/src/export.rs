@@ -1,0 +1,469 @@
+//! `diagwire export`: bundles into the dataset. Each bundle is read once through the one record
+//! walk (`diagwire::bundle::records::walk_into`, a [`Consumer`]); each record becomes a row of its
+//! table (`rows.rs`), rows are decoded into Arrow batches by arrow-json and streamed into one
+//! staging Parquet file per table, so memory holds a batch and the row group being written, never
+//! the bundle. When the bundle has been read, its run is known (the manifest's `run_id`, else the
+//! one the boot records agree on, else the directory's name) and so is its partition; the run's
+//! old rows are removed, the staging files move into their partitions, the touched partitions are
+//! compacted into one file each, and `_dataset.json` is rewritten. A record the walk refuses is a
+//! located problem in the report, never a row.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::json::ReaderBuilder;
+use datafusion::arrow::json::reader::Decoder;
+use diagwire::Problem;
+use diagwire::bundle::read::{BundleReader, Limits};
+use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
+use diagwire::layout::{FileKind, Role};
+use diagwire::v1::Record;
+use serde_json::{Map, Value};
+
+use crate::columns::TABLES;
+use crate::dataset::{self, Index, PartWriter, RunIndex};
+use crate::rows::{self, Context};
+use crate::table::Table;
+use crate::{Error, arrow_schema};
+
+/// Rows handed to the JSON decoder at a time (and rows per decoded batch): snapshots and vast.ai
+/// records are large (a snapshot's body is kilobytes of JSON), so their chunks are small.
+fn chunk(table: &str) -> usize {
+    match table {
+        "snapshots" | "vastai" => 32,
+        _ => 1024,
+    }
+}
+
+/// What an export did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// The runs exported, by bundle: `(bundle, run id, rows per table)`.
+    pub runs: Vec<(String, String, BTreeMap<String, u64>)>,
+    /// Runs that replaced an earlier export of the same run.
+    pub replaced: Vec<String>,
+    /// Records and files that could not be read (not exported), located.
+    pub problems: Vec<Problem>,
+    /// Partitions merged into one file.
+    pub compacted: usize,
+}
+
+/// FNV-1a of `bytes`: the stable name of a part file.
+pub fn fnv(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// One table's staging file.
+struct Sink {
+    table: &'static Table,
+    decoder: Decoder,
+    pending: Vec<Map<String, Value>>,
+    writer: PartWriter,
+    path: PathBuf,
+}
+
+impl Sink {
+    fn push(&mut self, row: Map<String, Value>) -> Result<(), Error> {
+        self.pending.push(row);
+        if self.pending.len() >= chunk(self.table.name) {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self) -> Result<(), Error> {
+        if !self.pending.is_empty() {
+            self.decoder
+                .serialize(&self.pending)
+                .map_err(|e| Error::at(&self.path, format!("table {}: {e}", self.table.name)))?;
+            self.pending.clear();
+        }
+        while let Some(batch) = self
+            .decoder
+            .flush()
+            .map_err(|e| Error::at(&self.path, e.to_string()))?
+        {
+            self.writer.write(&batch)?;
+            if self.decoder.is_empty() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The pass over one bundle.
+struct Pass {
+    staging: PathBuf,
+    ctx: Context,
+    sinks: BTreeMap<&'static str, Sink>,
+    /// Boot records wait for the end: a node's row is its latest one.
+    boots: BTreeMap<String, (bool, u64, Map<String, Value>)>,
+    node_ids: BTreeMap<String, String>,
+    manifest_run: Option<String>,
+    boot_runs: BTreeSet<String>,
+    contract_version: Option<String>,
+    earliest_ms: Option<u64>,
+    /// The run ids rows were written with (more than the final one: a rewrite).
+    used_runs: BTreeSet<String>,
+    problems: Vec<Problem>,
+    error: Option<Error>,
+}
+
+fn table(name: &str) -> &'static Table {
+    TABLES
+        .iter()
+        .find(|t| t.name == name)
+        .expect("OK because the generated table has every table the export names")
+}
+
+impl Pass {
+    fn sink(&mut self, name: &'static str) -> Result<&mut Sink, Error> {
+        if !self.sinks.contains_key(name) {
+            let t = table(name);
+            let schema = Arc::new(arrow_schema::schema(t));
+            let decoder = ReaderBuilder::new(schema.clone())
+                .with_batch_size(chunk(name))
+                .build_decoder()
+                .map_err(|e| Error::at(&self.staging, e.to_string()))?;
+            let path = self.staging.join(format!("{name}.parquet"));
+            let writer = PartWriter::create_for(&path, schema, name)?;
+            self.sinks.insert(
+                name,
+                Sink {
+                    table: t,
+                    decoder,
+                    pending: Vec::new(),
+                    writer,
+                    path,
+                },
+            );
+        }
+        Ok(self
+            .sinks
+            .get_mut(name)
+            .expect("OK because it was inserted above"))
+    }
+
+    fn seen(&mut self, ms: Option<u64>) {
+        if let Some(ms) = ms.filter(|m| *m > 0) {
+            self.earliest_ms = Some(self.earliest_ms.map_or(ms, |e| e.min(ms)));
+        }
+    }
+
+    fn take(&mut self, item: &Item<'_>) -> Result<(), Error> {
+        let Ok(Value::Object(v)) = serde_json::from_str::<Value>(item.text) else {
+            return Ok(());
+        };
+        let node = item.node.map(str::to_owned);
+        let mut ctx = self.ctx.clone();
+        ctx.node.clone_from(&node);
+        ctx.node_id = node.as_ref().and_then(|n| self.node_ids.get(n).cloned());
+        ctx.file_seq = match item.role {
+            Role::Numbered(_, n) => Some(*n),
+            _ => None,
+        };
+        let name = match item.record {
+            Record::Manifest(m) => {
+                self.manifest_run = Some(m.run_id.clone());
+                self.contract_version = m.contract_version.clone();
+                if self.ctx.run_id != m.run_id {
+                    self.ctx.run_id = m.run_id.clone();
+                    ctx.run_id = m.run_id.clone();
+                }
+                "runs"
+            }
+            Record::Boot(b) => {
+                let label = node.clone().unwrap_or_default();
+                self.node_ids.insert(label.clone(), b.node_id_hex.0.clone());
+                self.boot_runs.insert(b.run_id.clone());
+                if self.manifest_run.is_none() && self.boot_runs.len() == 1 {
+                    self.ctx.run_id = b.run_id.clone();
+                }
+                let latest = matches!(item.role, Role::Latest(FileKind::Boot));
+                let seq = ctx.file_seq.unwrap_or(0);
+                let keep = self
+                    .boots
+                    .get(&label)
+                    .is_none_or(|(l, s, _)| !*l && (latest || seq >= *s));
+                if keep {
+                    self.boots.insert(label, (latest, seq, v));
+                }
+                return Ok(());
+            }
+            Record::Event(e) => {
+                self.seen(Some(e.wall_ms));
+                ctx.record_index = Some(item.index as u64);
+                if ctx.node_id.is_none() {
+                    ctx.node_id = Some(e.node_id.to_hex().0);
+                }
+                "events"
+            }
+            Record::Snapshot(s) => {
+                self.seen(Some(s.wall_ms));
+                "snapshots"
+            }
+            Record::Finalize(_) => "finalize",
+            Record::Vastai(_) => {
+                ctx.file_kind = match item.role {
+                    Role::Numbered(FileKind::Vastai(k), _) => Some(k.clone()),
+                    _ => None,
+                };
+                "vastai"
+            }
+            _ => return Ok(()),
+        };
+        if !self.used_runs.contains(&ctx.run_id) {
+            self.used_runs.insert(ctx.run_id.clone());
+        }
+        let t = table(name);
+        let row = rows::row(t, &v, &ctx);
+        self.sink(name)?.push(row)
+    }
+
+    /// The run the records say this is.
+    fn run_id(&self, fallback: &str) -> String {
+        if let Some(r) = &self.manifest_run {
+            return r.clone();
+        }
+        if self.boot_runs.len() == 1 {
+            return self.boot_runs.iter().next().cloned().unwrap_or_default();
+        }
+        fallback.to_owned()
+    }
+}
+
+impl Consumer for Pass {
+    fn record(&mut self, item: &Item<'_>) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self.take(item) {
+            self.error = Some(e);
+        }
+    }
+
+    fn problem(&mut self, problem: &Problem) {
+        self.problems.push(problem.clone());
+    }
+}
+
+/// Replaces the `run_id` column of a staging file (rows written before the run was known).
+fn rewrite_run_id(path: &Path, t: &'static Table, run: &str) -> Result<(), Error> {
+    let schema = Arc::new(arrow_schema::schema(t));
+    let file = fs::File::open(path).map_err(|e| Error::at(path, e.to_string()))?;
+    let reader =
+        datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|b| b.with_batch_size(8192).build())
+            .map_err(|e| Error::at(path, e.to_string()))?;
+    let mut w = PartWriter::create_for(path, schema.clone(), t.name)?;
+    for batch in reader {
+        let batch = batch.map_err(|e| Error::at(path, e.to_string()))?;
+        let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
+        cols[0] = Arc::new(StringArray::from(vec![run; batch.num_rows()]));
+        let batch = RecordBatch::try_new(schema.clone(), cols)
+            .map_err(|e| Error::at(path, e.to_string()))?;
+        w.write(&batch)?;
+    }
+    w.finish(path)
+}
+
+/// The UTC date (`YYYY-MM-DD`) of a millisecond timestamp (civil-from-days, proleptic Gregorian).
+pub fn utc_date(ms: u64) -> String {
+    let days = (ms / 86_400_000) as i64;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Exports `bundles` into `dataset` (created when missing), one run per bundle; a run already in
+/// the dataset is replaced. Touched partitions are compacted unless `compact` is false.
+pub fn export(bundles: &[PathBuf], dataset: &Path, compact: bool) -> Result<Report, Error> {
+    fs::create_dir_all(dataset).map_err(|e| Error::at(dataset, e.to_string()))?;
+    let mut index = Index::load(dataset)?;
+    let mut report = Report::default();
+    let mut touched: BTreeSet<PathBuf> = BTreeSet::new();
+    for (i, bundle) in bundles.iter().enumerate() {
+        let staging = dataset
+            .join("_staging")
+            .join(format!("{}-{i}", std::process::id()));
+        if staging.exists() {
+            fs::remove_dir_all(&staging).map_err(|e| Error::at(&staging, e.to_string()))?;
+        }
+        fs::create_dir_all(&staging).map_err(|e| Error::at(&staging, e.to_string()))?;
+        let result = export_one(
+            bundle,
+            dataset,
+            &staging,
+            &mut index,
+            &mut report,
+            &mut touched,
+        );
+        let _ = fs::remove_dir_all(&staging);
+        result?;
+        index.save(dataset)?;
+    }
+    let _ = fs::remove_dir(dataset.join("_staging"));
+    if compact {
+        for dir in &touched {
+            let table = dir
+                .parent()
+                .and_then(Path::parent)
+                .and_then(Path::file_name)
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            report.compacted += usize::from(dataset::compact_dir(dir, &table)?);
+        }
+    }
+    index.save(dataset)?;
+    Ok(report)
+}
+
+fn export_one(
+    bundle: &Path,
+    dataset: &Path,
+    staging: &Path,
+    index: &mut Index,
+    report: &mut Report,
+    touched: &mut BTreeSet<PathBuf>,
+) -> Result<(), Error> {
+    let mut reader = BundleReader::open(bundle, Limits::default())
+        .map_err(|e| Error::problem(Problem::from(e)))?;
+    let bundle_name = bundle
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let fallback = reader.run_id().to_owned();
+    let mut pass = Pass {
+        staging: staging.to_owned(),
+        ctx: Context {
+            run_id: fallback.clone(),
+            bundle: bundle_name.clone(),
+            ..Context::default()
+        },
+        sinks: BTreeMap::new(),
+        boots: BTreeMap::new(),
+        node_ids: BTreeMap::new(),
+        manifest_run: None,
+        boot_runs: BTreeSet::new(),
+        contract_version: None,
+        earliest_ms: None,
+        used_runs: BTreeSet::new(),
+        problems: Vec::new(),
+        error: None,
+    };
+    walk_into(&mut reader, Walk::default(), &mut [&mut pass]);
+    if let Some(e) = pass.error.take() {
+        pass.sinks.into_values().for_each(|s| s.writer.abandon());
+        return Err(e);
+    }
+    let run = pass.run_id(&fallback);
+    // The boot rows (one per node, its latest boot record).
+    let boots = std::mem::take(&mut pass.boots);
+    for (label, (_, _, v)) in boots {
+        if let Some(ms) = v.get("process_start_unix_ms").and_then(Value::as_u64) {
+            pass.seen(Some(ms));
+        }
+        let ctx = Context {
+            run_id: run.clone(),
+            bundle: bundle_name.clone(),
+            node: Some(label.clone()),
+            node_id: pass.node_ids.get(&label).cloned(),
+            ..Context::default()
+        };
+        let row = rows::row(table("nodes"), &v, &ctx);
+        pass.sink("nodes")?.push(row)?;
+    }
+    if !pass.sinks.contains_key("runs") {
+        // A run without a manifest still has its row.
+        let ctx = Context {
+            run_id: run.clone(),
+            bundle: bundle_name.clone(),
+            ..Context::default()
+        };
+        let row = rows::row(table("runs"), &Map::new(), &ctx);
+        pass.sink("runs")?.push(row)?;
+    }
+    let contract_version = pass
+        .contract_version
+        .clone()
+        .unwrap_or_else(|| "1.0.0".to_owned());
+    let major: u64 = contract_version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(1);
+    let date = utc_date(pass.earliest_ms.unwrap_or(0));
+    let mut staged = Vec::new();
+    for (name, mut sink) in std::mem::take(&mut pass.sinks) {
+        sink.drain()?;
+        let rows = sink.writer.rows;
+        sink.writer.finish(&sink.path)?;
+        staged.push((name, sink.table, sink.path, rows));
+    }
+    // Rows written before the run was known carry the directory's name: put the run's id.
+    if pass.used_runs.iter().any(|r| *r != run) {
+        for (_, t, path, _) in &staged {
+            rewrite_run_id(path, t, &run)?;
+        }
+    }
+    if let Some(old) = index.runs.get(&run) {
+        for t in TABLES {
+            let dir = dataset::partition_dir(dataset, t.name, old.contract_major, &old.date);
+            dataset::remove_run(&dir, t.name, &run)?;
+        }
+        report.replaced.push(run.clone());
+    }
+    let part = format!("part-{:016x}.parquet", fnv(run.as_bytes()));
+    let mut rows = BTreeMap::new();
+    for (name, _, path, n) in staged {
+        let dir = dataset::partition_dir(dataset, name, major, &date);
+        fs::create_dir_all(&dir).map_err(|e| Error::at(&dir, e.to_string()))?;
+        let target = dir.join(&part);
+        fs::rename(&path, &target).map_err(|e| Error::at(&target, e.to_string()))?;
+        touched.insert(dir);
+        rows.insert(name.to_owned(), n);
+    }
+    index.runs.insert(
+        run.clone(),
+        RunIndex {
+            bundle: bundle_name.clone(),
+            contract_version,
+            contract_major: major,
+            date,
+            rows: rows.clone(),
+        },
+    );
+    report.runs.push((bundle.display().to_string(), run, rows));
+    report.problems.extend(pass.problems);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_date;
+
+    #[test]
+    fn dates_are_utc_days() {
+        assert_eq!(utc_date(0), "1970-01-01");
+        assert_eq!(utc_date(1_779_733_870_128), "2026-05-25");
+        assert_eq!(utc_date(951_782_400_000), "2000-02-29");
+    }
+}

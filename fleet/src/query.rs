@@ -1,0 +1,130 @@
+//! `diagwire query`: SQL over a dataset with an embedded DataFusion. Every table is registered
+//! with its generated schema (never inferred from a file, so files of older contracts read with
+//! the current columns, the missing ones null) and the partition columns of its folders; a table
+//! with no file yet is registered empty. The shipped views (`views.rs`) are defined on top.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::datasource::MemTable;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::prelude::SessionContext;
+
+use crate::columns::TABLES;
+use crate::{Error, arrow_schema, views};
+
+/// How `diagwire query` prints rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// An aligned text table.
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// A JSON array with one object per row, keyed by column name.
+    Json,
+}
+
+fn df(e: impl std::fmt::Display) -> Error {
+    Error::query(e.to_string())
+}
+
+/// A DataFusion session with the dataset's tables and the shipped views registered.
+pub async fn session(dataset: &Path) -> Result<SessionContext, Error> {
+    if !dataset.join(crate::dataset::INDEX).is_file() {
+        return Err(Error::at(dataset, "not a dataset (no _dataset.json)"));
+    }
+    let ctx = SessionContext::new();
+    for t in TABLES {
+        let schema = Arc::new(arrow_schema::schema(t));
+        let dir = dataset.join(t.name);
+        if crate::dataset::partitions(&dir).is_empty() {
+            let empty = MemTable::try_new(schema, vec![vec![]]).map_err(df)?;
+            ctx.register_table(t.name, Arc::new(empty)).map_err(df)?;
+            continue;
+        }
+        let abs = std::fs::canonicalize(&dir).map_err(|e| Error::at(&dir, e.to_string()))?;
+        let url = ListingTableUrl::parse(format!("{}/", abs.display())).map_err(df)?;
+        let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+            .with_file_extension(".parquet")
+            .with_table_partition_cols(vec![
+                ("contract_major".into(), DataType::Utf8),
+                ("date".into(), DataType::Utf8),
+            ]);
+        let config = ListingTableConfig::new(url)
+            .with_listing_options(options)
+            .with_schema(schema);
+        let table = ListingTable::try_new(config).map_err(df)?;
+        ctx.register_table(t.name, Arc::new(table)).map_err(df)?;
+    }
+    for v in views::VIEWS {
+        ctx.sql(&format!("CREATE VIEW {} AS {}", v.name, v.sql))
+            .await
+            .map_err(|e| Error::query(format!("view {}: {e}", v.name)))?;
+    }
+    Ok(ctx)
+}
+
+/// The runtime the blocking entry points run DataFusion on.
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(df)
+}
+
+/// Runs `sql` over `dataset` and returns its rows.
+pub fn query(dataset: &Path, sql: &str) -> Result<Vec<RecordBatch>, Error> {
+    runtime()?.block_on(async {
+        let ctx = session(dataset).await?;
+        let frame = ctx.sql(sql).await.map_err(df)?;
+        frame.collect().await.map_err(df)
+    })
+}
+
+/// The rows as text in `format`; text from a bundle has its control characters escaped.
+pub fn render(batches: &[RecordBatch], format: Format) -> Result<String, Error> {
+    let text = match format {
+        Format::Table => datafusion::arrow::util::pretty::pretty_format_batches(batches)
+            .map_err(df)?
+            .to_string(),
+        Format::Csv => {
+            let mut buf = Vec::new();
+            {
+                let mut w = datafusion::arrow::csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(&mut buf);
+                for b in batches {
+                    w.write(b).map_err(df)?;
+                }
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        }
+        Format::Json => {
+            let mut buf = Vec::new();
+            {
+                let mut w = datafusion::arrow::json::ArrayWriter::new(&mut buf);
+                for b in batches {
+                    w.write(b).map_err(df)?;
+                }
+                w.finish().map_err(df)?;
+            }
+            if buf.is_empty() {
+                "[]".to_owned()
+            } else {
+                String::from_utf8_lossy(&buf).into_owned()
+            }
+        }
+    };
+    let mut out = String::with_capacity(text.len() + 1);
+    for line in text.lines() {
+        out.push_str(&diagwire::problem::printable(line));
+        out.push('\n');
+    }
+    Ok(out)
+}

@@ -1,0 +1,38 @@
+//! The shipped views, defined once: each is a `SELECT` in `fleet/views/<name>.sql`, compiled in
+//! here for `diagwire query` and read from the same files by the DuckDB and Spark tests, so every
+//! engine runs the same text. They use only SQL the three engines share (no JSON functions, no
+//! engine-specific list functions but `UNNEST` in a select list), identifiers that are keywords
+//! double-quoted.
+
+/// One view.
+#[derive(Debug)]
+pub struct View {
+    /// Its name.
+    pub name: &'static str,
+    /// Its `SELECT`.
+    pub sql: &'static str,
+}
+
+/// Every shipped view; a view may use the ones before it.
+pub const VIEWS: &[View] = &[
+    View {
+        name: "node_labels",
+        sql: include_str!("../views/node_labels.sql"),
+    },
+    View {
+        name: "dials",
+        sql: include_str!("../views/dials.sql"),
+    },
+    View {
+        name: "swim_transitions",
+        sql: include_str!("../views/swim_transitions.sql"),
+    },
+    View {
+        name: "probe_rtts",
+        sql: include_str!("../views/probe_rtts.sql"),
+    },
+    View {
+        name: "kernel_drops",
+        sql: include_str!("../views/kernel_drops.sql"),
+    },
+];
