@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 mod behaviour;
 mod convert;
-mod follow;
 mod fleet;
+mod follow;
 mod output_schema;
 mod review;
 mod summary;
