@@ -67,7 +67,7 @@ fn a_duration_without_a_unit_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     let want = if cfg!(feature = "serve") {
-        "has no unit"
+        "write a duration like"
     } else {
         "--features serve"
     };

@@ -68,7 +68,7 @@ pub enum RecordRef<'a> {
     Events(&'a [EventRecord]),
     /// The record that closes the run (without a manifest, it says the run was finalized).
     Finalize(&'a Finalize),
-    /// A record of another kind (finalize, vast.ai…): counted, not read by a rule.
+    /// A record of another kind (vast.ai, …): counted, not read by a rule.
     Other,
 }
 
