@@ -1,8 +1,8 @@
 //! The shipped views, defined once: each is a `SELECT` in `fleet/views/<name>.sql`, compiled in
 //! here for `diagwire query` and read from the same files by the DuckDB and Spark tests, so every
 //! engine runs the same text. They use only SQL the three engines share (no JSON functions, no
-//! engine-specific list functions but `UNNEST` in a select list), identifiers that are keywords
-//! double-quoted.
+//! list-to-rows function: a list's elements are read by position, as `list_positions` explains),
+//! identifiers that are keywords double-quoted.
 
 /// One view.
 #[derive(Debug)]
@@ -20,6 +20,10 @@ pub const VIEWS: &[View] = &[
         sql: include_str!("../views/node_labels.sql"),
     },
     View {
+        name: "list_positions",
+        sql: include_str!("../views/list_positions.sql"),
+    },
+    View {
         name: "dials",
         sql: include_str!("../views/dials.sql"),
     },
@@ -34,5 +38,13 @@ pub const VIEWS: &[View] = &[
     View {
         name: "kernel_drops",
         sql: include_str!("../views/kernel_drops.sql"),
+    },
+    View {
+        name: "relay_sessions",
+        sql: include_str!("../views/relay_sessions.sql"),
+    },
+    View {
+        name: "subprocesses",
+        sql: include_str!("../views/subprocesses.sql"),
     },
 ];

@@ -18,22 +18,26 @@ fn example(name: &str) -> PathBuf {
     root().join("examples/bundles").join(name)
 }
 
-fn golden(version: &str) -> PathBuf {
-    root()
-        .join("compat-tests/fixtures")
-        .join(version)
-        .join("golden.tar.gz")
-}
-
-/// Every bundle the tests export.
+/// Every bundle the tests export: each example bundle and each release's golden bundle.
 fn bundles() -> Vec<PathBuf> {
-    vec![
-        example("n3-relay-flap"),
-        example("n3-relay-flap-oldest"),
-        golden("1.0.0"),
-        golden("1.1.0"),
-        golden("1.2.0"),
-    ]
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root().join("examples/bundles"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    let mut golden: Vec<PathBuf> = std::fs::read_dir(root().join("compat-tests/fixtures"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("golden.tar.gz"))
+        .filter(|p| p.is_file())
+        .collect();
+    out.sort();
+    golden.sort();
+    out.extend(golden);
+    assert!(
+        out.len() >= 5,
+        "the example and golden bundles are missing: {out:?}"
+    );
+    out
 }
 
 fn rows(dataset: &Path, sql: &str) -> Vec<Value> {
@@ -75,7 +79,7 @@ fn every_record_of_every_bundle_is_a_row_and_nothing_is_lost() {
     let dir = tempfile::tempdir().unwrap();
     let report = export::export(&bundles(), dir.path(), true).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
-    assert_eq!(report.runs.len(), 5);
+    assert_eq!(report.runs.len(), bundles().len());
     for b in bundles() {
         let s = diagwire_summary::render::json(
             &diagwire_summary::summarize(&b, Limits::default()).unwrap(),
@@ -132,15 +136,52 @@ fn exporting_a_run_again_replaces_it() {
     }
 }
 
+/// A shipped view and the section of `summary --format json` it equals for a one-run dataset.
+struct Section {
+    /// The summary's key (an array of rows, or one object or null).
+    section: &'static str,
+    /// The query over the view whose rows equal the section's.
+    sql: &'static str,
+    /// The keys compared.
+    keys: &'static [&'static str],
+}
+
+/// Exports each bundle on its own and checks that `sql`'s rows equal the summary's section, in
+/// any order; at least one bundle must have rows, or the check compares nothing.
+fn check_section(s: &Section) {
+    let mut seen = 0;
+    for b in bundles() {
+        let (dir, summary) = one_run(&b);
+        let got = project(&rows(dir.path(), s.sql), s.keys);
+        let want = match &summary[s.section] {
+            Value::Array(rows) => rows.clone(),
+            Value::Null => Vec::new(),
+            one => vec![one.clone()],
+        };
+        let want = project(&want, s.keys);
+        seen += want.len();
+        assert_eq!(
+            sorted(got),
+            sorted(want),
+            "{} against the summary's {} of {}",
+            s.sql,
+            s.section,
+            b.display()
+        );
+    }
+    assert!(
+        seen > 0,
+        "no bundle has {}: the test compares nothing",
+        s.section
+    );
+}
+
 #[test]
 fn the_dials_view_is_the_summarys_per_peer_dials() {
-    for b in [
-        example("n3-relay-flap"),
-        example("n3-relay-flap-oldest"),
-        golden("1.2.0"),
-    ] {
-        let (dir, s) = one_run(&b);
-        let keys = [
+    check_section(&Section {
+        section: "dials",
+        sql: "SELECT * FROM dials",
+        keys: &[
             "peer",
             "started",
             "succeeded",
@@ -148,50 +189,26 @@ fn the_dials_view_is_the_summarys_per_peer_dials() {
             "in_flight",
             "last_outcome",
             "last_outcome_ms",
-        ];
-        let got = project(&rows(dir.path(), "SELECT * FROM dials"), &keys);
-        let want = project(s["dials"].as_array().unwrap(), &keys);
-        assert!(
-            !want.is_empty() || !b.ends_with("n3-relay-flap"),
-            "no dials to compare"
-        );
-        assert_eq!(sorted(got), sorted(want), "{}", b.display());
-    }
+        ],
+    });
 }
 
 #[test]
 fn the_earliest_transition_to_dead_is_the_summarys_first_peer_to_go_dead() {
-    for b in [
-        example("n3-relay-flap"),
-        example("n3-relay-flap-oldest"),
-        golden("1.2.0"),
-    ] {
-        let (dir, s) = one_run(&b);
-        let got = rows(
-            dir.path(),
-            "SELECT observer, peer, wall_ms, reason FROM swim_transitions WHERE to_state = 'Dead' \
-             ORDER BY wall_ms, observer, file_seq, record_index LIMIT 1",
-        );
-        let keys = ["observer", "peer", "wall_ms", "reason"];
-        let want = if s["first_dead"].is_null() {
-            vec![]
-        } else {
-            project(&[s["first_dead"].clone()], &keys)
-        };
-        assert_eq!(project(&got, &keys), want, "{}", b.display());
-    }
+    check_section(&Section {
+        section: "first_dead",
+        sql: "SELECT observer, peer, wall_ms, reason FROM swim_transitions WHERE to_state = 'Dead' \
+              ORDER BY wall_ms, observer, file_seq, record_index LIMIT 1",
+        keys: &["observer", "peer", "wall_ms", "reason"],
+    });
 }
 
 #[test]
 fn the_probe_rtts_view_is_the_summarys_rtt_distribution() {
-    let mut seen = 0;
-    for b in [
-        example("n3-relay-flap"),
-        example("n3-relay-flap-oldest"),
-        golden("1.2.0"),
-    ] {
-        let (dir, s) = one_run(&b);
-        let keys = [
+    check_section(&Section {
+        section: "probe_rtt",
+        sql: "SELECT * FROM probe_rtts",
+        keys: &[
             "observer",
             "target",
             "probes",
@@ -202,37 +219,46 @@ fn the_probe_rtts_view_is_the_summarys_rtt_distribution() {
             "p95_ms",
             "p99_ms",
             "budget",
-        ];
-        let got = project(&rows(dir.path(), "SELECT * FROM probe_rtts"), &keys);
-        let want = project(s["probe_rtt"].as_array().unwrap(), &keys);
-        seen += want.len();
-        assert_eq!(sorted(got), sorted(want), "{}", b.display());
-    }
-    assert!(
-        seen > 0,
-        "no bundle has probe RTTs: the test compares nothing"
-    );
+        ],
+    });
 }
 
 #[test]
 fn the_kernel_drops_view_is_the_summarys_kernel_network_drops() {
-    let mut seen = 0;
-    for b in [
-        example("n3-relay-flap"),
-        example("n3-relay-flap-oldest"),
-        golden("1.2.0"),
-    ] {
-        let (dir, s) = one_run(&b);
-        let keys = ["node", "counter", "delta"];
-        let got = project(&rows(dir.path(), "SELECT * FROM kernel_drops"), &keys);
-        let want = project(s["kernel_drops"].as_array().unwrap(), &keys);
-        seen += want.len();
-        assert_eq!(sorted(got), sorted(want), "{}", b.display());
-    }
-    assert!(
-        seen > 0,
-        "no bundle has kernel drops: the test compares nothing"
-    );
+    check_section(&Section {
+        section: "kernel_drops",
+        sql: "SELECT * FROM kernel_drops",
+        keys: &["node", "counter", "delta"],
+    });
+}
+
+#[test]
+fn the_relay_sessions_view_is_the_summarys_relay_sessions() {
+    check_section(&Section {
+        section: "relay_sessions",
+        sql: "SELECT * FROM relay_sessions",
+        keys: &[
+            "relay",
+            "peer",
+            "initiator",
+            "reason",
+            "duration_ms",
+            "bytes_in",
+            "bytes_out",
+            "closed_at_ms",
+            "node_last_failure_reason",
+            "node_last_failure_from",
+        ],
+    });
+}
+
+#[test]
+fn the_subprocesses_view_is_the_summarys_subprocess_buckets() {
+    check_section(&Section {
+        section: "subprocesses",
+        sql: "SELECT * FROM subprocesses",
+        keys: &["node", "label", "bucket", "detail"],
+    });
 }
 
 fn version(v: &str) -> Option<Vec<u64>> {
@@ -277,4 +303,98 @@ fn a_column_a_later_release_added_reads_as_null_for_an_older_writers_run() {
         checked > 0,
         "no run predates any column: the test compares nothing"
     );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// Reads every row group of every events file of `dataset` and checks its rows are in
+/// (`run_id`, `node`, `monotonic_seq`) order; returns the rows read.
+fn check_events_sorted(dataset: &Path) -> usize {
+    use diagwire_fleet::datafusion::arrow::array::{Array, Int64Array, StringArray};
+    use diagwire_fleet::datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let mut read = 0;
+    for p in dataset::partitions(&dataset.join("events")) {
+        for f in dataset::parquet_files(&p) {
+            let groups = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&f).unwrap())
+                .unwrap()
+                .metadata()
+                .num_row_groups();
+            for g in 0..groups {
+                let reader =
+                    ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&f).unwrap())
+                        .unwrap()
+                        .with_row_groups(vec![g])
+                        .build()
+                        .unwrap();
+                let mut last: Option<(String, String, (bool, i64))> = None;
+                for batch in reader {
+                    let batch = batch.unwrap();
+                    let col =
+                        |name: &str| batch.column(batch.schema().index_of(name).unwrap()).clone();
+                    let run = col("run_id");
+                    let run = run.as_any().downcast_ref::<StringArray>().unwrap();
+                    let node = col("node");
+                    let node = node.as_any().downcast_ref::<StringArray>().unwrap();
+                    let seq = col("monotonic_seq");
+                    let seq = seq.as_any().downcast_ref::<Int64Array>().unwrap();
+                    for i in 0..batch.num_rows() {
+                        let key = (
+                            run.value(i).to_owned(),
+                            node.value(i).to_owned(),
+                            (
+                                seq.is_null(i),
+                                if seq.is_null(i) { 0 } else { seq.value(i) },
+                            ),
+                        );
+                        if let Some(l) = &last {
+                            assert!(
+                                *l <= key,
+                                "{} row group {g}: {key:?} after {l:?}",
+                                f.display()
+                            );
+                        }
+                        last = Some(key);
+                        read += 1;
+                    }
+                }
+            }
+        }
+    }
+    read
+}
+
+#[test]
+fn events_are_written_in_run_node_and_monotonic_seq_order_whatever_the_bundles_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A bundle whose files come out of order: a node's first two event files swapped.
+    let shuffled = tmp.path().join("n3-relay-flap");
+    copy_dir(&example("n3-relay-flap"), &shuffled);
+    let events = shuffled.join("stage-0/events");
+    std::fs::rename(events.join("events-000001.json"), events.join("swap.json")).unwrap();
+    std::fs::rename(
+        events.join("events-000002.json"),
+        events.join("events-000001.json"),
+    )
+    .unwrap();
+    std::fs::rename(events.join("swap.json"), events.join("events-000002.json")).unwrap();
+    let dir = tmp.path().join("dataset");
+    export::export(&[shuffled], &dir, true).unwrap();
+    let n = check_events_sorted(&dir);
+    assert!(n > 0, "no events read");
+    // Every bundle of the tests, in one dataset: compaction keeps each run's order.
+    let all = tempfile::tempdir().unwrap();
+    export::export(&bundles(), all.path(), true).unwrap();
+    let total = rows(all.path(), "SELECT COUNT(*) AS n FROM events");
+    assert_eq!(total[0]["n"], check_events_sorted(all.path()));
 }

@@ -2,13 +2,21 @@
 -- first and last snapshot that has any (UDP no_ports, in_errors, rcvbuf_errors, sndbuf_errors;
 -- rx/tx dropped and errors per interface), where it moved. The first snapshot is the earliest in
 -- time (the first in file order among equal times), the last the latest (the last among equal
--- times). The summary's "Kernel network drops".
+-- times). The summary's "Kernel network drops". The interfaces are read by position
+-- (`list_positions` says how).
 WITH net AS (
   SELECT run_id, node, wall_ms, file_seq, body.host.network AS n
   FROM snapshots WHERE body.host.network IS NOT NULL
 ),
+lists AS (
+  SELECT run_id, node, wall_ms, file_seq, n.interfaces AS l
+  FROM net WHERE cardinality(n.interfaces) > 0
+),
 ifaces AS (
-  SELECT run_id, node, wall_ms, file_seq, UNNEST(n.interfaces) AS i FROM net
+  SELECT s.run_id, s.node, s.wall_ms, s.file_seq,
+    s.l[p.i - 1 + CASE WHEN s.l[0] IS NULL THEN 1 ELSE 0 END] AS iface
+  FROM lists s
+  JOIN list_positions p ON p.i <= cardinality(s.l)
 ),
 counters AS (
   SELECT run_id, node, wall_ms, file_seq, 'udp.no_ports' AS counter, n.udp_kernel_stats.no_ports AS v FROM net
@@ -19,13 +27,13 @@ counters AS (
   UNION ALL
   SELECT run_id, node, wall_ms, file_seq, 'udp.sndbuf_errors' AS counter, n.udp_kernel_stats.sndbuf_errors AS v FROM net
   UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, i.name || '.rx_dropped' AS counter, i.counters.rx_dropped AS v FROM ifaces WHERE i.counters IS NOT NULL
+  SELECT run_id, node, wall_ms, file_seq, iface.name || '.rx_dropped' AS counter, iface.counters.rx_dropped AS v FROM ifaces WHERE iface.counters IS NOT NULL
   UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, i.name || '.tx_dropped' AS counter, i.counters.tx_dropped AS v FROM ifaces WHERE i.counters IS NOT NULL
+  SELECT run_id, node, wall_ms, file_seq, iface.name || '.tx_dropped' AS counter, iface.counters.tx_dropped AS v FROM ifaces WHERE iface.counters IS NOT NULL
   UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, i.name || '.rx_errors' AS counter, i.counters.rx_errors AS v FROM ifaces WHERE i.counters IS NOT NULL
+  SELECT run_id, node, wall_ms, file_seq, iface.name || '.rx_errors' AS counter, iface.counters.rx_errors AS v FROM ifaces WHERE iface.counters IS NOT NULL
   UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, i.name || '.tx_errors' AS counter, i.counters.tx_errors AS v FROM ifaces WHERE i.counters IS NOT NULL
+  SELECT run_id, node, wall_ms, file_seq, iface.name || '.tx_errors' AS counter, iface.counters.tx_errors AS v FROM ifaces WHERE iface.counters IS NOT NULL
 ),
 present AS (
   SELECT * FROM counters WHERE v IS NOT NULL

@@ -1,0 +1,13 @@
+-- The positions 1 to 10,000, one row each: the views read the elements of a list column by
+-- joining its rows with the positions up to the list's length, because the three engines share no
+-- function that turns a list into rows (DataFusion and DuckDB spell it `UNNEST`, Spark `explode`).
+-- An element is read with the subscript `list[i - 1 + CASE WHEN list[0] IS NULL THEN 1 ELSE 0 END]`:
+-- DataFusion and DuckDB count from 1 and read `list[0]` as null, Spark counts from 0, so the case
+-- turns position i into the engine's own index (a list's elements are structs, never null).
+-- A list longer than 10,000 elements is read up to its 10,000th.
+WITH digits AS (
+  SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+  UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9
+)
+SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 1 AS i
+FROM digits a CROSS JOIN digits b CROSS JOIN digits c CROSS JOIN digits e
