@@ -27,7 +27,7 @@ use crate::columns::TABLES;
 use crate::dataset::{self, Index, PartWriter, RunIndex};
 use crate::rows::{self, Context};
 use crate::table::Table;
-use crate::{Error, arrow_schema};
+use crate::{Error, arrow_schema, sort};
 
 /// Rows handed to the JSON decoder at a time (and rows per decoded batch): snapshots and vast.ai
 /// records are large (a snapshot's body is kilobytes of JSON), so their chunks are small.
@@ -68,10 +68,38 @@ struct Sink {
     pending: Vec<Map<String, Value>>,
     writer: PartWriter,
     path: PathBuf,
+    /// The sort key of the last event row, and whether every row so far came in key order.
+    last_key: Option<EventKey>,
+    in_order: bool,
+}
+
+/// An event row's place in the sorted file: node, then `monotonic_seq` (a null one, a value above
+/// 2^63 − 1, last), then the bundle's order.
+type EventKey = (String, (bool, i64), i64, i64);
+
+fn event_key(row: &Map<String, Value>) -> EventKey {
+    let int = |k: &str| row.get(k).and_then(Value::as_i64);
+    let seq = int("monotonic_seq");
+    (
+        row.get("node")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        (seq.is_none(), seq.unwrap_or(0)),
+        int("file_seq").unwrap_or(0),
+        int("record_index").unwrap_or(0),
+    )
 }
 
 impl Sink {
     fn push(&mut self, row: Map<String, Value>) -> Result<(), Error> {
+        if self.table.name == "events" {
+            let key = event_key(&row);
+            if self.last_key.as_ref().is_some_and(|last| *last > key) {
+                self.in_order = false;
+            }
+            self.last_key = Some(key);
+        }
         self.pending.push(row);
         if self.pending.len() >= chunk(self.table.name) {
             self.drain()?;
@@ -144,6 +172,8 @@ impl Pass {
                     pending: Vec::new(),
                     writer,
                     path,
+                    last_key: None,
+                    in_order: true,
                 },
             );
         }
@@ -416,6 +446,9 @@ fn export_one(
         sink.drain()?;
         let rows = sink.writer.rows;
         sink.writer.finish(&sink.path)?;
+        if !sink.in_order {
+            sort::events(&sink.path, sink.table)?;
+        }
         staged.push((name, sink.table, sink.path, rows));
     }
     // Rows written before the run was known carry the directory's name: put the run's id.

@@ -17,12 +17,12 @@ use diagwire::Problem;
 pub use datafusion;
 
 pub mod arrow_schema;
-#[rustfmt::skip]
 pub mod columns;
 pub mod dataset;
 pub mod export;
 pub mod query;
 pub mod rows;
+pub mod sort;
 pub mod table;
 pub mod views;
 
