@@ -5,4 +5,5 @@
 //! published.
 
 pub mod bench;
+pub mod bundles;
 pub mod scenario;
