@@ -14,7 +14,8 @@ lists AS (
 ),
 ifaces AS (
   SELECT s.run_id, s.node, s.wall_ms, s.file_seq,
-    s.l[p.i - 1 + CASE WHEN s.l[0] IS NULL THEN 1 ELSE 0 END] AS iface
+    CASE WHEN p.i <= cardinality(s.l)
+      THEN s.l[p.i - 1 + CASE WHEN s.l[0] IS NULL THEN 1 ELSE 0 END] END AS iface
   FROM lists s
   JOIN list_positions p ON p.i <= cardinality(s.l)
 ),

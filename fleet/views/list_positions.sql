@@ -1,7 +1,8 @@
 -- The positions 1 to 10,000, one row each: the views read the elements of a list column by
 -- joining its rows with the positions up to the list's length, because the three engines share no
 -- function that turns a list into rows (DataFusion and DuckDB spell it `UNNEST`, Spark `explode`).
--- An element is read with the subscript `list[i - 1 + CASE WHEN list[0] IS NULL THEN 1 ELSE 0 END]`:
+-- An element is read with `CASE WHEN i <= cardinality(list) THEN list[i - 1 + CASE WHEN list[0] IS NULL
+-- THEN 1 ELSE 0 END] END` (guarded: Spark may evaluate it before the join's condition):
 -- DataFusion and DuckDB count from 1 and read `list[0]` as null, Spark counts from 0, so the case
 -- turns position i into the engine's own index (a list's elements are structs, never null).
 -- A list longer than 10,000 elements is read up to its 10,000th.

@@ -30,7 +30,8 @@ caches AS (
 ),
 entries AS (
   SELECT c.run_id, c.node, c.file_seq, p.i,
-    c.l[p.i - 1 + CASE WHEN c.l[0] IS NULL THEN 1 ELSE 0 END] AS entry
+    CASE WHEN p.i <= cardinality(c.l)
+      THEN c.l[p.i - 1 + CASE WHEN c.l[0] IS NULL THEN 1 ELSE 0 END] END AS entry
   FROM caches c
   JOIN list_positions p ON p.i <= cardinality(c.l)
 ),

@@ -90,7 +90,8 @@ lists AS (
 ),
 seen AS (
   SELECT s.run_id, s.node, s.file_seq, p.i,
-    s.l[p.i - 1 + CASE WHEN s.l[0] IS NULL THEN 1 ELSE 0 END] AS sub
+    CASE WHEN p.i <= cardinality(s.l)
+      THEN s.l[p.i - 1 + CASE WHEN s.l[0] IS NULL THEN 1 ELSE 0 END] END AS sub
   FROM lists s
   JOIN list_positions p ON p.i <= cardinality(s.l)
 ),
@@ -169,7 +170,8 @@ manifest_lists AS (
   SELECT run_id, nodes AS l FROM runs WHERE cardinality(nodes) > 0
 ),
 manifest_nodes AS (
-  SELECT m.run_id, m.l[p.i - 1 + CASE WHEN m.l[0] IS NULL THEN 1 ELSE 0 END] AS listed
+  SELECT m.run_id, CASE WHEN p.i <= cardinality(m.l)
+      THEN m.l[p.i - 1 + CASE WHEN m.l[0] IS NULL THEN 1 ELSE 0 END] END AS listed
   FROM manifest_lists m
   JOIN list_positions p ON p.i <= cardinality(m.l)
 ),
