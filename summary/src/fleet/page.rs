@@ -37,14 +37,17 @@ fn runs_plot(r: &FleetReport, o: &mut String) {
     let total = days.len();
     let days: Vec<(&str, Vec<(&str, u64)>)> =
         days.into_iter().rev().take(MAX_LANES).rev().collect();
-    let max = days
+    // Whole runs on the axis: four steps of a whole number.
+    let step = days
         .iter()
         .map(|(_, v)| v.iter().map(|(_, n)| n).sum::<u64>())
         .max()
         .unwrap_or(1)
-        .max(1);
+        .max(1)
+        .div_ceil(4);
+    let max = step * 4;
     let (top, h) = (20.0, 200.0);
-    let mut svg = Svg::new(WIDTH, top + h + 50.0);
+    let mut svg = Svg::new(WIDTH, top + h + 25.0);
     let slot = (WIDTH - LEFT - RIGHT) / days.len() as f64;
     let y = Scale {
         d0: 0.0,
@@ -74,11 +77,17 @@ fn runs_plot(r: &FleetReport, o: &mut String) {
     }
     svg.line(LEFT, top + h, WIDTH - RIGHT, top + h, "#999");
     svg.line(LEFT, top, LEFT, top + h, "#999");
-    for i in 0..=4 {
-        let v = max as f64 * f64::from(i) / 4.0;
-        svg.text(LEFT - 6.0, y.at(v) + 4.0, &format!("{v:.0}"), "end", 10.0);
+    for i in 0..=4u64 {
+        let v = (step * i) as f64;
+        svg.text(
+            LEFT - 6.0,
+            y.at(v) + 4.0,
+            &(step * i).to_string(),
+            "end",
+            10.0,
+        );
     }
-    svg.text(LEFT - 6.0, top - 6.0, "runs", "end", 10.0);
+    svg.text(LEFT - 6.0, top - 8.0, "runs", "end", 10.0);
     o.push_str(&svg.finish());
     let items: Vec<(&str, &str)> = kinds.iter().map(|k| (color(k), *k)).collect();
     o.push_str(&legend(&items));
@@ -221,27 +230,24 @@ fn rtt_plot(rows: &[RegionRttRow], o: &mut String) {
     }
 }
 
-/// A section's table (or what the dataset lacks), every cell escaped; the section's own
-/// sentences may hold `code` spans.
-fn table(s: &Section, o: &mut String) {
-    let prose = |t: &str| -> String {
-        let mut out = String::new();
-        for (i, part) in esc(t).split('`').enumerate() {
-            if i > 0 {
-                out.push_str(if i % 2 == 1 { "<code>" } else { "</code>" });
-            }
-            out.push_str(part);
+/// One of the report's own sentences, which may hold `code` spans, as HTML.
+fn prose(t: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in esc(t).split('`').enumerate() {
+        if i > 0 {
+            out.push_str(if i % 2 == 1 { "<code>" } else { "</code>" });
         }
-        if t.matches('`').count() % 2 == 1 {
-            out.push_str("</code>");
-        }
-        out
-    };
-    if s.rows.is_empty() {
-        let _ = write!(o, "<p class=\"empty\">{}</p>", prose(s.empty));
-        return;
+        out.push_str(part);
     }
-    let _ = write!(o, "<p>{}</p><table><tr>", prose(s.about));
+    if t.matches('`').count() % 2 == 1 {
+        out.push_str("</code>");
+    }
+    out
+}
+
+/// A section's table, every cell escaped.
+fn table(s: &Section, o: &mut String) {
+    o.push_str("<table><tr>");
     for c in s.columns {
         let _ = write!(o, "<th>{}</th>", esc(c));
     }
@@ -270,6 +276,11 @@ pub fn page(r: &FleetReport) -> String {
     );
     for s in sections(r) {
         let _ = write!(o, "<section id=\"{}\"><h2>{}</h2>", s.id, esc(s.title));
+        if s.rows.is_empty() {
+            let _ = write!(o, "<p class=\"empty\">{}</p></section>", prose(s.empty));
+            continue;
+        }
+        let _ = write!(o, "<p>{}</p>", prose(s.about));
         match s.id {
             "runs-over-time" => runs_plot(r, &mut o),
             "dial-failure-rate" => dial_plot(&r.dial_failures, &mut o),

@@ -118,7 +118,10 @@ pub fn sections(r: &FleetReport) -> Vec<Section> {
                 .map(|c| {
                     vec![
                         c.initiator.clone(),
-                        opt(&c.reason, "-"),
+                        match c.reason.as_deref() {
+                            Some("") => "(empty)".to_owned(),
+                            _ => opt(&c.reason, "-"),
+                        },
                         c.closes.to_string(),
                         c.runs.to_string(),
                     ]
