@@ -31,6 +31,20 @@ fn bundles() -> Vec<PathBuf> {
     v
 }
 
+/// Runs, by id.
+type Runs = BTreeSet<String>;
+/// A dial row's runs, peers, dials started, succeeded and failed.
+type DialCounts = (Runs, u64, u64, u64, u64);
+/// A region pair: the observer's and the target's country.
+type Pair = (Option<String>, Option<String>);
+/// A writer: contract version, kind, name, version.
+type Writer = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
 /// What the bundles hold, counted with the library.
 #[derive(Default)]
 struct Expected {
@@ -40,23 +54,15 @@ struct Expected {
     /// (type, reason, component) → (events, runs).
     faults: BTreeMap<(String, String, String), (u64, BTreeSet<String>)>,
     /// (dimension, value) → (runs, peers, started, succeeded, failed).
-    dials: BTreeMap<(DialDimension, Option<String>), (BTreeSet<String>, u64, u64, u64, u64)>,
+    dials: BTreeMap<(DialDimension, Option<String>), DialCounts>,
     /// (initiator, reason) → (closes, runs).
     relay: BTreeMap<(String, String), (u64, BTreeSet<String>)>,
     /// (from, to) → (runs, samples).
-    rtt: BTreeMap<(Option<String>, Option<String>), (BTreeSet<String>, Samples)>,
+    rtt: BTreeMap<Pair, (Runs, Samples)>,
     /// bucket → (subprocesses, runs).
     buckets: BTreeMap<String, (u64, BTreeSet<String>)>,
     /// (contract, kind, name, version) → runs.
-    writers: BTreeMap<
-        (
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-        ),
-        u64,
-    >,
+    writers: BTreeMap<Writer, u64>,
 }
 
 /// One bundle's events, walked once.
