@@ -20,7 +20,8 @@ use crate::Error;
 
 /// Every relay session close: `run_id`, `initiator` (deprecated spellings folded: `remote` is
 /// `peer`, `idle_timeout` is `relay`, as `diagwire::canonical::relay_close` reads them) and
-/// `reason`. A `relay_sessions` view with those columns replaces the `SELECT`.
+/// `reason`. With the shipped `relay_sessions` view (the summary's rows: the latest close per relay
+/// and peer) it is `relay_closes AS (SELECT run_id, initiator, reason FROM relay_sessions)`.
 pub const RELAY_CLOSES: &str = "relay_closes AS (
   SELECT run_id,
     CASE relay_session_closed.close_initiator
@@ -34,8 +35,8 @@ pub const RELAY_CLOSES: &str = "relay_closes AS (
 /// events only — a `(label, pid)` with a `SubprocessExited` is `exited`, else `healthy` when its
 /// node wrote `worker_ready`, else `stuck` — and each stage without one as `never_spawned`.
 /// Subprocesses seen only in snapshots and the oldest writers' `worker_starting` events are not
-/// counted here; a `subprocesses` view with these columns (the summary's rules) replaces the
-/// `SELECT`.
+/// counted here. With the shipped `subprocesses` view (the summary's rules) it is
+/// `subprocess_rows AS (SELECT run_id, node, label, bucket FROM subprocesses)`.
 pub const SUBPROCESS_ROWS: &str = "subprocess_rows AS (
   WITH subs AS (
     SELECT run_id, node, label, pid, MAX(exited) AS exited FROM (
