@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use diagwire::bundle::assemble::store_staged;
-use diagwire::bundle::target::{PendingFile, create_dir_durable, sync_dir};
+use diagwire::bundle::target::{PendingFile, create_dir_durable};
 use diagwire::layout::{self, Encoding, FileKind};
 
 use crate::config::Config;
-use crate::live::{Budget, Hub, lock};
+use crate::live::{Budget, Hub, WeakHub, lock};
 
 /// Why a post could not be stored.
 #[derive(Debug)]
@@ -155,6 +155,10 @@ pub struct Store {
     /// `root/bundles`.
     pub bundles: PathBuf,
     runs: Mutex<BTreeMap<String, Arc<Run>>>,
+    /// The live streams of runs that have subscribers but no post yet (taken by the run at its
+    /// first post). Held weakly: a stream goes when its last subscriber does, and such runs take
+    /// none of the places for runs.
+    waiting: Mutex<BTreeMap<String, WeakHub>>,
     live_budget: Arc<Budget>,
 }
 
@@ -198,12 +202,25 @@ impl Store {
         for dir in [&staging, &quarantine, &bundles] {
             create_dir_durable(dir)?;
         }
+        // Work in progress a crash left in `bundles/` (assemblies, tarballs never moved into
+        // place): hidden names, never served.
+        for entry in fs::read_dir(&bundles)? {
+            let entry = entry?;
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                if entry.file_type()?.is_dir() {
+                    fs::remove_dir_all(entry.path())?;
+                } else {
+                    fs::remove_file(entry.path())?;
+                }
+            }
+        }
         let store = Store {
             config: config.clone(),
             staging,
             quarantine,
             bundles,
             runs: Mutex::new(BTreeMap::new()),
+            waiting: Mutex::new(BTreeMap::new()),
             live_budget: Budget::new(config.live_budget_bytes),
         };
         store.recover()?;
@@ -274,7 +291,7 @@ impl Store {
                 .values()
                 .map(|n| n.files() - n.quarantined)
                 .sum();
-            let run = self.new_run(&id, records);
+            let run = self.new_run(&id, self.new_hub(records));
             *lock(&run.account) = account;
             *lock(&run.seqs) = seqs
                 .into_iter()
@@ -288,15 +305,40 @@ impl Store {
         Ok(())
     }
 
-    fn new_run(&self, id: &str, live_base: u64) -> Arc<Run> {
+    fn new_hub(&self, live_base: u64) -> Hub {
+        Hub::new(live_base, self.config.live_replay, self.live_budget.clone())
+    }
+
+    fn new_run(&self, id: &str, live: Hub) -> Arc<Run> {
         Arc::new(Run {
             id: id.to_owned(),
             account: Mutex::new(RunAccount::default()),
             seqs: Mutex::new(BTreeMap::new()),
             hints: Mutex::new(BTreeSet::new()),
-            live: Hub::new(live_base, self.config.live_replay, self.live_budget.clone()),
+            live,
             assembly: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// The live stream of a run to subscribe to: the run's, or for a run with no post yet a
+    /// stream the run takes at its first post. Subscribing never creates a run, so it takes
+    /// none of the collector's places for runs; the streams waiting for their run live only
+    /// while they have subscribers, so there are at most as many as connections.
+    pub fn live(&self, id: &str) -> Hub {
+        let runs = lock(&self.runs);
+        if let Some(run) = runs.get(id) {
+            return run.live.clone();
+        }
+        let mut waiting = lock(&self.waiting);
+        if let Some(hub) = waiting.get(id).and_then(WeakHub::upgrade) {
+            return hub;
+        }
+        if waiting.len() >= 64 {
+            waiting.retain(|_, hub| !hub.is_gone());
+        }
+        let hub = self.new_hub(0);
+        waiting.insert(id.to_owned(), hub.downgrade());
+        hub
     }
 
     /// The run, when the collector knows it.
@@ -321,7 +363,11 @@ impl Store {
                 runs.len()
             )));
         }
-        let run = self.new_run(id, 0);
+        let waiting = lock(&self.waiting).remove(id);
+        let hub = waiting
+            .and_then(|hub| hub.upgrade())
+            .unwrap_or_else(|| self.new_hub(0));
+        let run = self.new_run(id, hub);
         runs.insert(id.to_owned(), run.clone());
         Ok(run)
     }
@@ -371,7 +417,8 @@ impl Store {
         Ok(())
     }
 
-    fn fault(&self, path: &Path) -> io::Result<()> {
+    /// The test hook, called before each durable write.
+    pub(crate) fn fault(&self, path: &Path) -> io::Result<()> {
         match &self.config.write_fault {
             Some(f) => f(path),
             None => Ok(()),
@@ -459,28 +506,6 @@ impl Store {
         account.bytes += (q.body.len() + why.len()) as u64;
         account.saw(q.recv_ms);
         Ok(format!("quarantine/{}/{node}/{name}", run.id))
-    }
-
-    /// Writes a run's assembled tarball durably as `bundles/<run_id>.tar.gz`, replacing the one
-    /// before. Blocking.
-    pub fn write_bundle(&self, run_id: &str, bytes: &[u8]) -> io::Result<PathBuf> {
-        let path = self.bundles.join(format!("{run_id}.tar.gz"));
-        self.fault(&path)?;
-        let tmp = self
-            .bundles
-            .join(format!(".{run_id}.tar.gz.partial-{}", std::process::id()));
-        let result = (|| {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            drop(file);
-            fs::rename(&tmp, &path)?;
-            sync_dir(&self.bundles)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result.map(|()| path)
     }
 
     /// The quarantined files of a run (bodies and their `.why.json`), as paths relative to the
