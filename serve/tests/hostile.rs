@@ -465,10 +465,12 @@ async fn check(case: Case) -> Result<(), String> {
             return Ok(());
         }
         Case::SubscribingToUnknownRunsTakesNoPlaceForRuns => {
-            // More subscribers to runs without a post than the collector has places for runs.
+            // A subscriber to a run before its first post, and more subscribers to runs that
+            // never get one than the collector has places for runs.
             let mut subs = Vec::new();
-            for i in 0..25 {
-                let url = format!("http://{addr}/diag/stream/run-{i}");
+            for name in std::iter::once("run-0".to_owned()).chain((0..25).map(|i| format!("w-{i}")))
+            {
+                let url = format!("http://{addr}/diag/stream/{name}");
                 subs.push(subscribe(&url, None).await.map_err(|e| e.to_string())?);
             }
             for i in 0..21 {
