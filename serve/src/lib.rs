@@ -11,6 +11,7 @@ pub mod assembly;
 pub mod client;
 pub mod config;
 pub mod door;
+pub mod durable;
 pub mod live;
 pub mod routes;
 pub mod server;

@@ -205,11 +205,72 @@ async fn ingest(
         Err(e) => return store_error(e),
     };
     let mut guard = seq_lock.lock_owned().await;
+    let encoding = match content_type.as_deref() {
+        None => Some(layout::Encoding::Json),
+        Some(ct) => layout::Encoding::of_content_type(ct),
+    };
+    // A record is most often staged as posted: its bytes are written and flushed under a
+    // temporary name while the door parses them, so the flush and the parse overlap. The file is
+    // linked to its staged name only once the door said to stage the body as posted (else it is
+    // removed); the node's sequence lock, held throughout, keeps its number free.
+    let early = match (&kind, encoding) {
+        (Some(kind), Some(encoding)) => {
+            let (c, run, node, bytes) = (c.clone(), run.clone(), node.clone(), bytes.clone());
+            let (kind, n) = (kind.clone(), guard.next_number(kind));
+            Some(tokio::task::spawn_blocking(move || {
+                let post = Post {
+                    kind: &kind,
+                    bytes: &bytes,
+                    encoding,
+                    recv_ms,
+                };
+                c.store.flush(&run, &node, n, &post)
+            }))
+        }
+        _ => None,
+    };
+    let verdict = match &kind {
+        Some(kind) => {
+            let (c, kind, bytes, ct) =
+                (c.clone(), kind.clone(), bytes.clone(), content_type.clone());
+            let decide = tokio::task::spawn_blocking(move || {
+                door::decide(
+                    &kind,
+                    ct.as_deref(),
+                    &bytes,
+                    c.config.validate,
+                    &c.validators,
+                )
+            });
+            match decide.await {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    return error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the post was not read: {e}"),
+                    );
+                }
+            }
+        }
+        None => None,
+    };
+    let early = match early {
+        Some(task) => match task.await {
+            Ok(flushed) => Some(flushed),
+            Err(e) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the post was not stored: {e}"),
+                );
+            }
+        },
+        None => None,
+    };
     let worker = c.clone();
     let (run2, node2, kind2) = (run.clone(), node.clone(), kind.clone());
     let outcome = tokio::task::spawn_blocking(move || -> Result<Outcome, StoreError> {
         let c = worker;
-        let Some(kind) = kind2 else {
+        let (Some(kind), Some(verdict)) = (kind2, verdict) else {
             let why = serde_json::json!({ "route": kind_name, "problem": "unknown record kind" });
             let at = c.store.quarantine(
                 &run2,
@@ -230,20 +291,9 @@ async fn ingest(
                 unreadable: None,
             });
         };
-        let verdict = door::decide(
-            &kind,
-            content_type.as_deref(),
-            &bytes,
-            c.config.validate,
-            &c.validators,
-        );
         let stem = kind.staged_stem();
-        let ext = match content_type
-            .as_deref()
-            .and_then(layout::Encoding::of_content_type)
-        {
+        let ext = match encoding {
             Some(e) => e.extension(),
-            None if content_type.is_none() => "json",
             None => "bin",
         };
         let keep = |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &[DoorProblem]| {
@@ -267,6 +317,7 @@ async fn ingest(
         };
         match verdict {
             Verdict::Unreadable(message) => {
+                drop(early);
                 let problems = vec![DoorProblem {
                     pointer: String::new(),
                     message: message.clone(),
@@ -280,6 +331,7 @@ async fn ingest(
                 })
             }
             Verdict::NotARecord(problems) => {
+                drop(early);
                 let at = keep(&c, &mut guard, &problems)?;
                 Ok(Outcome {
                     seq: None,
@@ -301,17 +353,21 @@ async fn ingest(
                 } else {
                     Some(keep(&c, &mut guard, &problems)?)
                 };
-                let seq = c.store.stage(
-                    &run2,
-                    &node2,
-                    &mut guard,
-                    &Post {
-                        kind: &kind,
-                        bytes: &staged,
-                        encoding,
-                        recv_ms,
-                    },
-                )?;
+                let post = Post {
+                    kind: &kind,
+                    bytes: staged.as_deref().unwrap_or(&bytes),
+                    encoding,
+                    recv_ms,
+                };
+                let seq = match (staged.is_none(), early) {
+                    (true, Some(flushed)) => {
+                        c.store.commit(&run2, &node2, &mut guard, flushed?, &post)?
+                    }
+                    (_, early) => {
+                        drop(early);
+                        c.store.stage(&run2, &node2, &mut guard, &post)?
+                    }
+                };
                 let live_kind: diagwire::v1::collector::RecordKind =
                     serde_json::from_value(serde_json::Value::String(stem.clone()))
                         .unwrap_or(diagwire::v1::collector::RecordKind::Other(stem.clone()));

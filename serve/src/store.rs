@@ -3,7 +3,7 @@
 //! of it from disk when the collector starts.
 //!
 //! Layout under the root: `staging/<run_id>/<node_id>/<kind>-NNNNNN.<json|pb>` (the library's
-//! staging layout, written by [`diagwire::bundle::assemble::store_staged`]),
+//! staging layout, written in two steps by [`Flushed`]),
 //! `quarantine/<run_id>/<node_id>/NNNNNN-<kind>.<json|pb|bin>` with a `.why.json` beside each
 //! (bodies that are not records of their kind), and `bundles/<run_id>.tar.gz`. Every file is
 //! written under a temporary name, flushed, moved into place and its directory flushed before the
@@ -15,11 +15,11 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use diagwire::bundle::assemble::store_staged;
 use diagwire::bundle::target::{PendingFile, create_dir_durable};
 use diagwire::layout::{self, Encoding, FileKind};
 
 use crate::config::Config;
+use crate::durable::Flushed;
 use crate::live::{Budget, Hub, WeakHub, lock};
 
 /// Why a post could not be stored.
@@ -112,8 +112,13 @@ pub struct NodeSeq {
 }
 
 impl NodeSeq {
-    fn take(&mut self, stem: &str) -> u64 {
+    fn take(&self, stem: &str) -> u64 {
         *self.next.get(stem).unwrap_or(&1)
+    }
+
+    /// The number the node's next post of `kind` is staged under.
+    pub fn next_number(&self, kind: &FileKind) -> u64 {
+        self.take(&kind.staged_stem())
     }
 }
 
@@ -425,38 +430,63 @@ impl Store {
         }
     }
 
-    /// Stages a post durably under the node's next sequence number for its kind (the caller holds
-    /// `seq`, the node's sequence lock). Returns the number given. Blocking.
-    pub fn stage(
+    /// The staged path of a post of `kind` in `encoding` numbered `n`.
+    fn staged_path(
+        &self,
+        run: &Run,
+        node: &str,
+        kind: &FileKind,
+        n: u64,
+        encoding: Encoding,
+    ) -> PathBuf {
+        self.staging
+            .join(&run.id)
+            .join(node)
+            .join(layout::staged_name_as(kind, n, encoding))
+    }
+
+    /// The first step of staging a post: its bytes written under a temporary name beside the
+    /// staged name numbered `n` and flushed (see [`Flushed`]). Nothing is numbered or counted
+    /// yet; [`Store::commit`] does that. Blocking.
+    pub fn flush(
+        &self,
+        run: &Run,
+        node: &str,
+        n: u64,
+        post: &Post<'_>,
+    ) -> Result<Flushed, StoreError> {
+        self.check_room(run, node, post.bytes.len() as u64)?;
+        let target = self.staged_path(run, node, post.kind, n, post.encoding);
+        self.fault(&target)
+            .and_then(|()| Flushed::write(&target, post.bytes))
+            .map_err(|e| self.write_error(run, node, &target, e))
+    }
+
+    /// The second step: the flushed post linked to its staged name and its directory flushed,
+    /// then numbered and counted. `flushed` must be for the node's next number of its kind (the
+    /// caller holds `seq`, the node's sequence lock, from before [`Store::flush`]). Returns the
+    /// number given. Blocking.
+    pub fn commit(
         &self,
         run: &Run,
         node: &str,
         seq: &mut NodeSeq,
+        flushed: Flushed,
         post: &Post<'_>,
     ) -> Result<u64, StoreError> {
-        self.check_room(run, node, post.bytes.len() as u64)?;
         let stem = post.kind.staged_stem();
         let n = seq.take(&stem);
-        let dir = self.staging.join(&run.id).join(node);
-        let name = layout::staged_name_as(post.kind, n, post.encoding);
-        self.fault(&dir.join(&name))
-            .and_then(|()| {
-                store_staged(
-                    &self.staging,
-                    &run.id,
-                    node,
-                    post.kind,
-                    n,
-                    post.encoding,
-                    post.bytes,
-                )
-            })
-            .map_err(|e| {
-                StoreError::Io(format!(
-                    "cannot store {}/{node}/{name}: {e}; nothing was acknowledged",
-                    run.id
-                ))
-            })?;
+        let target = self.staged_path(run, node, post.kind, n, post.encoding);
+        if flushed.target() != target {
+            return Err(StoreError::Io(format!(
+                "{} is not the next staged name, {}; nothing was acknowledged",
+                flushed.target().display(),
+                target.display()
+            )));
+        }
+        flushed
+            .commit()
+            .map_err(|e| self.write_error(run, node, &target, e))?;
         seq.next.insert(stem, n + 1);
         let mut account = lock(&run.account);
         account
@@ -467,6 +497,32 @@ impl Store {
         account.bytes += post.bytes.len() as u64;
         account.saw(post.recv_ms);
         Ok(n)
+    }
+
+    /// Stages a post durably under the node's next sequence number for its kind (the caller holds
+    /// `seq`, the node's sequence lock): [`Store::flush`], then [`Store::commit`]. Returns the
+    /// number given. Blocking.
+    pub fn stage(
+        &self,
+        run: &Run,
+        node: &str,
+        seq: &mut NodeSeq,
+        post: &Post<'_>,
+    ) -> Result<u64, StoreError> {
+        let n = seq.next_number(post.kind);
+        let flushed = self.flush(run, node, n, post)?;
+        self.commit(run, node, seq, flushed, post)
+    }
+
+    fn write_error(&self, run: &Run, node: &str, target: &Path, e: io::Error) -> StoreError {
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        StoreError::Io(format!(
+            "cannot store {}/{node}/{name}: {e}; nothing was acknowledged",
+            run.id
+        ))
     }
 
     /// Keeps a body in quarantine durably, with why beside it. Returns its path relative to the
