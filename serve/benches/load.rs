@@ -276,10 +276,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    println!(
-        "| nodes | validation | mode | posts | posts/s | MB/s | p50 ack ms | p99 ack ms | CPU ms/post | failed | finalize s |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    if args.table {
+        println!(
+            "| nodes | validation | mode | posts | posts/s | MB/s | p50 ack ms | p99 ack ms | CPU ms/post | failed | finalize s |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    }
     let modes: Vec<(usize, Option<Duration>)> = args
         .nodes
         .iter()
