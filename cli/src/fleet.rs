@@ -1,4 +1,5 @@
-//! `export`, `compact` and `query`: the arguments and the printing around `diagwire-fleet`. The
+//! `export`, `compact`, `query` and `fleet` (the report): the arguments and the printing around
+//! `diagwire-fleet`. The
 //! crate (DataFusion, arrow, parquet) is built only with the feature `fleet`; without it each
 //! command says how to get it and exits 2, so the default build never compiles them.
 
@@ -13,6 +14,17 @@ pub enum Format {
     /// CSV with a header line.
     Csv,
     /// A JSON array with one object per row, keyed by column name.
+    Json,
+}
+
+/// Output formats of `diagwire fleet`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Markdown (for a terminal or a ticket).
+    Md,
+    /// One self-contained HTML page with plots.
+    Html,
+    /// JSON, in the shape of `schemas/tools/fleet.schema.json`.
     Json,
 }
 
@@ -42,6 +54,12 @@ pub fn compact(_dataset: &Path) -> ExitCode {
 #[cfg(not(feature = "fleet"))]
 pub fn query(_dataset: &Path, _sql: &str, _format: Format) -> ExitCode {
     missing("query")
+}
+
+/// `diagwire fleet DATASET`.
+#[cfg(not(feature = "fleet"))]
+pub fn report(_dataset: &Path, _format: ReportFormat, _out: Option<&Path>) -> ExitCode {
+    missing("fleet")
 }
 
 /// `diagwire export BUNDLE… --to DATASET`: exit 0 when every record was exported, 1 when some
@@ -125,6 +143,50 @@ pub fn query(dataset: &Path, sql: &str, format: Format) -> ExitCode {
         Err(e) => {
             eprintln!("diagwire query: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `diagwire fleet DATASET`: exit 0 with the report (on standard output or in `out`), 2 on an
+/// error.
+#[cfg(feature = "fleet")]
+pub fn report(dataset: &Path, format: ReportFormat, out: Option<&Path>) -> ExitCode {
+    use diagwire_summary::fleet;
+    let report = match diagwire_fleet::report::report(dataset) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("diagwire fleet: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match format {
+        ReportFormat::Md => fleet::markdown(&report),
+        ReportFormat::Html => fleet::page(&report),
+        ReportFormat::Json => match diagwire::problem::json_pretty(&report) {
+            Ok(t) => t + "\n",
+            Err(e) => {
+                eprintln!("diagwire fleet: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match out {
+        Some(path) => match std::fs::write(path, text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!(
+                    "diagwire fleet: {}: {}",
+                    diagwire::problem::printable(&path.display().to_string()),
+                    diagwire::problem::printable(&e.to_string())
+                );
+                ExitCode::from(2)
+            }
+        },
+        None => {
+            use std::io::Write;
+            // As the other commands: a closed standard output is not an error of the command.
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            ExitCode::SUCCESS
         }
     }
 }

@@ -268,6 +268,24 @@ enum Command {
         #[arg(long, value_enum, default_value_t = fleet::Format::Table)]
         format: fleet::Format,
     },
+    /// The fleet report of a dataset: runs over time, fault reasons, dial failure rate by
+    /// provider, datacenter and country, relay closes by initiator and reason, probe RTT
+    /// quantiles by region pair, subprocess buckets, contract versions and writers seen
+    /// (`docs/fleet.md`).
+    ///
+    /// Markdown by default; `--format html` one self-contained page with plots; `--format json`
+    /// the shape of `schemas/tools/fleet.schema.json`. Exit status: 0 with the report, 2 on an
+    /// error (a missing or invalid dataset, named with its path). Needs the feature `fleet`.
+    Fleet {
+        /// The dataset folder.
+        dataset: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = fleet::ReportFormat::Md)]
+        format: fleet::ReportFormat,
+        /// Write to this file instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// The JSON Schema of a command's JSON output (`schemas/tools/` holds them all).
     ///
     /// Without arguments, lists every output with its format version and command; with NAME,
@@ -374,6 +392,11 @@ fn main() -> ExitCode {
             sql,
             format,
         } => fleet::query(&dataset, &sql, format),
+        Command::Fleet {
+            dataset,
+            format,
+            out,
+        } => fleet::report(&dataset, format, out.as_deref()),
         Command::OutputSchema { name, write, check } => {
             output_schema::run(name.as_deref(), write.as_deref(), check.as_deref())
         }

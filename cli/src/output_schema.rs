@@ -66,6 +66,12 @@ pub const OUTPUTS: &[Output] = &[
         version: diagwire_check::output::FORMAT_VERSION,
         schema: || schemars::schema_for!(diagwire_check::output::ParityOutput),
     },
+    Output {
+        name: "fleet",
+        command: "diagwire fleet --format json",
+        version: diagwire_summary::fleet::FORMAT_VERSION,
+        schema: || schemars::schema_for!(diagwire_summary::fleet::FleetReport),
+    },
 ];
 
 /// The command that rewrites the checked-in schemas.

@@ -4,7 +4,9 @@
 //! whose columns `cargo codegen` derives from the schemas (`columns.rs`, turned into Arrow schemas
 //! by `arrow_schema.rs`); `dataset` is the layout and index on disk; `query` runs SQL over the
 //! dataset with an embedded DataFusion, the tables registered with the generated schemas and the
-//! shipped views of `views/` defined on them. `docs/fleet.md` describes the dataset and the views.
+//! shipped views of `views/` defined on them; `report` is the fleet report (`diagwire fleet`),
+//! computed with SQL in the same session. `docs/fleet.md` describes the dataset, the views and the
+//! report.
 //!
 //! This crate is never a dependency of the library's default build: the `diagwire` binary reaches
 //! it only through its feature `fleet`.
@@ -19,8 +21,10 @@ pub use datafusion;
 pub mod arrow_schema;
 pub mod columns;
 pub mod dataset;
+pub mod evolve;
 pub mod export;
 pub mod query;
+pub mod report;
 pub mod rows;
 pub mod sort;
 pub mod table;

@@ -1,15 +1,15 @@
 //! `diagwire query`: SQL over a dataset with an embedded DataFusion. Every table is registered
 //! with its generated schema (never inferred from a file, so files of older contracts read with
 //! the current columns, the missing ones null) and the partition columns of its folders; a table
-//! with no file yet is registered empty. The shipped views (`views.rs`) are defined on top.
+//! with no file yet is registered empty, with the same columns. The shipped views (`views.rs`) are defined on top.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::evolve::EvolvingParquet;
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::datasource::MemTable;
-use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
@@ -43,13 +43,20 @@ pub async fn session(dataset: &Path) -> Result<SessionContext, Error> {
         let schema = Arc::new(arrow_schema::schema(t));
         let dir = dataset.join(t.name);
         if crate::dataset::partitions(&dir).is_empty() {
+            // The partition columns too, so a query that names them reads an empty table.
+            let mut fields: Vec<Field> =
+                schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+            for name in ["contract_major", "date"] {
+                fields.push(Field::new(name, DataType::Utf8, true));
+            }
+            let schema = Arc::new(Schema::new(fields));
             let empty = MemTable::try_new(schema, vec![vec![]]).map_err(df)?;
             ctx.register_table(t.name, Arc::new(empty)).map_err(df)?;
             continue;
         }
         let abs = std::fs::canonicalize(&dir).map_err(|e| Error::at(&dir, e.to_string()))?;
         let url = ListingTableUrl::parse(format!("{}/", abs.display())).map_err(df)?;
-        let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+        let options = ListingOptions::new(Arc::new(EvolvingParquet::default()))
             .with_file_extension(".parquet")
             .with_table_partition_cols(vec![
                 ("contract_major".into(), DataType::Utf8),
@@ -62,9 +69,20 @@ pub async fn session(dataset: &Path) -> Result<SessionContext, Error> {
         ctx.register_table(t.name, Arc::new(table)).map_err(df)?;
     }
     for v in views::VIEWS {
-        ctx.sql(&format!("CREATE VIEW {} AS {}", v.name, v.sql))
-            .await
-            .map_err(|e| Error::query(format!("view {}: {e}", v.name)))?;
+        let at =
+            |e: datafusion::error::DataFusionError| Error::query(format!("view {}: {e}", v.name));
+        if v.materialized {
+            let frame = ctx.sql(v.sql).await.map_err(at)?;
+            let schema = Arc::new(frame.schema().as_arrow().clone());
+            let batches = frame.collect().await.map_err(at)?;
+            let one = datafusion::arrow::compute::concat_batches(&schema, &batches).map_err(df)?;
+            let table = MemTable::try_new(schema, vec![vec![one]]).map_err(at)?;
+            ctx.register_table(v.name, Arc::new(table)).map_err(at)?;
+        } else {
+            ctx.sql(&format!("CREATE VIEW {} AS {}", v.name, v.sql))
+                .await
+                .map_err(at)?;
+        }
     }
     Ok(ctx)
 }
@@ -76,6 +94,13 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .enable_all()
         .build()
         .map_err(df)
+}
+
+/// Runs `work` to its end on the runtime the blocking entry points use.
+pub(crate) fn block_on<T>(
+    work: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    runtime()?.block_on(work)
 }
 
 /// Runs `sql` over `dataset` and returns its rows.

@@ -146,6 +146,22 @@ struct Section {
     keys: &'static [&'static str],
 }
 
+/// A summary row as the dataset's columns can hold it: an integer above `i64::MAX` is null in its
+/// column (the dataset keeps the value in the row's `extra_json`, docs/reference/dataset.md).
+fn as_a_column_holds_it(row: Value) -> Value {
+    match row {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| match v {
+                    Value::Number(n) if n.is_u64() && n.as_i64().is_none() => (k, Value::Null),
+                    v => (k, v),
+                })
+                .collect(),
+        ),
+        v => v,
+    }
+}
+
 /// Exports each bundle on its own and checks that `sql`'s rows equal the summary's section, in
 /// any order; at least one bundle must have rows, or the check compares nothing.
 fn check_section(s: &Section) {
@@ -158,7 +174,10 @@ fn check_section(s: &Section) {
             Value::Null => Vec::new(),
             one => vec![one.clone()],
         };
-        let want = project(&want, s.keys);
+        let want: Vec<Value> = project(&want, s.keys)
+            .into_iter()
+            .map(as_a_column_holds_it)
+            .collect();
         seen += want.len();
         assert_eq!(
             sorted(got),

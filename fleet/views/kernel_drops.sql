@@ -12,12 +12,16 @@ lists AS (
   SELECT run_id, node, wall_ms, file_seq, n.interfaces AS l
   FROM net WHERE cardinality(n.interfaces) > 0
 ),
+positions AS (
+  SELECT p.i FROM list_positions p
+  JOIN (SELECT MAX(cardinality(l)) AS m FROM lists) AS x ON p.i <= x.m
+),
 ifaces AS (
   SELECT s.run_id, s.node, s.wall_ms, s.file_seq,
     CASE WHEN p.i <= cardinality(s.l)
       THEN s.l[p.i - 1 + CASE WHEN s.l[0] IS NULL THEN 1 ELSE 0 END] END AS iface
   FROM lists s
-  JOIN list_positions p ON p.i <= cardinality(s.l)
+  JOIN positions p ON p.i <= cardinality(s.l)
 ),
 counters AS (
   SELECT run_id, node, wall_ms, file_seq, 'udp.no_ports' AS counter, n.udp_kernel_stats.no_ports AS v FROM net

@@ -5,7 +5,9 @@
 -- THEN 1 ELSE 0 END] END` (guarded: Spark may evaluate it before the join's condition):
 -- DataFusion and DuckDB count from 1 and read `list[0]` as null, Spark counts from 0, so the case
 -- turns position i into the engine's own index (a list's elements are structs, never null).
--- A list longer than 10,000 elements is read up to its 10,000th.
+-- A view first keeps the positions up to its longest list, so that the join reads each list row
+-- against that many positions, not 10,000. A list longer than 10,000 elements is read up to its
+-- 10,000th.
 WITH digits AS (
   SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
   UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9

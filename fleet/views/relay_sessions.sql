@@ -28,12 +28,16 @@ caches AS (
   SELECT run_id, node, file_seq, body.iroh.connection_cache AS l
   FROM snapshots WHERE cardinality(body.iroh.connection_cache) > 0
 ),
+positions AS (
+  SELECT p.i FROM list_positions p
+  JOIN (SELECT MAX(cardinality(l)) AS m FROM caches) AS x ON p.i <= x.m
+),
 entries AS (
   SELECT c.run_id, c.node, c.file_seq, p.i,
     CASE WHEN p.i <= cardinality(c.l)
       THEN c.l[p.i - 1 + CASE WHEN c.l[0] IS NULL THEN 1 ELSE 0 END] END AS entry
   FROM caches c
-  JOIN list_positions p ON p.i <= cardinality(c.l)
+  JOIN positions p ON p.i <= cardinality(c.l)
 ),
 failures AS (
   SELECT run_id, node, file_seq, i, entry.peer_node_id_hex AS peer_hex,

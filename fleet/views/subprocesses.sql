@@ -88,12 +88,16 @@ lists AS (
   SELECT run_id, node, file_seq, body.subprocess.subprocesses AS l
   FROM snapshots WHERE cardinality(body.subprocess.subprocesses) > 0
 ),
+positions AS (
+  SELECT p.i FROM list_positions p
+  JOIN (SELECT MAX(cardinality(l)) AS m FROM lists) AS x ON p.i <= x.m
+),
 seen AS (
   SELECT s.run_id, s.node, s.file_seq, p.i,
     CASE WHEN p.i <= cardinality(s.l)
       THEN s.l[p.i - 1 + CASE WHEN s.l[0] IS NULL THEN 1 ELSE 0 END] END AS sub
   FROM lists s
-  JOIN list_positions p ON p.i <= cardinality(s.l)
+  JOIN positions p ON p.i <= cardinality(s.l)
 ),
 samples AS (
   SELECT run_id, node, sub.label AS label, sub.pid AS pid, sub.rss_bytes AS rss, sub.cpu_ms AS cpu,
@@ -169,11 +173,15 @@ classified AS (
 manifest_lists AS (
   SELECT run_id, nodes AS l FROM runs WHERE cardinality(nodes) > 0
 ),
+manifest_positions AS (
+  SELECT p.i FROM list_positions p
+  JOIN (SELECT MAX(cardinality(l)) AS m FROM manifest_lists) AS x ON p.i <= x.m
+),
 manifest_nodes AS (
   SELECT m.run_id, CASE WHEN p.i <= cardinality(m.l)
       THEN m.l[p.i - 1 + CASE WHEN m.l[0] IS NULL THEN 1 ELSE 0 END] END AS listed
   FROM manifest_lists m
-  JOIN list_positions p ON p.i <= cardinality(m.l)
+  JOIN manifest_positions p ON p.i <= cardinality(m.l)
 ),
 first_snapshot AS (
   SELECT run_id, node, identity.role AS role,

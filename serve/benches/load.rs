@@ -1,15 +1,18 @@
 //! The collector's load generator, run by hand (`cargo bench -p diagwire-serve --bench load --
-//! [--seconds S] [--nodes 10,100,1000] [--soak-seconds S]`): a collector on 127.0.0.1 (fsync
-//! on, in a temporary root) and N simulated nodes, each on its own keep-alive connection,
-//! posting a boot, then events batches of 1 to 512 records with a snapshot every tenth post,
-//! and a finalize at the end of each phase.
+//! [--seconds S] [--rounds R] [--nodes 10,100,1000] [--soak-seconds S] [--no-table]`): a collector on
+//! 127.0.0.1 (fsync on, in a temporary root) and N simulated nodes, each on its own keep-alive
+//! connection, posting a boot, then events batches of 1 to 512 records with a snapshot every
+//! tenth post, and a finalize at the end of each phase.
 //!
-//! Per N and per validation setting (on, then off, in the same run) it reports accepted posts/s,
-//! MB/s and the p50/p99 acknowledgement latency (over the posting, the finalize's assembly timed
-//! apart) with every node posting back to back
-//! (saturation), and then with 100 nodes posting once a second each (paced). A soak phase,
-//! when asked for, posts paced for its length and compares the posts acknowledged with the
-//! files on disk and the process's resident memory over time.
+//! Per N and per validation setting (on, then off, alternating, R rounds of each in the same
+//! run, so a machine shared with other work loads both alike) it reports accepted posts/s, MB/s,
+//! the p50/p99 acknowledgement latency (over the posting, the finalize's assembly timed apart)
+//! and the process's CPU time (user + system, server and simulated nodes together) per accepted
+//! post, with every node posting back to back (saturation), and then with 100 nodes posting once
+//! a second each (paced). The ratios on/off are of the posts and CPU time summed over the
+//! rounds. A soak phase, when asked for, posts paced for its length (it stops by itself) and
+//! compares the posts acknowledged with the files on disk and the process's resident memory
+//! over time.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,20 +24,26 @@ use diagwire_serve::{Collector, Config};
 
 struct Args {
     seconds: u64,
+    rounds: usize,
     nodes: Vec<usize>,
     soak_seconds: u64,
+    table: bool,
 }
 
 fn args() -> Args {
     let mut a = Args {
         seconds: 10,
+        rounds: 1,
         nodes: vec![10, 100, 1000],
         soak_seconds: 0,
+        table: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--seconds" => a.seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(10),
+            "--rounds" => a.rounds = it.next().and_then(|v| v.parse().ok()).unwrap_or(1).max(1),
+            "--no-table" => a.table = false,
             "--soak-seconds" => {
                 a.soak_seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(0)
             }
@@ -146,6 +155,8 @@ fn quantile(sorted: &[u64], q: f64) -> f64 {
 }
 
 struct Phase {
+    elapsed_s: f64,
+    cpu_s: f64,
     posts: u64,
     posts_per_s: f64,
     mb_per_s: f64,
@@ -165,6 +176,7 @@ fn phase(
     bodies: &Arc<Bodies>,
 ) -> Phase {
     let start = Instant::now();
+    let cpu_start = cpu_s();
     let until = start + Duration::from_secs(seconds);
     let tallies = rt.block_on(async {
         let mut tasks = Vec::new();
@@ -186,6 +198,7 @@ fn phase(
             out.push(t.await.unwrap());
         }
         let elapsed = start.elapsed().as_secs_f64();
+        let cpu = cpu_s() - cpu_start;
         let finalize = Instant::now();
         let mut conn = Connection::new(addr);
         let fin = conn
@@ -199,9 +212,9 @@ fn phase(
             )
             .await;
         assert_eq!(fin.map(|r| r.status).ok(), Some(200), "finalize");
-        (out, elapsed, finalize.elapsed().as_secs_f64())
+        (out, elapsed, cpu, finalize.elapsed().as_secs_f64())
     });
-    let (tallies, elapsed, finalize_s) = tallies;
+    let (tallies, elapsed, cpu_s, finalize_s) = tallies;
     let mut lat: Vec<u64> = tallies
         .iter()
         .flat_map(|t| t.latencies_us.iter().copied())
@@ -209,6 +222,8 @@ fn phase(
     lat.sort_unstable();
     let bytes: u64 = tallies.iter().map(|t| t.bytes).sum();
     Phase {
+        elapsed_s: elapsed,
+        cpu_s,
         posts: lat.len() as u64,
         posts_per_s: lat.len() as f64 / elapsed,
         mb_per_s: bytes as f64 / elapsed / 1e6,
@@ -261,37 +276,46 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    println!(
-        "| nodes | validation | mode | posts | posts/s | MB/s | p50 ack ms | p99 ack ms | failed | finalize s |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    for &nodes in &args.nodes {
-        let mut row = Vec::new();
-        for validate in [true, false] {
-            let (root, server, addr) = server(validate);
-            let p = phase(&clients, addr, "load", nodes, args.seconds, None, &bodies);
-            print_row(nodes, validate, "saturated", &p);
-            row.push(p.posts_per_s);
-            drop((server, root));
-        }
+    if args.table {
         println!(
-            "| {nodes} | on/off | throughput ratio | | {:.2} | | | | | |",
-            row[0] / row[1]
+            "| nodes | validation | mode | posts | posts/s | MB/s | p50 ack ms | p99 ack ms | CPU ms/post | failed | finalize s |"
         );
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
     }
-    for validate in [true, false] {
-        let (root, server, addr) = server(validate);
-        let p = phase(
-            &clients,
-            addr,
-            "paced",
-            100,
-            args.seconds,
-            Some(Duration::from_secs(1)),
-            &bodies,
+    let modes: Vec<(usize, Option<Duration>)> = args
+        .nodes
+        .iter()
+        .map(|&n| (n, None))
+        .chain(std::iter::once((100, Some(Duration::from_secs(1)))))
+        .collect();
+    for (nodes, pace) in modes.into_iter().filter(|_| args.table) {
+        let mode = if pace.is_some() {
+            "1 post/s each"
+        } else {
+            "saturated"
+        };
+        // (posts, seconds, CPU seconds) summed over the rounds, on and off.
+        let mut sums = [(0u64, 0f64, 0f64); 2];
+        for _ in 0..args.rounds {
+            for validate in [true, false] {
+                let (root, server, addr) = server(validate);
+                let run = if pace.is_some() { "paced" } else { "load" };
+                let p = phase(&clients, addr, run, nodes, args.seconds, pace, &bodies);
+                print_row(nodes, validate, mode, &p);
+                let sum = &mut sums[usize::from(!validate)];
+                sum.0 += p.posts;
+                sum.1 += p.elapsed_s;
+                sum.2 += p.cpu_s;
+                drop((server, root));
+            }
+        }
+        let rate = |s: (u64, f64, f64)| s.0 as f64 / s.1;
+        let cpu = |s: (u64, f64, f64)| s.2 * 1e3 / s.0.max(1) as f64;
+        println!(
+            "| {nodes} | on/off | {mode}: ratio | | {:.2} | | | | {:.2} | | |",
+            rate(sums[0]) / rate(sums[1]),
+            cpu(sums[0]) / cpu(sums[1]),
         );
-        print_row(100, validate, "1 post/s each", &p);
-        drop((server, root));
     }
     if args.soak_seconds > 0 {
         let (root, server, addr) = server(true);
@@ -300,24 +324,28 @@ fn main() {
         let mut minute = 0;
         println!("soak: 100 nodes, 1 post/s each, {} s", args.soak_seconds);
         while start.elapsed().as_secs() < args.soak_seconds {
+            let left = args.soak_seconds - start.elapsed().as_secs();
             let p = phase(
                 &clients,
                 addr,
                 &format!("soak-{minute}"),
                 100,
-                60.min(args.soak_seconds),
+                60.min(left).max(1),
                 Some(Duration::from_secs(1)),
                 &bodies,
             );
             acked += p.posts + 1; // and the finalize
             minute += 1;
             println!(
-                "  after {:>4} s: acknowledged {acked}, on disk {}, RSS {} MB, p99 {:.2} ms, failed {}",
+                "  after {:>4} s: acknowledged {acked}, on disk {}, RSS {} MB, p50 {:.2} ms, p99 {:.2} ms, CPU {:.2} ms/post, failed {}, finalize {:.1} s",
                 start.elapsed().as_secs(),
                 staged_files(root.path()),
                 rss_kb() / 1024,
+                p.p50_ms,
                 p.p99_ms,
-                p.failed
+                p.cpu_s * 1e3 / p.posts.max(1) as f64,
+                p.failed,
+                p.finalize_s
             );
         }
         drop(server);
@@ -349,16 +377,36 @@ fn fsync_baseline() {
 
 fn print_row(nodes: usize, validate: bool, mode: &str, p: &Phase) {
     println!(
-        "| {nodes} | {} | {mode} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {} | {:.1} |",
+        "| {nodes} | {} | {mode} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.2} | {} | {:.1} |",
         if validate { "on" } else { "off" },
         p.posts,
         p.posts_per_s,
         p.mb_per_s,
         p.p50_ms,
         p.p99_ms,
+        p.cpu_s * 1e3 / p.posts.max(1) as f64,
         p.failed,
         p.finalize_s
     );
+}
+
+/// The process's CPU time so far (user + system), in seconds, from `/proc/self/stat`.
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which may hold spaces) start after its closing `)`.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// A collector on its own runtime (two workers, as the machine has two cores), in a temporary

@@ -23,8 +23,8 @@ pub struct Limits {
     pub max_nodes_per_run: usize,
     /// Most files (staged and quarantined) one node holds in one run.
     pub max_files_per_node: u64,
-    /// Most bytes one run's staging and quarantine hold together. Assembly holds a run's files
-    /// in memory, so this also bounds the memory a finalize or a bundle request takes.
+    /// Most bytes one run's staging and quarantine hold together (and so the disk a finalize or
+    /// a bundle request writes; assembly streams, its memory does not grow with the run).
     pub max_run_bytes: u64,
     /// Longest `x-run-id` or `x-node-id`, in bytes.
     pub max_id_bytes: usize,

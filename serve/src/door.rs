@@ -22,13 +22,13 @@ pub struct DoorProblem {
 /// What to do with a body.
 #[derive(Debug)]
 pub enum Verdict {
-    /// Stage `bytes` (in `encoding`); `json` is the stored record's JSON text on one line, for
-    /// the live stream.
+    /// Stage `bytes` (in `encoding`), or the body as posted when `None`; `json` is the stored
+    /// record's JSON text on one line, for the live stream.
     /// When `problems` is not empty (some records of an events batch were bad), `bytes` holds
     /// the good records only, and the body as posted goes to quarantine.
     Stage {
-        /// The bytes to stage.
-        bytes: Vec<u8>,
+        /// The bytes to stage, when they are not the body as posted.
+        bytes: Option<Vec<u8>>,
         /// Their encoding.
         encoding: Encoding,
         /// The stored record's JSON text, on one line.
@@ -77,11 +77,8 @@ pub fn decide(
     };
     let (record_kind, element) = kinds(kind);
     // An empty body is stored as `null`, as swactor's collector does.
-    let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) && encoding == Encoding::Json {
-        b"null"
-    } else {
-        body
-    };
+    let empty = body.iter().all(u8::is_ascii_whitespace) && encoding == Encoding::Json;
+    let body: &[u8] = if empty { b"null" } else { body };
     let text = match diagwire::binary::json_text(encoding, record_kind, body) {
         Ok(t) => t,
         Err(e) => return Verdict::Unreadable(format!("the protobuf body does not decode: {e}")),
@@ -89,7 +86,9 @@ pub fn decide(
     let Ok(text) = std::str::from_utf8(&text) else {
         return Verdict::Unreadable("the body is not UTF-8, so not JSON".into());
     };
-    let stage = |bytes: Vec<u8>, encoding, text: &str, problems| Verdict::Stage {
+    // The body as posted, unless it was empty and reads as `null`.
+    let as_posted = |body: &[u8]| (empty).then(|| body.to_vec());
+    let stage = |bytes: Option<Vec<u8>>, encoding, text: &str, problems| Verdict::Stage {
         bytes,
         encoding,
         json: one_line(text),
@@ -101,13 +100,13 @@ pub fn decide(
         false
     };
     if well_formed {
-        return stage(body.to_vec(), encoding, text, Vec::new());
+        return stage(as_posted(body), encoding, text, Vec::new());
     }
     if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
         return Verdict::Unreadable(format!("the body is not JSON: {e}"));
     }
     if !validate {
-        return stage(body.to_vec(), encoding, text, Vec::new());
+        return stage(as_posted(body), encoding, text, Vec::new());
     }
     let whole = explain(validators, record_kind, text, "");
     let Some(element) = element else {
@@ -133,7 +132,7 @@ pub fn decide(
     let kept = format!("[{}]", good.join(","));
     let line = one_line(&kept);
     Verdict::Stage {
-        bytes: kept.into_bytes(),
+        bytes: Some(kept.into_bytes()),
         encoding: Encoding::Json,
         json: line,
         problems,

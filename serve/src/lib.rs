@@ -7,9 +7,11 @@
 //! command (`diagwire serve`, and the `diagwire-serve` binary). [`client`] holds a small HTTP
 //! client: the poster the tests and the load generator use, and a live-stream subscriber.
 
+pub mod assembly;
 pub mod client;
 pub mod config;
 pub mod door;
+pub mod durable;
 pub mod live;
 pub mod routes;
 pub mod server;

@@ -72,8 +72,27 @@ struct Shared {
 /// A run's live stream. Records are kept in one bounded buffer (at most `cap` records, within
 /// the shared byte budget); each subscriber reads it at its own cursor, so a slow subscriber
 /// costs no memory, and one whose cursor fell out of the buffer is told how many it missed.
+/// Clones are the same stream; it lives while a clone or a subscription does.
+#[derive(Clone)]
 pub struct Hub {
     shared: Arc<Shared>,
+}
+
+/// A hub held without keeping it alive: how the collector remembers the stream of a run that
+/// has subscribers but no post yet, so such a run takes none of the collector's places for runs.
+#[derive(Clone)]
+pub struct WeakHub(std::sync::Weak<Shared>);
+
+impl WeakHub {
+    /// The hub, while a clone of it or a subscription is alive.
+    pub fn upgrade(&self) -> Option<Hub> {
+        self.0.upgrade().map(|shared| Hub { shared })
+    }
+
+    /// Whether the hub is gone.
+    pub fn is_gone(&self) -> bool {
+        self.0.strong_count() == 0
+    }
 }
 
 impl Hub {
@@ -118,6 +137,11 @@ impl Hub {
         s.newest.send_replace(id);
     }
 
+    /// The hub without keeping it alive.
+    pub fn downgrade(&self) -> WeakHub {
+        WeakHub(Arc::downgrade(&self.shared))
+    }
+
     /// Subscribes, starting after stream id `from` (`None`: only records from now on).
     pub fn subscribe(&self, from: Option<u64>) -> Subscription {
         let inner = lock(&self.shared.inner);
@@ -130,11 +154,11 @@ impl Hub {
     }
 }
 
-impl Drop for Hub {
+impl Drop for Shared {
     fn drop(&mut self) {
-        let inner = lock(&self.shared.inner);
+        let inner = lock(&self.inner);
         let bytes: u64 = inner.replay.iter().map(|i| i.data.len() as u64).sum();
-        self.shared.budget.used.fetch_sub(bytes, Ordering::Relaxed);
+        self.budget.used.fetch_sub(bytes, Ordering::Relaxed);
     }
 }
 

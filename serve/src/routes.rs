@@ -4,7 +4,6 @@
 //! embeddable axum [`Router`].
 
 use std::convert::Infallible;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,7 +14,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use diagwire::bundle::assemble::{CachedBundle, ServeDecision, StagingState, serve_decision};
 use diagwire::layout::{self, FileKind};
 use diagwire::v1::{ClockEcho, ErrorBody, Hints, LiveRecord, PostAck, RunNodeSummary, RunSummary};
 use http_body_util::BodyExt;
@@ -207,11 +205,72 @@ async fn ingest(
         Err(e) => return store_error(e),
     };
     let mut guard = seq_lock.lock_owned().await;
+    let encoding = match content_type.as_deref() {
+        None => Some(layout::Encoding::Json),
+        Some(ct) => layout::Encoding::of_content_type(ct),
+    };
+    // A record is most often staged as posted: its bytes are written and flushed under a
+    // temporary name while the door parses them, so the flush and the parse overlap. The file is
+    // linked to its staged name only once the door said to stage the body as posted (else it is
+    // removed); the node's sequence lock, held throughout, keeps its number free.
+    let early = match (&kind, encoding) {
+        (Some(kind), Some(encoding)) => {
+            let (c, run, node, bytes) = (c.clone(), run.clone(), node.clone(), bytes.clone());
+            let (kind, n) = (kind.clone(), guard.next_number(kind));
+            Some(tokio::task::spawn_blocking(move || {
+                let post = Post {
+                    kind: &kind,
+                    bytes: &bytes,
+                    encoding,
+                    recv_ms,
+                };
+                c.store.flush(&run, &node, n, &post)
+            }))
+        }
+        _ => None,
+    };
+    let verdict = match &kind {
+        Some(kind) => {
+            let (c, kind, bytes, ct) =
+                (c.clone(), kind.clone(), bytes.clone(), content_type.clone());
+            let decide = tokio::task::spawn_blocking(move || {
+                door::decide(
+                    &kind,
+                    ct.as_deref(),
+                    &bytes,
+                    c.config.validate,
+                    &c.validators,
+                )
+            });
+            match decide.await {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    return error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the post was not read: {e}"),
+                    );
+                }
+            }
+        }
+        None => None,
+    };
+    let early = match early {
+        Some(task) => match task.await {
+            Ok(flushed) => Some(flushed),
+            Err(e) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the post was not stored: {e}"),
+                );
+            }
+        },
+        None => None,
+    };
     let worker = c.clone();
     let (run2, node2, kind2) = (run.clone(), node.clone(), kind.clone());
     let outcome = tokio::task::spawn_blocking(move || -> Result<Outcome, StoreError> {
         let c = worker;
-        let Some(kind) = kind2 else {
+        let (Some(kind), Some(verdict)) = (kind2, verdict) else {
             let why = serde_json::json!({ "route": kind_name, "problem": "unknown record kind" });
             let at = c.store.quarantine(
                 &run2,
@@ -232,20 +291,9 @@ async fn ingest(
                 unreadable: None,
             });
         };
-        let verdict = door::decide(
-            &kind,
-            content_type.as_deref(),
-            &bytes,
-            c.config.validate,
-            &c.validators,
-        );
         let stem = kind.staged_stem();
-        let ext = match content_type
-            .as_deref()
-            .and_then(layout::Encoding::of_content_type)
-        {
+        let ext = match encoding {
             Some(e) => e.extension(),
-            None if content_type.is_none() => "json",
             None => "bin",
         };
         let keep = |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &[DoorProblem]| {
@@ -269,6 +317,7 @@ async fn ingest(
         };
         match verdict {
             Verdict::Unreadable(message) => {
+                drop(early);
                 let problems = vec![DoorProblem {
                     pointer: String::new(),
                     message: message.clone(),
@@ -282,6 +331,7 @@ async fn ingest(
                 })
             }
             Verdict::NotARecord(problems) => {
+                drop(early);
                 let at = keep(&c, &mut guard, &problems)?;
                 Ok(Outcome {
                     seq: None,
@@ -303,17 +353,21 @@ async fn ingest(
                 } else {
                     Some(keep(&c, &mut guard, &problems)?)
                 };
-                let seq = c.store.stage(
-                    &run2,
-                    &node2,
-                    &mut guard,
-                    &Post {
-                        kind: &kind,
-                        bytes: &staged,
-                        encoding,
-                        recv_ms,
-                    },
-                )?;
+                let post = Post {
+                    kind: &kind,
+                    bytes: staged.as_deref().unwrap_or(&bytes),
+                    encoding,
+                    recv_ms,
+                };
+                let seq = match (staged.is_none(), early) {
+                    (true, Some(flushed)) => {
+                        c.store.commit(&run2, &node2, &mut guard, flushed?, &post)?
+                    }
+                    (_, early) => {
+                        drop(early);
+                        c.store.stage(&run2, &node2, &mut guard, &post)?
+                    }
+                };
                 let live_kind: diagwire::v1::collector::RecordKind =
                     serde_json::from_value(serde_json::Value::String(stem.clone()))
                         .unwrap_or(diagwire::v1::collector::RecordKind::Other(stem.clone()));
@@ -485,14 +539,25 @@ async fn runs(State(c): State<Arc<Collector>>) -> Response {
 }
 
 async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> Response {
-    if layout::sanitize_component(&run_id) != run_id {
+    if layout::sanitize_component(&run_id) != run_id || run_id.len() > c.config.limits.max_id_bytes
+    {
         return error(StatusCode::NOT_FOUND, "no staging for this run");
     }
+    // One assembly of a run at a time, finalizes included: each writes a whole bundle to disk.
+    let run = c.store.run(&run_id);
+    let _assembling = match &run {
+        Some(run) => Some(run.assembly.lock().await),
+        None => None,
+    };
     let worker = c.clone();
     let id = run_id.clone();
-    let served = tokio::task::spawn_blocking(move || worker.bundle_bytes(&id)).await;
+    let served = tokio::task::spawn_blocking(move || {
+        let file = worker.bundle_file(&id)?;
+        file.map(|f| f.metadata().map(|m| (f, m.len()))).transpose()
+    })
+    .await;
     match served {
-        Ok(Ok(Some(bytes))) => (
+        Ok(Ok(Some((file, len)))) => (
             StatusCode::OK,
             [
                 (
@@ -504,8 +569,9 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
                     HeaderValue::from_str(&format!("attachment; filename=\"{run_id}.tar.gz\""))
                         .unwrap_or(HeaderValue::from_static("attachment")),
                 ),
+                (header::CONTENT_LENGTH, HeaderValue::from(len)),
             ],
-            bytes,
+            file_body(file),
         )
             .into_response(),
         Ok(Ok(None)) => error(StatusCode::NOT_FOUND, "no staging for this run"),
@@ -515,6 +581,25 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
         ),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
+}
+
+/// A body read from an open file in chunks as the client takes them, so a bundle is never held
+/// whole in memory.
+fn file_body(file: std::fs::File) -> Body {
+    let file = tokio::fs::File::from_std(file);
+    let chunks = futures_util::stream::unfold(Some(file), |file| async move {
+        let mut file = file?;
+        let mut buf = vec![0u8; 64 << 10];
+        match tokio::io::AsyncReadExt::read(&mut file, &mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok::<Bytes, std::io::Error>(Bytes::from(buf)), Some(file)))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    });
+    Body::from_stream(chunks)
 }
 
 /// `?from=N`: resume after stream id N.
@@ -537,11 +622,7 @@ async fn stream(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let run = match c.store.run_or_create(&run_id) {
-        Ok(r) => r,
-        Err(e) => return store_error(e),
-    };
-    let sub = run.live.subscribe(query.from.or(last_event));
+    let sub = c.store.live(&run_id).subscribe(query.from.or(last_event));
     let events = futures_util::stream::unfold(sub, |mut sub| async move {
         let event = match sub.next().await? {
             Delivery::Item(item) => Event::default()
@@ -561,87 +642,4 @@ async fn stream(
                 .text("ping"),
         )
         .into_response()
-}
-
-/// A run assembled from staging, with its quarantined files.
-struct Assembly {
-    /// The bundle's files, quarantined bodies under `quarantine/`.
-    contents: diagwire::bundle::BundleContents,
-    /// What staging holds, for the serve decision.
-    state: StagingState,
-    /// The quarantined files' bundle paths and sizes.
-    quarantine: Vec<(String, usize)>,
-}
-
-impl Collector {
-    /// Assembles the run's bundle from staging and writes it durably as its canonical tarball.
-    pub fn write_bundle(&self, run_id: &str) -> std::io::Result<PathBuf> {
-        let contents = self.assemble_with_quarantine(run_id)?.contents;
-        let mut tar = Vec::new();
-        diagwire::bundle::output::write_tar_gz(&contents, &mut tar)?;
-        self.store.write_bundle(run_id, &tar)
-    }
-
-    /// The library's assembly of the run's staging, plus its quarantined bodies under
-    /// `quarantine/<node>/`, which the bundle's validation reports as files outside the layout.
-    fn assemble_with_quarantine(&self, run_id: &str) -> std::io::Result<Assembly> {
-        let assembled =
-            diagwire::bundle::assemble::assemble(&self.store.staging, run_id, self.writer())?;
-        let state = StagingState::from_assembled(&assembled);
-        let mut contents = assembled.contents;
-        let mut listing = Vec::new();
-        for (rel, path) in self.store.quarantined_files(run_id)? {
-            let bytes = std::fs::read(path)?;
-            listing.push((format!("quarantine/{rel}"), bytes.len()));
-            contents.files.insert(format!("quarantine/{rel}"), bytes);
-        }
-        Ok(Assembly {
-            contents,
-            state,
-            quarantine: listing,
-        })
-    }
-
-    /// What `GET /diag/bundle/{run_id}` serves: the canonical tarball while the serve decision
-    /// says it still holds what staging (and quarantine) holds, else a bundle assembled now;
-    /// `None` when the run has no staging.
-    pub fn bundle_bytes(&self, run_id: &str) -> std::io::Result<Option<Vec<u8>>> {
-        let Assembly {
-            contents,
-            state,
-            quarantine,
-        } = match self.assemble_with_quarantine(run_id) {
-            Ok(a) => a,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let path = self.store.bundles.join(format!("{run_id}.tar.gz"));
-        let cached = if path.is_file() {
-            diagwire::bundle::read::read_all(&path, diagwire::bundle::read::Limits::default())
-                .ok()
-                .and_then(|(mut cached, _)| {
-                    let kept: Vec<(String, usize)> = cached
-                        .files
-                        .iter()
-                        .filter(|(p, _)| p.starts_with("quarantine/"))
-                        .map(|(p, b)| (p.clone(), b.len()))
-                        .collect();
-                    cached.files.retain(|p, _| !p.starts_with("quarantine/"));
-                    (kept == quarantine)
-                        .then(|| CachedBundle::from_contents(&cached))
-                        .flatten()
-                })
-        } else {
-            None
-        };
-        match serve_decision(cached.as_ref(), Some(&state)) {
-            ServeDecision::NotFound => Ok(None),
-            ServeDecision::ServeCached => std::fs::read(&path).map(Some),
-            ServeDecision::Resynthesize => {
-                let mut tar = Vec::new();
-                diagwire::bundle::output::write_tar_gz(&contents, &mut tar)?;
-                Ok(Some(tar))
-            }
-        }
-    }
 }

@@ -3,7 +3,7 @@
 //! of it from disk when the collector starts.
 //!
 //! Layout under the root: `staging/<run_id>/<node_id>/<kind>-NNNNNN.<json|pb>` (the library's
-//! staging layout, written by [`diagwire::bundle::assemble::store_staged`]),
+//! staging layout, written in two steps by [`Flushed`]),
 //! `quarantine/<run_id>/<node_id>/NNNNNN-<kind>.<json|pb|bin>` with a `.why.json` beside each
 //! (bodies that are not records of their kind), and `bundles/<run_id>.tar.gz`. Every file is
 //! written under a temporary name, flushed, moved into place and its directory flushed before the
@@ -15,12 +15,12 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use diagwire::bundle::assemble::store_staged;
-use diagwire::bundle::target::{PendingFile, create_dir_durable, sync_dir};
+use diagwire::bundle::target::{PendingFile, create_dir_durable};
 use diagwire::layout::{self, Encoding, FileKind};
 
 use crate::config::Config;
-use crate::live::{Budget, Hub, lock};
+use crate::durable::Flushed;
+use crate::live::{Budget, Hub, WeakHub, lock};
 
 /// Why a post could not be stored.
 #[derive(Debug)]
@@ -112,8 +112,13 @@ pub struct NodeSeq {
 }
 
 impl NodeSeq {
-    fn take(&mut self, stem: &str) -> u64 {
+    fn take(&self, stem: &str) -> u64 {
         *self.next.get(stem).unwrap_or(&1)
+    }
+
+    /// The number the node's next post of `kind` is staged under.
+    pub fn next_number(&self, kind: &FileKind) -> u64 {
+        self.take(&kind.staged_stem())
     }
 }
 
@@ -155,6 +160,10 @@ pub struct Store {
     /// `root/bundles`.
     pub bundles: PathBuf,
     runs: Mutex<BTreeMap<String, Arc<Run>>>,
+    /// The live streams of runs that have subscribers but no post yet (taken by the run at its
+    /// first post). Held weakly: a stream goes when its last subscriber does, and such runs take
+    /// none of the places for runs.
+    waiting: Mutex<BTreeMap<String, WeakHub>>,
     live_budget: Arc<Budget>,
 }
 
@@ -198,12 +207,25 @@ impl Store {
         for dir in [&staging, &quarantine, &bundles] {
             create_dir_durable(dir)?;
         }
+        // Work in progress a crash left in `bundles/` (assemblies, tarballs never moved into
+        // place): hidden names, never served.
+        for entry in fs::read_dir(&bundles)? {
+            let entry = entry?;
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                if entry.file_type()?.is_dir() {
+                    fs::remove_dir_all(entry.path())?;
+                } else {
+                    fs::remove_file(entry.path())?;
+                }
+            }
+        }
         let store = Store {
             config: config.clone(),
             staging,
             quarantine,
             bundles,
             runs: Mutex::new(BTreeMap::new()),
+            waiting: Mutex::new(BTreeMap::new()),
             live_budget: Budget::new(config.live_budget_bytes),
         };
         store.recover()?;
@@ -274,7 +296,7 @@ impl Store {
                 .values()
                 .map(|n| n.files() - n.quarantined)
                 .sum();
-            let run = self.new_run(&id, records);
+            let run = self.new_run(&id, self.new_hub(records));
             *lock(&run.account) = account;
             *lock(&run.seqs) = seqs
                 .into_iter()
@@ -288,15 +310,40 @@ impl Store {
         Ok(())
     }
 
-    fn new_run(&self, id: &str, live_base: u64) -> Arc<Run> {
+    fn new_hub(&self, live_base: u64) -> Hub {
+        Hub::new(live_base, self.config.live_replay, self.live_budget.clone())
+    }
+
+    fn new_run(&self, id: &str, live: Hub) -> Arc<Run> {
         Arc::new(Run {
             id: id.to_owned(),
             account: Mutex::new(RunAccount::default()),
             seqs: Mutex::new(BTreeMap::new()),
             hints: Mutex::new(BTreeSet::new()),
-            live: Hub::new(live_base, self.config.live_replay, self.live_budget.clone()),
+            live,
             assembly: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// The live stream of a run to subscribe to: the run's, or for a run with no post yet a
+    /// stream the run takes at its first post. Subscribing never creates a run, so it takes
+    /// none of the collector's places for runs; the streams waiting for their run live only
+    /// while they have subscribers, so there are at most as many as connections.
+    pub fn live(&self, id: &str) -> Hub {
+        let runs = lock(&self.runs);
+        if let Some(run) = runs.get(id) {
+            return run.live.clone();
+        }
+        let mut waiting = lock(&self.waiting);
+        if let Some(hub) = waiting.get(id).and_then(WeakHub::upgrade) {
+            return hub;
+        }
+        if waiting.len() >= 64 {
+            waiting.retain(|_, hub| !hub.is_gone());
+        }
+        let hub = self.new_hub(0);
+        waiting.insert(id.to_owned(), hub.downgrade());
+        hub
     }
 
     /// The run, when the collector knows it.
@@ -321,7 +368,11 @@ impl Store {
                 runs.len()
             )));
         }
-        let run = self.new_run(id, 0);
+        let waiting = lock(&self.waiting).remove(id);
+        let hub = waiting
+            .and_then(|hub| hub.upgrade())
+            .unwrap_or_else(|| self.new_hub(0));
+        let run = self.new_run(id, hub);
         runs.insert(id.to_owned(), run.clone());
         Ok(run)
     }
@@ -371,45 +422,71 @@ impl Store {
         Ok(())
     }
 
-    fn fault(&self, path: &Path) -> io::Result<()> {
+    /// The test hook, called before each durable write.
+    pub(crate) fn fault(&self, path: &Path) -> io::Result<()> {
         match &self.config.write_fault {
             Some(f) => f(path),
             None => Ok(()),
         }
     }
 
-    /// Stages a post durably under the node's next sequence number for its kind (the caller holds
-    /// `seq`, the node's sequence lock). Returns the number given. Blocking.
-    pub fn stage(
+    /// The staged path of a post of `kind` in `encoding` numbered `n`.
+    fn staged_path(
+        &self,
+        run: &Run,
+        node: &str,
+        kind: &FileKind,
+        n: u64,
+        encoding: Encoding,
+    ) -> PathBuf {
+        self.staging
+            .join(&run.id)
+            .join(node)
+            .join(layout::staged_name_as(kind, n, encoding))
+    }
+
+    /// The first step of staging a post: its bytes written under a temporary name beside the
+    /// staged name numbered `n` and flushed (see [`Flushed`]). Nothing is numbered or counted
+    /// yet; [`Store::commit`] does that. Blocking.
+    pub fn flush(
+        &self,
+        run: &Run,
+        node: &str,
+        n: u64,
+        post: &Post<'_>,
+    ) -> Result<Flushed, StoreError> {
+        self.check_room(run, node, post.bytes.len() as u64)?;
+        let target = self.staged_path(run, node, post.kind, n, post.encoding);
+        self.fault(&target)
+            .and_then(|()| Flushed::write(&target, post.bytes))
+            .map_err(|e| self.write_error(run, node, &target, e))
+    }
+
+    /// The second step: the flushed post linked to its staged name and its directory flushed,
+    /// then numbered and counted. `flushed` must be for the node's next number of its kind (the
+    /// caller holds `seq`, the node's sequence lock, from before [`Store::flush`]). Returns the
+    /// number given. Blocking.
+    pub fn commit(
         &self,
         run: &Run,
         node: &str,
         seq: &mut NodeSeq,
+        flushed: Flushed,
         post: &Post<'_>,
     ) -> Result<u64, StoreError> {
-        self.check_room(run, node, post.bytes.len() as u64)?;
         let stem = post.kind.staged_stem();
         let n = seq.take(&stem);
-        let dir = self.staging.join(&run.id).join(node);
-        let name = layout::staged_name_as(post.kind, n, post.encoding);
-        self.fault(&dir.join(&name))
-            .and_then(|()| {
-                store_staged(
-                    &self.staging,
-                    &run.id,
-                    node,
-                    post.kind,
-                    n,
-                    post.encoding,
-                    post.bytes,
-                )
-            })
-            .map_err(|e| {
-                StoreError::Io(format!(
-                    "cannot store {}/{node}/{name}: {e}; nothing was acknowledged",
-                    run.id
-                ))
-            })?;
+        let target = self.staged_path(run, node, post.kind, n, post.encoding);
+        if flushed.target() != target {
+            return Err(StoreError::Io(format!(
+                "{} is not the next staged name, {}; nothing was acknowledged",
+                flushed.target().display(),
+                target.display()
+            )));
+        }
+        flushed
+            .commit()
+            .map_err(|e| self.write_error(run, node, &target, e))?;
         seq.next.insert(stem, n + 1);
         let mut account = lock(&run.account);
         account
@@ -420,6 +497,32 @@ impl Store {
         account.bytes += post.bytes.len() as u64;
         account.saw(post.recv_ms);
         Ok(n)
+    }
+
+    /// Stages a post durably under the node's next sequence number for its kind (the caller holds
+    /// `seq`, the node's sequence lock): [`Store::flush`], then [`Store::commit`]. Returns the
+    /// number given. Blocking.
+    pub fn stage(
+        &self,
+        run: &Run,
+        node: &str,
+        seq: &mut NodeSeq,
+        post: &Post<'_>,
+    ) -> Result<u64, StoreError> {
+        let n = seq.next_number(post.kind);
+        let flushed = self.flush(run, node, n, post)?;
+        self.commit(run, node, seq, flushed, post)
+    }
+
+    fn write_error(&self, run: &Run, node: &str, target: &Path, e: io::Error) -> StoreError {
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        StoreError::Io(format!(
+            "cannot store {}/{node}/{name}: {e}; nothing was acknowledged",
+            run.id
+        ))
     }
 
     /// Keeps a body in quarantine durably, with why beside it. Returns its path relative to the
@@ -459,28 +562,6 @@ impl Store {
         account.bytes += (q.body.len() + why.len()) as u64;
         account.saw(q.recv_ms);
         Ok(format!("quarantine/{}/{node}/{name}", run.id))
-    }
-
-    /// Writes a run's assembled tarball durably as `bundles/<run_id>.tar.gz`, replacing the one
-    /// before. Blocking.
-    pub fn write_bundle(&self, run_id: &str, bytes: &[u8]) -> io::Result<PathBuf> {
-        let path = self.bundles.join(format!("{run_id}.tar.gz"));
-        self.fault(&path)?;
-        let tmp = self
-            .bundles
-            .join(format!(".{run_id}.tar.gz.partial-{}", std::process::id()));
-        let result = (|| {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            drop(file);
-            fs::rename(&tmp, &path)?;
-            sync_dir(&self.bundles)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result.map(|()| path)
     }
 
     /// The quarantined files of a run (bodies and their `.why.json`), as paths relative to the

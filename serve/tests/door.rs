@@ -193,6 +193,17 @@ fn cases() -> Vec<Case> {
             quarantined: 1,
         },
         Case {
+            name: "a_finalize_that_is_not_one_is_kept_and_its_run_still_finalized",
+            validate: true,
+            route: "finalize",
+            content_type: json,
+            body: b"[1]".to_vec(),
+            status: 200,
+            problems: &[""],
+            staged: &[],
+            quarantined: 1,
+        },
+        Case {
             name: "an_unknown_kind_is_kept_and_answered_with_404",
             validate: true,
             route: "metrics",
@@ -404,7 +415,7 @@ async fn quarantined_bodies_travel_with_the_bundle_and_its_validation_counts_the
         let kept: Vec<&String> = bundle
             .files
             .keys()
-            .filter(|p| p.starts_with("quarantine/"))
+            .filter(|p| p.starts_with("@quarantine/"))
             .collect();
         assert_eq!(kept.len(), 4, "two bodies and their reasons: {kept:?}");
         assert_eq!(report.invalid_records, 0, "{:?}", report.problems);
@@ -416,7 +427,7 @@ async fn quarantined_bodies_travel_with_the_bundle_and_its_validation_counts_the
             report
                 .problems
                 .iter()
-                .all(|p| p.to_string().contains("quarantine")),
+                .all(|p| p.to_string().contains("@quarantine")),
             "{:?}",
             report.problems
         );

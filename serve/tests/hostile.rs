@@ -2,7 +2,10 @@
 //! out, bodies over the limit are refused without being read, ids that are not safe names are
 //! refused and nothing is written outside the root, runs past the limit are refused, a full disk
 //! (`ENOSPC`, injected through the collector's write hook) is an error that loses nothing
-//! acknowledged, concurrent finalizes agree, and a finalize racing late posts loses none.
+//! acknowledged, concurrent finalizes agree, a finalize racing late posts loses none, a run
+//! whose posts were all quarantined still finalizes and serves its quarantine, a node labelled
+//! `quarantine` keeps its files apart from the quarantined bodies, and subscribing to runs that
+//! have no post takes none of the places for runs.
 
 mod common;
 
@@ -14,7 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::*;
 use diagwire_serve::Config;
-use diagwire_serve::client::Connection;
+use diagwire_serve::client::{Connection, StreamEvent, subscribe};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn example(path: &str) -> Vec<u8> {
@@ -50,6 +53,9 @@ enum Case {
     AFullDiskIs500AndLosesNothingAcknowledged,
     ConcurrentFinalizesAgree,
     AFinalizeRacingLatePostsLosesNone,
+    AFinalizeOfARunWithOnlyQuarantinedPostsServesItsQuarantine,
+    ANodeLabelledQuarantineKeepsItsFilesApartFromTheQuarantine,
+    SubscribingToUnknownRunsTakesNoPlaceForRuns,
 }
 
 const CASES: &[Case] = &[
@@ -66,11 +72,14 @@ const CASES: &[Case] = &[
     Case::AFullDiskIs500AndLosesNothingAcknowledged,
     Case::ConcurrentFinalizesAgree,
     Case::AFinalizeRacingLatePostsLosesNone,
+    Case::AFinalizeOfARunWithOnlyQuarantinedPostsServesItsQuarantine,
+    Case::ANodeLabelledQuarantineKeepsItsFilesApartFromTheQuarantine,
+    Case::SubscribingToUnknownRunsTakesNoPlaceForRuns,
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_requests_are_bounded_and_lose_nothing() {
-    bounded(80, async {
+    bounded(120, async {
         let mut failures = Vec::new();
         for case in CASES {
             if let Err(e) = bounded(20, check(*case)).await {
@@ -379,6 +388,102 @@ async fn check(case: Case) -> Result<(), String> {
                 return Err(format!(
                     "the bundle holds {snaps} snapshots, {acked} were acknowledged"
                 ));
+            }
+            return Ok(());
+        }
+        Case::AFinalizeOfARunWithOnlyQuarantinedPostsServesItsQuarantine => {
+            // A boot that is not one, then a finalize that is not one: both kept, both
+            // acknowledged, and the bundle holds the quarantine alone.
+            status(
+                Some(post(&mut conn, "boot", &run, &node, b"[1]").await.status),
+                200,
+            )?;
+            let fin = post(&mut conn, "finalize", &run, &node, b"[2]").await;
+            status(Some(fin.status), 200)?;
+            let ack = json(&fin);
+            if ack["quarantined"].as_str().is_none() || ack["body"]["bundle_path"].is_null() {
+                return Err(format!("the finalize's ack: {ack}"));
+            }
+            let served = conn
+                .get(&format!("/diag/bundle/{run}"))
+                .await
+                .map_err(|e| e.to_string())?;
+            status(Some(served.status), 200)?;
+            let (bundle, _) = open_bundle(&served.body);
+            let kept = bundle
+                .files
+                .keys()
+                .filter(|p| p.starts_with("@quarantine/"))
+                .count();
+            if kept != 4 || !bundle.files.contains_key("MANIFEST.json") {
+                return Err(format!("the bundle holds {:?}", bundle.files.keys()));
+            }
+            let unknown = conn
+                .get("/diag/bundle/no-such-run")
+                .await
+                .map_err(|e| e.to_string())?;
+            return status(Some(unknown.status), 404);
+        }
+        Case::ANodeLabelledQuarantineKeepsItsFilesApartFromTheQuarantine => {
+            // The node's label is its role, `quarantine`; another node, whose id is the name of
+            // that node's boot file, has a body quarantined. Under one folder they would make
+            // `quarantine/boot.json` a file and a directory at once.
+            let mut identity: serde_json::Value = serde_json::from_slice(&boot).unwrap();
+            identity["role"] = "quarantine".into();
+            let labelled = serde_json::to_vec(&identity).unwrap();
+            status(
+                Some(post(&mut conn, "boot", &run, &node, &labelled).await.status),
+                200,
+            )?;
+            let bad = post(&mut conn, "snapshot", &run, "boot.json", b"[1]").await;
+            status(Some(bad.status), 200)?;
+            let fin = post(&mut conn, "finalize", &run, &node, b"{}").await;
+            status(Some(fin.status), 200)?;
+            let served = conn
+                .get(&format!("/diag/bundle/{run}"))
+                .await
+                .map_err(|e| e.to_string())?;
+            let (bundle, report) = open_bundle(&served.body);
+            let manifest: serde_json::Value =
+                serde_json::from_slice(&bundle.files["MANIFEST.json"]).unwrap();
+            if manifest["nodes"][0]["label"] != "quarantine" {
+                return Err(format!("manifest {manifest}"));
+            }
+            for path in ["quarantine/boot.json", "quarantine/finalize.json"] {
+                if !bundle.files.contains_key(path) {
+                    return Err(format!("{path} missing: {:?}", bundle.files.keys()));
+                }
+            }
+            let kept: Vec<&String> = bundle
+                .files
+                .keys()
+                .filter(|p| p.starts_with("@quarantine/boot.json/"))
+                .collect();
+            if kept.len() != 2 || report.invalid_records != 0 {
+                return Err(format!("kept {kept:?}, problems {:?}", report.problems));
+            }
+            return Ok(());
+        }
+        Case::SubscribingToUnknownRunsTakesNoPlaceForRuns => {
+            // A subscriber to a run before its first post, and more subscribers to runs that
+            // never get one than the collector has places for runs.
+            let mut subs = Vec::new();
+            for name in std::iter::once("run-0".to_owned()).chain((0..25).map(|i| format!("w-{i}")))
+            {
+                let url = format!("http://{addr}/diag/stream/{name}");
+                subs.push(subscribe(&url, None).await.map_err(|e| e.to_string())?);
+            }
+            for i in 0..21 {
+                let reply = post(&mut conn, "boot", &format!("run-{i}"), &node, &boot).await;
+                let want = if i < 20 { 200 } else { 413 };
+                if reply.status != want {
+                    return Err(format!("run {i}: status {}, expected {want}", reply.status));
+                }
+            }
+            // A subscriber that came before its run's first post gets it.
+            match subs[0].next().await {
+                Some(Ok(StreamEvent::Record { record, .. })) if record.run_id == "run-0" => {}
+                other => return Err(format!("the early subscriber got {other:?}")),
             }
             return Ok(());
         }

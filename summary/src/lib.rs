@@ -1,7 +1,8 @@
 //! The post-incident summary of a bundle (`diagwire summary`): every section swactor's
 //! post-processor renders, readable on any generation and any release, plus subprocess buckets,
 //! validation, absence and what the reader did not know; as Markdown, JSON, TSV or one
-//! self-contained HTML page with plots; and the two-bundle comparison (`diagwire compare`).
+//! self-contained HTML page with plots; the two-bundle comparison (`diagwire compare`); and the
+//! fleet report's output and renderings ([`fleet`], whose numbers `diagwire-fleet` computes).
 //!
 //! [`collect`] reads the bundle in one pass into a [`model::Summary`]; the renderers only read it.
 
@@ -9,6 +10,7 @@ pub mod absence;
 mod buckets;
 pub mod collect;
 pub mod compare;
+pub mod fleet;
 mod gaps;
 pub mod html;
 pub mod model;

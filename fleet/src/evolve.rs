@@ -1,0 +1,219 @@
+//! Reading files written under older columns with today's: a struct column is matched field by
+//! field, by name and at any depth (inside lists too), a field the file lacks reads as null and a
+//! field the table lacks is dropped. DataFusion's own adapter casts a struct only when both sides
+//! have the same fields, so a file written before a minor release added a field to an event's
+//! struct could not be read at all; this adapter is the smallest change that reads it, plugged in
+//! through a Parquet format whose scans carry it (`ParquetFormat` offers no other hook).
+
+use std::any::Any;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, ListArray, RecordBatch, RecordBatchOptions, StructArray,
+    new_null_array,
+};
+use datafusion::arrow::compute::{can_cast_types, cast};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::Session;
+use datafusion::common::{ColumnStatistics, Result, Statistics, plan_err};
+use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::physical_plan::{FileScanConfig, FileSource, ParquetSource};
+use datafusion::datasource::schema_adapter::{SchemaAdapter, SchemaAdapterFactory, SchemaMapper};
+use datafusion::physical_plan::ExecutionPlan;
+use object_store::{ObjectMeta, ObjectStore};
+
+/// Parquet, with scans that read older files by field name ([`ByName`]).
+#[derive(Debug, Default)]
+pub struct EvolvingParquet {
+    inner: ParquetFormat,
+}
+
+#[async_trait]
+impl FileFormat for EvolvingParquet {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn get_ext(&self) -> String {
+        self.inner.get_ext()
+    }
+
+    fn get_ext_with_compression(&self, c: &FileCompressionType) -> Result<String> {
+        self.inner.get_ext_with_compression(c)
+    }
+
+    async fn infer_schema(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        objects: &[ObjectMeta],
+    ) -> Result<SchemaRef> {
+        self.inner.infer_schema(state, store, objects).await
+    }
+
+    async fn infer_stats(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> Result<Statistics> {
+        self.inner
+            .infer_stats(state, store, table_schema, object)
+            .await
+    }
+
+    async fn create_physical_plan(
+        &self,
+        state: &dyn Session,
+        conf: FileScanConfig,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        // The inner format carries the adapter of the scan's source (ours) over to its own.
+        self.inner.create_physical_plan(state, conf).await
+    }
+
+    fn file_source(&self) -> Arc<dyn FileSource> {
+        let plain = ParquetSource::default();
+        // Parquet's source always takes an adapter; were it ever to refuse, the scan would still
+        // read, only without older files' struct columns.
+        plain
+            .with_schema_adapter_factory(Arc::new(ByName))
+            .unwrap_or_else(|_| Arc::new(ParquetSource::default()))
+    }
+}
+
+/// The adapter factory: columns matched by name, structs field by field.
+#[derive(Debug)]
+pub struct ByName;
+
+impl SchemaAdapterFactory for ByName {
+    fn create(&self, projected: SchemaRef, _table: SchemaRef) -> Box<dyn SchemaAdapter> {
+        Box::new(Adapter { projected })
+    }
+}
+
+struct Adapter {
+    projected: SchemaRef,
+}
+
+impl SchemaAdapter for Adapter {
+    fn map_column_index(&self, index: usize, file: &Schema) -> Option<usize> {
+        Some(file.fields().find(self.projected.field(index).name())?.0)
+    }
+
+    fn map_schema(&self, file: &Schema) -> Result<(Arc<dyn SchemaMapper>, Vec<usize>)> {
+        let mut projection = Vec::new();
+        let mut mappings = vec![None; self.projected.fields().len()];
+        for (at, field) in file.fields().iter().enumerate() {
+            let Some((to, table_field)) = self.projected.fields().find(field.name()) else {
+                continue;
+            };
+            if !adaptable(field.data_type(), table_field.data_type()) {
+                return plan_err!(
+                    "column {} is {} in a file and {} in the table",
+                    field.name(),
+                    field.data_type(),
+                    table_field.data_type()
+                );
+            }
+            mappings[to] = Some(projection.len());
+            projection.push(at);
+        }
+        let mapper = Mapper {
+            projected: Arc::clone(&self.projected),
+            mappings,
+        };
+        Ok((Arc::new(mapper), projection))
+    }
+}
+
+#[derive(Debug)]
+struct Mapper {
+    projected: SchemaRef,
+    /// For each table column, its index among the columns read from the file.
+    mappings: Vec<Option<usize>>,
+}
+
+impl SchemaMapper for Mapper {
+    fn map_batch(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        let rows = batch.num_rows();
+        let columns = self
+            .projected
+            .fields()
+            .iter()
+            .zip(&self.mappings)
+            .map(|(field, from)| match from {
+                Some(i) => adapt(batch.column(*i), field.data_type()),
+                None => Ok(new_null_array(field.data_type(), rows)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(&self.projected),
+            columns,
+            &options,
+        )?)
+    }
+
+    fn map_column_statistics(&self, file: &[ColumnStatistics]) -> Result<Vec<ColumnStatistics>> {
+        Ok(self
+            .mappings
+            .iter()
+            .map(|from| match from.and_then(|i| file.get(i)) {
+                Some(s) => s.clone(),
+                None => ColumnStatistics::new_unknown(),
+            })
+            .collect())
+    }
+}
+
+/// Whether a file's column of type `from` reads as `to`.
+fn adaptable(from: &DataType, to: &DataType) -> bool {
+    match (from, to) {
+        (DataType::Struct(f), DataType::Struct(t)) => f.iter().all(|field| {
+            t.find(field.name())
+                .is_none_or(|(_, target)| adaptable(field.data_type(), target.data_type()))
+        }),
+        (DataType::List(f), DataType::List(t)) => adaptable(f.data_type(), t.data_type()),
+        (f, t) => f == t || can_cast_types(f, t),
+    }
+}
+
+/// `array` as type `to`: structs field by field by name (missing fields null), lists element by
+/// element, anything else cast.
+fn adapt(array: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    if array.data_type() == to {
+        return Ok(Arc::clone(array));
+    }
+    match (array.data_type(), to) {
+        (DataType::Struct(_), DataType::Struct(fields)) => {
+            let s = array.as_struct();
+            let columns = fields
+                .iter()
+                .map(|f| match s.column_by_name(f.name()) {
+                    Some(c) => adapt(c, f.data_type()),
+                    None => Ok(new_null_array(f.data_type(), s.len())),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Arc::new(StructArray::try_new(
+                fields.clone(),
+                columns,
+                s.nulls().cloned(),
+            )?))
+        }
+        (DataType::List(_), DataType::List(field)) => {
+            let l = array.as_list::<i32>();
+            let values = adapt(l.values(), field.data_type())?;
+            Ok(Arc::new(ListArray::try_new(
+                Arc::<Field>::clone(field),
+                l.offsets().clone(),
+                values,
+                l.nulls().cloned(),
+            )?))
+        }
+        _ => Ok(cast(array, to)?),
+    }
+}

@@ -1,0 +1,363 @@
+//! Assembling a run's bundle on disk with bounded memory, and the serve decision between the
+//! canonical tarball and a bundle assembled now.
+//!
+//! The library's `assemble` holds a whole run in memory; here each staged file is read alone and
+//! handed to the library's [`StreamWriter`] (which lays the bundle out and derives its manifest
+//! exactly as `assemble` does), and the archive is streamed file by file through the library's
+//! [`TarGzWriter`], with the run's quarantined bodies under [`QUARANTINE_DIR`]. So memory holds
+//! one staged file (at most a body, 32 MiB) plus the list of paths, whatever the run's size. The
+//! output is byte for byte what `write_tar_gz` writes for the same files.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::UNIX_EPOCH;
+
+use diagwire::bundle::StreamWriter;
+use diagwire::bundle::assemble::{
+    CachedBundle, NodeFiles, ServeDecision, StagingState, Tally, serve_decision,
+};
+use diagwire::bundle::output::TarGzWriter;
+use diagwire::bundle::read::{BundleReader, Limits};
+use diagwire::bundle::target::{files_under, sync_dir};
+use diagwire::layout::{self, FileKind, Role};
+use diagwire::v1::Manifest;
+
+use crate::Collector;
+
+/// The bundle folder holding a run's quarantined bodies, `@quarantine/<node_id>/<name>`. Its
+/// name cannot be a node's label (labels are made of `[A-Za-z0-9._-]`), so no node's directory
+/// collides with it, whatever its role or id.
+pub const QUARANTINE_DIR: &str = "@quarantine";
+
+/// Numbers the temporary names of assemblies running at once.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A name in `bundles/` for work in progress: hidden (a leading `.`), unique in this process,
+/// and removed at the next start when a crash left it.
+fn temporary(bundles: &Path, run_id: &str, what: &str) -> PathBuf {
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    bundles.join(format!(".{run_id}.{what}-{}-{n}", std::process::id()))
+}
+
+/// A folder removed with what it holds when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A finished archive under a temporary name in `bundles/`, removed when dropped unless it was
+/// moved into place or opened to be served.
+pub struct Archive {
+    path: Option<PathBuf>,
+    /// What it holds.
+    pub listing: Listing,
+}
+
+impl Drop for Archive {
+    fn drop(&mut self) {
+        if let Some(path) = self.path.take() {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+impl Archive {
+    /// Opens the archive to be read, and removes its name (the open file stays readable).
+    pub fn open_and_forget(mut self) -> io::Result<File> {
+        let path = self.path.take().unwrap_or_default();
+        let file = File::open(&path);
+        let _ = fs::remove_file(&path);
+        file
+    }
+}
+
+/// What a bundle holds, for the serve decision: its manifest and every file's path (relative to
+/// the run directory) and size, `MANIFEST.json` and quarantined bodies included.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    /// Its `MANIFEST.json`.
+    pub manifest: Manifest,
+    /// Every file, sorted by path.
+    pub files: Vec<(String, u64)>,
+}
+
+impl Listing {
+    /// The quarantined bodies (and their reasons) it carries.
+    fn quarantine(&self) -> Vec<&(String, u64)> {
+        let prefix = format!("{QUARANTINE_DIR}/");
+        self.files
+            .iter()
+            .filter(|(p, _)| p.starts_with(&prefix))
+            .collect()
+    }
+
+    /// Each node's files per kind with their sizes, in the manifest's order; `None` when a label
+    /// is listed twice or a file other than the manifest and the quarantine is outside every
+    /// node's directory (not a bundle assembly wrote).
+    fn node_files(&self) -> Option<Vec<NodeFiles>> {
+        let mut files = vec![NodeFiles::default(); self.manifest.nodes.len()];
+        let labels: Vec<&str> = self
+            .manifest
+            .nodes
+            .iter()
+            .map(|n| n.label.as_str())
+            .collect();
+        let mut sorted = labels.clone();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|w| w[0] == w[1]) {
+            return None;
+        }
+        let prefix = format!("{QUARANTINE_DIR}/");
+        for (path, size) in &self.files {
+            if path.starts_with(&prefix) {
+                continue;
+            }
+            let parsed = layout::parse_bundle_path(path);
+            if parsed.role == Role::Manifest {
+                continue;
+            }
+            let kind = parsed.role.file_kind()?;
+            let node = parsed.node?;
+            let i = labels.iter().position(|l| *l == node)?;
+            let tally: &mut Tally = match kind {
+                FileKind::Boot => &mut files[i].boot,
+                FileKind::Events => &mut files[i].events,
+                FileKind::Snapshot => &mut files[i].snapshots,
+                FileKind::Finalize => &mut files[i].finalize,
+                FileKind::Vastai(_) => &mut files[i].vastai,
+            };
+            tally.files += 1;
+            tally.bytes += size;
+        }
+        Some(files)
+    }
+
+    /// What staging holds, as the serve decision compares it.
+    fn staging_state(&self) -> StagingState {
+        let mut state = StagingState::from_manifest(&self.manifest);
+        if let Some(files) = self.node_files() {
+            for (node, files) in state.nodes.iter_mut().zip(files) {
+                node.files = Some(files);
+            }
+        }
+        state
+    }
+
+    /// What the cached bundle holds, as the serve decision compares it; `None` when it is not a
+    /// bundle of `run_id` that assembly could have written.
+    fn cached(&self, run_id: &str) -> Option<CachedBundle> {
+        if self.manifest.run_id != run_id {
+            return None;
+        }
+        let files = self.node_files()?;
+        let mut cached = CachedBundle::from_manifest(&self.manifest);
+        for (node, files) in cached.nodes.iter_mut().zip(files) {
+            if node.counts != files.counts() {
+                return None;
+            }
+            node.files = Some(files);
+        }
+        Some(cached)
+    }
+
+    /// Reads what an archive holds, one file at a time; `None` when it cannot be read whole.
+    pub fn of_archive(path: &Path) -> Option<Listing> {
+        let mut reader = BundleReader::open(path, Limits::default()).ok()?;
+        let mut files = Vec::new();
+        let mut manifest = None;
+        for file in reader.stream() {
+            let mut file = file.ok()?;
+            if file.path == layout::MANIFEST {
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes).ok()?;
+                manifest = Some(serde_json::from_slice::<Manifest>(&bytes).ok()?);
+            }
+            files.push((file.path, file.size));
+        }
+        files.sort();
+        Some(Listing {
+            manifest: manifest?,
+            files,
+        })
+    }
+}
+
+/// Whether the cached bundle (`cached`) still holds what was just assembled (`fresh`): the
+/// library's serve decision over the nodes, and the same quarantined files. A run whose posts
+/// were all quarantined has no node; its bundle holds the quarantine alone.
+pub fn decide(run_id: &str, cached: Option<&Listing>, fresh: &Listing) -> ServeDecision {
+    let state = fresh.staging_state();
+    let quarantine = fresh.quarantine();
+    let cached_same_quarantine = cached.filter(|c| c.quarantine() == quarantine);
+    if state.nodes.is_empty() {
+        if quarantine.is_empty() {
+            return ServeDecision::NotFound;
+        }
+        return match cached_same_quarantine {
+            Some(c) if c.manifest.nodes.is_empty() && c.cached(run_id).is_some() => {
+                ServeDecision::ServeCached
+            }
+            _ => ServeDecision::Resynthesize,
+        };
+    }
+    let cached = cached_same_quarantine.and_then(|c| c.cached(run_id));
+    serve_decision(cached.as_ref(), Some(&state))
+}
+
+impl Collector {
+    /// Assembles the run from staging (and its quarantine) into an archive under a temporary
+    /// name in `bundles/`, flushed to disk when `durable`. `None` when the run has neither
+    /// staged nor quarantined posts. Blocking.
+    pub fn assemble_archive(&self, run_id: &str, durable: bool) -> io::Result<Option<Archive>> {
+        let store = &self.store;
+        if layout::sanitize_component(run_id) != run_id {
+            return Ok(None);
+        }
+        let staged = store.staging.join(run_id);
+        let quarantined = store.quarantined_files(run_id)?;
+        if !staged.is_dir() && quarantined.is_empty() {
+            return Ok(None);
+        }
+        let scratch = Scratch(temporary(&store.bundles, run_id, "assembling"));
+        fs::create_dir(&scratch.0)?;
+        let mut writer = StreamWriter::to_dir(&scratch.0, run_id, self.writer())?;
+        let mut span: Option<(u64, u64)> = None;
+        for node in sorted_names(&staged, true)? {
+            let dir = staged.join(&node);
+            for name in sorted_names(&dir, false)? {
+                if name.starts_with('.') {
+                    continue; // a post still being written
+                }
+                let Some((kind, seq)) = layout::parse_staged_name(&name) else {
+                    continue;
+                };
+                let path = dir.join(&name);
+                let bytes = fs::read(&path)?;
+                if let Some(ms) = fs::metadata(&path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map(|d| d.as_millis() as u64)
+                {
+                    span = Some(span.map_or((ms, ms), |(lo, hi)| (lo.min(ms), hi.max(ms))));
+                }
+                let encoding = layout::Encoding::of_name(&name).unwrap_or_default();
+                writer.add_file_as(&node, kind, Some(seq), encoding, &bytes)?;
+            }
+        }
+        if let Some((lo, hi)) = span {
+            writer.collector_span(lo, hi);
+        }
+        let written = writer.finish()?;
+        let mut entries: Vec<(String, PathBuf)> = files_under(&written.path)?
+            .into_iter()
+            .map(|rel| {
+                let path = rel.split('/').fold(written.path.clone(), |p, c| p.join(c));
+                (rel, path)
+            })
+            .collect();
+        entries.extend(
+            quarantined
+                .into_iter()
+                .map(|(rel, path)| (format!("{QUARANTINE_DIR}/{rel}"), path)),
+        );
+        entries.sort();
+        let out = temporary(&store.bundles, run_id, "tar.gz.partial");
+        let mut archive = Archive {
+            path: Some(out.clone()),
+            listing: Listing {
+                manifest: written.manifest,
+                files: Vec::with_capacity(entries.len()),
+            },
+        };
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&out)?;
+        let mut tar = TarGzWriter::new(run_id, BufWriter::with_capacity(1 << 16, file))?;
+        for (rel, path) in entries {
+            let file = File::open(&path)?;
+            let size = file.metadata()?.len();
+            tar.append_from(&rel, size, file)?;
+            archive.listing.files.push((rel, size));
+        }
+        let file = tar.finish()?.into_inner().map_err(|e| e.into_error())?;
+        if durable {
+            file.sync_all()?;
+        }
+        Ok(Some(archive))
+    }
+
+    /// Moves an assembled archive into place as the run's canonical tarball,
+    /// `bundles/<run_id>.tar.gz` (replacing the one before), and flushes the folder. Blocking.
+    pub fn install_archive(&self, run_id: &str, mut archive: Archive) -> io::Result<PathBuf> {
+        let bundles = &self.store.bundles;
+        let path = bundles.join(format!("{run_id}.tar.gz"));
+        self.store.fault(&path)?;
+        let from = archive.path.take().unwrap_or_default();
+        if let Err(e) = fs::rename(&from, &path) {
+            let _ = fs::remove_file(&from);
+            return Err(e);
+        }
+        sync_dir(bundles)?;
+        Ok(path)
+    }
+
+    /// Assembles the run and writes it durably as its canonical tarball. Blocking.
+    pub fn write_bundle(&self, run_id: &str) -> io::Result<PathBuf> {
+        match self.assemble_archive(run_id, true)? {
+            Some(archive) => self.install_archive(run_id, archive),
+            None => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("run {run_id:?} has no staged or quarantined posts"),
+            )),
+        }
+    }
+
+    /// What `GET /diag/bundle/{run_id}` serves, open for reading: the canonical tarball while
+    /// it still holds what staging and quarantine hold (the serve decision), else the bundle
+    /// just assembled; `None` when the run has no posts. Blocking.
+    pub fn bundle_file(&self, run_id: &str) -> io::Result<Option<File>> {
+        let Some(fresh) = self.assemble_archive(run_id, false)? else {
+            return Ok(None);
+        };
+        let path = self.store.bundles.join(format!("{run_id}.tar.gz"));
+        let cached = if path.is_file() {
+            Listing::of_archive(&path)
+        } else {
+            None
+        };
+        match decide(run_id, cached.as_ref(), &fresh.listing) {
+            ServeDecision::NotFound => Ok(None),
+            ServeDecision::ServeCached => File::open(&path).map(Some),
+            ServeDecision::Resynthesize => fresh.open_and_forget().map(Some),
+        }
+    }
+}
+
+/// The names in `dir` (none when it does not exist) of directories (`dirs`) or regular files,
+/// sorted; links and names that are not UTF-8 are left out.
+fn sorted_names(dir: &Path, dirs: bool) -> io::Result<Vec<String>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if (dirs && kind.is_dir()) || (!dirs && kind.is_file()) {
+            if let Ok(name) = entry.file_name().into_string() {
+                out.push(name);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
