@@ -25,6 +25,7 @@ use diagwire::layout::{self, FileKind, Role};
 use diagwire::v1::Manifest;
 
 use crate::Collector;
+use crate::store::sorted_names;
 
 /// The bundle folder holding a run's quarantined bodies, `@quarantine/<node_id>/<name>`. Its
 /// name cannot be a node's label (labels are made of `[A-Za-z0-9._-]`), so no node's directory
@@ -338,26 +339,4 @@ impl Collector {
             ServeDecision::Resynthesize => fresh.open_and_forget().map(Some),
         }
     }
-}
-
-/// The names in `dir` (none when it does not exist) of directories (`dirs`) or regular files,
-/// sorted; links and names that are not UTF-8 are left out.
-fn sorted_names(dir: &Path, dirs: bool) -> io::Result<Vec<String>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        if (dirs && kind.is_dir()) || (!dirs && kind.is_file()) {
-            if let Ok(name) = entry.file_name().into_string() {
-                out.push(name);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }

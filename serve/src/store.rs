@@ -235,11 +235,11 @@ impl Store {
     fn recover(&self) -> io::Result<()> {
         let mut runs = BTreeMap::new();
         for (base, quarantine) in [(&self.staging, false), (&self.quarantine, true)] {
-            for run_id in dir_names(base)? {
+            for run_id in sorted_names(base, true)? {
                 let run = runs
                     .entry(run_id.clone())
                     .or_insert_with(|| (RunAccount::default(), BTreeMap::new()));
-                for node in dir_names(&base.join(&run_id))? {
+                for node in sorted_names(&base.join(&run_id), true)? {
                     let seq: &mut NodeSeq = run.1.entry(node.clone()).or_default();
                     let mut account = run.0.nodes.remove(&node).unwrap_or_default();
                     let dir = base.join(&run_id).join(&node);
@@ -569,18 +569,13 @@ impl Store {
     pub fn quarantined_files(&self, run_id: &str) -> io::Result<Vec<(String, PathBuf)>> {
         let base = self.quarantine.join(run_id);
         let mut out = Vec::new();
-        for node in dir_names(&base)? {
-            let mut names = Vec::new();
-            for entry in fs::read_dir(base.join(&node))? {
-                let entry = entry?;
-                let Ok(name) = entry.file_name().into_string() else {
-                    continue;
-                };
-                if !name.starts_with('.') && entry.file_type()?.is_file() {
-                    names.push((format!("{node}/{name}"), entry.path()));
+        for node in sorted_names(&base, true)? {
+            let dir = base.join(&node);
+            for name in sorted_names(&dir, false)? {
+                if !name.starts_with('.') {
+                    out.push((format!("{node}/{name}"), dir.join(&name)));
                 }
             }
-            out.extend(names);
         }
         out.sort();
         Ok(out)
@@ -594,9 +589,9 @@ fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     file.commit().map(drop)
 }
 
-/// The names of the directories in `dir` (none when it does not exist), sorted; links and names
-/// that are not UTF-8 are left out.
-fn dir_names(dir: &Path) -> io::Result<Vec<String>> {
+/// The names in `dir` (none when it does not exist) of directories (`dirs`) or regular files,
+/// sorted; links and names that are not UTF-8 are left out.
+pub(crate) fn sorted_names(dir: &Path, dirs: bool) -> io::Result<Vec<String>> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -605,7 +600,8 @@ fn dir_names(dir: &Path) -> io::Result<Vec<String>> {
     let mut out = Vec::new();
     for entry in entries {
         let entry = entry?;
-        if entry.file_type()?.is_dir() {
+        let kind = entry.file_type()?;
+        if (dirs && kind.is_dir()) || (!dirs && kind.is_file()) {
             if let Ok(name) = entry.file_name().into_string() {
                 out.push(name);
             }
