@@ -1,27 +1,15 @@
 //! `diagwire check` and `diagwire parity`: what they print, in both formats, and their exit status.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 use std::sync::OnceLock;
 
 use diagwire::v1::{Event, WriterKind};
 use diagwire_testkit::scenario::{Params, Run, generate};
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn diagwire(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_diagwire"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run diagwire")
-}
+mod common;
+use common::diagwire;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -9,26 +9,10 @@
 //! says to skip it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn diagwire(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_diagwire"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run diagwire")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{diagwire, repo, text};
 
 #[cfg(not(feature = "fleet"))]
 #[test]

@@ -2,29 +2,12 @@
 //! `schemas/tools/`, derived from its output type, fresh, versioned, and met by what the command
 //! prints on the shipped example bundles.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn diagwire(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_diagwire"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run diagwire")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{diagwire, repo, text};
 
 const EXAMPLES: &[&str] = &[
     "examples/bundles/n3-relay-flap",
