@@ -332,14 +332,12 @@ pub fn compact_dir(dir: &Path, table: &str) -> Result<bool, Error> {
     groups.sort();
     let name = format!(
         "part-{:016x}.parquet",
-        crate::export::fnv(
-            groups
-                .iter()
-                .map(|(r, _, _)| r.as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-                .as_bytes(),
-        )
+        fnv(groups
+            .iter()
+            .map(|(r, _, _)| r.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+            .as_bytes(),)
     );
     let target = dir.join(name);
     let mut w = PartWriter::create_for(&target, schema, table)?;
@@ -383,4 +381,14 @@ pub fn partitions(table_dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// FNV-1a of `bytes`: the stable name of a part file.
+pub fn fnv(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }

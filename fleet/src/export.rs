@@ -51,16 +51,6 @@ pub struct Report {
     pub compacted: usize,
 }
 
-/// FNV-1a of `bytes`: the stable name of a part file.
-pub fn fnv(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 /// One table's staging file.
 struct Sink {
     table: &'static Table,
@@ -464,7 +454,7 @@ fn export_one(
         }
         report.replaced.push(run.clone());
     }
-    let part = format!("part-{:016x}.parquet", fnv(run.as_bytes()));
+    let part = format!("part-{:016x}.parquet", dataset::fnv(run.as_bytes()));
     let mut rows = BTreeMap::new();
     for (name, _, path, n) in staged {
         let dir = dataset::partition_dir(dataset, name, major, &date);
