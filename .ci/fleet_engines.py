@@ -21,7 +21,7 @@ TABLES = ["runs", "nodes", "events", "snapshots", "finalize", "vastai"]
 
 def views():
     text = open(os.path.join(ROOT, "fleet/src/views.rs"), encoding="utf-8").read()
-    names = re.findall(r'include_str!\("\.\./views/([a-z_]+)\.sql"\)', text)
+    names = re.findall(r'view!\("([a-z_]+)"', text)
     out = []
     for name in names:
         sql = open(os.path.join(ROOT, "fleet/views", name + ".sql"), encoding="utf-8").read()
@@ -89,11 +89,13 @@ def spark_rows(dataset):
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.ansi.enabled", "true")
         .config("spark.sql.ansi.doubleQuotedIdentifiers", "true")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
+    spark.sparkContext.setLogLevel("ERROR")
     for t in TABLES:
         folder = os.path.join(dataset, t)
         if os.path.isdir(folder):

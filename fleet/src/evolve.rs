@@ -217,3 +217,89 @@ fn adapt(array: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
         _ => Ok(cast(array, to)?),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::StringArray;
+    use datafusion::arrow::buffer::OffsetBuffer;
+    use datafusion::arrow::datatypes::Fields;
+
+    fn fields(names: &[(&str, DataType)]) -> Fields {
+        names
+            .iter()
+            .map(|(n, t)| Field::new(*n, t.clone(), true))
+            .collect()
+    }
+
+    /// A struct column written before a field was added: one row, `{peer: "a"}`.
+    fn old_struct() -> ArrayRef {
+        let peer: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
+        Arc::new(StructArray::new(
+            fields(&[("peer", DataType::Utf8)]),
+            vec![peer],
+            None,
+        ))
+    }
+
+    fn new_fields() -> Fields {
+        fields(&[("peer", DataType::Utf8), ("attempt", DataType::Int64)])
+    }
+
+    #[test]
+    fn a_field_added_to_a_struct_reads_as_null_from_an_older_file() {
+        let to = DataType::Struct(new_fields());
+        assert!(adaptable(old_struct().data_type(), &to));
+        let got = adapt(&old_struct(), &to).unwrap();
+        let s = got.as_struct();
+        assert_eq!(
+            s.column_by_name("peer")
+                .unwrap()
+                .as_string::<i32>()
+                .value(0),
+            "a"
+        );
+        assert!(s.column_by_name("attempt").unwrap().is_null(0));
+    }
+
+    #[test]
+    fn a_list_of_structs_is_adapted_element_by_element() {
+        let item = Arc::new(Field::new("item", old_struct().data_type().clone(), true));
+        let old: ArrayRef = Arc::new(ListArray::new(
+            item,
+            OffsetBuffer::from_lengths([1]),
+            old_struct(),
+            None,
+        ));
+        let to = DataType::List(Arc::new(Field::new(
+            "item",
+            DataType::Struct(new_fields()),
+            true,
+        )));
+        let got = adapt(&old, &to).unwrap();
+        assert_eq!(got.data_type(), &to);
+        let values = got.as_list::<i32>().values().clone();
+        assert!(
+            values
+                .as_struct()
+                .column_by_name("attempt")
+                .unwrap()
+                .is_null(0)
+        );
+    }
+
+    #[test]
+    fn a_column_whose_type_cannot_become_the_tables_is_refused_not_read_as_garbage() {
+        let to = DataType::Struct(fields(&[("peer", DataType::Struct(new_fields()))]));
+        assert!(!adaptable(old_struct().data_type(), &to));
+        let adapter = Adapter {
+            projected: Arc::new(Schema::new(vec![Field::new("c", to, true)])),
+        };
+        let file = Schema::new(vec![Field::new(
+            "c",
+            old_struct().data_type().clone(),
+            true,
+        )]);
+        assert!(adapter.map_schema(&file).is_err());
+    }
+}

@@ -18,51 +18,29 @@ pub struct View {
     pub materialized: bool,
 }
 
+/// A view whose `SELECT` is `fleet/views/<name>.sql`; `materialized` as [`View::materialized`].
+macro_rules! view {
+    ($name:literal) => {
+        view!($name, false)
+    };
+    ($name:literal, $materialized:literal) => {
+        View {
+            name: $name,
+            sql: include_str!(concat!("../views/", $name, ".sql")),
+            materialized: $materialized,
+        }
+    };
+}
+
 /// Every shipped view; a view may use the ones before it.
 pub const VIEWS: &[View] = &[
-    View {
-        name: "node_labels",
-        sql: include_str!("../views/node_labels.sql"),
-        materialized: false,
-    },
-    View {
-        name: "list_positions",
-        sql: include_str!("../views/list_positions.sql"),
-        materialized: true,
-    },
-    View {
-        name: "dials",
-        sql: include_str!("../views/dials.sql"),
-        materialized: false,
-    },
-    View {
-        name: "swim_transitions",
-        sql: include_str!("../views/swim_transitions.sql"),
-        materialized: false,
-    },
-    View {
-        name: "probe_rtt_samples",
-        sql: include_str!("../views/probe_rtt_samples.sql"),
-        materialized: false,
-    },
-    View {
-        name: "probe_rtts",
-        sql: include_str!("../views/probe_rtts.sql"),
-        materialized: false,
-    },
-    View {
-        name: "kernel_drops",
-        sql: include_str!("../views/kernel_drops.sql"),
-        materialized: false,
-    },
-    View {
-        name: "relay_sessions",
-        sql: include_str!("../views/relay_sessions.sql"),
-        materialized: false,
-    },
-    View {
-        name: "subprocesses",
-        sql: include_str!("../views/subprocesses.sql"),
-        materialized: false,
-    },
+    view!("node_labels"),
+    view!("list_positions", true),
+    view!("dials"),
+    view!("swim_transitions"),
+    view!("probe_rtt_samples"),
+    view!("probe_rtts"),
+    view!("kernel_drops"),
+    view!("relay_sessions"),
+    view!("subprocesses"),
 ];
