@@ -105,10 +105,21 @@ pub(crate) fn block_on<T>(
 
 /// Runs `sql` over `dataset` and returns its rows.
 pub fn query(dataset: &Path, sql: &str) -> Result<Vec<RecordBatch>, Error> {
+    let mut rows = queries(dataset, &[sql])?;
+    Ok(rows.pop().unwrap_or_default())
+}
+
+/// Runs each of `sqls` over `dataset` in one session (the tables and views registered once) and
+/// returns their rows, in order; the first that fails is the error.
+pub fn queries(dataset: &Path, sqls: &[&str]) -> Result<Vec<Vec<RecordBatch>>, Error> {
     runtime()?.block_on(async {
         let ctx = session(dataset).await?;
-        let frame = ctx.sql(sql).await.map_err(df)?;
-        frame.collect().await.map_err(df)
+        let mut out = Vec::with_capacity(sqls.len());
+        for sql in sqls {
+            let frame = ctx.sql(sql).await.map_err(df)?;
+            out.push(frame.collect().await.map_err(df)?);
+        }
+        Ok(out)
     })
 }
 
