@@ -2,7 +2,8 @@
 -- first and last snapshot that has any (UDP no_ports, in_errors, rcvbuf_errors, sndbuf_errors;
 -- rx/tx dropped and errors per interface), where it moved. The first snapshot is the earliest in
 -- time (the first in file order among equal times), the last the latest (the last among equal
--- times). The summary's "Kernel network drops". The interfaces are read by position
+-- times); a counter named twice in one of those snapshots (two interfaces of one name) is left
+-- out. The summary's "Kernel network drops". The interfaces are read by position
 -- (`list_positions` says how).
 WITH net AS (
   SELECT run_id, node, wall_ms, file_seq, body.host.network AS n
@@ -23,41 +24,50 @@ ifaces AS (
   FROM lists s
   JOIN positions p ON p.i <= cardinality(s.l)
 ),
-counters AS (
-  SELECT run_id, node, wall_ms, file_seq, 'udp.no_ports' AS counter, n.udp_kernel_stats.no_ports AS v FROM net
-  UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, 'udp.in_errors' AS counter, n.udp_kernel_stats.in_errors AS v FROM net
-  UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, 'udp.rcvbuf_errors' AS counter, n.udp_kernel_stats.rcvbuf_errors AS v FROM net
-  UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, 'udp.sndbuf_errors' AS counter, n.udp_kernel_stats.sndbuf_errors AS v FROM net
-  UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, iface.name || '.rx_dropped' AS counter, iface.counters.rx_dropped AS v FROM ifaces WHERE iface.counters IS NOT NULL
-  UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, iface.name || '.tx_dropped' AS counter, iface.counters.tx_dropped AS v FROM ifaces WHERE iface.counters IS NOT NULL
-  UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, iface.name || '.rx_errors' AS counter, iface.counters.rx_errors AS v FROM ifaces WHERE iface.counters IS NOT NULL
-  UNION ALL
-  SELECT run_id, node, wall_ms, file_seq, iface.name || '.tx_errors' AS counter, iface.counters.tx_errors AS v FROM ifaces WHERE iface.counters IS NOT NULL
+udp_names AS (
+  SELECT 'no_ports' AS k UNION ALL SELECT 'in_errors' UNION ALL SELECT 'rcvbuf_errors'
+  UNION ALL SELECT 'sndbuf_errors'
 ),
-present AS (
-  SELECT * FROM counters WHERE v IS NOT NULL
+iface_names AS (
+  SELECT 'rx_dropped' AS k UNION ALL SELECT 'tx_dropped' UNION ALL SELECT 'rx_errors'
+  UNION ALL SELECT 'tx_errors'
+),
+counters AS (
+  SELECT t.run_id, t.node, t.wall_ms, t.file_seq, 'udp.' || u.k AS counter,
+    CASE u.k
+      WHEN 'no_ports' THEN t.n.udp_kernel_stats.no_ports
+      WHEN 'in_errors' THEN t.n.udp_kernel_stats.in_errors
+      WHEN 'rcvbuf_errors' THEN t.n.udp_kernel_stats.rcvbuf_errors
+      ELSE t.n.udp_kernel_stats.sndbuf_errors
+    END AS v
+  FROM net t CROSS JOIN udp_names u
+  UNION ALL
+  SELECT f.run_id, f.node, f.wall_ms, f.file_seq, f.iface.name || '.' || c.k AS counter,
+    CASE c.k
+      WHEN 'rx_dropped' THEN f.iface.counters.rx_dropped
+      WHEN 'tx_dropped' THEN f.iface.counters.tx_dropped
+      WHEN 'rx_errors' THEN f.iface.counters.rx_errors
+      ELSE f.iface.counters.tx_errors
+    END AS v
+  FROM ifaces f CROSS JOIN iface_names c
+  WHERE f.iface.counters IS NOT NULL
+),
+-- Each snapshot with a counter ranked from the node's first and from its last.
+ranked AS (
+  SELECT run_id, node, counter, v,
+    DENSE_RANK() OVER (PARTITION BY run_id, node ORDER BY wall_ms, file_seq) AS from_first,
+    DENSE_RANK() OVER (PARTITION BY run_id, node ORDER BY wall_ms DESC, file_seq DESC) AS from_last
+  FROM counters WHERE v IS NOT NULL
 ),
 ends AS (
-  SELECT run_id, node, wall_ms, file_seq,
-    ROW_NUMBER() OVER (PARTITION BY run_id, node ORDER BY wall_ms, file_seq) AS from_first,
-    ROW_NUMBER() OVER (PARTITION BY run_id, node ORDER BY wall_ms DESC, file_seq DESC) AS from_last
-  FROM (SELECT DISTINCT run_id, node, wall_ms, file_seq FROM present) AS s
-),
-first_values AS (
-  SELECT p.run_id, p.node, p.counter, p.v FROM present p
-  JOIN ends e ON e.run_id = p.run_id AND e.node = p.node AND e.file_seq = p.file_seq AND e.from_first = 1
-),
-last_values AS (
-  SELECT p.run_id, p.node, p.counter, p.v FROM present p
-  JOIN ends e ON e.run_id = p.run_id AND e.node = p.node AND e.file_seq = p.file_seq AND e.from_last = 1
+  SELECT run_id, node, counter,
+    MIN(CASE WHEN from_first = 1 THEN v END) AS first_v,
+    COUNT(CASE WHEN from_first = 1 THEN v END) AS first_n,
+    MIN(CASE WHEN from_last = 1 THEN v END) AS last_v,
+    COUNT(CASE WHEN from_last = 1 THEN v END) AS last_n
+  FROM ranked
+  GROUP BY run_id, node, counter
 )
-SELECT l.run_id, l.node, l.counter, l.v - f.v AS delta
-FROM last_values l
-JOIN first_values f ON f.run_id = l.run_id AND f.node = l.node AND f.counter = l.counter
-WHERE l.v <> f.v
+SELECT run_id, node, counter, last_v - first_v AS delta
+FROM ends
+WHERE first_n = 1 AND last_n = 1 AND last_v <> first_v
