@@ -163,6 +163,8 @@ pub struct PartWriter {
     writer: ArrowWriter<File>,
     /// Rows written.
     pub rows: u64,
+    /// The Arrow memory of the batches written, summed (what a sort of the file will hold).
+    pub arrow_bytes: u64,
 }
 
 impl PartWriter {
@@ -179,12 +181,14 @@ impl PartWriter {
             tmp,
             writer,
             rows: 0,
+            arrow_bytes: 0,
         })
     }
 
     /// Appends a batch.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), Error> {
         self.rows += batch.num_rows() as u64;
+        self.arrow_bytes += batch.get_array_memory_size() as u64;
         self.writer
             .write(batch)
             .map_err(|e| Error::at(&self.tmp, e.to_string()))

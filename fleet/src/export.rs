@@ -434,10 +434,10 @@ fn export_one(
     let mut staged = Vec::new();
     for (name, mut sink) in std::mem::take(&mut pass.sinks) {
         sink.drain()?;
-        let rows = sink.writer.rows;
+        let (rows, arrow_bytes) = (sink.writer.rows, sink.writer.arrow_bytes);
         sink.writer.finish(&sink.path)?;
         if !sink.in_order {
-            sort::events(&sink.path, sink.table)?;
+            sort::events(&sink.path, sink.table, rows, arrow_bytes)?;
         }
         staged.push((name, sink.table, sink.path, rows));
     }

@@ -423,6 +423,8 @@ fn server(
     config.validate = validate;
     config.finalize_wait = Duration::ZERO;
     config.limits.max_runs = 100_000;
+    // Nodes posting back to back fill a run's default 1 GiB within seconds on a fast disk.
+    config.limits.max_run_bytes = u64::MAX;
     let collector = Collector::open(config).unwrap();
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let (tx, rx) = std::sync::mpsc::channel();

@@ -137,6 +137,22 @@ impl Hub {
         s.newest.send_replace(id);
     }
 
+    /// Empties the replay buffer, returning its bytes to the budget, unless someone is
+    /// subscribed; called once the run's bundle is written, which holds every record. A
+    /// subscriber resuming from before is then told how many it lagged, as after a restart.
+    /// Returns whether the buffer was emptied.
+    pub fn release_unwatched(&self) -> bool {
+        let s = &self.shared;
+        // Under the buffer's lock: `subscribe` registers its receiver under the same lock.
+        let mut inner = lock(&s.inner);
+        if s.newest.receiver_count() > 0 {
+            return false;
+        }
+        let bytes: u64 = inner.replay.drain(..).map(|i| i.data.len() as u64).sum();
+        s.budget.used.fetch_sub(bytes, Ordering::Relaxed);
+        true
+    }
+
     /// The hub without keeping it alive.
     pub fn downgrade(&self) -> WeakHub {
         WeakHub(Arc::downgrade(&self.shared))
@@ -251,6 +267,23 @@ mod tests {
         assert_eq!(ids(&a, Some(0), 2), ["lagged 3", "4"]);
         drop(a);
         assert_eq!(budget.used.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_written_bundle_frees_an_unwatched_buffer_and_resumers_are_told() {
+        let budget = Budget::new(1 << 20);
+        let hub = Hub::new(0, 100, budget.clone());
+        for i in 0..4 {
+            hub.publish("boot", i.to_string());
+        }
+        let watcher = hub.subscribe(Some(0));
+        assert!(!hub.release_unwatched(), "a subscriber keeps the buffer");
+        assert_eq!(budget.used.load(Ordering::Relaxed), 4);
+        drop(watcher);
+        assert!(hub.release_unwatched());
+        assert_eq!(budget.used.load(Ordering::Relaxed), 0);
+        hub.publish("boot", "late".into());
+        assert_eq!(ids(&hub, Some(0), 2), ["lagged 4", "5"]);
     }
 
     #[test]

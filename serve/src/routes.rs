@@ -427,6 +427,7 @@ async fn ingest(
         let id = run_id.clone();
         match tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await {
             Ok(Ok(path)) => {
+                run.live.release_unwatched();
                 body = Some(serde_json::json!({ "bundle_path": path.display().to_string() }));
             }
             Ok(Err(e)) => {

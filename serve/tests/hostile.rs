@@ -52,6 +52,7 @@ enum Case {
     RunsPastTheLimitAre413,
     AFullDiskIs500AndLosesNothingAcknowledged,
     ConcurrentFinalizesAgree,
+    AFullRunStillTakesEachNodesFirstFinalize,
     AFinalizeRacingLatePostsLosesNone,
     AFinalizeOfARunWithOnlyQuarantinedPostsServesItsQuarantine,
     ANodeLabelledQuarantineKeepsItsFilesApartFromTheQuarantine,
@@ -71,6 +72,7 @@ const CASES: &[Case] = &[
     Case::RunsPastTheLimitAre413,
     Case::AFullDiskIs500AndLosesNothingAcknowledged,
     Case::ConcurrentFinalizesAgree,
+    Case::AFullRunStillTakesEachNodesFirstFinalize,
     Case::AFinalizeRacingLatePostsLosesNone,
     Case::AFinalizeOfARunWithOnlyQuarantinedPostsServesItsQuarantine,
     Case::ANodeLabelledQuarantineKeepsItsFilesApartFromTheQuarantine,
@@ -156,6 +158,10 @@ async fn check(case: Case) -> Result<(), String> {
     cfg.limits.max_body_bytes = 1 << 20;
     cfg.limits.max_runs = 20;
     cfg.finalize_wait = Duration::from_millis(300);
+    if let Case::AFullRunStillTakesEachNodesFirstFinalize = case {
+        // Room for the boot alone (a finalize body is longer than the 10 bytes left).
+        cfg.limits.max_run_bytes = example("stage-0/boot.json").len() as u64 + 10;
+    }
     let full = Arc::new(AtomicBool::new(false));
     let disk = full.clone();
     cfg.write_fault = Some(Arc::new(move |_: &Path| {
@@ -279,6 +285,38 @@ async fn check(case: Case) -> Result<(), String> {
             names.sort();
             if names != ["boot-000001.json", "snapshot-000001.json"] {
                 return Err(format!("staging holds {names:?}"));
+            }
+            return Ok(());
+        }
+        Case::AFullRunStillTakesEachNodesFirstFinalize => {
+            status(
+                Some(post(&mut conn, "boot", &run, &node, &boot).await.status),
+                200,
+            )?;
+            let full = post(&mut conn, "snapshot", &run, &node, &snapshot).await;
+            status(Some(full.status), 413)
+                .map_err(|e| format!("a snapshot past the limit: {e}"))?;
+            let finalize = br#"{"exit_reason":"full"}"#;
+            let first = post(&mut conn, "finalize", &run, &node, finalize).await;
+            status(Some(first.status), 200)?;
+            let again = post(&mut conn, "finalize", &run, &node, finalize).await;
+            status(Some(again.status), 413).map_err(|e| format!("a second finalize: {e}"))?;
+            let served = conn
+                .get(&format!("/diag/bundle/{run}"))
+                .await
+                .map_err(|e| e.to_string())?;
+            status(Some(served.status), 200)?;
+            let (bundle, report) = open_bundle(&served.body);
+            if !report.is_clean() {
+                return Err(format!("{:?}", report.problems));
+            }
+            let finals = bundle
+                .files
+                .keys()
+                .filter(|p| p.contains("finalize"))
+                .count();
+            if finals != 1 {
+                return Err(format!("{finals} finalize files"));
             }
             return Ok(());
         }
