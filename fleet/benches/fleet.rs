@@ -21,9 +21,12 @@
 //! * the dataset's bytes against the `.tar.gz`'s (target ≤ 0.35);
 //! * `diagwire export` (in process, compaction included) against `gzip -dc` of the archive into
 //!   `/dev/null` (target ≤ 2);
-//! * each shipped view, `SELECT COUNT(*) FROM <view>` through `diagwire_fleet::query` (the tables
-//!   and views registered, the query run) against DuckDB doing the same on the same files, timed
-//!   inside its Python process from `connect()` on (target ≤ 1.5);
+//! * a fleet of `DIAGWIRE_BENCH_FLEET` runs (default 1,000; each one epoch of the template, about
+//!   2 MB uncompressed, with its own run and node ids; kept beside the bundles when
+//!   `DIAGWIRE_BENCH_DIR` is set) exported together into one dataset: its time, files and bytes;
+//! * over that fleet, each shipped view, `SELECT COUNT(*) FROM <view>` through
+//!   `diagwire_fleet::query` (the tables and views registered, the query run) against DuckDB doing
+//!   the same on the same files, timed inside its Python process from `connect()` on (target ≤ 1.5);
 //! * the export's peak RSS (this binary run again as a child that exports only; target < 256 MB
 //!   at 1 GB), from GNU time when it is installed, else the child's `VmHWM` in `/proc`.
 
@@ -59,6 +62,7 @@ fn main() {
     let main_mb = env_u64("DIAGWIRE_BENCH_MB", 100).max(1);
     let rounds = env_u64("DIAGWIRE_BENCH_RUNS", 5).max(1) as usize;
     let gigabyte = std::env::var("DIAGWIRE_BENCH_1GB").is_ok_and(|v| v == "1");
+    let fleet_runs = env_u64("DIAGWIRE_BENCH_FLEET", 1000).max(1) as usize;
     let scratch = tempfile::tempdir().expect("a temporary directory");
     let kept = std::env::var_os("DIAGWIRE_BENCH_DIR").map(PathBuf::from);
     if let Some(kept) = &kept {
@@ -112,7 +116,42 @@ fn main() {
     }
     let dataset_bytes = bytes_under(&dataset);
 
-    // 2. Each view in `diagwire query` against DuckDB, interleaved.
+    // 2. A fleet: many small runs (one epoch of the template each), exported together.
+    let fleet_dir = dir.join(format!("fleet-{fleet_runs}"));
+    std::fs::create_dir_all(&fleet_dir).expect("the fleet's folder is created");
+    let started = Instant::now();
+    let (mut fleet, mut fleet_gz) = (Vec::new(), 0u64);
+    for i in 0..fleet_runs {
+        let path = fleet_dir.join(format!("run-{i:05}.tar.gz"));
+        if !path.is_file() {
+            template
+                .write_run(1, &path, &format!("fleet-{i:05}"))
+                .expect("the run is written");
+        }
+        fleet_gz += std::fs::metadata(&path).map_or(0, |m| m.len());
+        fleet.push(path);
+    }
+    eprintln!(
+        "{fleet_runs} runs in {} ({:.1} MB gzip'd) in {:.1} s",
+        fleet_dir.display(),
+        fleet_gz as f64 / MB as f64,
+        started.elapsed().as_secs_f64()
+    );
+    let fleet_dataset = scratch.path().join("fleet-dataset");
+    let started = Instant::now();
+    let report = export::export(&fleet, &fleet_dataset, true).expect("the fleet's export runs");
+    let fleet_export = started.elapsed();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let fleet_bytes = bytes_under(&fleet_dataset);
+    let fleet_files = files_under(&fleet_dataset, "parquet");
+    eprintln!(
+        "exported {fleet_runs} runs in {:.1} s: {:.1} MB in {fleet_files} files",
+        fleet_export.as_secs_f64(),
+        fleet_bytes as f64 / MB as f64
+    );
+
+    // 3. Each view in `diagwire query` against DuckDB, interleaved, over the fleet.
+    let dataset = fleet_dataset;
     let duckdb = Command::new(&python)
         .args(["-c", "import duckdb"])
         .status()
@@ -147,7 +186,7 @@ fn main() {
         view_rows.push((name.to_owned(), answers.0, ours, theirs, ratios));
     }
 
-    // 3. The export's peak RSS, in a child, on each size measured.
+    // 4. The export's peak RSS, in a child, on each size measured.
     let mut sizes = vec![(main_mb, main.clone())];
     if gigabyte && main_mb != 1000 {
         sizes.push((1000, bundle(1000).0));
@@ -180,6 +219,12 @@ fn main() {
         ms(median(&gzip_t)),
         r.0,
         verdict(r.1 <= 2.0)
+    );
+    println!(
+        "| fleet: {fleet_runs} runs exported together | {} | | {:.1} MB in {fleet_files} Parquet files, {:.3} of the runs' .tar.gz | |",
+        ms(fleet_export),
+        fleet_bytes as f64 / MB as f64,
+        fleet_bytes as f64 / fleet_gz as f64
     );
     for (name, n, ours, theirs, ratios) in &view_rows {
         if theirs.is_empty() {
@@ -243,6 +288,22 @@ fn time_child(cmd: &mut Command) -> Duration {
     elapsed
 }
 
+fn files_under(dir: &Path, ext: &str) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
 fn bytes_under(dir: &Path) -> u64 {
     let mut n = 0;
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -263,10 +324,11 @@ fn duckdb_time(python: &Path, dataset: &Path, sql: &str) -> (Duration, String) {
 import os, re, sys, time
 import duckdb
 root, ds, sql = sys.argv[1], sys.argv[2], sys.argv[3]
-views = re.findall(r'include_str!\("\.\./views/([a-z_]+)\.sql"\)', open(os.path.join(root, "fleet/src/views.rs")).read())
+views = re.findall(r'view!\("([a-z_]+)"', open(os.path.join(root, "fleet/src/views.rs")).read())
 texts = [(v, open(os.path.join(root, "fleet/views", v + ".sql")).read()) for v in views]
 start = time.perf_counter()
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 for t in ["runs", "nodes", "events", "snapshots", "finalize", "vastai"]:
     if os.path.isdir(os.path.join(ds, t)):
         con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{ds}/{t}/**/*.parquet', hive_partitioning = true, union_by_name = true)")
@@ -288,7 +350,7 @@ print(time.perf_counter() - start, n)
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut words = text.split_whitespace();
+    let mut words = text.lines().last().unwrap_or_default().split_whitespace();
     let secs: f64 = words.next().and_then(|w| w.parse().ok()).expect("a time");
     (
         Duration::from_secs_f64(secs),

@@ -202,11 +202,20 @@ impl Template {
         }
     }
 
-    /// Writes a bundle of about `target` bytes uncompressed as a gzip'd tar at `path`.
+    /// Writes a bundle of about `target` bytes uncompressed as a gzip'd tar at `path`, its run
+    /// named `bench-<MB>mb`.
     pub fn write(&self, target: u64, path: &Path) -> io::Result<Made> {
+        self.write_run(target, path, &format!("bench-{}mb", target / MB))
+    }
+
+    /// [`Template::write`] for the run `run_id`: runs of other ids have other node ids.
+    pub fn write_run(&self, target: u64, path: &Path, run_id: &str) -> io::Result<Made> {
         let epochs = target.div_ceil(self.epoch_bytes * CLUSTERS as u64).max(1);
-        let run_id = format!("bench-{}mb", target / MB);
-        let mut rng = SplitMix64::new(0x7661_6c69_6461_7465);
+        let run_id = run_id.to_owned();
+        let seed = run_id.bytes().fold(0x7661_6c69_6461_7465u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+        let mut rng = SplitMix64::new(seed);
         // Per cluster: template id → copy id.
         let clusters: Vec<HashMap<[u8; 32], [u8; 32]>> = (0..CLUSTERS)
             .map(|_| {
