@@ -150,6 +150,26 @@ fn tree(root: &Path) -> Vec<String> {
     out
 }
 
+/// The finalize files of the bundle `GET /diag/bundle/{run}` serves, once it validates clean.
+async fn served_finalizes(conn: &mut Connection, run: &str) -> Result<usize, String> {
+    let served = conn
+        .get(&format!("/diag/bundle/{run}"))
+        .await
+        .map_err(|e| e.to_string())?;
+    if served.status != 200 {
+        return Err(format!("the bundle: status {}", served.status));
+    }
+    let (bundle, report) = open_bundle(&served.body);
+    if !report.is_clean() {
+        return Err(format!("{:?}", report.problems));
+    }
+    Ok(bundle
+        .files
+        .keys()
+        .filter(|p| p.contains("finalize"))
+        .count())
+}
+
 async fn check(case: Case) -> Result<(), String> {
     let root = tempfile::tempdir().unwrap();
     let mut cfg: Config = config(root.path());
@@ -301,20 +321,7 @@ async fn check(case: Case) -> Result<(), String> {
             status(Some(first.status), 200)?;
             let again = post(&mut conn, "finalize", &run, &node, finalize).await;
             status(Some(again.status), 413).map_err(|e| format!("a second finalize: {e}"))?;
-            let served = conn
-                .get(&format!("/diag/bundle/{run}"))
-                .await
-                .map_err(|e| e.to_string())?;
-            status(Some(served.status), 200)?;
-            let (bundle, report) = open_bundle(&served.body);
-            if !report.is_clean() {
-                return Err(format!("{:?}", report.problems));
-            }
-            let finals = bundle
-                .files
-                .keys()
-                .filter(|p| p.contains("finalize"))
-                .count();
+            let finals = served_finalizes(&mut conn, &run).await?;
             if finals != 1 {
                 return Err(format!("{finals} finalize files"));
             }
@@ -351,19 +358,7 @@ async fn check(case: Case) -> Result<(), String> {
             if paths.windows(2).any(|w| w[0] != w[1]) {
                 return Err(format!("bundle paths differ: {paths:?}"));
             }
-            let served = conn
-                .get(&format!("/diag/bundle/{run}"))
-                .await
-                .map_err(|e| e.to_string())?;
-            let (bundle, report) = open_bundle(&served.body);
-            if !report.is_clean() {
-                return Err(format!("{:?}", report.problems));
-            }
-            let finals = bundle
-                .files
-                .keys()
-                .filter(|p| p.contains("finalize"))
-                .count();
+            let finals = served_finalizes(&mut conn, &run).await?;
             if finals != 4 {
                 return Err(format!("{finals} finalize files"));
             }
