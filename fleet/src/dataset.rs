@@ -2,8 +2,10 @@
 //! its index `_dataset.json` (the contract version, the tables' columns, every run and its
 //! partition), and the file operations the export needs: write a Parquet file, remove one run's
 //! rows from a partition, and compact a partition into one file. Every file is written under a
-//! temporary name and renamed into place, and every row group holds the rows of one run only, so
-//! removing or merging runs moves whole row groups, one at a time (memory holds one row group).
+//! temporary name and renamed into place. A file's rows are ordered by run id, a run's rows
+//! contiguous; a row group may hold many runs, so removing or merging runs reads the run boundaries
+//! from the `run_id` column's statistics (or, for a shared group, the column itself) and copies
+//! rows a group at a time (memory holds one row group of the input and one being written).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -12,8 +14,10 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::parquet::arrow::ArrowWriter;
-use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use datafusion::parquet::arrow::arrow_reader::{
+    ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+};
+use datafusion::parquet::arrow::{ArrowWriter, ProjectionMask};
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
@@ -28,7 +32,7 @@ pub const INDEX: &str = "_dataset.json";
 /// The version of the index's shape.
 pub const FORMAT_VERSION: &str = "1.0.0";
 
-/// Rows per row group at most (a run's rows may span several; a row group never holds two runs):
+/// Rows per row group at most (a run's rows may span several, and a group may hold many runs):
 /// the writer holds a row group in memory until it is full, and a snapshot row is large.
 pub fn row_group_rows(table: &str) -> usize {
     match table {
@@ -194,13 +198,6 @@ impl PartWriter {
             .map_err(|e| Error::at(&self.tmp, e.to_string()))
     }
 
-    /// Ends the current row group (at a run boundary).
-    pub fn flush(&mut self) -> Result<(), Error> {
-        self.writer
-            .flush()
-            .map_err(|e| Error::at(&self.tmp, e.to_string()))
-    }
-
     /// Finishes the file and moves it to `path`.
     pub fn finish(self, path: &Path) -> Result<(), Error> {
         self.writer
@@ -229,59 +226,117 @@ pub fn parquet_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The run of each row group of a file (column 0 is `run_id` in every table).
-fn row_group_runs(path: &Path) -> Result<Vec<String>, Error> {
+/// The rows of one run within one row group of one file: rows `start..start + len` of group
+/// `group` of file `file` (an index into the files being read).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Segment {
+    run: String,
+    file: usize,
+    group: usize,
+    start: usize,
+    len: usize,
+}
+
+fn open_reader(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Error> {
     let file = File::open(path).map_err(|e| Error::at(path, e.to_string()))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::at(path, e.to_string()))?;
-    let groups = builder.metadata().num_row_groups();
-    let mut out = Vec::with_capacity(groups);
-    for g in 0..groups {
-        let stats = builder
-            .metadata()
-            .row_group(g)
-            .column(0)
-            .statistics()
-            .and_then(|s| {
-                s.min_bytes_opt()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-            });
-        match stats {
-            Some(run) => out.push(run),
-            None => {
-                // No statistics: read the group's first run id.
-                let file = File::open(path).map_err(|e| Error::at(path, e.to_string()))?;
-                let mut r = ParquetRecordBatchReaderBuilder::try_new(file)
-                    .and_then(|b| b.with_row_groups(vec![g]).with_batch_size(1).build())
-                    .map_err(|e| Error::at(path, e.to_string()))?;
-                let run = r
-                    .next()
-                    .transpose()
-                    .map_err(|e| Error::at(path, e.to_string()))?
-                    .and_then(|b| first_run(&b));
-                out.push(run.unwrap_or_default());
+    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::at(path, e.to_string()))
+}
+
+/// The runs of each row group of `path` (file `file`), in row order. Column 0 is `run_id` in
+/// every table and its statistics are whole: a group whose minimum and maximum agree holds one
+/// run; only a group shared by several runs has its `run_id` column read.
+fn segments(path: &Path, file: usize) -> Result<Vec<Segment>, Error> {
+    let builder = open_reader(path)?;
+    let metadata = builder.metadata().clone();
+    let mut out = Vec::new();
+    for g in 0..metadata.num_row_groups() {
+        let group = metadata.row_group(g);
+        let rows = usize::try_from(group.num_rows()).unwrap_or(0);
+        let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
+        let (min, max) = group.column(0).statistics().map_or((None, None), |s| {
+            (text(s.min_bytes_opt()), text(s.max_bytes_opt()))
+        });
+        if let (Some(min), Some(max)) = (min, max) {
+            if min == max {
+                out.push(Segment {
+                    run: min,
+                    file,
+                    group: g,
+                    start: 0,
+                    len: rows,
+                });
+                continue;
+            }
+        }
+        let builder = open_reader(path)?;
+        let mask = ProjectionMask::leaves(builder.parquet_schema(), [0]);
+        let reader = builder
+            .with_projection(mask)
+            .with_row_groups(vec![g])
+            .with_batch_size(8192)
+            .build()
+            .map_err(|e| Error::at(path, e.to_string()))?;
+        let mut row = 0;
+        for batch in reader {
+            let batch = batch.map_err(|e| Error::at(path, e.to_string()))?;
+            let Some(runs) = batch.column(0).as_any().downcast_ref::<StringArray>() else {
+                return Err(Error::at(path, "column 0 is not the run id"));
+            };
+            for i in 0..runs.len() {
+                let run = if runs.is_valid(i) { runs.value(i) } else { "" };
+                match out.last_mut() {
+                    Some(s) if s.group == g && s.run == run && s.start + s.len == row => s.len += 1,
+                    _ => out.push(Segment {
+                        run: run.to_owned(),
+                        file,
+                        group: g,
+                        start: row,
+                        len: 1,
+                    }),
+                }
+                row += 1;
             }
         }
     }
     Ok(out)
 }
 
-fn first_run(b: &RecordBatch) -> Option<String> {
-    let a = b.column(0).as_any().downcast_ref::<StringArray>()?;
-    (!a.is_empty() && a.is_valid(0)).then(|| a.value(0).to_owned())
-}
-
-/// Copies the row groups `groups` of `path` into `out`, one row group at a time.
-fn copy_groups(path: &Path, groups: Vec<usize>, out: &mut PartWriter) -> Result<(), Error> {
-    for g in groups {
-        let file = File::open(path).map_err(|e| Error::at(path, e.to_string()))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .and_then(|b| b.with_row_groups(vec![g]).with_batch_size(8192).build())
+/// Writes the rows of `segments` (of `files`), in that order, into `out`. Adjacent segments of the
+/// same row group are read together; memory holds one row group of the input at a time.
+fn copy_segments(
+    files: &[PathBuf],
+    segments: &[Segment],
+    out: &mut PartWriter,
+) -> Result<(), Error> {
+    let mut i = 0;
+    while i < segments.len() {
+        let first = &segments[i];
+        let mut end = first.start + first.len;
+        let mut j = i + 1;
+        while j < segments.len()
+            && segments[j].file == first.file
+            && segments[j].group == first.group
+            && segments[j].start == end
+        {
+            end += segments[j].len;
+            j += 1;
+        }
+        let path = &files[first.file];
+        let selection = RowSelection::from(vec![
+            RowSelector::skip(first.start),
+            RowSelector::select(end - first.start),
+        ]);
+        let reader = open_reader(path)?
+            .with_row_groups(vec![first.group])
+            .with_row_selection(selection)
+            .with_batch_size(8192)
+            .build()
             .map_err(|e| Error::at(path, e.to_string()))?;
         for batch in reader {
             let batch = batch.map_err(|e| Error::at(path, e.to_string()))?;
             out.write(&batch)?;
         }
+        i = j;
     }
     Ok(())
 }
@@ -293,31 +348,26 @@ pub fn remove_run(dir: &Path, table: &str, run: &str) -> Result<(), Error> {
     };
     let schema = Arc::new(arrow_schema::schema(t));
     for path in parquet_files(dir) {
-        let runs = row_group_runs(&path)?;
-        if !runs.iter().any(|r| r == run) {
+        let segs = segments(&path, 0)?;
+        if !segs.iter().any(|s| s.run == run) {
             continue;
         }
-        let keep: Vec<usize> = (0..runs.len()).filter(|g| runs[*g] != run).collect();
+        let keep: Vec<Segment> = segs.into_iter().filter(|s| s.run != run).collect();
         if keep.is_empty() {
             fs::remove_file(&path).map_err(|e| Error::at(&path, e.to_string()))?;
             continue;
         }
         let mut w = PartWriter::create_for(&path, schema.clone(), table)?;
-        let mut last: Option<&str> = None;
-        for g in keep {
-            if last.is_some_and(|l| l != runs[g]) {
-                w.flush()?;
-            }
-            copy_groups(&path, vec![g], &mut w)?;
-            last = Some(&runs[g]);
-        }
+        copy_segments(std::slice::from_ref(&path), &keep, &mut w)?;
         w.finish(&path)?;
     }
     Ok(())
 }
 
-/// Merges every file of a partition folder into one, its row groups ordered by run id (a run's
-/// groups in their order), so a partition is one large file however many exports added to it.
+/// Merges every file of a partition folder into one, its rows ordered by run id (a run's rows in
+/// their order), so a partition is one large file however many exports added to it. Row groups
+/// fill up across runs: a run of a few hundred rows does not pay for a row group of its own (the
+/// footer describes every column of every row group, and the events table has hundreds).
 pub fn compact_dir(dir: &Path, table: &str) -> Result<bool, Error> {
     let files = parquet_files(dir);
     if files.len() < 2 {
@@ -327,32 +377,17 @@ pub fn compact_dir(dir: &Path, table: &str) -> Result<bool, Error> {
         return Ok(false);
     };
     let schema = Arc::new(arrow_schema::schema(t));
-    let mut groups: Vec<(String, usize, usize)> = Vec::new();
+    let mut segs: Vec<Segment> = Vec::new();
     for (i, path) in files.iter().enumerate() {
-        for (g, run) in row_group_runs(path)?.into_iter().enumerate() {
-            groups.push((run, i, g));
-        }
+        segs.extend(segments(path, i)?);
     }
-    groups.sort();
-    let name = format!(
-        "part-{:016x}.parquet",
-        fnv(groups
-            .iter()
-            .map(|(r, _, _)| r.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-            .as_bytes(),)
-    );
+    segs.sort();
+    let mut runs: Vec<&str> = segs.iter().map(|s| s.run.as_str()).collect();
+    runs.dedup();
+    let name = format!("part-{:016x}.parquet", fnv(runs.join("\n").as_bytes()));
     let target = dir.join(name);
     let mut w = PartWriter::create_for(&target, schema, table)?;
-    let mut last: Option<String> = None;
-    for (run, i, g) in &groups {
-        if last.as_deref().is_some_and(|l| l != run) {
-            w.flush()?;
-        }
-        copy_groups(&files[*i], vec![*g], &mut w)?;
-        last = Some(run.clone());
-    }
+    copy_segments(&files, &segs, &mut w)?;
     w.finish(&target)?;
     for f in files {
         if f != target {

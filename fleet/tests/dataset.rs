@@ -417,3 +417,53 @@ fn events_are_written_in_run_node_and_monotonic_seq_order_whatever_the_bundles_o
     let total = rows(all.path(), "SELECT COUNT(*) AS n FROM events");
     assert_eq!(total[0]["n"], check_events_sorted(all.path()));
 }
+
+/// The number of row groups of each file of `table`'s partitions.
+fn row_groups(dataset: &Path, table: &str) -> Vec<usize> {
+    use diagwire_fleet::datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let mut out = Vec::new();
+    for p in dataset::partitions(&dataset.join(table)) {
+        for f in dataset::parquet_files(&p) {
+            let file = std::fs::File::open(&f).unwrap();
+            let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+            out.push(builder.metadata().num_row_groups());
+        }
+    }
+    out
+}
+
+#[test]
+fn small_runs_share_row_groups_and_replacing_one_keeps_the_others_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = diagwire_testkit::bundles::Template::new();
+    let bundles: Vec<PathBuf> = ["fleet-c", "fleet-a", "fleet-d", "fleet-b"]
+        .iter()
+        .map(|run| {
+            let path = tmp.path().join(format!("{run}.tar.gz"));
+            template.write_run(1, &path, run).unwrap();
+            path
+        })
+        .collect();
+    let dir = tmp.path().join("dataset");
+    export::export(&bundles, &dir, true).unwrap();
+    let per_run = |table: &str| {
+        rows(
+            &dir,
+            &format!("SELECT run_id, COUNT(*) AS n FROM {table} GROUP BY run_id ORDER BY run_id"),
+        )
+    };
+    let (events, snapshots) = (per_run("events"), per_run("snapshots"));
+    assert_eq!(events.len(), 4, "{events:?}");
+    // Four runs of one day: one file per table, and one row group holds them all.
+    for table in ["events", "snapshots", "nodes", "runs"] {
+        assert_eq!(row_groups(&dir, table), vec![1], "{table}");
+    }
+    // A run in the middle of the shared group is exported again: the others keep their rows.
+    let report = export::export(&bundles[3..], &dir, true).unwrap();
+    assert_eq!(report.replaced, vec!["fleet-b".to_owned()]);
+    assert_eq!(per_run("events"), events);
+    assert_eq!(per_run("snapshots"), snapshots);
+    let total: u64 = events.iter().map(|r| r["n"].as_u64().unwrap()).sum();
+    assert_eq!(check_events_sorted(&dir) as u64, total);
+    assert_eq!(row_groups(&dir, "events"), vec![1]);
+}
