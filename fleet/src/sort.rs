@@ -1,6 +1,6 @@
 //! Sorting a staged events file by (`node`, `monotonic_seq`, `file_seq`, `record_index`) when the
-//! bundle's order was not already that (a node that restarted counts its sequence from 1 again;
-//! an archive may list its files out of order). The sort is DataFusion's, with a memory limit and
+//! export's window of held-back events could not put the bundle's order right (a node that
+//! restarted counts its sequence from 1 again; an archive may list its files out of order). The sort is DataFusion's, with a memory limit and
 //! spilling to the system's temporary folder, so a run of any size sorts in bounded memory.
 //!
 //! Merging the spilled runs holds one batch of each in memory at once, so the batch size is chosen
