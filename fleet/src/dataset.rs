@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::mpsc::{self, SyncSender};
+use std::thread::{self, JoinHandle};
 
 use datafusion::arrow::array::{Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -161,10 +163,16 @@ pub fn writer_properties(table: &str) -> WriterProperties {
         .build()
 }
 
-/// A Parquet file being written under a temporary name.
+/// Batches on their way to a file's encoding thread at most: the reading side runs ahead of the
+/// encoding by this much.
+const IN_FLIGHT: usize = 2;
+
+/// A Parquet file being written under a temporary name. Encoding and compressing run on a thread
+/// of their own, fed a few batches ahead, so reading the next rows overlaps writing the last.
 pub struct PartWriter {
     tmp: PathBuf,
-    writer: ArrowWriter<File>,
+    batches: Option<SyncSender<RecordBatch>>,
+    encoder: Option<JoinHandle<Result<(), Error>>>,
     /// Rows written.
     pub rows: u64,
     /// The Arrow memory of the batches written, summed (what a sort of the file will hold).
@@ -179,11 +187,28 @@ impl PartWriter {
             fs::create_dir_all(dir).map_err(|e| Error::at(dir, e.to_string()))?;
         }
         let file = File::create(&tmp).map_err(|e| Error::at(&tmp, e.to_string()))?;
-        let writer = ArrowWriter::try_new(file, schema, Some(writer_properties(table)))
+        let mut writer = ArrowWriter::try_new(file, schema, Some(writer_properties(table)))
+            .map_err(|e| Error::at(&tmp, e.to_string()))?;
+        let (batches, received) = mpsc::sync_channel::<RecordBatch>(IN_FLIGHT);
+        let at = tmp.clone();
+        let encoder = thread::Builder::new()
+            .name("parquet-writer".into())
+            .spawn(move || {
+                for batch in received {
+                    writer
+                        .write(&batch)
+                        .map_err(|e| Error::at(&at, e.to_string()))?;
+                }
+                writer
+                    .close()
+                    .map(|_| ())
+                    .map_err(|e| Error::at(&at, e.to_string()))
+            })
             .map_err(|e| Error::at(&tmp, e.to_string()))?;
         Ok(PartWriter {
             tmp,
-            writer,
+            batches: Some(batches),
+            encoder: Some(encoder),
             rows: 0,
             arrow_bytes: 0,
         })
@@ -193,23 +218,52 @@ impl PartWriter {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), Error> {
         self.rows += batch.num_rows() as u64;
         self.arrow_bytes += batch.get_array_memory_size() as u64;
-        self.writer
-            .write(batch)
-            .map_err(|e| Error::at(&self.tmp, e.to_string()))
+        let sent = self
+            .batches
+            .as_ref()
+            .is_some_and(|b| b.send(batch.clone()).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            // The encoder stopped: its error says why.
+            Err(self
+                .join()
+                .err()
+                .unwrap_or_else(|| Error::at(&self.tmp, "the Parquet writer stopped")))
+        }
+    }
+
+    /// Waits for the encoder to write what it was sent and close the file.
+    fn join(&mut self) -> Result<(), Error> {
+        self.batches = None;
+        match self.encoder.take() {
+            Some(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err(Error::at(&self.tmp, "the Parquet writer panicked"))),
+            None => Err(Error::at(&self.tmp, "the Parquet writer stopped")),
+        }
     }
 
     /// Finishes the file and moves it to `path`.
-    pub fn finish(self, path: &Path) -> Result<(), Error> {
-        self.writer
-            .close()
-            .map_err(|e| Error::at(&self.tmp, e.to_string()))?;
+    pub fn finish(mut self, path: &Path) -> Result<(), Error> {
+        self.join()?;
         fs::rename(&self.tmp, path).map_err(|e| Error::at(path, e.to_string()))
     }
 
     /// Drops the file.
-    pub fn abandon(self) {
-        drop(self.writer);
+    pub fn abandon(mut self) {
+        let _ = self.join();
         let _ = fs::remove_file(&self.tmp);
+    }
+}
+
+impl Drop for PartWriter {
+    fn drop(&mut self) {
+        // A writer dropped on an error path: its thread ends with the channel, the file stays a
+        // temporary one.
+        if self.encoder.is_some() {
+            let _ = self.join();
+        }
     }
 }
 

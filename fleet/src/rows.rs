@@ -106,10 +106,14 @@ enum Builder {
         nulls: NullBufferBuilder,
         item: Box<Builder>,
     },
+    /// `pending` rows are null and not yet appended to the children: the events table has a
+    /// struct per event type, null in every row of another type, so its children are caught up in
+    /// bulk when a value comes (or the batch ends) rather than row by row.
     Struct {
         fields: Fields,
         children: Vec<Builder>,
         nulls: NullBufferBuilder,
+        pending: usize,
     },
 }
 
@@ -143,27 +147,32 @@ impl Builder {
                     fields,
                     children: s.fields.iter().map(|f| Builder::new(&f.ty)).collect(),
                     nulls: NullBufferBuilder::new(0),
+                    pending: 0,
                 }
             }
         }
     }
 
     fn null(&mut self) {
+        self.nulls(1);
+    }
+
+    /// Appends `n` nulls.
+    fn nulls(&mut self, n: usize) {
         match self {
-            Builder::Utf8(b) => b.append_null(),
-            Builder::Int64(b) => b.append_null(),
-            Builder::Float64(b) => b.append_null(),
-            Builder::Boolean(b) => b.append_null(),
-            Builder::Time(b) => b.append_null(),
+            Builder::Utf8(b) => b.append_nulls(n),
+            Builder::Int64(b) => b.append_nulls(n),
+            Builder::Float64(b) => b.append_nulls(n),
+            Builder::Boolean(b) => b.append_nulls(n),
+            Builder::Time(b) => b.append_nulls(n),
             Builder::List { offsets, nulls, .. } => {
-                offsets.push(offsets.last().copied().unwrap_or(0));
-                nulls.append_null();
+                let last = offsets.last().copied().unwrap_or(0);
+                offsets.extend(std::iter::repeat_n(last, n));
+                nulls.append_n_nulls(n);
             }
-            Builder::Struct {
-                children, nulls, ..
-            } => {
-                children.iter_mut().for_each(Builder::null);
-                nulls.append_null();
+            Builder::Struct { nulls, pending, .. } => {
+                *pending += n;
+                nulls.append_n_nulls(n);
             }
         }
     }
@@ -209,7 +218,9 @@ impl Builder {
                 fields,
                 children,
                 nulls,
+                pending,
             } => {
+                catch_up(children, pending);
                 let arrays = children
                     .iter_mut()
                     .map(Builder::finish)
@@ -221,6 +232,14 @@ impl Builder {
                 )?)
             }
         })
+    }
+}
+
+/// Appends the nulls a struct's children are behind by.
+fn catch_up(children: &mut [Builder], pending: &mut usize) {
+    if *pending > 0 {
+        children.iter_mut().for_each(|c| c.nulls(*pending));
+        *pending = 0;
     }
 }
 
@@ -282,10 +301,14 @@ fn put(b: &mut Builder, ty: &Ty, v: &Value, ptr: &Ptr<'_>, extra: &mut Map<Strin
         (
             Ty::Struct(s),
             Builder::Struct {
-                children, nulls, ..
+                children,
+                nulls,
+                pending,
+                ..
             },
             Value::Object(o),
         ) => {
+            catch_up(children, pending);
             put_struct(children, s, o, ptr, extra, &[]);
             nulls.append_non_null();
             true
@@ -404,10 +427,14 @@ impl Rows {
                     (
                         Ty::Struct(s),
                         Builder::Struct {
-                            children, nulls, ..
+                            children,
+                            nulls,
+                            pending,
+                            ..
                         },
                     ) if tag == Some(t) => {
                         variant_claimed = true;
+                        catch_up(children, pending);
                         put_struct(children, s, v, &Ptr::Root, &mut extra, &self.keys);
                         nulls.append_non_null();
                     }
