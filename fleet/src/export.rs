@@ -20,7 +20,6 @@ use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
 use diagwire::layout::{FileKind, Role};
 use diagwire::v1::Record;
-use serde_json::{Map, Value};
 
 use crate::columns::TABLES;
 use crate::dataset::{self, Index, PartWriter, RunIndex};
@@ -76,15 +75,14 @@ struct Sink {
     in_order: bool,
 }
 
-/// A held-back event: its record, its context and its text's length.
-type Held = (Map<String, Value>, Context, usize);
+/// A held-back event: its record's text and its context.
+type Held = (String, Context);
 
 /// An event row's place in the sorted file: node, then `monotonic_seq` (a null one, a value above
 /// 2^63 − 1, last), then the bundle's order.
 type EventKey = (String, (bool, i64), u64, u64);
 
-fn event_key(v: &Map<String, Value>, ctx: &Context) -> EventKey {
-    let seq = v.get("monotonic_seq").and_then(Value::as_i64);
+fn event_key(seq: Option<i64>, ctx: &Context) -> EventKey {
     (
         ctx.node.clone().unwrap_or_default(),
         (seq.is_none(), seq.unwrap_or(0)),
@@ -111,15 +109,17 @@ impl Sink {
         })
     }
 
-    /// Takes the row of the record `v` (whose text was `text_len` bytes).
-    fn push(&mut self, v: Map<String, Value>, ctx: Context, text_len: usize) -> Result<(), Error> {
+    /// Takes the row of the record whose JSON text is `text` (an event's `monotonic_seq` is
+    /// `seq`, null above 2^63 − 1).
+    fn push(&mut self, text: &str, ctx: Context, seq: Option<i64>) -> Result<(), Error> {
         if self.table.name != "events" {
-            return self.write(&v, &ctx);
+            return self.write(text, &ctx);
         }
-        let key = event_key(&v, &ctx);
+        let key = event_key(seq, &ctx);
         self.arrivals += 1;
-        self.window.insert((key, self.arrivals), (v, ctx, text_len));
-        self.window_bytes += text_len;
+        self.window_bytes += text.len();
+        self.window
+            .insert((key, self.arrivals), (text.to_owned(), ctx));
         while self.window.len() > WINDOW_ROWS || self.window_bytes > WINDOW_BYTES {
             self.release()?;
         }
@@ -128,19 +128,21 @@ impl Sink {
 
     /// Writes the smallest held-back event.
     fn release(&mut self) -> Result<(), Error> {
-        let Some(((key, _), (v, ctx, len))) = self.window.pop_first() else {
+        let Some(((key, _), (text, ctx))) = self.window.pop_first() else {
             return Ok(());
         };
-        self.window_bytes -= len;
+        self.window_bytes -= text.len();
         if self.last_key.as_ref().is_some_and(|last| *last > key) {
             self.in_order = false;
         }
         self.last_key = Some(key);
-        self.write(&v, &ctx)
+        self.write(&text, &ctx)
     }
 
-    fn write(&mut self, v: &Map<String, Value>, ctx: &Context) -> Result<(), Error> {
-        self.rows.push(v, ctx);
+    fn write(&mut self, text: &str, ctx: &Context) -> Result<(), Error> {
+        self.rows
+            .push(text, ctx)
+            .map_err(|e| Error::at(&self.path, format!("table {}: {e}", self.table.name)))?;
         if self.rows.len() >= chunk(self.table.name) {
             self.batch()?;
         }
@@ -174,7 +176,8 @@ struct Pass {
     ctx: Context,
     sinks: BTreeMap<&'static str, Sink>,
     /// Boot records wait for the end: a node's row is its latest one.
-    boots: BTreeMap<String, (bool, u64, Map<String, Value>)>,
+    /// Per node: whether it is the latest boot file, its sequence, its text, its process start.
+    boots: BTreeMap<String, (bool, u64, String, u64)>,
     node_ids: BTreeMap<String, String>,
     manifest_run: Option<String>,
     boot_runs: BTreeSet<String>,
@@ -212,9 +215,6 @@ impl Pass {
     }
 
     fn take(&mut self, item: &Item<'_>) -> Result<(), Error> {
-        let Ok(Value::Object(v)) = serde_json::from_str::<Value>(item.text) else {
-            return Ok(());
-        };
         let node = item.node.map(str::to_owned);
         let mut ctx = self.ctx.clone();
         ctx.node.clone_from(&node);
@@ -223,6 +223,7 @@ impl Pass {
             Role::Numbered(_, n) => Some(*n),
             _ => None,
         };
+        let mut seq = None;
         let name = match item.record {
             Record::Manifest(m) => {
                 self.manifest_run = Some(m.run_id.clone());
@@ -245,14 +246,17 @@ impl Pass {
                 let keep = self
                     .boots
                     .get(&label)
-                    .is_none_or(|(l, s, _)| !*l && (latest || seq >= *s));
+                    .is_none_or(|(l, s, _, _)| !*l && (latest || seq >= *s));
                 if keep {
-                    self.boots.insert(label, (latest, seq, v));
+                    let start = b.process_start_unix_ms;
+                    self.boots
+                        .insert(label, (latest, seq, item.text.to_owned(), start));
                 }
                 return Ok(());
             }
             Record::Event(e) => {
                 self.seen(Some(e.wall_ms));
+                seq = i64::try_from(e.monotonic_seq).ok();
                 ctx.record_index = Some(item.index as u64);
                 if ctx.node_id.is_none() {
                     ctx.node_id = Some(e.node_id.to_hex().0);
@@ -276,7 +280,7 @@ impl Pass {
         if !self.used_runs.contains(&ctx.run_id) {
             self.used_runs.insert(ctx.run_id.clone());
         }
-        self.sink(name)?.push(v, ctx, item.text.len())
+        self.sink(name)?.push(item.text, ctx, seq)
     }
 
     /// The run the records say this is.
@@ -427,10 +431,8 @@ fn export_one(
     let run = pass.run_id(&fallback);
     // The boot rows (one per node, its latest boot record).
     let boots = std::mem::take(&mut pass.boots);
-    for (label, (_, _, v)) in boots {
-        if let Some(ms) = v.get("process_start_unix_ms").and_then(Value::as_u64) {
-            pass.seen(Some(ms));
-        }
+    for (label, (_, _, text, start)) in boots {
+        pass.seen(Some(start));
         let ctx = Context {
             run_id: run.clone(),
             bundle: bundle_name.clone(),
@@ -438,7 +440,7 @@ fn export_one(
             node_id: pass.node_ids.get(&label).cloned(),
             ..Context::default()
         };
-        pass.sink("nodes")?.push(v, ctx, 0)?;
+        pass.sink("nodes")?.push(&text, ctx, None)?;
     }
     if !pass.sinks.contains_key("runs") {
         // A run without a manifest still has its row.
@@ -447,7 +449,7 @@ fn export_one(
             bundle: bundle_name.clone(),
             ..Context::default()
         };
-        pass.sink("runs")?.push(Map::new(), ctx, 0)?;
+        pass.sink("runs")?.push("{}", ctx, None)?;
     }
     let contract_version = pass
         .contract_version
@@ -516,16 +518,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut sink = Sink::create(table("events"), dir.path().join("events.parquet")).unwrap();
         for (i, seq) in seqs.enumerate() {
-            let v: Map<String, Value> =
-                serde_json::from_value(serde_json::json!({"monotonic_seq": seq, "type": "X"}))
-                    .unwrap();
+            let text = serde_json::json!({"monotonic_seq": seq, "type": "X"}).to_string();
             let ctx = Context {
                 node: Some("stage-0".into()),
                 file_seq: Some(i as u64 / 10),
                 record_index: Some(i as u64 % 10),
                 ..Context::default()
             };
-            sink.push(v, ctx, 100).unwrap();
+            sink.push(&text, ctx, Some(seq)).unwrap();
         }
         sink.drain().unwrap();
         sink.writer.abandon();

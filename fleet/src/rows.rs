@@ -1,12 +1,15 @@
 //! Shapes one record's JSON into one row of its table, appended straight to the table's Arrow
-//! builders: each column's value converted to the column's type (node id arrays to hex, unions and
-//! free-form values to JSON text), and everything no column holds — unknown keys at any depth, the
-//! body of an unknown event type, `uint64` values above 2^63−1 — gathered in the row's
-//! `extra_json`, keyed by JSON pointer, so nothing is lost. The builders are written here rather
-//! than taken from a JSON decoder because each row would otherwise be built twice (as a JSON object
-//! and again as the decoder's tape); the table description (`table.rs`) drives them.
+//! builders as the text is parsed: each column's value converted to the column's type (node id
+//! arrays to hex, unions and free-form values to JSON text), and everything no column holds —
+//! unknown keys at any depth, the body of an unknown event type, `uint64` values above 2^63−1 —
+//! gathered in the row's `extra_json`, keyed by JSON pointer, so nothing is lost. The builders and
+//! the parse are written here (a serde seed driven by the table description, `table.rs`) rather
+//! than taken from a JSON decoder because the record would otherwise be built twice, as a JSON
+//! value and again as the decoder's input; only what goes to `extra_json` or a JSON text column is
+//! built as a value.
 
-use std::fmt::Write as _;
+use std::borrow::Cow;
+use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
 use datafusion::arrow::array::builder::NullBufferBuilder;
@@ -17,6 +20,9 @@ use datafusion::arrow::array::{
 use datafusion::arrow::buffer::{OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{DataType, FieldRef, Fields, SchemaRef};
 use datafusion::arrow::error::ArrowError;
+use serde::Deserialize;
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::arrow_schema;
@@ -243,44 +249,137 @@ fn catch_up(children: &mut [Builder], pending: &mut usize) {
     }
 }
 
-/// Appends `v` shaped as `ty`; what cannot be held goes to `extra` under `ptr` (and the value is
-/// null).
-fn put(b: &mut Builder, ty: &Ty, v: &Value, ptr: &Ptr<'_>, extra: &mut Map<String, Value>) {
-    if v.is_null() {
-        b.null();
-        return;
+/// An object key as the parser hands it: borrowed from the text unless it had escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
     }
-    let held = match (ty, &mut *b, v) {
-        (Ty::Utf8, Builder::Utf8(b), Value::String(s)) => {
-            b.append_value(s);
-            true
+}
+
+/// One value to append to `b` as `ty`; what the column cannot hold goes to `extra` under `ptr`
+/// (and the value is null).
+struct Cell<'a> {
+    b: &'a mut Builder,
+    ty: &'a Ty,
+    ptr: Ptr<'a>,
+    extra: &'a mut Map<String, Value>,
+}
+
+impl Cell<'_> {
+    fn refuse<E>(self, v: Value) -> Result<(), E> {
+        self.extra.insert(self.ptr.render(), v);
+        self.b.null();
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Cell<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        if let (Ty::Json, Builder::Utf8(b)) = (self.ty, &mut *self.b) {
+            let v = Value::deserialize(d)?;
+            if v.is_null() {
+                b.append_null();
+            } else {
+                let _ = write!(b, "{v}");
+                b.append_value("");
+            }
+            return Ok(());
         }
-        (Ty::Int64, Builder::Int64(b), Value::Number(n)) => {
-            n.as_i64().map(|i| b.append_value(i)).is_some()
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Cell<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.b.null();
+        Ok(())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.b.null();
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.deserialize(d)
+    }
+
+    fn visit_bool<E: de::Error>(self, x: bool) -> Result<(), E> {
+        match (self.ty, &mut *self.b) {
+            (Ty::Boolean, Builder::Boolean(b)) => {
+                b.append_value(x);
+                Ok(())
+            }
+            _ => self.refuse(Value::Bool(x)),
         }
-        (Ty::TimestampMs, Builder::Time(b), Value::Number(n)) => {
-            n.as_i64().map(|i| b.append_value(i)).is_some()
+    }
+
+    fn visit_i64<E: de::Error>(self, i: i64) -> Result<(), E> {
+        match (self.ty, &mut *self.b) {
+            (Ty::Int64, Builder::Int64(b)) => b.append_value(i),
+            (Ty::TimestampMs, Builder::Time(b)) => b.append_value(i),
+            (Ty::Float64, Builder::Float64(b)) => b.append_value(i as f64),
+            _ => return self.refuse(Value::from(i)),
         }
-        (Ty::Float64, Builder::Float64(b), Value::Number(n)) => {
-            n.as_f64().map(|f| b.append_value(f)).is_some()
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, u: u64) -> Result<(), E> {
+        match (self.ty, &mut *self.b, i64::try_from(u)) {
+            (Ty::Int64, Builder::Int64(b), Ok(i)) => b.append_value(i),
+            (Ty::TimestampMs, Builder::Time(b), Ok(i)) => b.append_value(i),
+            (Ty::Float64, Builder::Float64(b), _) => b.append_value(u as f64),
+            _ => return self.refuse(Value::from(u)),
         }
-        (Ty::Boolean, Builder::Boolean(b), Value::Bool(x)) => {
-            b.append_value(*x);
-            true
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<(), E> {
+        match (self.ty, &mut *self.b) {
+            (Ty::Float64, Builder::Float64(b)) => {
+                b.append_value(x);
+                Ok(())
+            }
+            _ => self.refuse(Value::from(x)),
         }
-        (Ty::NodeId, Builder::Utf8(b), Value::Array(a)) => {
-            hex(a).map(|h| b.append_value(h)).is_some()
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
+        match (self.ty, &mut *self.b) {
+            (Ty::Utf8 | Ty::NodeId, Builder::Utf8(b)) => {
+                b.append_value(s);
+                Ok(())
+            }
+            _ => self.refuse(Value::String(s.to_owned())),
         }
-        (Ty::NodeId, Builder::Utf8(b), Value::String(s)) => {
-            b.append_value(s);
-            true
-        }
-        (Ty::Json, Builder::Utf8(b), _) => {
-            let _ = write!(b, "{v}");
-            b.append_value("");
-            true
-        }
-        (
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let Cell { b, ty, ptr, extra } = self;
+        if let (
             Ty::List(inner),
             Builder::List {
                 offsets,
@@ -288,76 +387,140 @@ fn put(b: &mut Builder, ty: &Ty, v: &Value, ptr: &Ptr<'_>, extra: &mut Map<Strin
                 item,
                 ..
             },
-            Value::Array(a),
-        ) => {
-            for (i, x) in a.iter().enumerate() {
-                put(item, inner, x, &Ptr::Index(ptr, i), extra);
+        ) = (ty, &mut *b)
+        {
+            let mut n = 0usize;
+            loop {
+                let cell = Cell {
+                    b: item,
+                    ty: inner,
+                    ptr: Ptr::Index(&ptr, n),
+                    extra,
+                };
+                if seq.next_element_seed(cell)?.is_none() {
+                    break;
+                }
+                n += 1;
             }
             let end = offsets.last().copied().unwrap_or(0);
-            offsets.push(end + i32::try_from(a.len()).unwrap_or(i32::MAX));
+            offsets.push(end + i32::try_from(n).unwrap_or(i32::MAX));
             nulls.append_non_null();
-            true
+            return Ok(());
         }
-        (
-            Ty::Struct(s),
-            Builder::Struct {
-                children,
-                nulls,
-                pending,
-                ..
-            },
-            Value::Object(o),
-        ) => {
-            catch_up(children, pending);
-            put_struct(children, s, o, ptr, extra, &[]);
-            nulls.append_non_null();
-            true
+        let items: Vec<Value> = Deserialize::deserialize(SeqAccessDeserializer::new(seq))?;
+        if let (Ty::NodeId, Builder::Utf8(sb), Some(h)) = (ty, &mut *b, hex(&items)) {
+            sb.append_value(h);
+            return Ok(());
         }
-        _ => false,
-    };
-    if !held {
-        extra.insert(ptr.render(), v.clone());
-        b.null();
+        Cell { b, ty, ptr, extra }.refuse(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let Cell { b, ty, ptr, extra } = self;
+        match (ty, b) {
+            (
+                Ty::Struct(s),
+                Builder::Struct {
+                    children,
+                    nulls,
+                    pending,
+                    ..
+                },
+            ) => {
+                catch_up(children, pending);
+                let mut fields = Filling::new(s, children);
+                while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
+                    match fields.cell(&k, &ptr, extra) {
+                        Some(cell) => map.next_value_seed(cell)?,
+                        None => {
+                            let v: Value = map.next_value()?;
+                            fields.leftover(&k, v, &ptr, extra);
+                        }
+                    }
+                }
+                fields.end();
+                nulls.append_non_null();
+                Ok(())
+            }
+            (_, b) => {
+                let v = Value::deserialize(MapAccessDeserializer::new(map))?;
+                Cell { b, ty, ptr, extra }.refuse(v)
+            }
+        }
     }
 }
 
-/// Appends the fields of `s` from `o` to `children` (one builder per field); keys in `skip` belong
-/// to someone else.
-fn put_struct(
-    children: &mut [Builder],
-    s: &Struct,
-    o: &Map<String, Value>,
-    ptr: &Ptr<'_>,
-    extra: &mut Map<String, Value>,
-    skip: &[&str],
-) {
-    let mut rest_at = None;
-    for (i, f) in s.fields.iter().enumerate() {
-        if Some(f.name) == s.rest {
-            rest_at = Some(i);
-            continue;
-        }
-        match o.get(f.name) {
-            Some(v) => put(&mut children[i], &f.ty, v, &Ptr::Key(ptr, f.name), extra),
-            None => children[i].null(),
+/// The fields of one struct value being filled: which were seen, and the keys no field holds
+/// (kept as the struct's `rest` JSON when it has one, else in `extra`).
+struct Filling<'s> {
+    s: &'static Struct,
+    children: &'s mut [Builder],
+    seen: Vec<bool>,
+    rest: Map<String, Value>,
+}
+
+impl<'s> Filling<'s> {
+    fn new(s: &'static Struct, children: &'s mut [Builder]) -> Filling<'s> {
+        Filling {
+            s,
+            seen: vec![false; children.len()],
+            children,
+            rest: Map::new(),
         }
     }
-    let mut rest = Map::new();
-    for (k, v) in o {
-        if skip.contains(&k.as_str()) || s.fields.iter().any(|f| f.name == k) {
-            continue;
-        }
-        if s.rest.is_some() {
-            rest.insert(k.clone(), v.clone());
+
+    /// The field that takes `key`: one of that name (not the `rest` field) not filled yet.
+    fn field(&self, key: &str) -> Option<usize> {
+        self.s
+            .fields
+            .iter()
+            .position(|f| f.name == key && Some(f.name) != self.s.rest)
+            .filter(|i| !self.seen[*i])
+    }
+
+    /// Whether a field takes `key`.
+    fn takes(&self, key: &str) -> bool {
+        self.field(key).is_some()
+    }
+
+    /// The cell of the field that takes `key`, now marked filled.
+    fn cell<'c>(
+        &'c mut self,
+        key: &'c str,
+        ptr: &'c Ptr<'c>,
+        extra: &'c mut Map<String, Value>,
+    ) -> Option<Cell<'c>> {
+        let i = self.field(key)?;
+        self.seen[i] = true;
+        Some(Cell {
+            b: &mut self.children[i],
+            ty: &self.s.fields[i].ty,
+            ptr: Ptr::Key(ptr, key),
+            extra,
+        })
+    }
+
+    fn leftover(&mut self, key: &str, v: Value, ptr: &Ptr<'_>, extra: &mut Map<String, Value>) {
+        if self.s.rest.is_some() {
+            self.rest.insert(key.to_owned(), v);
         } else {
-            extra.insert(Ptr::Key(ptr, k).render(), v.clone());
+            extra.insert(Ptr::Key(ptr, key).render(), v);
         }
     }
-    if let Some(i) = rest_at {
-        if rest.is_empty() {
-            children[i].null();
-        } else {
-            children[i].text(&Value::Object(rest).to_string());
+
+    /// Nulls for the fields not seen, and the `rest` field.
+    fn end(mut self) {
+        for (i, f) in self.s.fields.iter().enumerate() {
+            if Some(f.name) == self.s.rest {
+                if self.rest.is_empty() {
+                    self.children[i].null();
+                } else {
+                    let text = Value::Object(std::mem::take(&mut self.rest)).to_string();
+                    self.children[i].text(&text);
+                }
+            } else if !self.seen[i] {
+                self.children[i].null();
+            }
         }
     }
 }
@@ -367,8 +530,6 @@ pub struct Rows {
     table: &'static Table,
     schema: SchemaRef,
     columns: Vec<Builder>,
-    /// The keys of the record's top level that columns of their own hold.
-    keys: Vec<&'static str>,
     len: usize,
 }
 
@@ -379,14 +540,6 @@ impl Rows {
             table,
             schema: Arc::new(arrow_schema::schema(table)),
             columns: table.columns.iter().map(|c| Builder::new(&c.ty)).collect(),
-            keys: table
-                .columns
-                .iter()
-                .filter_map(|c| match c.from {
-                    From::Key(k) => Some(k),
-                    _ => None,
-                })
-                .collect(),
             len: 0,
         }
     }
@@ -406,63 +559,55 @@ impl Rows {
         self.len == 0
     }
 
-    /// Appends the row of the record `v` (an object).
-    pub fn push(&mut self, v: &Map<String, Value>, ctx: &Context) {
+    /// Appends the row of the record whose JSON text is `text`. A text that is not an object
+    /// makes no row (`false`); the walk hands over only records it decoded, so a parse error part
+    /// way through cannot happen, and if it did the builders would be out of step: it is returned
+    /// and the table must not be written.
+    pub fn push(&mut self, text: &str, ctx: &Context) -> Result<bool, serde_json::Error> {
+        if !text.trim_start().starts_with('{') {
+            return Ok(false);
+        }
+        let tag = if self.table.record == "event" {
+            serde_json::from_str::<Tagged<'_>>(text)
+                .ok()
+                .and_then(|t| t.tag)
+        } else {
+            None
+        };
+        let variant = self.table.columns.iter().position(
+            |c| matches!((c.from, tag.as_deref()), (From::Variant(t), Some(x)) if t == x),
+        );
         let mut extra = Map::new();
-        let tag = v.get("type").and_then(Value::as_str);
-        let mut variant_claimed = self.table.record != "event";
-        let mut extra_at = None;
-        for (c, b) in self.table.columns.iter().zip(self.columns.iter_mut()) {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let top = Top {
+            rows: &mut *self,
+            ctx,
+            variant,
+            extra: &mut extra,
+        };
+        let (seen, wall) = de.deserialize_map(top)?;
+        de.end()?;
+        for (i, (c, b)) in self
+            .table
+            .columns
+            .iter()
+            .zip(self.columns.iter_mut())
+            .enumerate()
+        {
             match c.from {
-                From::Context("wall_time") => match v.get("wall_ms").and_then(Value::as_i64) {
+                _ if seen[i] => {}
+                From::Context("wall_time") => match wall {
                     Some(ms) => b.int(ms),
                     None => b.null(),
                 },
                 From::Context(w) => context(ctx, w, b),
-                From::Key(k) => match v.get(k) {
-                    Some(x) => put(b, &c.ty, x, &Ptr::Key(&Ptr::Root, k), &mut extra),
-                    None => b.null(),
-                },
-                From::Variant(t) => match (&c.ty, &mut *b) {
-                    (
-                        Ty::Struct(s),
-                        Builder::Struct {
-                            children,
-                            nulls,
-                            pending,
-                            ..
-                        },
-                    ) if tag == Some(t) => {
-                        variant_claimed = true;
-                        catch_up(children, pending);
-                        put_struct(children, s, v, &Ptr::Root, &mut extra, &self.keys);
-                        nulls.append_non_null();
-                    }
-                    _ => b.null(),
-                },
-                From::Extra => extra_at = Some(b),
-            }
-        }
-        // Keys no column claims: an unknown top-level key, or every key of an unknown event type.
-        if self.table.record != "event" || !variant_claimed {
-            for (k, x) in v {
-                // A record's own run id is the row's `run_id`; one that says otherwise is kept.
-                if k == "run_id" && x.as_str() == Some(ctx.run_id.as_str()) {
-                    continue;
-                }
-                if !self.keys.contains(&k.as_str()) {
-                    extra.insert(Ptr::Key(&Ptr::Root, k).render(), x.clone());
-                }
-            }
-        }
-        if let Some(b) = extra_at {
-            if extra.is_empty() {
-                b.null();
-            } else {
-                b.text(&Value::Object(extra).to_string());
+                From::Key(_) | From::Variant(_) => b.null(),
+                From::Extra if extra.is_empty() => b.null(),
+                From::Extra => b.text(&Value::Object(std::mem::take(&mut extra)).to_string()),
             }
         }
         self.len += 1;
+        Ok(true)
     }
 
     /// The rows appended since the last batch, as a batch; the builders start again empty.
@@ -474,6 +619,134 @@ impl Rows {
             .collect::<Result<Vec<_>, _>>()?;
         self.len = 0;
         RecordBatch::try_new(self.schema.clone(), columns)
+    }
+}
+
+/// The `type` of an event record, read without building the record.
+#[derive(Deserialize)]
+struct Tagged<'a> {
+    #[serde(rename = "type", borrow, default)]
+    tag: Option<Cow<'a, str>>,
+}
+
+/// The top level of a record: its keys go to their columns, to the fields of the event type's
+/// struct, or (unclaimed) to `extra`. Returns which columns it filled and the record's `wall_ms`.
+struct Top<'a> {
+    rows: &'a mut Rows,
+    ctx: &'a Context,
+    /// The column of the event's type, when the table has one.
+    variant: Option<usize>,
+    extra: &'a mut Map<String, Value>,
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = (Vec<bool>, Option<i64>);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a record object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let Top {
+            rows,
+            ctx,
+            variant,
+            extra,
+        } = self;
+        let table = rows.table;
+        let mut seen = vec![false; table.columns.len()];
+        let mut wall = None;
+        // The event type's struct, taken out of its column while its fields are filled.
+        let mut claimed =
+            variant.and_then(|i| match (&table.columns[i].ty, &mut rows.columns[i]) {
+                (Ty::Struct(s), Builder::Struct { .. }) => {
+                    let b = std::mem::replace(
+                        &mut rows.columns[i],
+                        Builder::Int64(Int64Builder::new()),
+                    );
+                    Some((i, *s, b))
+                }
+                _ => None,
+            });
+        let mut fields = claimed.as_mut().map(|(_, s, b)| match b {
+            Builder::Struct {
+                children, pending, ..
+            } => {
+                catch_up(children, pending);
+                Filling::new(s, children)
+            }
+            _ => unreachable!("OK because only a struct builder is claimed"),
+        });
+        let root = Ptr::Root;
+        while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
+            let column = table
+                .columns
+                .iter()
+                .position(|c| matches!(c.from, From::Key(x) if x == k))
+                .filter(|i| !seen[*i]);
+            let field = fields.as_ref().is_some_and(|f| f.takes(&k));
+            match (column, field) {
+                (Some(i), false) if k != "wall_ms" => {
+                    seen[i] = true;
+                    map.next_value_seed(Cell {
+                        b: &mut rows.columns[i],
+                        ty: &table.columns[i].ty,
+                        ptr: Ptr::Key(&root, &k),
+                        extra,
+                    })?;
+                }
+                (None, true) => {
+                    let cell = fields.as_mut().and_then(|f| f.cell(&k, &root, extra));
+                    if let Some(cell) = cell {
+                        map.next_value_seed(cell)?;
+                    }
+                }
+                _ => {
+                    // A key two places take (or `wall_ms`, which the `wall_time` column reads
+                    // too), or one no place takes.
+                    let v: Value = map.next_value()?;
+                    if k == "wall_ms" {
+                        wall = v.as_i64();
+                    }
+                    if let Some(i) = column {
+                        seen[i] = true;
+                        let cell = Cell {
+                            b: &mut rows.columns[i],
+                            ty: &table.columns[i].ty,
+                            ptr: Ptr::Key(&root, &k),
+                            extra,
+                        };
+                        cell.deserialize(&v).map_err(de::Error::custom)?;
+                    }
+                    if field {
+                        if let Some(cell) = fields.as_mut().and_then(|f| f.cell(&k, &root, extra)) {
+                            cell.deserialize(&v).map_err(de::Error::custom)?;
+                        }
+                    } else if column.is_none() {
+                        match fields.as_mut() {
+                            Some(f) => f.leftover(&k, v, &root, extra),
+                            // A record's own run id is the row's `run_id`; one that says
+                            // otherwise is kept.
+                            None if k == "run_id" && v.as_str() == Some(ctx.run_id.as_str()) => {}
+                            None => {
+                                extra.insert(Ptr::Key(&root, &k).render(), v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(f) = fields {
+            f.end();
+        }
+        if let Some((i, _, mut b)) = claimed {
+            if let Builder::Struct { nulls, .. } = &mut b {
+                nulls.append_non_null();
+            }
+            rows.columns[i] = b;
+            seen[i] = true;
+        }
+        Ok((seen, wall))
     }
 }
 
@@ -508,9 +781,8 @@ mod tests {
     /// The one row `v` makes in `table`, as JSON (null columns left out).
     fn row(table: &str, v: &str) -> Value {
         let t = TABLES.iter().find(|t| t.name == table).unwrap();
-        let v: Value = serde_json::from_str(v).unwrap();
         let mut rows = Rows::new(t);
-        rows.push(v.as_object().unwrap(), &Context::default());
+        assert!(rows.push(v, &Context::default()).unwrap());
         let batch = rows.batch().unwrap();
         let mut w = ArrayWriter::new(Vec::new());
         w.write_batches(&[&batch]).unwrap();
