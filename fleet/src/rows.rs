@@ -25,6 +25,8 @@ use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use diagwire_runtime::shape::PointerPath as Ptr;
+
 use crate::arrow_schema;
 use crate::table::{From, Struct, Table, Ty};
 
@@ -45,44 +47,6 @@ pub struct Context {
     pub record_index: Option<u64>,
     /// The vast.ai record kind from the file name.
     pub file_kind: Option<String>,
-}
-
-/// Where a value sits in its record, rendered as a JSON pointer only when something is kept in
-/// `extra_json`.
-#[derive(Clone, Copy)]
-enum Ptr<'a> {
-    Root,
-    Key(&'a Ptr<'a>, &'a str),
-    Index(&'a Ptr<'a>, usize),
-}
-
-impl Ptr<'_> {
-    fn render(&self) -> String {
-        let mut out = String::new();
-        self.render_into(&mut out);
-        out
-    }
-
-    fn render_into(&self, out: &mut String) {
-        match self {
-            Ptr::Root => {}
-            Ptr::Key(parent, key) => {
-                parent.render_into(out);
-                out.push('/');
-                for c in key.chars() {
-                    match c {
-                        '~' => out.push_str("~0"),
-                        '/' => out.push_str("~1"),
-                        c => out.push(c),
-                    }
-                }
-            }
-            Ptr::Index(parent, i) => {
-                parent.render_into(out);
-                let _ = write!(out, "/{i}");
-            }
-        }
-    }
 }
 
 /// The 64-character hex of a 32-byte node id array.

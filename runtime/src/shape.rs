@@ -38,6 +38,44 @@ pub fn escape_pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
+/// A JSON pointer kept as the path to it (each step borrows its parent), so a walk over a record
+/// pays for the pointer's text only when it needs it (an unknown key, a value kept aside).
+#[derive(Debug, Clone, Copy)]
+pub enum PointerPath<'p> {
+    /// The record itself (the empty pointer).
+    Root,
+    /// A key of the object at the parent.
+    Key(&'p PointerPath<'p>, &'p str),
+    /// An element of the array at the parent.
+    Index(&'p PointerPath<'p>, usize),
+}
+
+impl PointerPath<'_> {
+    /// Appends the pointer's text to `out`.
+    pub fn write(&self, out: &mut String) {
+        match self {
+            PointerPath::Root => {}
+            PointerPath::Key(up, k) => {
+                up.write(out);
+                out.push('/');
+                out.push_str(&escape_pointer_token(k));
+            }
+            PointerPath::Index(up, i) => {
+                up.write(out);
+                out.push('/');
+                out.push_str(&i.to_string());
+            }
+        }
+    }
+
+    /// The pointer's text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+}
+
 /// An integer width (the profile's integer `format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IntWidth {

@@ -113,31 +113,7 @@ fn names(
         || adjacent.is_some_and(|(t, c)| t == key || c == Some(key))
 }
 
-/// A JSON pointer kept as the path to it, written out only when an unknown key needs it.
-#[derive(Clone, Copy)]
-enum Ptr<'p> {
-    Root,
-    Key(&'p Ptr<'p>, &'p str),
-    Index(&'p Ptr<'p>, usize),
-}
-
-impl Ptr<'_> {
-    fn write(&self, out: &mut String) {
-        match self {
-            Ptr::Root => {}
-            Ptr::Key(up, k) => {
-                up.write(out);
-                out.push('/');
-                out.push_str(&diagwire_runtime::shape::escape_pointer_token(k));
-            }
-            Ptr::Index(up, i) => {
-                up.write(out);
-                out.push('/');
-                out.push_str(&i.to_string());
-            }
-        }
-    }
-}
+use diagwire_runtime::shape::PointerPath as Ptr;
 
 type Visit<'a> = &'a mut dyn FnMut(&Instance<'_, '_, '_>);
 
