@@ -19,16 +19,27 @@ use datafusion::catalog::Session;
 use datafusion::common::{ColumnStatistics, Result, Statistics, plan_err};
 use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
-use datafusion::datasource::file_format::parquet::ParquetFormat;
-use datafusion::datasource::physical_plan::{FileScanConfig, FileSource, ParquetSource};
+use datafusion::datasource::file_format::parquet::{
+    ParquetFormat, statistics_from_parquet_meta_calc,
+};
+use datafusion::datasource::physical_plan::{
+    FileScanConfig, FileScanConfigBuilder, FileSource, ParquetSource,
+};
 use datafusion::datasource::schema_adapter::{SchemaAdapter, SchemaAdapterFactory, SchemaMapper};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::physical_plan::ExecutionPlan;
 use object_store::{ObjectMeta, ObjectStore};
 
-/// Parquet, with scans that read older files by field name ([`ByName`]).
+use crate::footers::{Footers, SharedFooters};
+use crate::leaves::LeafSource;
+
+/// Parquet, with scans that read older files by field name ([`ByName`]) and share each file's
+/// parsed footer ([`Footers`]) with the other scans of the same table.
 #[derive(Debug, Default)]
 pub struct EvolvingParquet {
     inner: ParquetFormat,
+    footers: Arc<Footers>,
 }
 
 #[async_trait]
@@ -56,14 +67,17 @@ impl FileFormat for EvolvingParquet {
 
     async fn infer_stats(
         &self,
-        state: &dyn Session,
+        _state: &dyn Session,
         store: &Arc<dyn ObjectStore>,
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        self.inner
-            .infer_stats(state, store, table_schema, object)
-            .await
+        let footer = self
+            .footers
+            .reader(Arc::clone(store), object)
+            .get_metadata(None)
+            .await?;
+        statistics_from_parquet_meta_calc(&footer, table_schema)
     }
 
     async fn create_physical_plan(
@@ -71,8 +85,21 @@ impl FileFormat for EvolvingParquet {
         state: &dyn Session,
         conf: FileScanConfig,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        // The inner format carries the adapter of the scan's source (ours) over to its own.
-        self.inner.create_physical_plan(state, conf).await
+        // What the inner format's own plan is, with the readers that share the footers, in a
+        // source that reads only the struct leaves a plan reaches (`leaves`).
+        let store = state.runtime_env().object_store(&conf.object_store_url)?;
+        let mut source =
+            ParquetSource::new(self.inner.options().clone()).with_parquet_file_reader_factory(
+                Arc::new(SharedFooters::new(store, Arc::clone(&self.footers))),
+            );
+        if let Some(hint) = self.inner.metadata_size_hint() {
+            source = source.with_metadata_size_hint(hint);
+        }
+        let source = LeafSource::new(source.with_schema_adapter_factory(Arc::new(ByName))?);
+        let conf = FileScanConfigBuilder::from(conf)
+            .with_source(Arc::new(source))
+            .build();
+        Ok(DataSourceExec::from_data_source(conf))
     }
 
     fn file_source(&self) -> Arc<dyn FileSource> {

@@ -23,6 +23,8 @@ pub mod columns;
 pub mod dataset;
 pub mod evolve;
 pub mod export;
+pub mod footers;
+pub mod leaves;
 pub mod query;
 pub mod report;
 pub mod rows;

@@ -2,6 +2,8 @@
 //! with its generated schema (never inferred from a file, so files of older contracts read with
 //! the current columns, the missing ones null) and the partition columns of its folders; a table
 //! with no file yet is registered empty, with the same columns. The shipped views (`views.rs`) are defined on top.
+//! A session's scans parse each file's footer once (`footers.rs`) and read, of a struct column,
+//! only the leaves under the fields a query reaches it through (`leaves.rs`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,10 +15,12 @@ use datafusion::datasource::MemTable;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
-use datafusion::prelude::SessionContext;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::columns::TABLES;
-use crate::{Error, arrow_schema, views};
+use crate::{Error, arrow_schema, leaves, views};
 
 /// How `diagwire query` prints rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,12 +37,41 @@ fn df(e: impl std::fmt::Display) -> Error {
     Error::query(e.to_string())
 }
 
+/// A DataFusion session whose scans of the dataset's tables read only the struct leaves a query
+/// reaches (`leaves.rs`), with nothing registered yet.
+pub fn context() -> SessionContext {
+    let state = SessionStateBuilder::new()
+        .with_config(SessionConfig::new())
+        .with_runtime_env(Arc::new(RuntimeEnv::default()))
+        .with_default_features()
+        .with_query_planner(Arc::new(leaves::Planner))
+        .build();
+    SessionContext::new_with_state(state)
+}
+
+/// A table of Parquet files under `dir` (a folder of partition folders `contract_major=M/date=D`)
+/// with the columns of `schema` and the two partition columns, read as [`EvolvingParquet`].
+pub fn parquet_table(dir: &Path, schema: Arc<Schema>) -> Result<ListingTable, Error> {
+    let abs = std::fs::canonicalize(dir).map_err(|e| Error::at(dir, e.to_string()))?;
+    let url = ListingTableUrl::parse(format!("{}/", abs.display())).map_err(df)?;
+    let options = ListingOptions::new(Arc::new(EvolvingParquet::default()))
+        .with_file_extension(".parquet")
+        .with_table_partition_cols(vec![
+            ("contract_major".into(), DataType::Utf8),
+            ("date".into(), DataType::Utf8),
+        ]);
+    let config = ListingTableConfig::new(url)
+        .with_listing_options(options)
+        .with_schema(schema);
+    ListingTable::try_new(config).map_err(df)
+}
+
 /// A DataFusion session with the dataset's tables and the shipped views registered.
 pub async fn session(dataset: &Path) -> Result<SessionContext, Error> {
     if !dataset.join(crate::dataset::INDEX).is_file() {
         return Err(Error::at(dataset, "not a dataset (no _dataset.json)"));
     }
-    let ctx = SessionContext::new();
+    let ctx = context();
     for t in TABLES {
         let schema = Arc::new(arrow_schema::schema(t));
         let dir = dataset.join(t.name);
@@ -54,18 +87,7 @@ pub async fn session(dataset: &Path) -> Result<SessionContext, Error> {
             ctx.register_table(t.name, Arc::new(empty)).map_err(df)?;
             continue;
         }
-        let abs = std::fs::canonicalize(&dir).map_err(|e| Error::at(&dir, e.to_string()))?;
-        let url = ListingTableUrl::parse(format!("{}/", abs.display())).map_err(df)?;
-        let options = ListingOptions::new(Arc::new(EvolvingParquet::default()))
-            .with_file_extension(".parquet")
-            .with_table_partition_cols(vec![
-                ("contract_major".into(), DataType::Utf8),
-                ("date".into(), DataType::Utf8),
-            ]);
-        let config = ListingTableConfig::new(url)
-            .with_listing_options(options)
-            .with_schema(schema);
-        let table = ListingTable::try_new(config).map_err(df)?;
+        let table = parquet_table(&dir, schema)?;
         ctx.register_table(t.name, Arc::new(table)).map_err(df)?;
     }
     for v in views::VIEWS {

@@ -3,63 +3,95 @@
 -- median, p95 and p99 (nearest rank: the smallest RTT whose rank reaches ceil(p * n / 100)) and
 -- the timeout budget the last answer carried, over the answers `probe_rtt_samples` counts. The
 -- summary's "Probe RTT distribution" (its per-pair rows).
-WITH sent AS (
-  SELECT run_id, node AS observer, swim_probe_sent.target AS target,
-    swim_probe_sent.sequence AS seq, swim_probe_sent.kind AS kind
-  FROM events WHERE type = 'SwimProbeSent'
+WITH counted AS (
+  SELECT run_id, observer, target, timed_out, rtt, budget, pos,
+    CASE WHEN timed_out = 0 AND rtt IS NOT NULL THEN 1 ELSE 0 END AS has_rtt,
+    CASE WHEN budget IS NULL THEN 0 ELSE 1 END AS has_budget
+  FROM probe_rtt_samples
 ),
-counted AS (
-  SELECT * FROM probe_rtt_samples
-),
-answered AS (
-  SELECT DISTINCT run_id, observer, target, seq, kind FROM counted
-),
-pending AS (
-  SELECT s.run_id, s.observer, s.target, COUNT(*) AS pending
-  FROM sent s
-  LEFT JOIN answered a ON a.run_id = s.run_id AND a.observer = s.observer
-    AND a.target = s.target AND a.seq = s.seq AND a.kind = s.kind
-  WHERE a.run_id IS NULL
-  GROUP BY s.run_id, s.observer, s.target
-),
-pairs AS (
-  SELECT run_id, observer, target FROM counted
-  UNION
-  SELECT run_id, observer, target FROM pending
-),
-counts AS (
-  SELECT run_id, observer, target, COUNT(*) AS answers,
-    SUM(1 - timed_out) AS acked, SUM(timed_out) AS timed_out
-  FROM counted GROUP BY run_id, observer, target
-),
+-- Each answer ranked among its pair's answers with an RTT (by RTT), and among those with a budget
+-- (the latest first).
 ranked AS (
-  SELECT run_id, observer, target, rtt,
-    ROW_NUMBER() OVER (PARTITION BY run_id, observer, target ORDER BY rtt) AS rn,
-    COUNT(*) OVER (PARTITION BY run_id, observer, target) AS n
-  FROM counted WHERE timed_out = 0 AND rtt IS NOT NULL
+  SELECT c.*,
+    ROW_NUMBER() OVER (PARTITION BY run_id, observer, target, has_rtt ORDER BY rtt) AS rn,
+    COUNT(*) OVER (PARTITION BY run_id, observer, target, has_rtt) AS n,
+    ROW_NUMBER() OVER (
+      PARTITION BY run_id, observer, target, has_budget ORDER BY pos DESC
+    ) AS latest
+  FROM counted c
 ),
-quantiles AS (
-  SELECT run_id, observer, target,
-    MIN(CASE WHEN rn >= CEIL(50 * n / 100.0) THEN rtt END) AS median_ms,
-    MIN(CASE WHEN rn >= CEIL(95 * n / 100.0) THEN rtt END) AS p95_ms,
-    MIN(CASE WHEN rn >= CEIL(99 * n / 100.0) THEN rtt END) AS p99_ms
+answers AS (
+  SELECT run_id, observer, target, COUNT(*) AS answers,
+    SUM(1 - timed_out) AS acked, SUM(timed_out) AS timed_out,
+    MIN(CASE WHEN has_rtt = 1 AND rn >= CEIL(50 * n / 100.0) THEN rtt END) AS median_ms,
+    MIN(CASE WHEN has_rtt = 1 AND rn >= CEIL(95 * n / 100.0) THEN rtt END) AS p95_ms,
+    MIN(CASE WHEN has_rtt = 1 AND rn >= CEIL(99 * n / 100.0) THEN rtt END) AS p99_ms,
+    MAX(CASE WHEN has_budget = 1 AND latest = 1 THEN budget END) AS budget
   FROM ranked GROUP BY run_id, observer, target
 ),
-budgets AS (
-  SELECT run_id, observer, target, budget,
-    ROW_NUMBER() OVER (PARTITION BY run_id, observer, target ORDER BY pos DESC) AS latest
-  FROM counted WHERE budget IS NOT NULL
+-- A send is pending when no answer has its key (every key an answer has is a key of an answer
+-- `probe_rtt_samples` counts), or when a part of its key is missing, which matches nothing.
+probe_keys AS (
+  SELECT run_id, node AS observer,
+    CASE type
+      WHEN 'SwimProbeSent' THEN swim_probe_sent.target
+      WHEN 'SwimProbeAcked' THEN swim_probe_acked.target
+      ELSE swim_probe_timed_out.target
+    END AS target,
+    CASE type
+      WHEN 'SwimProbeSent' THEN swim_probe_sent.sequence
+      WHEN 'SwimProbeAcked' THEN swim_probe_acked.sequence
+      ELSE swim_probe_timed_out.sequence
+    END AS seq,
+    CASE type
+      WHEN 'SwimProbeSent' THEN swim_probe_sent.kind
+      WHEN 'SwimProbeAcked' THEN swim_probe_acked.kind
+      ELSE swim_probe_timed_out.kind
+    END AS kind,
+    type
+  FROM events WHERE type IN ('SwimProbeSent', 'SwimProbeAcked', 'SwimProbeTimedOut')
+),
+keys AS (
+  SELECT run_id, observer, target, seq, kind,
+    COUNT(CASE WHEN type = 'SwimProbeSent' THEN 1 END) AS sent,
+    COUNT(CASE WHEN type <> 'SwimProbeSent' THEN 1 END) AS answered
+  FROM probe_keys GROUP BY run_id, observer, target, seq, kind
+),
+pending AS (
+  SELECT run_id, observer, target, SUM(sent) AS pending
+  FROM keys
+  WHERE sent > 0 AND (answered = 0 OR run_id IS NULL OR observer IS NULL OR target IS NULL
+    OR seq IS NULL OR kind IS NULL)
+  GROUP BY run_id, observer, target
+),
+-- The samples and the events are each read once: a pair's answers and its pending sends are summed
+-- per pair; a pair with a part missing gets no counts, as nothing joins on it.
+pairs AS (
+  SELECT run_id, observer, target, answers, acked, timed_out, 0 AS pending,
+    median_ms, p95_ms, p99_ms, budget
+  FROM answers
+  UNION ALL
+  SELECT run_id, observer, target, 0 AS answers, 0 AS acked, 0 AS timed_out, pending,
+    NULL AS median_ms, NULL AS p95_ms, NULL AS p99_ms, NULL AS budget
+  FROM pending
+),
+totals AS (
+  SELECT run_id, observer, target,
+    CASE WHEN run_id IS NULL OR observer IS NULL OR target IS NULL THEN 0 ELSE 1 END AS whole,
+    SUM(answers) AS answers, SUM(acked) AS acked, SUM(timed_out) AS timed_out,
+    SUM(pending) AS pending,
+    MAX(median_ms) AS median_ms, MAX(p95_ms) AS p95_ms, MAX(p99_ms) AS p99_ms,
+    MAX(budget) AS budget
+  FROM pairs GROUP BY run_id, observer, target
 )
-SELECT p.run_id, p.observer, COALESCE(l.label, SUBSTR(p.target, 1, 8)) AS target,
-  COALESCE(c.answers, 0) + COALESCE(w.pending, 0) AS probes,
-  COALESCE(c.acked, 0) AS acked,
-  COALESCE(c.timed_out, 0) AS timed_out,
-  COALESCE(w.pending, 0) AS pending,
-  q.median_ms, q.p95_ms, q.p99_ms,
-  b.budget
-FROM pairs p
-LEFT JOIN counts c ON c.run_id = p.run_id AND c.observer = p.observer AND c.target = p.target
-LEFT JOIN pending w ON w.run_id = p.run_id AND w.observer = p.observer AND w.target = p.target
-LEFT JOIN quantiles q ON q.run_id = p.run_id AND q.observer = p.observer AND q.target = p.target
-LEFT JOIN budgets b ON b.run_id = p.run_id AND b.observer = p.observer AND b.target = p.target AND b.latest = 1
-LEFT JOIN node_labels l ON l.run_id = p.run_id AND l.node_id = p.target
+SELECT t.run_id, t.observer, COALESCE(l.label, SUBSTR(t.target, 1, 8)) AS target,
+  CASE WHEN t.whole = 1 THEN t.answers + t.pending ELSE 0 END AS probes,
+  CASE WHEN t.whole = 1 THEN t.acked ELSE 0 END AS acked,
+  CASE WHEN t.whole = 1 THEN t.timed_out ELSE 0 END AS timed_out,
+  CASE WHEN t.whole = 1 THEN t.pending ELSE 0 END AS pending,
+  CASE WHEN t.whole = 1 THEN t.median_ms END AS median_ms,
+  CASE WHEN t.whole = 1 THEN t.p95_ms END AS p95_ms,
+  CASE WHEN t.whole = 1 THEN t.p99_ms END AS p99_ms,
+  CASE WHEN t.whole = 1 THEN t.budget END AS budget
+FROM totals t
+LEFT JOIN node_labels l ON l.run_id = t.run_id AND l.node_id = t.target
