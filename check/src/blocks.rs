@@ -297,12 +297,19 @@ fn reaches_inner(from: &str, to: &str, seen: &mut std::collections::BTreeSet<Str
         return false;
     };
     let mut refs = Vec::new();
+    type_refs(t, &mut refs);
+    refs.into_iter().any(|r| reaches_inner(r, to, seen))
+}
+
+/// The type names a type refers to: its fields' and flattened union's, its variants' payloads',
+/// its items'.
+pub fn type_refs(t: &TypeShape, refs: &mut Vec<&'static str>) {
     match &t.kind {
         TypeKind::Struct {
             fields, flatten, ..
         } => {
             for f in fields.iter() {
-                shape_refs(&f.value, &mut refs);
+                shape_refs(&f.value, refs);
             }
             refs.extend(flatten.iter().copied());
         }
@@ -310,15 +317,14 @@ fn reaches_inner(from: &str, to: &str, seen: &mut std::collections::BTreeSet<Str
             for v in variants.iter() {
                 match &v.payload {
                     PayloadShape::Def(d) => refs.push(d),
-                    PayloadShape::Value(s) => shape_refs(s, &mut refs),
+                    PayloadShape::Value(s) => shape_refs(s, refs),
                     PayloadShape::Unit => {}
                 }
             }
         }
-        TypeKind::Array(item) => shape_refs(item, &mut refs),
+        TypeKind::Array(item) => shape_refs(item, refs),
         _ => {}
     }
-    refs.into_iter().any(|r| reaches_inner(r, to, seen))
 }
 
 /// The type names a value shape refers to.

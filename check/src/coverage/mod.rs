@@ -26,8 +26,8 @@ use serde_json::Value;
 use crate::blocks;
 
 mod compare;
-mod tape;
-mod walk;
+pub(crate) mod tape;
+pub(crate) mod walk;
 mod worker;
 
 pub use compare::{DiffKind, Difference, Mode, Thresholds, compare, differences_markdown};

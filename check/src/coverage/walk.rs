@@ -8,6 +8,7 @@
 //! to `crate::blocks` on every record of the example bundles.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use diagwire::shape::{FieldShape, PayloadShape, TypeKind, TypeShape, UnionStyle, ValueShape};
 use diagwire::v1::CONTRACT;
@@ -79,6 +80,22 @@ impl<'t> Instance<'_, 't, '_> {
         }
     }
 
+    /// The value of the field at `index` of [`Instance::fields`] in the tape, if the object has
+    /// it.
+    pub fn value_of(&self, index: usize) -> Option<usize> {
+        self.slots.get(index).copied().flatten()
+    }
+
+    /// The object in the tape.
+    pub fn object(&self) -> usize {
+        self.obj
+    }
+
+    /// The gap list that applies, when it is an array in the tape.
+    pub fn gap_list(&self) -> Option<usize> {
+        self.gaps.flatten()
+    }
+
     /// The JSON pointer of the object, relative to the walked value.
     pub fn ptr(&self) -> String {
         let mut out = String::new();
@@ -119,7 +136,51 @@ type Visit<'a> = &'a mut dyn FnMut(&Instance<'_, '_, '_>);
 
 /// Calls `visit` for every struct instance of the tape's root, a value of the given shape.
 pub fn instances_of_shape(shape: &ValueShape, tape: &Tape<'_>, visit: Visit<'_>) {
-    walk_value(shape, tape, 0, Ptr::Root, None, visit);
+    walk_value(shape, tape, 0, Ptr::Root, None, None, visit);
+}
+
+/// Which struct instances a walk reports ([`instances_of_shape_only`]): those of some types, and
+/// it goes only into values of types that can hold one of them.
+#[derive(Debug, Default)]
+pub struct Only {
+    report: HashSet<&'static str>,
+    enter: HashSet<&'static str>,
+}
+
+impl Only {
+    /// The instances of the types `report`.
+    pub fn types(report: impl IntoIterator<Item = &'static str>) -> Only {
+        let report: HashSet<&'static str> = report.into_iter().collect();
+        // The types that reach a reported one: those, then every type that refers to one found.
+        let mut enter = report.clone();
+        let mut refs = Vec::new();
+        loop {
+            let before = enter.len();
+            for t in CONTRACT.types {
+                if enter.contains(t.name) {
+                    continue;
+                }
+                refs.clear();
+                crate::blocks::type_refs(t, &mut refs);
+                if refs.iter().any(|r| enter.contains(r)) {
+                    enter.insert(t.name);
+                }
+            }
+            if enter.len() == before {
+                return Only { report, enter };
+            }
+        }
+    }
+
+    fn enters(only: Option<&Only>, name: &str) -> bool {
+        only.is_none_or(|o| o.enter.contains(name))
+    }
+}
+
+/// Like [`instances_of_shape`], for the instances `only` names: the same instances in the same
+/// order, less the others, without walking values that cannot hold one.
+pub fn instances_of_shape_only(shape: &ValueShape, tape: &Tape<'_>, only: &Only, visit: Visit<'_>) {
+    walk_value(shape, tape, 0, Ptr::Root, None, Some(only), visit);
 }
 
 fn walk_value(
@@ -128,28 +189,34 @@ fn walk_value(
     v: usize,
     ptr: Ptr<'_>,
     gaps: Gaps,
+    only: Option<&Only>,
     visit: Visit<'_>,
 ) {
     match shape {
         ValueShape::Ref(name) => {
+            if !Only::enters(only, name) {
+                return;
+            }
             if let Some(t) = CONTRACT.get(name) {
-                walk_type(t, tape, v, ptr, gaps, &mut Vec::new(), visit);
+                walk_type(t, tape, v, ptr, gaps, &mut Vec::new(), only, visit);
             }
         }
         ValueShape::Vec(item) => {
             for (i, e) in tape.elements(v).enumerate() {
-                walk_value(item, tape, e, Ptr::Index(&ptr, i), gaps, visit);
+                walk_value(item, tape, e, Ptr::Index(&ptr, i), gaps, only, visit);
             }
         }
         ValueShape::Tuple(shapes) => {
             for (i, (s, e)) in shapes.iter().zip(tape.elements(v)).enumerate() {
-                walk_value(s, tape, e, Ptr::Index(&ptr, i), gaps, visit);
+                walk_value(s, tape, e, Ptr::Index(&ptr, i), gaps, only, visit);
             }
         }
         _ => {}
     }
 }
 
+// The walk's state travels as arguments, as in `crate::blocks`.
+#[allow(clippy::too_many_arguments)]
 fn walk_type(
     t: &'static TypeShape,
     tape: &Tape<'_>,
@@ -157,6 +224,7 @@ fn walk_type(
     ptr: Ptr<'_>,
     gaps: Gaps,
     outer: &mut Vec<&'static str>,
+    only: Option<&Only>,
     visit: Visit<'_>,
 ) {
     match &t.kind {
@@ -197,29 +265,39 @@ fn walk_type(
                 Some(i) => Some(slots[i].filter(|&l| tape.is_array(l))),
                 None => gaps,
             };
-            visit(&Instance {
-                type_name: t.name,
-                fields,
-                tape,
-                obj: v,
-                slots: &slots,
-                unknown,
-                ptr,
-                gaps,
-                consts,
-                outer,
-                adjacent,
-            });
+            if only.is_none_or(|o| o.report.contains(t.name)) {
+                visit(&Instance {
+                    type_name: t.name,
+                    fields,
+                    tape,
+                    obj: v,
+                    slots: &slots,
+                    unknown,
+                    ptr,
+                    gaps,
+                    consts,
+                    outer,
+                    adjacent,
+                });
+            }
             for (f, value) in fields.iter().zip(&slots) {
                 if let Some(value) = *value {
-                    walk_value(&f.value, tape, value, Ptr::Key(&ptr, f.key), gaps, visit);
+                    walk_value(
+                        &f.value,
+                        tape,
+                        value,
+                        Ptr::Key(&ptr, f.key),
+                        gaps,
+                        only,
+                        visit,
+                    );
                 }
             }
-            if let Some(u) = union {
+            if let Some(u) = union.filter(|u| Only::enters(only, u.name)) {
                 let before = outer.len();
                 outer.extend(fields.iter().map(|f| f.key));
                 outer.extend(consts.iter().map(|(c, _)| *c));
-                walk_type(u, tape, v, ptr, gaps, outer, visit);
+                walk_type(u, tape, v, ptr, gaps, outer, only, visit);
                 outer.truncate(before);
             }
         }
@@ -235,8 +313,8 @@ fn walk_type(
                     return;
                 };
                 if let PayloadShape::Def(name) = p {
-                    if let Some(t) = CONTRACT.get(name) {
-                        walk_type(t, tape, v, ptr, gaps, outer, visit);
+                    if let Some(t) = CONTRACT.get(name).filter(|_| Only::enters(only, name)) {
+                        walk_type(t, tape, v, ptr, gaps, outer, only, visit);
                     }
                 }
             }
@@ -245,7 +323,7 @@ fn walk_type(
                     return;
                 };
                 if let (PayloadShape::Value(shape), Some(inner)) = (p, tape.get(v, c)) {
-                    walk_value(&shape, tape, inner, Ptr::Key(&ptr, c), gaps, visit);
+                    walk_value(&shape, tape, inner, Ptr::Key(&ptr, c), gaps, only, visit);
                 }
             }
             UnionStyle::External => {
@@ -255,11 +333,13 @@ fn walk_type(
                 if let Some(PayloadShape::Value(shape)) =
                     variants.iter().find(|x| x.tag == k).map(|x| x.payload)
                 {
-                    walk_value(&shape, tape, inner, Ptr::Key(&ptr, &k), gaps, visit);
+                    walk_value(&shape, tape, inner, Ptr::Key(&ptr, &k), gaps, only, visit);
                 }
             }
         },
-        TypeKind::Array(item) => walk_value(&ValueShape::Vec(item), tape, v, ptr, gaps, visit),
+        TypeKind::Array(item) => {
+            walk_value(&ValueShape::Vec(item), tape, v, ptr, gaps, only, visit)
+        }
         TypeKind::Enum { .. } | TypeKind::NodeId | TypeKind::NodeIdHex => {}
     }
 }

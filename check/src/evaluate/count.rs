@@ -52,6 +52,7 @@ impl Evaluator for CountEval {
                 .map(|(t, _)| *t)
                 .collect(),
             blocks: false,
+            block_types: Vec::new(),
         }
     }
 

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 
 use diagwire::bundle::records::Item;
 use diagwire::layout::{FileKind, Role};
+use diagwire::shape::ValueShape;
 use diagwire::v1::{
     CONTRACT, CustomPayload, Event, EventRecord, Finalize, Identity, Manifest, Record, Snapshot,
 };
@@ -17,6 +18,8 @@ use serde_json::Value;
 
 use super::{BlockIn, End, Evaluator, EventIn, Found, Input, Nodes, Stream, Tally, for_rule};
 use crate::blocks::{self, GapBlock};
+use crate::coverage::tape::{Buffer, Tape};
+use crate::coverage::walk;
 use crate::rulebook::Rulebook;
 use crate::verdict::{CheckReport, Finding, RuleResult};
 
@@ -46,6 +49,11 @@ pub struct Checker<'c> {
     value_tags: BTreeSet<&'static str>,
     blocks: Vec<GapBlock>,
     need_blocks: bool,
+    /// The struct instances of the blocks that some evaluator reads.
+    block_only: walk::Only,
+    /// The JSON text of the snapshot block being read, and its tape's buffer (both reused).
+    block_json: Vec<u8>,
+    tape_buffer: Buffer,
     records: u64,
     unreadable: u64,
     /// The watermark the evaluators last decided at.
@@ -124,6 +132,7 @@ impl<'c> Checker<'c> {
     ) -> Self {
         let mut value_tags = BTreeSet::new();
         let mut need_blocks = false;
+        let mut block_types = BTreeSet::new();
         let rules = rulebook
             .rules
             .iter()
@@ -132,6 +141,7 @@ impl<'c> Checker<'c> {
                 let reads = eval.reads();
                 value_tags.extend(reads.event_values);
                 need_blocks |= reads.blocks;
+                block_types.extend(reads.block_types);
                 (eval, Tally::new(rule, opts.max_findings_per_rule))
             })
             .collect();
@@ -144,6 +154,9 @@ impl<'c> Checker<'c> {
             value_tags,
             blocks: blocks::gap_blocks(),
             need_blocks,
+            block_only: walk::Only::types(block_types),
+            block_json: Vec::new(),
+            tape_buffer: Buffer::default(),
             records: 0,
             unreadable: 0,
             watermark: None,
@@ -313,25 +326,53 @@ impl<'c> Checker<'c> {
         if !self.need_blocks {
             return;
         }
-        for (block, value) in &block_values(&self.blocks, s, text) {
+        let blocks = std::mem::take(&mut self.blocks);
+        let mut json = std::mem::take(&mut self.block_json);
+        let mut buffer = std::mem::take(&mut self.tape_buffer);
+        let mut parsed: Option<Value> = None;
+        for block in &blocks {
+            json.clear();
+            if !block_json(block, s, text, &mut parsed, &mut json) {
+                continue;
+            }
+            // What serde_json writes is JSON the tape reads (it refuses only nesting deeper than
+            // any record the readers take).
+            let Ok(utf8) = std::str::from_utf8(&json) else {
+                continue;
+            };
+            let tape = match Tape::read(utf8, buffer) {
+                Ok(t) => t,
+                Err(b) => {
+                    buffer = b;
+                    continue;
+                }
+            };
             let mut found: Vec<Found<'_>> = Vec::new();
-            blocks::instances(block.type_name, value, &mut |i| {
+            let shape = ValueShape::Ref(block.type_name);
+            walk::instances_of_shape_only(&shape, &tape, &self.block_only, &mut |i| {
                 found.push(Found {
                     type_name: i.type_name,
                     fields: i.fields,
-                    obj: i.obj,
-                    ptr: i.ptr.to_owned(),
-                    gaps: i.gaps,
+                    ptr: i.ptr(),
+                    tape: &tape,
+                    obj: i.object(),
+                    slots: (0..i.fields.len()).map(|f| i.value_of(f)).collect(),
+                    gaps: i.gap_list(),
                 })
             });
             self.give(&Input::Block(&BlockIn {
                 node,
                 loc,
                 block,
-                value,
+                json: utf8,
                 found: &found,
             }));
+            drop(found);
+            buffer = tape.into_buffer();
         }
+        self.blocks = blocks;
+        self.block_json = json;
+        self.tape_buffer = buffer;
     }
 
     fn event(&mut self, node: usize, e: &EventRecord, loc: &Location, text: &str) {
@@ -441,31 +482,42 @@ fn names(text: &str, word: &str) -> bool {
     })
 }
 
-/// The JSON value of every gap-owning block a snapshot has, by block.
-fn block_values(blocks: &[GapBlock], s: &Snapshot, text: &str) -> Vec<(GapBlock, Value)> {
-    let mut out = Vec::new();
-    let mut parsed: Option<Value> = None;
-    for b in blocks {
-        let typed = match b.key {
-            "iroh" => Some(s.body.iroh.as_ref().map(serde_json::to_value)),
-            "app" => Some(s.body.app.as_ref().map(serde_json::to_value)),
-            "actors" => Some(s.body.actors.as_ref().map(serde_json::to_value)),
-            _ => None,
-        };
-        match typed {
-            Some(Some(Ok(v))) => out.push((*b, v)),
-            Some(_) => {}
-            None => {
-                // A block this driver has no typed path to: read it from the text.
-                let whole =
-                    parsed.get_or_insert_with(|| serde_json::from_str(text).unwrap_or(Value::Null));
-                if let Some(v) = whole.get("body").and_then(|b2| b2.get(b.key)) {
-                    out.push((*b, v.clone()));
-                }
-            }
+/// Writes the JSON text of `block` of snapshot `s` into `out`: the typed block as it serializes,
+/// or (for a block this driver has no typed path to) the block as the record's text has it.
+/// False when the snapshot has no such block.
+fn block_json(
+    block: &GapBlock,
+    s: &Snapshot,
+    text: &str,
+    parsed: &mut Option<Value>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let written = match block.key {
+        "iroh" => s
+            .body
+            .iroh
+            .as_ref()
+            .map(|v| serde_json::to_writer(&mut *out, v)),
+        "app" => s
+            .body
+            .app
+            .as_ref()
+            .map(|v| serde_json::to_writer(&mut *out, v)),
+        "actors" => s
+            .body
+            .actors
+            .as_ref()
+            .map(|v| serde_json::to_writer(&mut *out, v)),
+        _ => {
+            let whole =
+                parsed.get_or_insert_with(|| serde_json::from_str(text).unwrap_or(Value::Null));
+            whole
+                .get("body")
+                .and_then(|b| b.get(block.key))
+                .map(|v| serde_json::to_writer(&mut *out, v))
         }
-    }
-    out
+    };
+    matches!(written, Some(Ok(())))
 }
 
 /// Whether every gap-owning snapshot block has a typed path in this driver (a test keeps the

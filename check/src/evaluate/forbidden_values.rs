@@ -50,6 +50,7 @@ impl Evaluator for ForbiddenValuesEval {
         Reads {
             event_values: known_tag(&self.p.event).into_iter().collect(),
             blocks: false,
+            block_types: Vec::new(),
         }
     }
 

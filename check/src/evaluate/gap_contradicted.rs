@@ -1,8 +1,6 @@
 //! `gap_contradicted`: no value of a snapshot block is both reported natively (its source field
 //! says so) and declared unaskable (the block's `api_gaps` names the field's gap).
 
-use serde_json::Value;
-
 use super::{Evaluator, Input, Reads, Stream, Tally};
 use crate::blocks;
 use crate::verdict::Witness;
@@ -16,6 +14,7 @@ impl Evaluator for GapContradicted {
         Reads {
             event_values: Vec::new(),
             blocks: true,
+            block_types: super::types_with(|f| f.gap.is_some() && f.source.is_some()),
         }
     }
 
@@ -27,20 +26,22 @@ impl Evaluator for GapContradicted {
                     continue;
                 };
                 out.checked += 1;
-                let said = inst.obj.get(src).and_then(Value::as_str);
+                let said = inst.str_of(src);
                 if let Some(said) = said.filter(|s| {
-                    inst.declares(gap) && inst.has(f.key) && diagwire::REPORTED_SOURCES.contains(s)
+                    inst.declares(gap)
+                        && inst.has(f.key)
+                        && diagwire::REPORTED_SOURCES.contains(&s.as_ref())
                 }) {
                     out.find(
                         b.at(&format!("{}/{}", inst.ptr, f.key)),
                         vec![
                             Witness {
                                 location: b.at(&inst.ptr),
-                                value: Value::Object(inst.obj.clone()),
+                                value: b.value_at(&inst.ptr),
                             },
                             Witness {
                                 location: b.at(&format!("/{}", blocks::GAP_LIST)),
-                                value: b.value.get(blocks::GAP_LIST).cloned().unwrap_or(Value::Null),
+                                value: b.value_at(&format!("/{}", blocks::GAP_LIST)),
                             },
                         ],
                         format!(

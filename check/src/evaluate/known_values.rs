@@ -64,6 +64,7 @@ impl Evaluator for KnownValuesEval {
                 |f| matches!(f.value, ValueShape::Ref(t) if self.p.types.iter().any(|n| n == t)),
             ),
             blocks: false,
+            block_types: Vec::new(),
         }
     }
 

@@ -19,6 +19,7 @@ impl Evaluator for ManifestRun {
         Reads {
             event_values: tags_with(|f| f.key == "run_id"),
             blocks: false,
+            block_types: Vec::new(),
         }
     }
 

@@ -7,6 +7,7 @@
 //! far is its [`Tally`]. Records are never buffered, so the same evaluators can follow a stream
 //! that has no end yet.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use diagwire::shape::FieldShape;
@@ -15,6 +16,7 @@ use diagwire::{Location, Problem};
 use serde_json::Value;
 
 use crate::blocks::GapBlock;
+use crate::coverage::tape::Tape;
 use crate::rulebook::{Check, Rule, event_variants};
 use crate::verdict::{Finding, Witness};
 
@@ -74,6 +76,9 @@ pub(crate) struct Reads {
     pub event_values: Vec<&'static str>,
     /// Whether it reads the gap-owning blocks of snapshots ([`Input::Block`]).
     pub blocks: bool,
+    /// The struct types whose instances it reads in those blocks ([`BlockIn::found`]): the
+    /// others are not looked for.
+    pub block_types: Vec<&'static str>,
 }
 
 /// One input of an evaluator, in stream order.
@@ -150,35 +155,55 @@ impl EventIn<'_> {
     }
 }
 
-/// A struct instance of a snapshot block.
+/// A struct instance of a snapshot block, read from the block's tape.
 #[derive(Debug)]
-pub(crate) struct Found<'v> {
+pub(crate) struct Found<'t> {
     /// Its type.
     pub type_name: &'static str,
     /// Its fields.
     pub fields: &'static [FieldShape],
-    /// Its object.
-    pub obj: &'v serde_json::Map<String, Value>,
     /// Its pointer inside the block.
     pub ptr: String,
-    /// The gap list that applies to it.
-    pub gaps: Option<&'v [Value]>,
+    /// The block's tape.
+    pub tape: &'t Tape<'t>,
+    /// Its object in the tape.
+    pub obj: usize,
+    /// The value of each field (by the field's index), if the object has it.
+    pub slots: Vec<Option<usize>>,
+    /// The gap list that applies to it, when it is an array.
+    pub gaps: Option<usize>,
 }
 
-impl Found<'_> {
+impl<'t> Found<'t> {
+    fn value_of(&self, key: &str) -> Option<usize> {
+        match self.fields.iter().position(|f| f.key == key) {
+            Some(i) => self.slots.get(i).copied().flatten(),
+            None => self.tape.get(self.obj, key),
+        }
+    }
+
     /// Whether the gap list names `gap`.
     pub fn declares(&self, gap: &str) -> bool {
-        self.gaps
-            .is_some_and(|g| g.iter().any(|v| v.as_str() == Some(gap)))
+        self.gaps.is_some_and(|g| {
+            self.tape
+                .elements(g)
+                .any(|v| self.tape.as_str(v).as_deref() == Some(gap))
+        })
     }
 
     /// Whether the object has `key`, not `null`.
     pub fn has(&self, key: &str) -> bool {
-        self.obj.get(key).is_some_and(|v| !v.is_null())
+        self.value_of(key).is_some_and(|v| !self.tape.is_null(v))
+    }
+
+    /// The string under `key`, if it is one.
+    pub fn str_of(&self, key: &str) -> Option<Cow<'t, str>> {
+        self.tape.as_str(self.value_of(key)?)
     }
 }
 
-/// A gap-owning block of a snapshot, with its struct instances.
+/// A gap-owning block of a snapshot, with the struct instances of the types the evaluators read
+/// ([`Reads::block_types`]), in the order of the block.
 #[derive(Debug)]
 pub(crate) struct BlockIn<'a> {
     /// The node.
@@ -187,9 +212,9 @@ pub(crate) struct BlockIn<'a> {
     pub loc: &'a Location,
     /// The block.
     pub block: &'a GapBlock,
-    /// Its value.
-    pub value: &'a Value,
-    /// Its struct instances.
+    /// Its JSON text (the typed block as it serializes).
+    pub json: &'a str,
+    /// Its struct instances of the types read.
     pub found: &'a [Found<'a>],
 }
 
@@ -203,6 +228,14 @@ impl BlockIn<'_> {
                 diagwire_runtime::shape::escape_pointer_token(self.block.key)
             ),
         )
+    }
+
+    /// The value at `ptr` inside the block (`null` if there is none), built only for a witness.
+    pub fn value_at(&self, ptr: &str) -> Value {
+        serde_json::from_str::<Value>(self.json)
+            .ok()
+            .and_then(|v| v.pointer(ptr).cloned())
+            .unwrap_or(Value::Null)
     }
 }
 
@@ -287,6 +320,19 @@ pub(crate) fn for_rule(rule: &Rule) -> Box<dyn Evaluator> {
         Check::GapContradicted => Box::new(gap_contradicted::GapContradicted),
         Check::SilentGap => Box::new(silent_gap::SilentGap::default()),
     }
+}
+
+/// The struct types of the contract that have a field matching `pred`.
+pub(crate) fn types_with(pred: impl Fn(&FieldShape) -> bool) -> Vec<&'static str> {
+    diagwire::v1::CONTRACT
+        .types
+        .iter()
+        .filter(|t| match t.kind {
+            diagwire::shape::TypeKind::Struct { fields, .. } => fields.iter().any(&pred),
+            _ => false,
+        })
+        .map(|t| t.name)
+        .collect()
 }
 
 /// The event types that have a field matching `pred`.

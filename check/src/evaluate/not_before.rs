@@ -36,6 +36,7 @@ impl Evaluator for NotBeforeEval {
                 .chain(self.p.later.iter().filter_map(|l| known_tag(l)))
                 .collect(),
             blocks: false,
+            block_types: Vec::new(),
         }
     }
 

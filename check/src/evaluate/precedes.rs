@@ -142,6 +142,7 @@ impl Evaluator for PrecedesEval {
         Reads {
             event_values: tags,
             blocks: false,
+            block_types: Vec::new(),
         }
     }
 

@@ -77,6 +77,7 @@ impl Evaluator for ScopeFieldsEval {
         Reads {
             event_values: tags_with(|f| keys.contains(&f.key)),
             blocks: false,
+            block_types: Vec::new(),
         }
     }
 

@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use super::{End, Evaluator, Found, Input, Kept, Reads, Stream, Tally};
 
 /// An unexplained gap: the first struct that lacks the value, its type, the field, and in how many
@@ -24,6 +22,7 @@ impl Evaluator for SilentGap {
         Reads {
             event_values: Vec::new(),
             blocks: true,
+            block_types: super::types_with(|f| f.gap.is_some()),
         }
     }
 
@@ -46,7 +45,7 @@ impl Evaluator for SilentGap {
                         (
                             Kept {
                                 loc: b.at(&first.ptr),
-                                value: Value::Object(first.obj.clone()),
+                                value: b.value_at(&first.ptr),
                             },
                             type_name,
                             f.key,

@@ -23,17 +23,19 @@ impl SourceImpliesEval {
         let si = &self.p;
         for inst in b.found.iter().filter(|i| i.type_name == si.type_name) {
             out.checked += 1;
-            let source = inst.obj.get(&si.source).and_then(Value::as_str);
-            let val = inst.obj.get(&si.field);
-            if source == Some(si.when.as_str())
-                && val.and_then(Value::as_str) != Some(si.must_be.as_str())
+            let source = inst.str_of(&si.source);
+            if source.as_deref() == Some(si.when.as_str())
+                && inst.str_of(&si.field).as_deref() != Some(si.must_be.as_str())
             {
-                let shown = val.map_or_else(|| "absent".to_owned(), Value::to_string);
+                let obj = b.value_at(&inst.ptr);
+                let shown = obj
+                    .get(&si.field)
+                    .map_or_else(|| "absent".to_owned(), Value::to_string);
                 out.find(
                     b.at(&format!("{}/{}", inst.ptr, si.field)),
                     vec![Witness {
                         location: b.at(&inst.ptr),
-                        value: Value::Object(inst.obj.clone()),
+                        value: obj,
                     }],
                     format!(
                         "`{}.{}` is {shown} with `{}: {}`, but a {} value must read `{}` so that an inference is not taken for an observation",
@@ -50,6 +52,11 @@ impl Evaluator for SourceImpliesEval {
         Reads {
             event_values: Vec::new(),
             blocks: true,
+            block_types: diagwire::v1::CONTRACT
+                .get(&self.p.type_name)
+                .map(|t| t.name)
+                .into_iter()
+                .collect(),
         }
     }
 
