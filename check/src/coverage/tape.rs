@@ -27,8 +27,9 @@ enum Kind {
     Object,
 }
 
-/// One token: its kind, the span of a string's content (between the quotes), and the index of the
-/// token after the value (past a container's last descendant).
+/// One token: its kind, its span (a string's content between the quotes; a container from its
+/// opening to its closing bracket, both included), and the index of the token after the value
+/// (past a container's last descendant).
 #[derive(Debug, Clone, Copy)]
 struct Token {
     kind: Kind,
@@ -98,6 +99,7 @@ impl<'t> Tape<'t> {
                     if let Some(end) = numbers {
                         // An array of numbers only (a node id) is one token: no struct instance
                         // is inside it.
+                        self.tokens[at].end = end as u32;
                         r.i = skip_ws(b, end + 1);
                     } else {
                         r.open.push((at, object, true));
@@ -185,6 +187,7 @@ impl<'t> Tape<'t> {
             }
             let next = self.tokens.len() as u32;
             self.tokens[top].next = next;
+            self.tokens[top].end = r.i as u32;
             r.open.pop();
             r.i = skip_ws(b, r.i + 1);
         }
@@ -236,6 +239,38 @@ impl<'t> Tape<'t> {
                 .get(s.saturating_sub(1)..e + 1)
                 .and_then(|q| serde_json::from_str::<String>(q).ok())
                 .map_or(Cow::Borrowed(""), Cow::Owned),
+        }
+    }
+
+    /// The JSON text of the value at `v`, as written.
+    pub fn json(&self, v: usize) -> Option<&'t str> {
+        let t = self.token(v)?;
+        let (s, e) = (t.start as usize, t.end as usize);
+        let text: &'t str = self.text;
+        match t.kind {
+            Kind::Str | Kind::Key => text.get(s.checked_sub(1)?..e + 1),
+            Kind::Array | Kind::Object => text.get(s..e + 1),
+            Kind::Null | Kind::Bool | Kind::Number => text.get(s..e),
+        }
+    }
+
+    /// The JSON text of the value at `v` as `serde_json::Value::to_string` writes it: as written
+    /// where that is the same text (a plain string, a non-negative integer, `true`, `false`,
+    /// `null`), else read and written again.
+    pub fn canonical(&self, v: usize) -> Option<String> {
+        let t = self.token(v)?;
+        let json = self.json(v)?;
+        let same = match t.kind {
+            Kind::Str => !t.escaped,
+            Kind::Null | Kind::Bool => true,
+            Kind::Number => json.len() < 20 && json.bytes().all(|c| c.is_ascii_digit()),
+            Kind::Key | Kind::Array | Kind::Object => false,
+        };
+        match same {
+            true => Some(json.to_owned()),
+            false => serde_json::from_str::<serde_json::Value>(json)
+                .ok()
+                .map(|x| x.to_string()),
         }
     }
 
@@ -424,6 +459,23 @@ mod tests {
             Some("a")
         );
         assert_eq!(t.get(0, "z"), None);
+    }
+
+    #[test]
+    fn values_give_their_text_and_the_text_serde_json_writes() {
+        let t = tape(
+            r#"{"a": [1, 2], "b": {"c": "d\u0065"}, "e": 1.50, "f": "g", "h": 12, "i": [{}, true]}"#,
+        );
+        let at = |k: &str| t.get(0, k).unwrap();
+        assert_eq!(t.json(at("a")), Some("[1, 2]"));
+        assert_eq!(t.json(at("b")), Some(r#"{"c": "d\u0065"}"#));
+        assert_eq!(t.json(at("i")), Some("[{}, true]"));
+        assert_eq!(t.json(at("f")), Some(r#""g""#));
+        assert_eq!(t.json(at("h")), Some("12"));
+        for k in ["a", "b", "e", "f", "h", "i"] {
+            let whole: serde_json::Value = serde_json::from_str(t.text).unwrap();
+            assert_eq!(t.canonical(at(k)), Some(whole[k].to_string()), "{k}");
+        }
     }
 
     #[test]

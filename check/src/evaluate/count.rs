@@ -60,7 +60,7 @@ impl Evaluator for CountEval {
         let Input::Event(e) = input else { return };
         let Some(v) = e.value else { return };
         let c = &self.p;
-        if !c.per.iter().all(|f| v.get(f).is_some_and(|x| !x.is_null())) {
+        if !c.per.iter().all(|f| v.has(f)) {
             return;
         }
         let seen = self.keys.entry(Key::of(v, &c.per)).or_default();

@@ -16,7 +16,9 @@ use diagwire::v1::{
 use diagwire::{Location, Problem};
 use serde_json::Value;
 
-use super::{BlockIn, End, Evaluator, EventIn, Found, Input, Nodes, Stream, Tally, for_rule};
+use super::{
+    BlockIn, End, Evaluator, EventIn, Fields, Found, Input, Nodes, Stream, Tally, for_rule,
+};
 use crate::blocks::{self, GapBlock};
 use crate::coverage::tape::{Buffer, Tape};
 use crate::coverage::walk;
@@ -51,7 +53,8 @@ pub struct Checker<'c> {
     need_blocks: bool,
     /// The struct instances of the blocks that some evaluator reads.
     block_only: walk::Only,
-    /// The JSON text of the snapshot block being read, and its tape's buffer (both reused).
+    /// The JSON text of the snapshot block being read, and the buffer of the tapes of blocks and
+    /// events (both reused).
     block_json: Vec<u8>,
     tape_buffer: Buffer,
     records: u64,
@@ -402,10 +405,17 @@ impl<'c> Checker<'c> {
             _ => {}
         }
         let tag = e.event.tag();
-        let value: Option<Value> = if self.value_tags.contains(tag) {
-            serde_json::from_str(text).ok()
-        } else {
-            None
+        let buffer = std::mem::take(&mut self.tape_buffer);
+        let value = match self.value_tags.contains(tag) {
+            true => Fields::read(text, buffer),
+            false => Err(buffer),
+        };
+        let value = match value {
+            Ok(v) => Some(v),
+            Err(b) => {
+                self.tape_buffer = b;
+                None
+            }
         };
         self.give(&Input::Event(&EventIn {
             node,
@@ -417,6 +427,9 @@ impl<'c> Checker<'c> {
             custom_kind,
             value: value.as_ref(),
         }));
+        if let Some(v) = value {
+            self.tape_buffer = v.into_buffer();
+        }
     }
 
     /// Decides what needs the whole stream and returns the report.

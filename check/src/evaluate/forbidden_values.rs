@@ -1,7 +1,7 @@
 //! `forbidden_values`: a field of one event type never holds the listed values, although its type
 //! (shared with another event) allows them.
 
-use serde_json::Value;
+use super::Fields;
 
 use super::{Evaluator, EventIn, Input, Reads, Stream, Tally, known_tag, with_pointer};
 use crate::rulebook::ForbiddenValues;
@@ -19,21 +19,21 @@ impl ForbiddenValuesEval {
         ForbiddenValuesEval { p: p.clone() }
     }
 
-    fn event(&self, e: &EventIn<'_>, v: &Value, out: &mut Tally<'_>) {
+    fn event(&self, e: &EventIn<'_>, v: &Fields<'_>, out: &mut Tally<'_>) {
         let (f, tag) = (&self.p, e.tag);
         if tag != f.event {
             return;
         }
         out.checked += 1;
-        let Some(val) = v.get(&f.field).and_then(Value::as_str) else {
+        let Some(val) = v.str_of(&f.field) else {
             return;
         };
-        if f.values.iter().any(|x| x == val) {
+        if f.values.iter().any(|x| *x == val) {
             out.find(
                 with_pointer(e.loc, &format!("/{}", f.field)),
                 vec![Witness {
                     location: e.loc.clone(),
-                    value: v.clone(),
+                    value: v.value(),
                 }],
                 format!(
                     "`{tag}.{}` is `{val}`, which this event never holds (never: {})",

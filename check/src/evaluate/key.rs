@@ -2,7 +2,7 @@
 
 use std::cmp::Ordering;
 
-use serde_json::Value;
+use super::Fields;
 
 /// One field's value in a [`Key`]: its JSON text (`"a"`, `3`), or `None` when the field is absent
 /// or `null` (the two are the same for a key).
@@ -17,8 +17,8 @@ pub(crate) struct Key(pub Vec<Part>);
 
 impl Key {
     /// The key of `v` over `fields`.
-    pub fn of(v: &Value, fields: &[String]) -> Key {
-        Key(fields.iter().map(|f| part(v.get(f))).collect())
+    pub fn of(v: &Fields<'_>, fields: &[String]) -> Key {
+        Key(fields.iter().map(|f| v.part(f)).collect())
     }
 
     /// The key, field by field, for a message: `peer "ab", attempt 2`.
@@ -30,11 +30,6 @@ impl Key {
             .collect::<Vec<_>>()
             .join(", ")
     }
-}
-
-/// The part a field's value gives.
-pub(crate) fn part(v: Option<&Value>) -> Part {
-    v.filter(|x| !x.is_null()).map(Value::to_string)
 }
 
 /// A part as written: its JSON text, `null` when absent.
@@ -57,17 +52,22 @@ impl PartialOrd for Key {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::coverage::tape::Buffer;
+
+    fn key(text: &str, fields: &[String]) -> Key {
+        let v = Fields::read(text, Buffer::default()).expect("an object");
+        Key::of(&v, fields)
+    }
 
     #[test]
     fn absent_and_null_are_one_part_that_orders_as_its_text() {
         let fields = vec!["a".to_owned(), "b".to_owned()];
-        let absent = Key::of(&json!({"a": 1}), &fields);
-        let null = Key::of(&json!({"a": 1, "b": null}), &fields);
+        let absent = key(r#"{"a": 1}"#, &fields);
+        let null = key(r#"{"a": 1, "b": null}"#, &fields);
         assert_eq!(absent, null);
         assert_eq!(absent.describe(&fields), "a 1, b null");
-        let string = Key::of(&json!({"a": 1, "b": "x"}), &fields);
-        let truth = Key::of(&json!({"a": 1, "b": true}), &fields);
+        let string = key(r#"{"a": 1, "b": "x"}"#, &fields);
+        let truth = key(r#"{"a": 1, "b": true}"#, &fields);
         // `"x"` < `null` < `true`, as the texts order.
         assert!(string < absent && absent < truth);
     }

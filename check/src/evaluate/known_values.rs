@@ -1,8 +1,8 @@
 //! `known_values`: the values of the listed open string enums are among the contract's values.
 
+use super::Fields;
 use diagwire::shape::{TypeKind, ValueShape};
 use diagwire::v1::CONTRACT;
-use serde_json::Value;
 
 use super::{Evaluator, EventIn, Input, Reads, Stream, Tally, tags_with, with_pointer};
 use crate::rulebook::{KnownValues, event_fields};
@@ -20,7 +20,7 @@ impl KnownValuesEval {
         KnownValuesEval { p: p.clone() }
     }
 
-    fn event(&self, e: &EventIn<'_>, v: &Value, out: &mut Tally<'_>) {
+    fn event(&self, e: &EventIn<'_>, v: &Fields<'_>, out: &mut Tally<'_>) {
         let tag = e.tag;
         let Some(fields) = event_fields(tag) else {
             return;
@@ -35,16 +35,16 @@ impl KnownValuesEval {
             let Some(TypeKind::Enum { values, .. }) = CONTRACT.get(t).map(|x| x.kind) else {
                 continue;
             };
-            let Some(val) = v.get(f.key).and_then(Value::as_str) else {
+            let Some(val) = v.str_of(f.key) else {
                 continue;
             };
             out.checked += 1;
-            if !values.contains(&val) {
+            if !values.contains(&val.as_ref()) {
                 out.find(
                     with_pointer(e.loc, &format!("/{}", f.key)),
                     vec![Witness {
                         location: e.loc.clone(),
-                        value: v.clone(),
+                        value: v.value(),
                     }],
                     format!(
                         "`{tag}.{}` is `{val}`, which is not one of the contract's `{t}` values ({})",

@@ -45,9 +45,9 @@ impl Evaluator for ManifestRun {
             }
             Input::Event(e) => {
                 let Some(v) = e.value else { return };
-                if let Some(run) = v.get("run_id").and_then(Value::as_str) {
+                if let Some(run) = v.str_of("run_id") {
                     out.checked += 1;
-                    note(runs, run, e.loc, "/run_id", || v.clone());
+                    note(runs, &run, e.loc, "/run_id", || v.value());
                 }
             }
             _ => {}

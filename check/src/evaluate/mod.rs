@@ -23,6 +23,7 @@ use crate::verdict::{Finding, Witness};
 mod count;
 mod dial_pairing;
 pub mod driver;
+mod fields;
 mod forbidden_values;
 mod gap_contradicted;
 mod iroh_version;
@@ -41,6 +42,7 @@ mod source_implies;
 mod stream;
 
 pub use driver::{Checker, Options, typed_blocks_cover_contract};
+pub(crate) use fields::Fields;
 pub(crate) use kept::{Ev, Kept, note, with_pointer};
 pub(crate) use key::Key;
 pub use stream::Nodes;
@@ -129,8 +131,8 @@ pub(crate) struct EventIn<'a> {
     pub tag: &'a str,
     /// The kind of a `Custom` event.
     pub custom_kind: Option<&'a str>,
-    /// Its JSON value, when an evaluator reads this event type's values.
-    pub value: Option<&'a Value>,
+    /// Its fields, when an evaluator reads this event type's values.
+    pub value: Option<&'a Fields<'a>>,
 }
 
 impl EventIn<'_> {

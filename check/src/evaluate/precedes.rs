@@ -8,9 +8,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde_json::Value;
-
-use super::key::{Part, part};
+use super::Fields as EventFields;
+use super::key::Part;
 use super::{Clocks, End, Ev, Evaluator, EventIn, Input, Key, Reads, Stream, Tally, known_tag};
 use crate::rulebook::{Need, Precedes};
 
@@ -40,8 +39,8 @@ pub(crate) struct PrecedesEval {
     closers: Vec<Keyed<Ev>>,
 }
 
-fn fields_of(v: &Value, fields: &[String]) -> Fields {
-    fields.iter().map(|f| (f.clone(), part(v.get(f)))).collect()
+fn fields_of(v: &EventFields<'_>, fields: &[String]) -> Fields {
+    fields.iter().map(|f| (f.clone(), v.part(f))).collect()
 }
 
 /// Keeps `e` under `key` unless an earlier event is kept there.
@@ -88,7 +87,7 @@ impl PrecedesEval {
         }
     }
 
-    fn event(&mut self, e: &EventIn<'_>, v: &Value) {
+    fn event(&mut self, e: &EventIn<'_>, v: &EventFields<'_>) {
         let (p, tag, node) = (&self.p, e.tag, e.node);
         if tag == p.event {
             let key = (node, Key::of(v, &self.all));

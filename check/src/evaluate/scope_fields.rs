@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde_json::Value;
+use super::Fields;
 
 use super::{Evaluator, EventIn, Input, Reads, Stream, Tally, tags_with, with_pointer};
 use crate::rulebook::{Scope, ScopeFields};
@@ -21,12 +21,12 @@ impl ScopeFieldsEval {
         ScopeFieldsEval { p: p.clone() }
     }
 
-    fn event(&self, e: &EventIn<'_>, v: &Value, out: &mut Tally<'_>) {
+    fn event(&self, e: &EventIn<'_>, v: &Fields<'_>, out: &mut Tally<'_>) {
         let s = &self.p;
-        let has = |f: &str| v.get(f).is_some_and(|x| !x.is_null());
+        let has = |f: &str| v.has(f);
         let by_name: HashMap<&str, &Scope> =
             s.scopes.iter().map(|s| (s.scope.as_str(), s)).collect();
-        if !s.scopes.iter().any(|sc| v.get(&sc.key).is_some()) {
+        if !s.scopes.iter().any(|sc| v.contains(&sc.key)) {
             return;
         }
         out.checked += 1;
@@ -54,7 +54,8 @@ impl ScopeFieldsEval {
         if missing.is_empty() {
             return;
         }
-        let tag = v.get("type").and_then(Value::as_str).unwrap_or("?");
+        let tag = v.str_of("type");
+        let tag = tag.as_deref().unwrap_or("?");
         let list = missing
             .iter()
             .map(|(f, sc)| format!("`{f}` (for its {sc} scope)"))
@@ -64,7 +65,7 @@ impl ScopeFieldsEval {
             with_pointer(e.loc, &format!("/{}", missing[0].0)),
             vec![Witness {
                 location: e.loc.clone(),
-                value: v.clone(),
+                value: v.value(),
             }],
             format!("`{tag}` names a scope but lacks {list}"),
         );
