@@ -242,6 +242,16 @@ pub const BUNDLE_KINDS: &[RecordKind] = &[
     RecordKind::Vastai,
 ];
 
+/// Counts one more `key`, allocating its name only the first time.
+fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
+    match map.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            map.insert(key.to_owned(), 1);
+        }
+    }
+}
+
 fn normalize_pointer(ptr: &str) -> String {
     ptr.split('/')
         .map(|s| {
@@ -285,28 +295,32 @@ impl Coverage {
     /// read as a [`tape::Tape`] (no value is built) on the coverage's own thread ([`worker`]), so
     /// the statistics are complete once [`Coverage::finish`] returns.
     pub fn record(&mut self, item: &Item<'_>) {
-        let (label, kind_name) = self.record_kinds(item);
-        self.worker.0.record(&label, kind_name, item.text);
+        let kind_name = self.record_kinds(item);
+        self.worker
+            .0
+            .record(item.node.unwrap_or(""), kind_name, item.text);
     }
 
     /// Takes the next record of the walk, with its text already read as JSON.
     pub fn record_value(&mut self, item: &Item<'_>, value: &Value) {
-        let (label, kind_name) = self.record_kinds(item);
+        let kind_name = self.record_kinds(item);
         let Some(info) = CONTRACT.record(kind_name) else {
             return;
         };
-        let role = self.labels.entry(label).or_default();
+        let role = self
+            .labels
+            .entry(item.node.unwrap_or("").to_owned())
+            .or_default();
         blocks::instances_of_shape(&ValueShape::Ref(info.def), value, &mut |inst| {
             count(role, kind_name, inst)
         });
     }
 
-    /// Counts a record's kind, event type and node: its node's label and kind name.
-    fn record_kinds(&mut self, item: &Item<'_>) -> (String, &'static str) {
+    /// Counts a record's kind, event type and node; gives its kind's name.
+    fn record_kinds(&mut self, item: &Item<'_>) -> &'static str {
         self.records += 1;
         let kind = item.record.kind();
-        let label = item.node.unwrap_or("").to_owned();
-        let label_key = label.clone();
+        let label = item.node.unwrap_or("");
         match item.record {
             Record::Manifest(m) => {
                 for n in &m.nodes {
@@ -317,37 +331,32 @@ impl Coverage {
             }
             Record::Boot(b)
                 if matches!(item.role, Role::Latest(FileKind::Boot))
-                    || !self.boot_roles.contains_key(&label) =>
+                    || !self.boot_roles.contains_key(label) =>
             {
-                self.boot_roles.insert(label.clone(), b.role.clone());
+                self.boot_roles.insert(label.to_owned(), b.role.clone());
             }
             _ => {}
         }
-        let role = self.labels.entry(label.clone()).or_default();
-        if !label.is_empty() {
-            role.nodes.insert(label);
+        let role = match self.labels.get_mut(label) {
+            Some(r) => r,
+            None => self.labels.entry(label.to_owned()).or_default(),
+        };
+        if !label.is_empty() && !role.nodes.contains(label) {
+            role.nodes.insert(label.to_owned());
         }
-        *role
-            .record_kinds
-            .entry(kind.as_str().to_owned())
-            .or_default() += 1;
+        bump(&mut role.record_kinds, kind.as_str());
         if let Record::Event(e) = item.record {
             match &e.event {
-                Event::Other(o) => {
-                    *role.unknown_event_types.entry(o.tag.clone()).or_default() += 1;
-                }
+                Event::Other(o) => bump(&mut role.unknown_event_types, &o.tag),
                 ev => {
-                    *role.event_types.entry(ev.tag().to_owned()).or_default() += 1;
+                    bump(&mut role.event_types, ev.tag());
                     if let Event::Custom(c) = ev {
-                        *role
-                            .custom_kinds
-                            .entry(c.payload.tag().to_owned())
-                            .or_default() += 1;
+                        bump(&mut role.custom_kinds, c.payload.tag());
                     }
                 }
             }
         }
-        (label_key, kind.as_str())
+        kind.as_str()
     }
 
     /// Groups the node directories by role and computes the contract coverage.

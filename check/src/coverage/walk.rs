@@ -8,7 +8,9 @@
 //! to `crate::blocks` on every record of the example bundles.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::OnceLock;
 
 use diagwire::shape::{FieldShape, PayloadShape, TypeKind, TypeShape, UnionStyle, ValueShape};
 use diagwire::v1::CONTRACT;
@@ -140,40 +142,110 @@ pub fn instances_of_shape(shape: &ValueShape, tape: &Tape<'_>, visit: Visit<'_>)
 }
 
 /// Which struct instances a walk reports ([`instances_of_shape_only`]): those of some types, and
-/// it goes only into values of types that can hold one of them.
+/// it goes only into values of types that can hold one of them. By the type's index in
+/// `CONTRACT.types`.
 #[derive(Debug, Default)]
 pub struct Only {
-    report: HashSet<&'static str>,
-    enter: HashSet<&'static str>,
+    report: Vec<bool>,
+    enter: Vec<bool>,
 }
 
 impl Only {
     /// The instances of the types `report`.
     pub fn types(report: impl IntoIterator<Item = &'static str>) -> Only {
-        let report: HashSet<&'static str> = report.into_iter().collect();
+        let n = CONTRACT.types.len();
+        let mut only = Only {
+            report: vec![false; n],
+            enter: vec![false; n],
+        };
+        for t in report.into_iter().filter_map(|r| CONTRACT.get(r)) {
+            only.report[index(t)] = true;
+            only.enter[index(t)] = true;
+        }
         // The types that reach a reported one: those, then every type that refers to one found.
-        let mut enter = report.clone();
         let mut refs = Vec::new();
         loop {
-            let before = enter.len();
-            for t in CONTRACT.types {
-                if enter.contains(t.name) {
+            let mut grew = false;
+            for (i, t) in CONTRACT.types.iter().enumerate() {
+                if only.enter[i] {
                     continue;
                 }
                 refs.clear();
                 crate::blocks::type_refs(t, &mut refs);
-                if refs.iter().any(|r| enter.contains(r)) {
-                    enter.insert(t.name);
+                if refs
+                    .iter()
+                    .filter_map(|r| type_of(r))
+                    .any(|r| only.enter[index(r)])
+                {
+                    only.enter[i] = true;
+                    grew = true;
                 }
             }
-            if enter.len() == before {
-                return Only { report, enter };
+            if !grew {
+                return only;
             }
         }
     }
 
-    fn enters(only: Option<&Only>, name: &str) -> bool {
-        only.is_none_or(|o| o.enter.contains(name))
+    fn enters(only: Option<&Only>, t: &'static TypeShape) -> bool {
+        only.is_none_or(|o| o.enter[index(t)])
+    }
+
+    fn reports(only: Option<&Only>, t: &'static TypeShape) -> bool {
+        only.is_none_or(|o| o.report[index(t)])
+    }
+}
+
+/// The index of a type of the contract in `CONTRACT.types`.
+fn index(t: &'static TypeShape) -> usize {
+    (t as *const TypeShape as usize - CONTRACT.types.as_ptr() as usize)
+        / std::mem::size_of::<TypeShape>()
+}
+
+/// The type a name of the shape table names (`CONTRACT.get`), found by the name's address: the
+/// walk looks a type up for every value it goes into, and a binary search by name costs string
+/// comparisons each time. The map is written here rather than taken from a crate: its keys are
+/// addresses, which a multiplication hashes well enough.
+pub(crate) fn type_of(name: &'static str) -> Option<&'static TypeShape> {
+    type ByAddress = HashMap<(usize, usize), &'static TypeShape, BuildHasherDefault<AddressHasher>>;
+    static BY_ADDRESS: OnceLock<ByAddress> = OnceLock::new();
+    let key = |n: &'static str| (n.as_ptr() as usize, n.len());
+    let map = BY_ADDRESS.get_or_init(|| {
+        let mut map = ByAddress::default();
+        let mut refs = Vec::new();
+        for t in CONTRACT.types {
+            map.insert(key(t.name), t);
+            crate::blocks::type_refs(t, &mut refs);
+        }
+        for r in refs {
+            if let Some(t) = CONTRACT.get(r) {
+                map.insert(key(r), t);
+            }
+        }
+        map
+    });
+    match map.get(&key(name)) {
+        Some(t) => Some(*t),
+        None => CONTRACT.get(name),
+    }
+}
+
+/// Hashes the addresses of [`type_of`].
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|b| self.write_u64(u64::from(*b)));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -194,10 +266,7 @@ fn walk_value(
 ) {
     match shape {
         ValueShape::Ref(name) => {
-            if !Only::enters(only, name) {
-                return;
-            }
-            if let Some(t) = CONTRACT.get(name) {
+            if let Some(t) = type_of(name).filter(|t| Only::enters(only, t)) {
                 walk_type(t, tape, v, ptr, gaps, &mut Vec::new(), only, visit);
             }
         }
@@ -237,7 +306,7 @@ fn walk_type(
             if !tape.is_object(v) {
                 return;
             }
-            let union = flatten.and_then(|u| CONTRACT.get(u));
+            let union = flatten.and_then(type_of);
             let (absorbs, adjacent) = match union.map(|u| &u.kind) {
                 Some(TypeKind::Union {
                     style: UnionStyle::Internal,
@@ -265,7 +334,7 @@ fn walk_type(
                 Some(i) => Some(slots[i].filter(|&l| tape.is_array(l))),
                 None => gaps,
             };
-            if only.is_none_or(|o| o.report.contains(t.name)) {
+            if Only::reports(only, t) {
                 visit(&Instance {
                     type_name: t.name,
                     fields,
@@ -293,7 +362,7 @@ fn walk_type(
                     );
                 }
             }
-            if let Some(u) = union.filter(|u| Only::enters(only, u.name)) {
+            if let Some(u) = union.filter(|u| Only::enters(only, u)) {
                 let before = outer.len();
                 outer.extend(fields.iter().map(|f| f.key));
                 outer.extend(consts.iter().map(|(c, _)| *c));
@@ -313,7 +382,7 @@ fn walk_type(
                     return;
                 };
                 if let PayloadShape::Def(name) = p {
-                    if let Some(t) = CONTRACT.get(name).filter(|_| Only::enters(only, name)) {
+                    if let Some(t) = type_of(name).filter(|t| Only::enters(only, t)) {
                         walk_type(t, tape, v, ptr, gaps, outer, only, visit);
                     }
                 }

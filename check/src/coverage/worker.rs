@@ -6,10 +6,12 @@
 //! Records are taken in the order they come, so the statistics (and which unknown keys are kept
 //! under the cap) are the same as one thread's. Memory in flight is bounded: a batch is sent once it
 //! holds [`BATCH_BYTES`] of text (a larger record goes alone), and at most one batch waits while
-//! one is read and the next fills. Without a thread (one cannot be started) the batches are read
+//! one is read and the next fills; a batch read is given back (one at most waits) to be filled
+//! again, so its memory is not allocated anew. Without a thread (one cannot be started) the batches are read
 //! where they are filled.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -24,12 +26,21 @@ use crate::blocks;
 /// The text a batch gathers before it is handed on.
 pub(super) const BATCH_BYTES: usize = 1 << 20;
 
-/// Records to read: their texts one after the other, and for each its node's label, its kind's
-/// name and where its text ends.
+/// Records to read: their texts one after the other, and for each its node's label (an index in
+/// `labels`), its kind's name and where its text ends.
 #[derive(Debug, Default)]
 struct Batch {
     text: String,
-    records: Vec<(String, &'static str, usize)>,
+    labels: Vec<String>,
+    records: Vec<(usize, &'static str, usize)>,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.text.clear();
+        self.labels.clear();
+        self.records.clear();
+    }
 }
 
 /// What the reading found, per node label: only `types` and `unknown_keys` are filled.
@@ -40,6 +51,9 @@ pub(super) type Found = BTreeMap<String, RoleCoverage>;
 pub(super) struct Worker {
     batch: Batch,
     thread: Option<(SyncSender<Batch>, JoinHandle<Found>)>,
+    /// Batches the thread has read, given back to be filled again (behind a lock only so that
+    /// a coverage is `Sync`; the walk alone takes from it).
+    spare: Option<Mutex<Receiver<Batch>>>,
     /// What was read here: everything without a thread, nothing with one.
     here: Reader,
     started: bool,
@@ -48,9 +62,13 @@ pub(super) struct Worker {
 impl Worker {
     /// Hands on one record's text.
     pub(super) fn record(&mut self, label: &str, kind_name: &'static str, text: &str) {
-        self.batch.text.push_str(text);
-        let end = self.batch.text.len();
-        self.batch.records.push((label.to_owned(), kind_name, end));
+        let b = &mut self.batch;
+        if b.labels.last().is_none_or(|l| l != label) {
+            b.labels.push(label.to_owned());
+        }
+        b.text.push_str(text);
+        let end = b.text.len();
+        b.records.push((b.labels.len() - 1, kind_name, end));
         if self.batch.text.len() >= BATCH_BYTES {
             self.send();
         }
@@ -64,21 +82,39 @@ impl Worker {
         if !self.started {
             self.started = true;
             let (tx, rx) = sync_channel::<Batch>(1);
+            let (back, spare) = sync_channel::<Batch>(1);
             let spawned = std::thread::Builder::new()
                 .name("coverage".into())
-                .spawn(move || read_all(rx));
+                .spawn(move || read_all(rx, back));
             if let Ok(handle) = spawned {
                 self.thread = Some((tx, handle));
+                self.spare = Some(Mutex::new(spare));
             }
         }
-        let batch = match &self.thread {
+        let mut batch = match &self.thread {
             Some((tx, _)) => match tx.send(batch) {
-                Ok(()) => return,
+                Ok(()) => {
+                    // A batch read already, or a new one with room for what it will hold.
+                    let spare = self
+                        .spare
+                        .as_ref()
+                        .and_then(|s| s.lock().ok()?.try_recv().ok());
+                    self.batch = match spare {
+                        Some(b) => b,
+                        None => Batch {
+                            text: String::with_capacity(BATCH_BYTES * 2),
+                            ..Batch::default()
+                        },
+                    };
+                    return;
+                }
                 Err(e) => e.0,
             },
             None => batch,
         };
         self.here.read(&batch);
+        batch.clear();
+        self.batch = batch;
     }
 
     /// Reads what is left and gives everything found.
@@ -102,10 +138,16 @@ impl Worker {
     }
 }
 
-fn read_all(rx: Receiver<Batch>) -> Found {
+fn read_all(rx: Receiver<Batch>, back: SyncSender<Batch>) -> Found {
     let mut reader = Reader::default();
-    while let Ok(batch) = rx.recv() {
+    while let Ok(mut batch) = rx.recv() {
         reader.read(&batch);
+        batch.clear();
+        // Given back when the walk has room for it and it did not grow for a large record; else
+        // dropped.
+        if batch.text.capacity() <= 2 * BATCH_BYTES {
+            let _ = back.try_send(batch);
+        }
     }
     reader.found
 }
@@ -123,6 +165,7 @@ impl Reader {
         for (label, kind_name, end) in &batch.records {
             let text = batch.text.get(start..*end).unwrap_or_default();
             start = *end;
+            let label = batch.labels.get(*label).map_or("", String::as_str);
             self.one(label, kind_name, text);
         }
     }
