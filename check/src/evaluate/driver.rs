@@ -61,6 +61,9 @@ pub struct Checker<'c> {
     unreadable: u64,
     /// The watermark the evaluators last decided at.
     watermark: Option<i128>,
+    /// The path of the file the walk's last record came from, and that record's location.
+    file_path: Option<String>,
+    file_loc: Location,
 }
 
 /// A record of a kind the rules read, borrowed.
@@ -163,6 +166,8 @@ impl<'c> Checker<'c> {
             records: 0,
             unreadable: 0,
             watermark: None,
+            file_path: None,
+            file_loc: Location::default(),
         }
     }
 
@@ -188,30 +193,35 @@ impl<'c> Checker<'c> {
 
     /// Takes the next record of the walk.
     pub fn record(&mut self, item: &Item<'_>) {
-        let file = self.shown(item.path);
+        // The records of a file share its location, but for their index.
+        let mut loc = std::mem::take(&mut self.file_loc);
+        if self.file_path.as_deref() != Some(item.path) {
+            self.file_path = Some(item.path.to_owned());
+            loc = Location::record(self.shown(item.path), 0, "");
+        }
+        loc.record = Some(item.index);
         let latest_boot = matches!(item.role, Role::Latest(FileKind::Boot));
-        self.take_record(
-            &Fed {
-                node: item.node,
-                record: item.record.into(),
-                text: Some(item.text),
-                location: Location::record(&file, item.index, ""),
-            },
-            latest_boot,
-        );
+        let fed = Fed {
+            node: item.node,
+            record: item.record.into(),
+            text: Some(item.text),
+            location: Location::default(),
+        };
+        self.take_record(&fed, &loc, latest_boot);
+        self.file_loc = loc;
     }
 
     /// Takes the next record from any source; a node's latest boot record is the last one taken.
     pub fn take(&mut self, fed: &Fed<'_>) {
-        self.take_record(fed, true);
+        self.take_record(fed, &fed.location, true);
     }
 
-    fn take_record(&mut self, fed: &Fed<'_>, latest_boot: bool) {
+    /// Takes `fed`, which is at `loc` (not `fed.location`).
+    fn take_record(&mut self, fed: &Fed<'_>, loc: &Location, latest_boot: bool) {
         self.records += 1;
         self.stream.ord += 1;
         self.give(&Input::Record);
         let node = fed.node.map(|l| self.stream.node(l));
-        let loc = &fed.location;
         match (fed.record, node) {
             (RecordRef::Manifest(m), _) => {
                 self.stream.manifest_run = Some(m.run_id.clone());
