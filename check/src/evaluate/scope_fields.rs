@@ -13,37 +13,53 @@ use crate::verdict::Witness;
 #[derive(Debug)]
 pub(crate) struct ScopeFieldsEval {
     p: ScopeFields,
+    /// Per scope (in the parameters' order), the fields it needs: its own, then those of the
+    /// scopes it lies within, nearest first.
+    needs: Vec<Vec<String>>,
 }
 
 impl ScopeFieldsEval {
     /// The evaluator of these parameters.
     pub fn new(p: &ScopeFields) -> Self {
-        ScopeFieldsEval { p: p.clone() }
+        let by_name: HashMap<&str, &Scope> =
+            p.scopes.iter().map(|s| (s.scope.as_str(), s)).collect();
+        let needs = p
+            .scopes
+            .iter()
+            .map(|sc| {
+                let mut need: Vec<String> = sc.requires.clone();
+                let mut stack: Vec<&str> = sc.within.iter().map(String::as_str).collect();
+                let mut seen = BTreeSet::new();
+                while let Some(w) = stack.pop() {
+                    if !seen.insert(w) {
+                        continue;
+                    }
+                    if let Some(outer) = by_name.get(w) {
+                        need.push(outer.key.clone());
+                        need.extend(outer.requires.iter().cloned());
+                        stack.extend(outer.within.iter().map(String::as_str));
+                    }
+                }
+                need
+            })
+            .collect();
+        ScopeFieldsEval {
+            p: p.clone(),
+            needs,
+        }
     }
 
     fn event(&self, e: &EventIn<'_>, v: &Fields<'_>, out: &mut Tally<'_>) {
         let s = &self.p;
         let has = |f: &str| v.has(f);
-        let by_name: HashMap<&str, &Scope> =
-            s.scopes.iter().map(|s| (s.scope.as_str(), s)).collect();
         if !s.scopes.iter().any(|sc| v.contains(&sc.key)) {
             return;
         }
         out.checked += 1;
         let mut missing: Vec<(String, String)> = Vec::new();
-        for sc in s.scopes.iter().filter(|sc| has(&sc.key)) {
-            let mut need: Vec<&str> = sc.requires.iter().map(String::as_str).collect();
-            let mut stack: Vec<&str> = sc.within.iter().map(String::as_str).collect();
-            let mut seen = BTreeSet::new();
-            while let Some(w) = stack.pop() {
-                if !seen.insert(w) {
-                    continue;
-                }
-                if let Some(outer) = by_name.get(w) {
-                    need.push(&outer.key);
-                    need.extend(outer.requires.iter().map(String::as_str));
-                    stack.extend(outer.within.iter().map(String::as_str));
-                }
+        for (sc, need) in s.scopes.iter().zip(&self.needs) {
+            if !has(&sc.key) {
+                continue;
             }
             for f in need {
                 if !has(f) && !missing.iter().any(|(m, _)| m == f) {
