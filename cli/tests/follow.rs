@@ -94,7 +94,8 @@ fn follow(dir: &Path, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
     (child, rx)
 }
 
-/// Waits for `child` to end (killing it past the patience).
+/// Waits for `child` to end (killing it past the patience). Its output is then read to the end
+/// with `lines.iter()`: the reader thread may still be behind when the child has ended.
 fn exit_code(child: &mut Child) -> Option<i32> {
     let start = Instant::now();
     loop {
@@ -146,7 +147,7 @@ fn a_follow_prints_a_prompt_before_the_barrier_before_the_finalize_lands_and_fai
         Some(1),
         "a violation fails the follow"
     );
-    seen.extend(lines.try_iter().map(|l| serde_json::from_str(&l).unwrap()));
+    seen.extend(lines.iter().map(|l| serde_json::from_str(&l).unwrap()));
     let last = seen.last().expect("a report line");
     assert_eq!(last["ended"], "settled");
     let report = &last["report"]["check"];
@@ -184,7 +185,7 @@ fn a_follow_of_a_finished_clean_bundle_passes_once_it_settles() {
         .unwrap();
     let (mut child, lines) = follow(&dir, &["--settle", "200ms"]);
     assert_eq!(exit_code(&mut child), Some(0));
-    let text: Vec<String> = lines.try_iter().collect();
+    let text: Vec<String> = lines.iter().collect();
     assert!(
         text.iter().any(|l| l.contains("**no violation**")),
         "{}",
@@ -201,7 +202,7 @@ fn a_follow_stops_at_until_with_the_report_so_far() {
         Some(0),
         "nothing read, nothing broken"
     );
-    let last: Value = serde_json::from_str(&lines.try_iter().last().unwrap()).unwrap();
+    let last: Value = serde_json::from_str(&lines.iter().last().unwrap()).unwrap();
     assert_eq!(last["ended"], "until");
     assert_eq!(last["report"]["check"]["records"], 0);
 }
