@@ -1,6 +1,7 @@
 //! A record's JSON text as a flat tape of borrowed tokens, which the coverage walk reads in place
-//! of a `serde_json::Value`: one pass over the bytes, no allocation per value (the tape's buffer is
-//! reused from record to record), strings borrowed from the text.
+//! of a `serde_json::Value` (and so do the rules, for an event's fields and a snapshot's blocks):
+//! one pass over the bytes, no allocation per value (the tape's buffer is reused from record to
+//! record), strings borrowed from the text.
 //!
 //! Written here rather than taken from a crate: the walk needs only where each value starts and
 //! ends and the text of keys and strings, and the text has been read as JSON already (by the typed

@@ -6,6 +6,9 @@
 //! the struct that absorbs it, an adjacent union's payload sits under its content key, an external
 //! union is a string or a one-key object. `coverage_walks_agree` (in the crate's tests) holds it
 //! to `crate::blocks` on every record of the example bundles.
+//!
+//! The rules walk snapshot blocks with it too, told by [`Only`] which struct types they read: the
+//! walk then reports those alone and goes only into values whose type can hold one.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -4,6 +4,11 @@
 //! each record to every rule's evaluator, moves the watermark on (so that a rule decides as soon as
 //! the stream makes it certain), hands on what was decided ([`Checker::decided`]), and at the end
 //! asks each rule to decide what needs the whole stream and returns the report.
+//!
+//! What the evaluators read beyond the typed records is read without a `serde_json::Value`: an
+//! event's fields as a tape of its text ([`super::Fields`]), a gap-owning snapshot block as a tape
+//! of the typed block's JSON, walked only for the struct types the evaluators read
+//! ([`super::Reads::block_types`]). A value is built only for a witness.
 
 use std::collections::BTreeSet;
 
