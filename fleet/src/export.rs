@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::mpsc::{self, SyncSender};
+use std::thread::{self, JoinHandle};
 
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use diagwire::Problem;
@@ -62,8 +64,7 @@ const WINDOW_BYTES: usize = 2 << 20;
 /// One table's staging file.
 struct Sink {
     table: &'static Table,
-    rows: Rows,
-    writer: PartWriter,
+    builder: Builder,
     path: PathBuf,
     /// Events not written yet, by key and arrival, with their text's length.
     window: BTreeMap<(EventKey, u64), Held>,
@@ -75,7 +76,7 @@ struct Sink {
     in_order: bool,
 }
 
-/// A held-back event: its record's text and its context.
+/// A held-back event, or a record on its way to the builder: its text and its context.
 type Held = (String, Context);
 
 /// An event row's place in the sorted file: node, then `monotonic_seq` (a null one, a value above
@@ -91,15 +92,110 @@ fn event_key(seq: Option<i64>, ctx: &Context) -> EventKey {
     )
 }
 
+/// Records handed to the builder at a time, and the text they hold at most.
+const HANDOFF_ROWS: usize = 256;
+const HANDOFF_BYTES: usize = 1 << 20;
+
+/// Hand-offs on their way to the builder at most.
+const HANDOFFS_IN_FLIGHT: usize = 2;
+
+/// A table's rows, built on a thread of their own (`rows.rs`) and handed in batches to the Parquet
+/// writer (`PartWriter`, which encodes on a thread of its own): the walk's decode, the rows' parse
+/// and the encoding run side by side. The records go over in small groups, and only a few groups
+/// are in flight, so memory holds a few hundred records' text.
+struct Builder {
+    pending: Vec<Held>,
+    pending_bytes: usize,
+    records: Option<SyncSender<Vec<Held>>>,
+    thread: Option<JoinHandle<Result<PartWriter, Error>>>,
+    path: PathBuf,
+}
+
+impl Builder {
+    fn start(table: &'static Table, path: &Path) -> Result<Builder, Error> {
+        let mut rows = Rows::new(table);
+        let mut writer = PartWriter::create_for(path, rows.schema(), table.name)?;
+        let (records, received) = mpsc::sync_channel::<Vec<Held>>(HANDOFFS_IN_FLIGHT);
+        let at = path.to_owned();
+        let located =
+            move |e: &dyn std::fmt::Display| Error::at(&at, format!("table {}: {e}", table.name));
+        let thread = thread::Builder::new()
+            .name("rows".into())
+            .spawn(move || {
+                for group in received {
+                    for (text, ctx) in group {
+                        rows.push(&text, &ctx).map_err(|e| located(&e))?;
+                        if rows.len() >= chunk(table.name) {
+                            writer.write(&rows.batch().map_err(|e| located(&e))?)?;
+                        }
+                    }
+                }
+                if !rows.is_empty() {
+                    writer.write(&rows.batch().map_err(|e| located(&e))?)?;
+                }
+                Ok(writer)
+            })
+            .map_err(|e| Error::at(path, e.to_string()))?;
+        Ok(Builder {
+            pending: Vec::with_capacity(HANDOFF_ROWS),
+            pending_bytes: 0,
+            records: Some(records),
+            thread: Some(thread),
+            path: path.to_owned(),
+        })
+    }
+
+    fn push(&mut self, held: Held) -> Result<(), Error> {
+        self.pending_bytes += held.0.len();
+        self.pending.push(held);
+        if self.pending.len() >= HANDOFF_ROWS || self.pending_bytes >= HANDOFF_BYTES {
+            self.hand_off()?;
+        }
+        Ok(())
+    }
+
+    fn hand_off(&mut self) -> Result<(), Error> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let group = std::mem::replace(&mut self.pending, Vec::with_capacity(HANDOFF_ROWS));
+        self.pending_bytes = 0;
+        let sent = self.records.as_ref().is_some_and(|r| r.send(group).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            // The builder stopped: its error says why.
+            Err(self
+                .join()
+                .err()
+                .unwrap_or_else(|| Error::at(&self.path, "the row builder stopped")))
+        }
+    }
+
+    /// Waits for the builder to take every record; its writer, every batch written.
+    fn join(&mut self) -> Result<PartWriter, Error> {
+        self.records = None;
+        match self.thread.take() {
+            Some(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err(Error::at(&self.path, "the row builder panicked"))),
+            None => Err(Error::at(&self.path, "the row builder stopped")),
+        }
+    }
+
+    /// Hands over what is pending and waits for every row to be written.
+    fn finish(mut self) -> Result<PartWriter, Error> {
+        self.hand_off()?;
+        self.join()
+    }
+}
+
 impl Sink {
     /// A staging file of `table` at `path`.
     fn create(table: &'static Table, path: PathBuf) -> Result<Sink, Error> {
-        let rows = Rows::new(table);
-        let writer = PartWriter::create_for(&path, rows.schema(), table.name)?;
         Ok(Sink {
             table,
-            rows,
-            writer,
+            builder: Builder::start(table, &path)?,
             path,
             window: BTreeMap::new(),
             window_bytes: 0,
@@ -113,7 +209,7 @@ impl Sink {
     /// `seq`, null above 2^63 − 1).
     fn push(&mut self, text: &str, ctx: Context, seq: Option<i64>) -> Result<(), Error> {
         if self.table.name != "events" {
-            return self.write(text, &ctx);
+            return self.builder.push((text.to_owned(), ctx));
         }
         let key = event_key(seq, &ctx);
         self.arrivals += 1;
@@ -128,45 +224,23 @@ impl Sink {
 
     /// Writes the smallest held-back event.
     fn release(&mut self) -> Result<(), Error> {
-        let Some(((key, _), (text, ctx))) = self.window.pop_first() else {
+        let Some(((key, _), held)) = self.window.pop_first() else {
             return Ok(());
         };
-        self.window_bytes -= text.len();
+        self.window_bytes -= held.0.len();
         if self.last_key.as_ref().is_some_and(|last| *last > key) {
             self.in_order = false;
         }
         self.last_key = Some(key);
-        self.write(&text, &ctx)
+        self.builder.push(held)
     }
 
-    fn write(&mut self, text: &str, ctx: &Context) -> Result<(), Error> {
-        self.rows
-            .push(text, ctx)
-            .map_err(|e| Error::at(&self.path, format!("table {}: {e}", self.table.name)))?;
-        if self.rows.len() >= chunk(self.table.name) {
-            self.batch()?;
-        }
-        Ok(())
-    }
-
-    /// Writes every row taken, the held-back events included.
-    fn drain(&mut self) -> Result<(), Error> {
+    /// Writes every row taken, the held-back events included; the file's writer, to finish.
+    fn drain(mut self) -> Result<(PartWriter, bool), Error> {
         while !self.window.is_empty() {
             self.release()?;
         }
-        self.batch()
-    }
-
-    /// Writes the rows built so far as one batch.
-    fn batch(&mut self) -> Result<(), Error> {
-        if !self.rows.is_empty() {
-            let batch = self
-                .rows
-                .batch()
-                .map_err(|e| Error::at(&self.path, format!("table {}: {e}", self.table.name)))?;
-            self.writer.write(&batch)?;
-        }
-        Ok(())
+        Ok((self.builder.finish()?, self.in_order))
     }
 }
 
@@ -425,7 +499,11 @@ fn export_one(
     };
     walk_into(&mut reader, Walk::default(), &mut [&mut pass]);
     if let Some(e) = pass.error.take() {
-        pass.sinks.into_values().for_each(|s| s.writer.abandon());
+        for sink in pass.sinks.into_values() {
+            if let Ok((writer, _)) = sink.drain() {
+                writer.abandon();
+            }
+        }
         return Err(e);
     }
     let run = pass.run_id(&fallback);
@@ -462,14 +540,15 @@ fn export_one(
         .unwrap_or(1);
     let date = utc_date(pass.earliest_ms.unwrap_or(0));
     let mut staged = Vec::new();
-    for (name, mut sink) in std::mem::take(&mut pass.sinks) {
-        sink.drain()?;
-        let (rows, arrow_bytes) = (sink.writer.rows, sink.writer.arrow_bytes);
-        sink.writer.finish(&sink.path)?;
-        if !sink.in_order {
-            sort::events(&sink.path, sink.table, rows, arrow_bytes)?;
+    for (name, sink) in std::mem::take(&mut pass.sinks) {
+        let (table, path) = (sink.table, sink.path.clone());
+        let (writer, in_order) = sink.drain()?;
+        let (rows, arrow_bytes) = (writer.rows, writer.arrow_bytes);
+        writer.finish(&path)?;
+        if !in_order {
+            sort::events(&path, table, rows, arrow_bytes)?;
         }
-        staged.push((name, sink.table, sink.path, rows));
+        staged.push((name, table, path, rows));
     }
     // Rows written before the run was known carry the directory's name: put the run's id.
     if pass.used_runs.iter().any(|r| *r != run) {
@@ -527,9 +606,9 @@ mod tests {
             };
             sink.push(&text, ctx, Some(seq)).unwrap();
         }
-        sink.drain().unwrap();
-        sink.writer.abandon();
-        sink.in_order
+        let (writer, in_order) = sink.drain().unwrap();
+        writer.abandon();
+        in_order
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! built as a value.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
@@ -495,6 +496,8 @@ pub struct Rows {
     schema: SchemaRef,
     columns: Vec<Builder>,
     len: usize,
+    /// The column of each event type's struct, by tag.
+    variants: HashMap<&'static str, usize>,
 }
 
 impl Rows {
@@ -505,6 +508,15 @@ impl Rows {
             schema: Arc::new(arrow_schema::schema(table)),
             columns: table.columns.iter().map(|c| Builder::new(&c.ty)).collect(),
             len: 0,
+            variants: table
+                .columns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| match c.from {
+                    From::Variant(t) => Some((t, i)),
+                    _ => None,
+                })
+                .collect(),
         }
     }
 
@@ -538,9 +550,7 @@ impl Rows {
         } else {
             None
         };
-        let variant = self.table.columns.iter().position(
-            |c| matches!((c.from, tag.as_deref()), (From::Variant(t), Some(x)) if t == x),
-        );
+        let variant = tag.and_then(|t| self.variants.get(t.as_ref()).copied());
         let mut extra = Map::new();
         let mut de = serde_json::Deserializer::from_str(text);
         let top = Top {
