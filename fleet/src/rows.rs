@@ -22,7 +22,7 @@ use datafusion::arrow::buffer::{OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{DataType, FieldRef, Fields, SchemaRef};
 use datafusion::arrow::error::ArrowError;
 use serde::Deserialize;
-use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
@@ -372,7 +372,10 @@ impl<'de> Visitor<'de> for Cell<'_> {
             nulls.append_non_null();
             return Ok(());
         }
-        let items: Vec<Value> = Deserialize::deserialize(SeqAccessDeserializer::new(seq))?;
+        let mut items: Vec<Value> = Vec::with_capacity(32);
+        while let Some(v) = seq.next_element()? {
+            items.push(v);
+        }
         if let (Ty::NodeId, Builder::Utf8(sb), Some(h)) = (ty, &mut *b, hex(&items)) {
             sb.append_value(h);
             return Ok(());
@@ -498,6 +501,8 @@ pub struct Rows {
     len: usize,
     /// The column of each event type's struct, by tag.
     variants: HashMap<&'static str, usize>,
+    /// The column of each top-level key, by key.
+    keys: HashMap<&'static str, usize>,
 }
 
 impl Rows {
@@ -514,6 +519,16 @@ impl Rows {
                 .enumerate()
                 .filter_map(|(i, c)| match c.from {
                     From::Variant(t) => Some((t, i)),
+                    _ => None,
+                })
+                .collect(),
+            keys: table
+                .columns
+                .iter()
+                .enumerate()
+                .rev()
+                .filter_map(|(i, c)| match c.from {
+                    From::Key(k) => Some((k, i)),
                     _ => None,
                 })
                 .collect(),
@@ -634,9 +649,10 @@ impl<'de> Visitor<'de> for Top<'_> {
         let mut claimed =
             variant.and_then(|i| match (&table.columns[i].ty, &mut rows.columns[i]) {
                 (Ty::Struct(s), Builder::Struct { .. }) => {
+                    // A placeholder that allocates nothing.
                     let b = std::mem::replace(
                         &mut rows.columns[i],
-                        Builder::Int64(Int64Builder::new()),
+                        Builder::Int64(Int64Builder::with_capacity(0)),
                     );
                     Some((i, *s, b))
                 }
@@ -653,11 +669,7 @@ impl<'de> Visitor<'de> for Top<'_> {
         });
         let root = Ptr::Root;
         while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
-            let column = table
-                .columns
-                .iter()
-                .position(|c| matches!(c.from, From::Key(x) if x == k))
-                .filter(|i| !seen[*i]);
+            let column = rows.keys.get(k.as_ref()).copied().filter(|i| !seen[*i]);
             let field = fields.as_ref().is_some_and(|f| f.takes(&k));
             match (column, field) {
                 (Some(i), false) if k != "wall_ms" => {
