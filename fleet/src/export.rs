@@ -332,6 +332,7 @@ impl Pass {
                 self.seen(Some(e.wall_ms));
                 seq = i64::try_from(e.monotonic_seq).ok();
                 ctx.record_index = Some(item.index as u64);
+                ctx.event_type = Some(e.event.type_of().as_str().to_owned());
                 if ctx.node_id.is_none() {
                     ctx.node_id = Some(e.node_id.to_hex().0);
                 }

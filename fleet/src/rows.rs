@@ -48,6 +48,8 @@ pub struct Context {
     pub record_index: Option<u64>,
     /// The vast.ai record kind from the file name.
     pub file_kind: Option<String>,
+    /// An event's `type`, when the walk has read it (otherwise the text is scanned for it).
+    pub event_type: Option<String>,
 }
 
 /// The 64-character hex of a 32-byte node id array.
@@ -558,12 +560,12 @@ impl Rows {
         if !text.trim_start().starts_with('{') {
             return Ok(false);
         }
-        let tag = if self.table.record == "event" {
-            serde_json::from_str::<Tagged<'_>>(text)
+        let tag = match (self.table.record, &ctx.event_type) {
+            ("event", Some(t)) => Some(Cow::Borrowed(t.as_str())),
+            ("event", None) => serde_json::from_str::<Tagged<'_>>(text)
                 .ok()
-                .and_then(|t| t.tag)
-        } else {
-            None
+                .and_then(|t| t.tag),
+            _ => None,
         };
         let variant = tag.and_then(|t| self.variants.get(t.as_ref()).copied());
         let mut extra = Map::new();
