@@ -1,8 +1,9 @@
 //! `diagwire export`: bundles into the dataset. Each bundle is read once through the one record
 //! walk (`diagwire::bundle::records::walk_into`, a [`Consumer`]); each record becomes a row of its
-//! table (`rows.rs`), appended to Arrow builders and streamed in batches into one staging Parquet
-//! file per table, so memory holds a batch, a window of events and the row group being written,
-//! never the bundle. Events are held back in a small window and written smallest first, which puts
+//! table (`rows.rs`), appended to Arrow builders on a thread per table and streamed in batches into
+//! one staging Parquet file per table (encoded on a thread of its own), so memory holds a few
+//! groups of records' text, a batch, a window of events and the row group being written, never
+//! the bundle. Events are held back in a small window and written smallest first, which puts
 //! a bundle's nearly sorted events in order; only a run the window cannot order is sorted. When the bundle has been read, its run is known (the manifest's `run_id`, else the
 //! one the boot records agree on, else the directory's name) and so is its partition; the run's
 //! old rows are removed, the staging files move into their partitions, the touched partitions are
