@@ -11,8 +11,6 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{self, SyncSender};
-use std::thread::{self, JoinHandle};
 
 use datafusion::arrow::array::{Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -27,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::arrow_schema;
 use crate::columns::{CONTRACT_VERSION, TABLES};
+use crate::stage::Stage;
 
 /// The index file of a dataset.
 pub const INDEX: &str = "_dataset.json";
@@ -168,11 +167,12 @@ pub fn writer_properties(table: &str) -> WriterProperties {
 const IN_FLIGHT: usize = 2;
 
 /// A Parquet file being written under a temporary name. Encoding and compressing run on a thread
-/// of their own, fed a few batches ahead, so reading the next rows overlaps writing the last.
+/// of their own (a [`Stage`]), fed a few batches ahead, so reading the next rows overlaps writing
+/// the last. A writer dropped on an error path waits for its thread; the file stays a temporary
+/// one.
 pub struct PartWriter {
     tmp: PathBuf,
-    batches: Option<SyncSender<RecordBatch>>,
-    encoder: Option<JoinHandle<Result<(), Error>>>,
+    encoder: Stage<RecordBatch, ()>,
     /// Rows written.
     pub rows: u64,
     /// The Arrow memory of the batches written, summed (what a sort of the file will hold).
@@ -189,26 +189,21 @@ impl PartWriter {
         let file = File::create(&tmp).map_err(|e| Error::at(&tmp, e.to_string()))?;
         let mut writer = ArrowWriter::try_new(file, schema, Some(writer_properties(table)))
             .map_err(|e| Error::at(&tmp, e.to_string()))?;
-        let (batches, received) = mpsc::sync_channel::<RecordBatch>(IN_FLIGHT);
         let at = tmp.clone();
-        let encoder = thread::Builder::new()
-            .name("parquet-writer".into())
-            .spawn(move || {
-                for batch in received {
-                    writer
-                        .write(&batch)
-                        .map_err(|e| Error::at(&at, e.to_string()))?;
-                }
+        let encoder = Stage::start("parquet-writer", IN_FLIGHT, &tmp, move |batches| {
+            for batch in batches {
                 writer
-                    .close()
-                    .map(|_| ())
-                    .map_err(|e| Error::at(&at, e.to_string()))
-            })
-            .map_err(|e| Error::at(&tmp, e.to_string()))?;
+                    .write(&batch)
+                    .map_err(|e| Error::at(&at, e.to_string()))?;
+            }
+            writer
+                .close()
+                .map(|_| ())
+                .map_err(|e| Error::at(&at, e.to_string()))
+        })?;
         Ok(PartWriter {
             tmp,
-            batches: Some(batches),
-            encoder: Some(encoder),
+            encoder,
             rows: 0,
             arrow_bytes: 0,
         })
@@ -218,52 +213,19 @@ impl PartWriter {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), Error> {
         self.rows += batch.num_rows() as u64;
         self.arrow_bytes += batch.get_array_memory_size() as u64;
-        let sent = self
-            .batches
-            .as_ref()
-            .is_some_and(|b| b.send(batch.clone()).is_ok());
-        if sent {
-            Ok(())
-        } else {
-            // The encoder stopped: its error says why.
-            Err(self
-                .join()
-                .err()
-                .unwrap_or_else(|| Error::at(&self.tmp, "the Parquet writer stopped")))
-        }
-    }
-
-    /// Waits for the encoder to write what it was sent and close the file.
-    fn join(&mut self) -> Result<(), Error> {
-        self.batches = None;
-        match self.encoder.take() {
-            Some(handle) => handle
-                .join()
-                .unwrap_or_else(|_| Err(Error::at(&self.tmp, "the Parquet writer panicked"))),
-            None => Err(Error::at(&self.tmp, "the Parquet writer stopped")),
-        }
+        self.encoder.send(batch.clone())
     }
 
     /// Finishes the file and moves it to `path`.
     pub fn finish(mut self, path: &Path) -> Result<(), Error> {
-        self.join()?;
+        self.encoder.join()?;
         fs::rename(&self.tmp, path).map_err(|e| Error::at(path, e.to_string()))
     }
 
     /// Drops the file.
     pub fn abandon(mut self) {
-        let _ = self.join();
+        let _ = self.encoder.join();
         let _ = fs::remove_file(&self.tmp);
-    }
-}
-
-impl Drop for PartWriter {
-    fn drop(&mut self) {
-        // A writer dropped on an error path: its thread ends with the channel, the file stays a
-        // temporary one.
-        if self.encoder.is_some() {
-            let _ = self.join();
-        }
     }
 }
 

@@ -14,8 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{self, SyncSender};
-use std::thread::{self, JoinHandle};
+use std::sync::mpsc::Receiver;
 
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use diagwire::Problem;
@@ -27,6 +26,7 @@ use diagwire::v1::Record;
 use crate::columns::TABLES;
 use crate::dataset::{self, Index, PartWriter, RunIndex};
 use crate::rows::{Context, Rows};
+use crate::stage::Stage;
 use crate::table::Table;
 use crate::{Error, arrow_schema, sort};
 
@@ -107,23 +107,22 @@ const HANDOFFS_IN_FLIGHT: usize = 2;
 struct Builder {
     pending: Vec<Held>,
     pending_bytes: usize,
-    records: Option<SyncSender<Vec<Held>>>,
-    thread: Option<JoinHandle<Result<PartWriter, Error>>>,
-    path: PathBuf,
+    rows: Stage<Vec<Held>, PartWriter>,
 }
 
 impl Builder {
     fn start(table: &'static Table, path: &Path) -> Result<Builder, Error> {
         let mut rows = Rows::new(table);
         let mut writer = PartWriter::create_for(path, rows.schema(), table.name)?;
-        let (records, received) = mpsc::sync_channel::<Vec<Held>>(HANDOFFS_IN_FLIGHT);
         let at = path.to_owned();
         let located =
             move |e: &dyn std::fmt::Display| Error::at(&at, format!("table {}: {e}", table.name));
-        let thread = thread::Builder::new()
-            .name("rows".into())
-            .spawn(move || {
-                for group in received {
+        let rows = Stage::start(
+            "rows",
+            HANDOFFS_IN_FLIGHT,
+            path,
+            move |groups: Receiver<Vec<Held>>| {
+                for group in groups {
                     for (text, ctx) in group {
                         rows.push(&text, &ctx).map_err(|e| located(&e))?;
                         if rows.len() >= chunk(table.name) {
@@ -135,14 +134,12 @@ impl Builder {
                     writer.write(&rows.batch().map_err(|e| located(&e))?)?;
                 }
                 Ok(writer)
-            })
-            .map_err(|e| Error::at(path, e.to_string()))?;
+            },
+        )?;
         Ok(Builder {
             pending: Vec::with_capacity(HANDOFF_ROWS),
             pending_bytes: 0,
-            records: Some(records),
-            thread: Some(thread),
-            path: path.to_owned(),
+            rows,
         })
     }
 
@@ -161,33 +158,13 @@ impl Builder {
         }
         let group = std::mem::replace(&mut self.pending, Vec::with_capacity(HANDOFF_ROWS));
         self.pending_bytes = 0;
-        let sent = self.records.as_ref().is_some_and(|r| r.send(group).is_ok());
-        if sent {
-            Ok(())
-        } else {
-            // The builder stopped: its error says why.
-            Err(self
-                .join()
-                .err()
-                .unwrap_or_else(|| Error::at(&self.path, "the row builder stopped")))
-        }
+        self.rows.send(group)
     }
 
-    /// Waits for the builder to take every record; its writer, every batch written.
-    fn join(&mut self) -> Result<PartWriter, Error> {
-        self.records = None;
-        match self.thread.take() {
-            Some(handle) => handle
-                .join()
-                .unwrap_or_else(|_| Err(Error::at(&self.path, "the row builder panicked"))),
-            None => Err(Error::at(&self.path, "the row builder stopped")),
-        }
-    }
-
-    /// Hands over what is pending and waits for every row to be written.
+    /// Hands over what is pending and waits for every row to be written; the file's writer.
     fn finish(mut self) -> Result<PartWriter, Error> {
         self.hand_off()?;
-        self.join()
+        self.rows.join()
     }
 }
 

@@ -29,6 +29,7 @@ pub mod query;
 pub mod report;
 pub mod rows;
 pub mod sort;
+pub mod stage;
 pub mod table;
 pub mod views;
 
