@@ -3,7 +3,9 @@
 //! the current columns, the missing ones null) and the partition columns of its folders; a table
 //! with no file yet is registered empty, with the same columns. The shipped views (`views.rs`) are defined on top.
 //! A session's scans parse each file's footer once (`footers.rs`) and read, of a struct column,
-//! only the leaves under the fields a query reaches it through (`leaves.rs`).
+//! only the leaves under the fields a query reaches it through (`leaves.rs`). A window function
+//! over input sorted by its partition keys is computed over the whole input at once
+//! ([`WholeWindows`]), not streamed partition by partition.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,12 +13,17 @@ use std::sync::Arc;
 use crate::evolve::EvolvingParquet;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::MemTable;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
+use datafusion::physical_plan::{ExecutionPlan, InputOrderMode};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::columns::TABLES;
@@ -45,8 +52,50 @@ pub fn context() -> SessionContext {
         .with_runtime_env(Arc::new(RuntimeEnv::default()))
         .with_default_features()
         .with_query_planner(Arc::new(leaves::Planner))
+        .with_physical_optimizer_rule(Arc::new(WholeWindows))
         .build();
     SessionContext::new_with_state(state)
+}
+
+/// Computes each window function whose input is sorted by its partition keys over the whole
+/// input at once (`WindowAggExec`) instead of streaming it (`BoundedWindowAggExec`). The tables
+/// are finite, so streaming gains nothing, and the streaming operator keeps a state per partition
+/// that costs far more than its rows when partitions are small, as in the views (a window per
+/// run, node and peer). Both need the same order and distribution of their input and give the
+/// same rows.
+#[derive(Debug)]
+pub struct WholeWindows;
+
+impl PhysicalOptimizerRule for WholeWindows {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _config: &ConfigOptions,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_up(|node| {
+            let Some(w) = node.as_any().downcast_ref::<BoundedWindowAggExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            if w.input_order_mode != InputOrderMode::Sorted {
+                return Ok(Transformed::no(node));
+            }
+            let whole = WindowAggExec::try_new(
+                w.window_expr().to_vec(),
+                Arc::clone(w.input()),
+                !w.partition_keys().is_empty(),
+            )?;
+            Ok(Transformed::yes(Arc::new(whole) as Arc<dyn ExecutionPlan>))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "whole_windows"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
 }
 
 /// A table of Parquet files under `dir` (a folder of partition folders `contract_major=M/date=D`)

@@ -6,25 +6,30 @@
 -- out. The summary's "Kernel network drops". The interfaces are read by position
 -- (`list_positions` says how).
 WITH net AS (
-  SELECT run_id, node, wall_ms, file_seq, body.host.network AS n FROM snapshots
+  SELECT run_id, node, wall_ms, file_seq,
+    body.host.network.udp_kernel_stats.no_ports AS no_ports,
+    body.host.network.udp_kernel_stats.in_errors AS in_errors,
+    body.host.network.udp_kernel_stats.rcvbuf_errors AS rcvbuf_errors,
+    body.host.network.udp_kernel_stats.sndbuf_errors AS sndbuf_errors,
+    body.host.network.interfaces AS l,
+    CAST(cardinality(body.host.network.interfaces) AS BIGINT) AS n
+  FROM snapshots
 ),
 -- A snapshot's readings: position 1 reads its UDP counters and its first interface, each further
 -- position one more interface, so the snapshots are read once (and once for their longest list).
 positions AS (
   SELECT p.i FROM list_positions p
-  JOIN (SELECT MAX(cardinality(n.interfaces)) AS m FROM net) AS x ON p.i = 1 OR p.i <= x.m
+  JOIN (SELECT MAX(n) AS m FROM net) AS x ON p.i = 1 OR p.i <= x.m
 ),
 readings AS (
   SELECT s.run_id, s.node, s.wall_ms, s.file_seq, p.i,
-    CASE WHEN p.i = 1 THEN s.n.udp_kernel_stats.no_ports END AS no_ports,
-    CASE WHEN p.i = 1 THEN s.n.udp_kernel_stats.in_errors END AS in_errors,
-    CASE WHEN p.i = 1 THEN s.n.udp_kernel_stats.rcvbuf_errors END AS rcvbuf_errors,
-    CASE WHEN p.i = 1 THEN s.n.udp_kernel_stats.sndbuf_errors END AS sndbuf_errors,
-    CASE WHEN p.i <= cardinality(s.n.interfaces)
-      THEN s.n.interfaces[p.i - 1 + CASE WHEN s.n.interfaces[0] IS NULL THEN 1 ELSE 0 END]
-    END AS iface
-  FROM net s
-  JOIN positions p ON p.i = 1 OR p.i <= cardinality(s.n.interfaces)
+    CASE WHEN p.i = 1 THEN s.no_ports END AS no_ports,
+    CASE WHEN p.i = 1 THEN s.in_errors END AS in_errors,
+    CASE WHEN p.i = 1 THEN s.rcvbuf_errors END AS rcvbuf_errors,
+    CASE WHEN p.i = 1 THEN s.sndbuf_errors END AS sndbuf_errors,
+    CASE WHEN p.i <= s.n THEN s.l[p.i - 1 + CASE WHEN s.l[0] IS NULL THEN 1 ELSE 0 END] END AS iface
+  FROM positions p
+  JOIN net s ON p.i = 1 OR p.i <= s.n
 ),
 -- A reading counts when it gives a counter a value: a UDP counter, or an interface's counters.
 marked AS (

@@ -31,24 +31,15 @@ answers AS (
 ),
 -- A send is pending when no answer has its key (every key an answer has is a key of an answer
 -- `probe_rtt_samples` counts), or when a part of its key is missing, which matches nothing.
+-- An event's key from the struct of its type (null in every row of another type, so the first
+-- that is not null).
 probe_keys AS (
-  SELECT run_id, node AS observer,
-    CASE type
-      WHEN 'SwimProbeSent' THEN swim_probe_sent.target
-      WHEN 'SwimProbeAcked' THEN swim_probe_acked.target
-      ELSE swim_probe_timed_out.target
-    END AS target,
-    CASE type
-      WHEN 'SwimProbeSent' THEN swim_probe_sent.sequence
-      WHEN 'SwimProbeAcked' THEN swim_probe_acked.sequence
-      ELSE swim_probe_timed_out.sequence
-    END AS seq,
-    CASE type
-      WHEN 'SwimProbeSent' THEN swim_probe_sent.kind
-      WHEN 'SwimProbeAcked' THEN swim_probe_acked.kind
-      ELSE swim_probe_timed_out.kind
-    END AS kind,
-    type
+  SELECT run_id, node AS observer, type,
+    COALESCE(swim_probe_sent.target, swim_probe_acked.target, swim_probe_timed_out.target)
+      AS target,
+    COALESCE(swim_probe_sent.sequence, swim_probe_acked.sequence, swim_probe_timed_out.sequence)
+      AS seq,
+    COALESCE(swim_probe_sent.kind, swim_probe_acked.kind, swim_probe_timed_out.kind) AS kind
   FROM events WHERE type IN ('SwimProbeSent', 'SwimProbeAcked', 'SwimProbeTimedOut')
 ),
 keys AS (

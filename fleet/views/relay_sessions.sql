@@ -31,24 +31,30 @@ closes AS (
   FROM closed
 ),
 caches AS (
-  SELECT run_id, node, file_seq, body.iroh.connection_cache AS l FROM snapshots
+  SELECT run_id, node, file_seq, body.iroh.connection_cache AS l,
+    CAST(cardinality(body.iroh.connection_cache) AS BIGINT) AS n
+  FROM snapshots
 ),
 positions AS (
   SELECT p.i FROM list_positions p
-  JOIN (SELECT MAX(cardinality(l)) AS m FROM caches) AS x ON p.i <= x.m
+  JOIN (SELECT MAX(n) AS m FROM caches) AS x ON p.i <= x.m
 ),
 entries AS (
   SELECT c.run_id, c.node, c.file_seq, p.i,
-    CASE WHEN p.i <= cardinality(c.l)
+    CASE WHEN p.i <= c.n
       THEN c.l[p.i - 1 + CASE WHEN c.l[0] IS NULL THEN 1 ELSE 0 END] END AS entry
-  FROM caches c
-  JOIN positions p ON p.i <= cardinality(c.l)
+  FROM positions p
+  JOIN caches c ON p.i <= c.n
 ),
+-- An entry names its peer only when it holds a failure, so that only failures join below (a
+-- filter here would be pushed into the join with the positions, the element read for every
+-- position of every list there and again after it).
 failures AS (
-  SELECT run_id, node, file_seq, i, entry.peer_node_id_hex AS peer_hex,
+  SELECT run_id, node, file_seq, i,
+    CASE WHEN entry.last_failure_at_ms IS NOT NULL AND entry.last_failure_reason IS NOT NULL
+      THEN entry.peer_node_id_hex END AS peer_hex,
     entry.last_failure_at_ms AS at_ms, entry.last_failure_reason AS reason
   FROM entries
-  WHERE entry.last_failure_at_ms IS NOT NULL AND entry.last_failure_reason IS NOT NULL
 ),
 -- Each latest close beside every failure another node's cache holds for its peer, the latest
 -- failure first (a close no cache holds a failure for stands alone).

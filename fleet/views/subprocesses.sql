@@ -101,18 +101,20 @@ exits AS (
   FROM legacy_words
 ),
 lists AS (
-  SELECT run_id, node, file_seq, body.subprocess.subprocesses AS l FROM snapshots
+  SELECT run_id, node, file_seq, body.subprocess.subprocesses AS l,
+    CAST(cardinality(body.subprocess.subprocesses) AS BIGINT) AS n
+  FROM snapshots
 ),
 positions AS (
   SELECT p.i FROM list_positions p
-  JOIN (SELECT MAX(cardinality(l)) AS m FROM lists) AS x ON p.i <= x.m
+  JOIN (SELECT MAX(n) AS m FROM lists) AS x ON p.i <= x.m
 ),
 seen AS (
   SELECT s.run_id, s.node, s.file_seq, p.i,
-    CASE WHEN p.i <= cardinality(s.l)
+    CASE WHEN p.i <= s.n
       THEN s.l[p.i - 1 + CASE WHEN s.l[0] IS NULL THEN 1 ELSE 0 END] END AS sub
-  FROM lists s
-  JOIN positions p ON p.i <= cardinality(s.l)
+  FROM positions p
+  JOIN lists s ON p.i <= s.n
 ),
 samples AS (
   SELECT run_id, node, sub.label AS label, sub.pid AS pid, sub.rss_bytes AS rss, sub.cpu_ms AS cpu,
@@ -140,17 +142,18 @@ sample_ranks AS (
   FROM samples
 ),
 manifest_lists AS (
-  SELECT run_id, nodes AS l FROM runs WHERE cardinality(nodes) > 0
+  SELECT run_id, nodes AS l, CAST(cardinality(nodes) AS BIGINT) AS n
+  FROM runs WHERE cardinality(nodes) > 0
 ),
 manifest_positions AS (
   SELECT p.i FROM list_positions p
-  JOIN (SELECT MAX(cardinality(l)) AS m FROM manifest_lists) AS x ON p.i <= x.m
+  JOIN (SELECT MAX(n) AS m FROM manifest_lists) AS x ON p.i <= x.m
 ),
 manifest_nodes AS (
-  SELECT m.run_id, CASE WHEN p.i <= cardinality(m.l)
+  SELECT m.run_id, CASE WHEN p.i <= m.n
       THEN m.l[p.i - 1 + CASE WHEN m.l[0] IS NULL THEN 1 ELSE 0 END] END AS listed
-  FROM manifest_lists m
-  JOIN manifest_positions p ON p.i <= cardinality(m.l)
+  FROM manifest_positions p
+  JOIN manifest_lists m ON p.i <= m.n
 ),
 first_snapshot AS (
   SELECT run_id, node, role,
