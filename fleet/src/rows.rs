@@ -515,25 +515,14 @@ impl Rows {
             schema: Arc::new(arrow_schema::schema(table)),
             columns: table.columns.iter().map(|c| Builder::new(&c.ty)).collect(),
             len: 0,
-            variants: table
-                .columns
-                .iter()
-                .enumerate()
-                .filter_map(|(i, c)| match c.from {
-                    From::Variant(t) => Some((t, i)),
-                    _ => None,
-                })
-                .collect(),
-            keys: table
-                .columns
-                .iter()
-                .enumerate()
-                .rev()
-                .filter_map(|(i, c)| match c.from {
-                    From::Key(k) => Some((k, i)),
-                    _ => None,
-                })
-                .collect(),
+            variants: columns_by(table, |from| match from {
+                From::Variant(t) => Some(t),
+                _ => None,
+            }),
+            keys: columns_by(table, |from| match from {
+                From::Key(k) => Some(k),
+                _ => None,
+            }),
         }
     }
 
@@ -611,6 +600,20 @@ impl Rows {
         self.len = 0;
         RecordBatch::try_new(self.schema.clone(), columns)
     }
+}
+
+/// The first of `table`'s columns each name `name_of` gives, by that name.
+fn columns_by(
+    table: &'static Table,
+    name_of: impl Fn(From) -> Option<&'static str>,
+) -> HashMap<&'static str, usize> {
+    let mut out = HashMap::new();
+    for (i, c) in table.columns.iter().enumerate() {
+        if let Some(name) = name_of(c.from) {
+            out.entry(name).or_insert(i);
+        }
+    }
+    out
 }
 
 /// The `type` of an event record, read without building the record.
