@@ -13,8 +13,8 @@
 use std::io::{self, Read};
 
 use crate::problem::{ProblemKind, ReadErrorKind};
-use crate::scan::{MAX_DEPTH, Position, ScanError, Scanner};
-use crate::v1::RecordKind;
+use crate::scan::{MAX_DEPTH, Position, ScanError, Scanner, Take};
+use crate::v1::{EventRecord, Record, RecordKind};
 
 /// What a file of a kind holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +44,14 @@ impl FileShape {
 
 /// What framing a file hands on, in file order.
 pub(crate) trait Frames {
+    /// Offers the bytes from the record at `index` on, as a file of `shape` holds it, with
+    /// whether they run to the end of the file: a sink that decodes the record there itself and
+    /// takes it ([`decode_front`]) saves the framing pass; what it does not take is handed on
+    /// through [`Frames::record`]. By default nothing is taken.
+    fn take(&mut self, shape: FileShape, index: usize, bytes: &[u8], all: bool) -> Take {
+        let _ = (shape, index, bytes, all);
+        Take::Refused
+    }
     /// The text of the record at `index` in the file, starting at `start`.
     fn record(&mut self, kind: RecordKind, index: usize, start: Position, bytes: &[u8]);
     /// The file breaks its shape at `at` (`None`: the file as a whole). Records before it were
@@ -95,15 +103,18 @@ fn json_type(b: u8) -> &'static str {
 /// Frames what `reader` yields as a file of `kind`, handing each record and each problem to
 /// `sink`. Records over `max_record` bytes end the file with a problem. An error reading the
 /// stream ends it too and is returned, not handed on (the caller knows whether a reader reports it
-/// already).
+/// already). `buf` is the read buffer, kept between files.
 pub(crate) fn frame(
     reader: &mut dyn Read,
     kind: RecordKind,
     max_record: usize,
+    buf: &mut Vec<u8>,
     sink: &mut dyn Frames,
 ) -> io::Result<()> {
-    let mut s = Scanner::new(reader, max_record);
-    match frame_records(&mut s, kind, sink) {
+    let mut s = Scanner::with_buffer(reader, max_record, std::mem::take(buf));
+    let framed = frame_records(&mut s, kind, sink);
+    *buf = s.into_buffer();
+    match framed {
         Ok(()) => Ok(()),
         Err(e) => {
             let (problem, at, message) = match e {
@@ -191,8 +202,12 @@ fn frame_records(
                     }
                     _ => {}
                 }
-                let (bytes, start) = s.value(MAX_DEPTH - 1)?;
-                sink.record(element, index, start, bytes);
+                if s.take_with(|bytes, all| sink.take(shape, index, bytes, all))?
+                    .is_none()
+                {
+                    let (bytes, start) = s.value(MAX_DEPTH - 1)?;
+                    sink.record(element, index, start, bytes);
+                }
                 index += 1;
                 match s.peek()? {
                     Some(b',') => s.bump(),
@@ -212,8 +227,12 @@ fn frame_records(
                 wrong(sink, s.position(), json_type(first));
                 return Ok(());
             }
-            let (bytes, start) = s.value(MAX_DEPTH)?;
-            sink.record(k, 0, start, bytes);
+            if s.take_with(|bytes, all| sink.take(shape, 0, bytes, all))?
+                .is_none()
+            {
+                let (bytes, start) = s.value(MAX_DEPTH)?;
+                sink.record(k, 0, start, bytes);
+            }
         }
     }
     if let Some(b) = s.peek()? {
@@ -237,4 +256,50 @@ fn frame_records(
         );
     }
     Ok(())
+}
+
+/// The typed decode of the record at the front of `bytes`, as a file of `shape` holds it, for a
+/// [`Frames::take`]: the length of its text (with the whitespace after a file's one record), and
+/// the record when `keep` is set, when the record is one the typed readers of the whole file
+/// take; what the framing is to do otherwise. `all` says whether `bytes` run to the end of the
+/// file.
+///
+/// The verdict equals framing the record and parsing its text on its own, as
+/// [`crate::v1::Record::parse`] does: the text is UTF-8 and decodes. (The framing's own nesting
+/// limit applies to the records the decode refuses: the typed readers decide what they take.)
+pub(crate) fn decode_front(
+    shape: FileShape,
+    bytes: &[u8],
+    all: bool,
+    keep: bool,
+) -> Result<(Option<Record>, usize), Take> {
+    match shape {
+        FileShape::ArrayOf(RecordKind::Event) => {
+            let mut one = serde_json::Deserializer::from_slice(bytes).into_iter::<EventRecord>();
+            match one.next() {
+                Some(Ok(event)) => {
+                    let n = one.byte_offset();
+                    let text = &bytes[..n];
+                    if std::str::from_utf8(text).is_err() {
+                        return Err(Take::Refused);
+                    }
+                    let kept = if keep {
+                        Some(Record::Event(event))
+                    } else {
+                        None
+                    };
+                    Ok((kept, n))
+                }
+                Some(Err(e)) if e.is_eof() && !all => Err(Take::More),
+                _ => Err(Take::Refused),
+            }
+        }
+        FileShape::ArrayOf(_) => Err(Take::Refused),
+        FileShape::One(_) if !all => Err(Take::More),
+        FileShape::One(kind) => {
+            let text = std::str::from_utf8(bytes).map_err(|_| Take::Refused)?;
+            let record = Record::parse(kind, text).map_err(|_| Take::Refused)?;
+            Ok((keep.then_some(record), bytes.len()))
+        }
+    }
 }

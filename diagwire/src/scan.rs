@@ -57,12 +57,25 @@ impl std::fmt::Display for ScanError {
     }
 }
 
+/// What a decoder offered bytes by [`Scanner::take_with`] makes of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// It took a whole value: the first `n` bytes offered.
+    Took(usize),
+    /// The value runs past the bytes offered.
+    More,
+    /// It does not take the value (the value is framed instead).
+    Refused,
+}
+
 /// A reader of JSON values from a byte stream, holding at most one value (and one read chunk).
 pub struct Scanner<R> {
     reader: R,
     buf: Vec<u8>,
     /// The first byte of `buf` not consumed yet.
     start: usize,
+    /// The end of the bytes read into `buf`.
+    end: usize,
     eof: bool,
     /// The position of `buf[start]`.
     pos: Position,
@@ -76,10 +89,17 @@ const CHUNK: usize = 64 * 1024;
 impl<R: Read> Scanner<R> {
     /// A scanner of `reader` that refuses records over `max_record` bytes.
     pub fn new(reader: R, max_record: usize) -> Self {
+        Scanner::with_buffer(reader, max_record, Vec::new())
+    }
+
+    /// [`Scanner::new`] reading into `buf`, a buffer a scanner gave back ([`Scanner::into_buffer`])
+    /// or a new one: a reader of many files zeroes its buffer once, not once per file.
+    pub fn with_buffer(reader: R, max_record: usize, buf: Vec<u8>) -> Self {
         Scanner {
             reader,
-            buf: Vec::with_capacity(CHUNK),
+            buf,
             start: 0,
+            end: 0,
             eof: false,
             pos: Position {
                 offset: 0,
@@ -91,33 +111,37 @@ impl<R: Read> Scanner<R> {
         }
     }
 
-    /// Reads more bytes; false at the end of the stream.
+    /// The read buffer, for the next scanner.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
+    }
+
+    /// Reads more bytes; false at the end of the stream. The buffer is zeroed only where it
+    /// grows: bytes kept are moved to its front, and reads go into the room after them.
     fn fill(&mut self) -> Result<bool, ScanError> {
         if self.eof {
             return Ok(false);
         }
-        if self.start > 0 && self.start >= self.buf.len() / 2 {
-            self.buf.drain(..self.start);
+        if self.start > 0 && self.start >= self.end / 2 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
             self.start = 0;
         }
-        let old = self.buf.len();
-        self.buf.resize(old + CHUNK, 0);
+        if self.buf.len() - self.end < CHUNK {
+            self.buf.resize(self.end + CHUNK, 0);
+        }
         loop {
-            match self.reader.read(&mut self.buf[old..]) {
+            match self.reader.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
-                    self.buf.truncate(old);
                     self.eof = true;
                     return Ok(false);
                 }
                 Ok(n) => {
-                    self.buf.truncate(old + n);
+                    self.end += n;
                     return Ok(true);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.buf.truncate(old);
-                    return Err(ScanError::Io(e.kind(), e.to_string()));
-                }
+                Err(e) => return Err(ScanError::Io(e.kind(), e.to_string())),
             }
         }
     }
@@ -141,14 +165,15 @@ impl<R: Read> Scanner<R> {
     pub fn peek(&mut self) -> Result<Option<u8>, ScanError> {
         loop {
             if self.pos.offset == 0 && !self.had_bom {
-                while self.buf.len() - self.start < 3 && self.fill()? {}
-                if self.buf[self.start..].starts_with(&[0xef, 0xbb, 0xbf]) {
+                while self.end - self.start < 3 && self.fill()? {}
+                if self.buf[self.start..self.end].starts_with(&[0xef, 0xbb, 0xbf]) {
                     self.had_bom = true;
                     self.start += 3;
                     self.pos.offset = 3;
                 }
             }
-            while let Some(&b) = self.buf.get(self.start) {
+            while self.start < self.end {
+                let b = self.buf[self.start];
                 match b {
                     b'\n' => {
                         self.pos.line += 1;
@@ -176,6 +201,35 @@ impl<R: Read> Scanner<R> {
         self.advance(1);
     }
 
+    /// Offers the bytes from the next value on to `take`, with whether they run to the end of
+    /// the stream, reading more while it asks for more and what it is offered stays within the
+    /// record cap. The position the value started at when `take` took it (its bytes are
+    /// consumed); `None` when it refused, or at the end of the stream (nothing is consumed, and
+    /// [`Scanner::value`] frames the value). A decoder that finds where a record ends reads it
+    /// this way, with no framing pass of its own.
+    pub fn take_with(
+        &mut self,
+        mut take: impl FnMut(&[u8], bool) -> Take,
+    ) -> Result<Option<Position>, ScanError> {
+        if self.peek()?.is_none() {
+            return Ok(None);
+        }
+        loop {
+            let offered = &self.buf[self.start..self.end];
+            match take(offered, self.eof) {
+                Take::Took(n) if n <= self.max_record && n <= offered.len() => {
+                    let at = self.pos;
+                    self.advance(n);
+                    return Ok(Some(at));
+                }
+                Take::More if !self.eof && offered.len() <= self.max_record => {
+                    self.fill()?;
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+
     /// The extent of the JSON value at the current position: its bytes and where it starts. The
     /// bytes stay valid until the next call. `max_depth` is how deep the value itself may nest
     /// ([`MAX_DEPTH`] for a value at the top of a file, one less for an element of a top array).
@@ -187,7 +241,7 @@ impl<R: Read> Scanner<R> {
         let mut i = self.start;
         let mut depth = 0usize;
         loop {
-            if i >= self.buf.len() {
+            if i >= self.end {
                 let consumed = i - self.start;
                 if consumed > self.max_record {
                     return Err(ScanError::TooLarge(self.max_record, at));
@@ -210,12 +264,12 @@ impl<R: Read> Scanner<R> {
             if depth > 0 {
                 // Inside an array or object only quotes and brackets matter.
                 i += find_structural(&self.buf[i..]);
-                if i >= self.buf.len() {
+                if i >= self.end {
                     continue;
                 }
             }
             match self.buf[i] {
-                b'"' => match find_string_end(&self.buf[i + 1..]) {
+                b'"' => match find_string_end(&self.buf[i + 1..self.end]) {
                     Some(n) => {
                         i += n + 2;
                         if depth == 0 {
@@ -468,6 +522,36 @@ mod tests {
             let want: Vec<&str> = text[1..].split(',').map(str::trim).collect();
             assert_eq!(got, want, "{text}");
         }
+    }
+
+    #[test]
+    fn a_taker_is_offered_more_until_it_takes_and_a_refusal_consumes_nothing() {
+        // A value longer than one read, then a scalar after a newline.
+        let value = format!("[\"{}\"]", "x".repeat(3 * CHUNK));
+        let text = format!("  {value}\n7");
+        let mut s = Scanner::new(text.as_bytes(), 1 << 20);
+        let mut offers = 0;
+        let at = s
+            .take_with(|bytes, _| {
+                offers += 1;
+                match bytes.len() < value.len() {
+                    true => Take::More,
+                    false => Take::Took(value.len()),
+                }
+            })
+            .expect("reads");
+        assert!(offers > 1, "the value spans reads");
+        assert_eq!(at.map(|p| (p.offset, p.column)), Some((2, 3)));
+        assert_eq!(s.take_with(|_, _| Take::Refused).expect("reads"), None);
+        let (seven, p) = s.value(MAX_DEPTH).expect("value");
+        assert_eq!((seven, p.line, p.column), (&b"7"[..], 2, 1));
+        // Past the cap a taker that asks for more is refused, and the value is framed.
+        let mut s = Scanner::new(text.as_bytes(), 100);
+        assert_eq!(s.take_with(|_, _| Take::More).expect("reads"), None);
+        assert!(matches!(
+            s.value(MAX_DEPTH),
+            Err(ScanError::TooLarge(100, _))
+        ));
     }
 
     #[test]

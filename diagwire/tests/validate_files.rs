@@ -35,6 +35,18 @@ fn bad_event() -> String {
     e.to_string()
 }
 
+/// A valid event holding an unknown key whose value nests `depth` arrays: the record nests
+/// `depth + 1` levels.
+fn nested_event(depth: usize) -> String {
+    let e = event();
+    format!(
+        "{{\"x\":{}{},{}",
+        "[".repeat(depth),
+        "]".repeat(depth),
+        &e[1..]
+    )
+}
+
 /// A valid boot record on one line.
 fn boot() -> String {
     fixture("boot/relay-node.json").to_string()
@@ -110,6 +122,16 @@ fn check(kind: RecordKind, text: &[u8], options: Options, want: Expect) {
         r.problems.len() + omitted.0,
         "every problem is kept or counted"
     );
+    // A file over the in-memory size is streamed record by record, to the same report.
+    let streamed = run(
+        kind,
+        text,
+        Options {
+            in_memory_bytes: 0,
+            ..options
+        },
+    );
+    assert_eq!(streamed, r, "the streamed check differs");
     // The cross-check (schema and typed parse on every record) agrees on every case.
     let cross = run(
         kind,
@@ -229,6 +251,15 @@ cases! {
     };
     a_record_nested_deeper_than_the_readers_allow_is_named: EventBatch,
         format!("[{}{}]", "[".repeat(130), "]".repeat(130)), d() => {
+        records: 0, invalid: 0, unreadable: 1,
+        problems: [(Parse, None, "", Some((1, 2)), "nest deeper than 126 levels")]
+    };
+    an_event_nested_as_deep_as_the_typed_readers_take_is_valid_in_memory_and_streamed: EventBatch,
+        format!("[{}]", nested_event(127)), d() => {
+        records: 1, invalid: 0, unreadable: 0, problems: []
+    };
+    an_event_nested_deeper_than_the_typed_readers_take_is_named: EventBatch,
+        format!("[{}]", nested_event(128)), d() => {
         records: 0, invalid: 0, unreadable: 1,
         problems: [(Parse, None, "", Some((1, 2)), "nest deeper than 126 levels")]
     };

@@ -229,7 +229,7 @@ impl Typed<'_, '_> {
                 }
             }
         }
-        frame(&mut &bytes[..], kind, max_record, self)
+        frame(&mut &bytes[..], kind, max_record, &mut Vec::new(), self)
     }
 
     /// The one-pass decode of an events file; false at the first thing it cannot take (the

@@ -12,9 +12,9 @@ use serde::de::{Deserializer as _, SeqAccess, Visitor};
 
 use super::record::{At, check_record};
 use super::{Checker, FileSink, Report};
-use crate::frame::{FileShape, Frames, frame};
+use crate::frame::{FileShape, Frames, decode_front, frame};
 use crate::problem::{Location, ProblemKind};
-use crate::scan::Position;
+use crate::scan::{Position, Take};
 use crate::v1::{EventRecord, Record, RecordKind};
 
 /// Files up to this size are read whole and decoded in one typed pass first, by default
@@ -140,7 +140,16 @@ impl Checker<'_> {
             kept: None,
             records: false,
         };
-        frame(reader, kind, options.max_record_bytes, &mut frames)?;
+        let mut buf = std::mem::take(&mut self.scan_buf);
+        let framed = frame(
+            reader,
+            kind,
+            options.max_record_bytes,
+            &mut buf,
+            &mut frames,
+        );
+        self.scan_buf = buf;
+        framed?;
         Ok(frames.kept)
     }
 }
@@ -159,6 +168,23 @@ struct CheckFrames<'a, 'r> {
 }
 
 impl Frames for CheckFrames<'_, '_> {
+    /// A record the typed decode takes is valid; the rest are framed and explained. (The cross
+    /// check parses every record twice, so it frames every record.)
+    fn take(&mut self, shape: FileShape, _index: usize, bytes: &[u8], all: bool) -> Take {
+        if self.cross_check {
+            return Take::Refused;
+        }
+        match decode_front(shape, bytes, all, self.keep) {
+            Ok((kept, n)) => {
+                self.records = true;
+                self.sink.record(true);
+                self.kept = kept;
+                Take::Took(n)
+            }
+            Err(take) => take,
+        }
+    }
+
     fn record(&mut self, kind: RecordKind, index: usize, start: Position, bytes: &[u8]) {
         self.records = true;
         let at = At {

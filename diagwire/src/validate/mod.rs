@@ -217,6 +217,8 @@ pub struct Checker<'v> {
     validators: &'v Validators,
     options: Options,
     buf: Vec<u8>,
+    /// The framing's read buffer, kept between files.
+    scan_buf: Vec<u8>,
 }
 
 impl<'v> Checker<'v> {
@@ -226,6 +228,7 @@ impl<'v> Checker<'v> {
             validators,
             options,
             buf: Vec::new(),
+            scan_buf: Vec::new(),
         }
     }
 
