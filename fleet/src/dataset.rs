@@ -216,6 +216,11 @@ impl PartWriter {
         self.encoder.send(batch.clone())
     }
 
+    /// Takes no more batches: the encoder writes the file's end while the caller goes on.
+    pub fn close(&mut self) {
+        self.encoder.close();
+    }
+
     /// Finishes the file and moves it to `path`.
     pub fn finish(mut self, path: &Path) -> Result<(), Error> {
         self.encoder.join()?;

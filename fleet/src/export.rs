@@ -10,7 +10,8 @@
 //! compacted into one file each, and `_dataset.json` is rewritten. A record the walk refuses is a
 //! located problem in the report, never a row.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -68,7 +69,9 @@ struct Sink {
     builder: Builder,
     path: PathBuf,
     /// Events not written yet, by key and arrival, with their text's length.
-    window: BTreeMap<(EventKey, u64), Held>,
+    /// (Boxed: a tree node moves its entries on every insert and removal, and a held event is a
+    /// couple of hundred bytes.)
+    window: BTreeMap<(EventKey, u64), Box<Held>>,
     window_bytes: usize,
     arrivals: u64,
     /// The key of the last event row written, and whether every row so far was written in key
@@ -82,11 +85,39 @@ type Held = (String, Context);
 
 /// An event row's place in the sorted file: node, then `monotonic_seq` (a null one, a value above
 /// 2^63 − 1, last), then the bundle's order.
-type EventKey = (String, (bool, i64), u64, u64);
+type EventKey = (Label, (bool, i64), u64, u64);
+
+/// A node's label in an event's key: the walk's labels are shared ([`Pass::shared`]), so two
+/// events of one node compare by address, not by text.
+#[derive(Debug, Clone, Default)]
+struct Label(Option<Arc<str>>);
+
+impl PartialEq for Label {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Label {}
+
+impl PartialOrd for Label {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Label {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) if Arc::ptr_eq(a, b) => Ordering::Equal,
+            (a, b) => a.as_deref().unwrap_or("").cmp(b.as_deref().unwrap_or("")),
+        }
+    }
+}
 
 fn event_key(seq: Option<i64>, ctx: &Context) -> EventKey {
     (
-        ctx.node.clone().unwrap_or_default(),
+        Label(ctx.node.clone()),
         (seq.is_none(), seq.unwrap_or(0)),
         ctx.file_seq.unwrap_or(0),
         ctx.record_index.unwrap_or(0),
@@ -133,6 +164,8 @@ impl Builder {
                 if !rows.is_empty() {
                     writer.write(&rows.batch().map_err(|e| located(&e))?)?;
                 }
+                // The encoder writes the file's end now, beside the other tables' ends.
+                writer.close();
                 Ok(writer)
             },
         )?;
@@ -161,9 +194,15 @@ impl Builder {
         self.rows.send(group)
     }
 
-    /// Hands over what is pending and waits for every row to be written; the file's writer.
-    fn finish(mut self) -> Result<PartWriter, Error> {
+    /// Hands over what is pending: the rows are built and written without waiting.
+    fn close(&mut self) -> Result<(), Error> {
         self.hand_off()?;
+        self.rows.close();
+        Ok(())
+    }
+
+    /// Waits for every row to be built; the file's writer, its encoder closed.
+    fn join(mut self) -> Result<PartWriter, Error> {
         self.rows.join()
     }
 }
@@ -193,7 +232,7 @@ impl Sink {
         self.arrivals += 1;
         self.window_bytes += text.len();
         self.window
-            .insert((key, self.arrivals), (text.to_owned(), ctx));
+            .insert((key, self.arrivals), Box::new((text.to_owned(), ctx)));
         while self.window.len() > WINDOW_ROWS || self.window_bytes > WINDOW_BYTES {
             self.release()?;
         }
@@ -210,15 +249,23 @@ impl Sink {
             self.in_order = false;
         }
         self.last_key = Some(key);
-        self.builder.push(held)
+        self.builder.push(*held)
     }
 
-    /// Writes every row taken, the held-back events included; the file's writer, to finish.
-    fn drain(mut self) -> Result<(PartWriter, bool), Error> {
+    /// Hands over every row taken, the held-back events included, without waiting for them to be
+    /// written: the tables' ends are written side by side.
+    fn close(&mut self) -> Result<(), Error> {
         while !self.window.is_empty() {
             self.release()?;
         }
-        Ok((self.builder.finish()?, self.in_order))
+        self.builder.close()
+    }
+
+    /// Writes every row taken ([`Sink::close`] first, when several tables end together); the
+    /// file's writer, to finish, and whether its events came in order.
+    fn drain(mut self) -> Result<(PartWriter, bool), Error> {
+        self.close()?;
+        Ok((self.builder.join()?, self.in_order))
     }
 }
 
@@ -230,7 +277,9 @@ struct Pass {
     /// Boot records wait for the end: a node's row is its latest one.
     /// Per node: whether it is the latest boot file, its sequence, its text, its process start.
     boots: BTreeMap<String, (bool, u64, String, u64)>,
-    node_ids: BTreeMap<String, String>,
+    node_ids: BTreeMap<String, Arc<str>>,
+    /// The texts records share (node labels, event types), one copy of each.
+    shared: HashMap<String, Arc<str>>,
     manifest_run: Option<String>,
     boot_runs: BTreeSet<String>,
     contract_version: Option<String>,
@@ -260,6 +309,16 @@ impl Pass {
             .expect("OK because it was inserted above"))
     }
 
+    /// The one shared copy of `text`.
+    fn shared(&mut self, text: &str) -> Arc<str> {
+        if let Some(t) = self.shared.get(text) {
+            return t.clone();
+        }
+        let t: Arc<str> = text.into();
+        self.shared.insert(text.to_owned(), t.clone());
+        t
+    }
+
     fn seen(&mut self, ms: Option<u64>) {
         if let Some(ms) = ms.filter(|m| *m > 0) {
             self.earliest_ms = Some(self.earliest_ms.map_or(ms, |e| e.min(ms)));
@@ -267,10 +326,9 @@ impl Pass {
     }
 
     fn take(&mut self, item: &Item<'_>) -> Result<(), Error> {
-        let node = item.node.map(str::to_owned);
         let mut ctx = self.ctx.clone();
-        ctx.node.clone_from(&node);
-        ctx.node_id = node.as_ref().and_then(|n| self.node_ids.get(n).cloned());
+        ctx.node = item.node.map(|n| self.shared(n));
+        ctx.node_id = item.node.and_then(|n| self.node_ids.get(n).cloned());
         ctx.file_seq = match item.role {
             Role::Numbered(_, n) => Some(*n),
             _ => None,
@@ -280,18 +338,19 @@ impl Pass {
             Record::Manifest(m) => {
                 self.manifest_run = Some(m.run_id.clone());
                 self.contract_version = m.contract_version.clone();
-                if self.ctx.run_id != m.run_id {
-                    self.ctx.run_id = m.run_id.clone();
-                    ctx.run_id = m.run_id.clone();
+                if *self.ctx.run_id != *m.run_id {
+                    self.ctx.run_id = m.run_id.as_str().into();
+                    ctx.run_id = self.ctx.run_id.clone();
                 }
                 "runs"
             }
             Record::Boot(b) => {
-                let label = node.clone().unwrap_or_default();
-                self.node_ids.insert(label.clone(), b.node_id_hex.0.clone());
+                let label = item.node.unwrap_or_default().to_owned();
+                self.node_ids
+                    .insert(label.clone(), b.node_id_hex.0.as_str().into());
                 self.boot_runs.insert(b.run_id.clone());
                 if self.manifest_run.is_none() && self.boot_runs.len() == 1 {
-                    self.ctx.run_id = b.run_id.clone();
+                    self.ctx.run_id = b.run_id.as_str().into();
                 }
                 let latest = matches!(item.role, Role::Latest(FileKind::Boot));
                 let seq = ctx.file_seq.unwrap_or(0);
@@ -310,9 +369,9 @@ impl Pass {
                 self.seen(Some(e.wall_ms));
                 seq = i64::try_from(e.monotonic_seq).ok();
                 ctx.record_index = Some(item.index as u64);
-                ctx.event_type = Some(e.event.type_of().as_str().to_owned());
+                ctx.event_type = Some(self.shared(e.event.type_of().as_str()));
                 if ctx.node_id.is_none() {
-                    ctx.node_id = Some(e.node_id.to_hex().0);
+                    ctx.node_id = Some(e.node_id.to_hex().0.into());
                 }
                 "events"
             }
@@ -323,15 +382,15 @@ impl Pass {
             Record::Finalize(_) => "finalize",
             Record::Vastai(_) => {
                 ctx.file_kind = match item.role {
-                    Role::Numbered(FileKind::Vastai(k), _) => Some(k.clone()),
+                    Role::Numbered(FileKind::Vastai(k), _) => Some(k.as_str().into()),
                     _ => None,
                 };
                 "vastai"
             }
             _ => return Ok(()),
         };
-        if !self.used_runs.contains(&ctx.run_id) {
-            self.used_runs.insert(ctx.run_id.clone());
+        if !self.used_runs.contains(&*ctx.run_id) {
+            self.used_runs.insert(ctx.run_id.to_string());
         }
         self.sink(name)?.push(item.text, ctx, seq)
     }
@@ -461,13 +520,14 @@ fn export_one(
     let mut pass = Pass {
         staging: staging.to_owned(),
         ctx: Context {
-            run_id: fallback.clone(),
-            bundle: bundle_name.clone(),
+            run_id: fallback.as_str().into(),
+            bundle: bundle_name.as_str().into(),
             ..Context::default()
         },
         sinks: BTreeMap::new(),
         boots: BTreeMap::new(),
         node_ids: BTreeMap::new(),
+        shared: HashMap::new(),
         manifest_run: None,
         boot_runs: BTreeSet::new(),
         contract_version: None,
@@ -491,9 +551,9 @@ fn export_one(
     for (label, (_, _, text, start)) in boots {
         pass.seen(Some(start));
         let ctx = Context {
-            run_id: run.clone(),
-            bundle: bundle_name.clone(),
-            node: Some(label.clone()),
+            run_id: run.as_str().into(),
+            bundle: bundle_name.as_str().into(),
+            node: Some(label.as_str().into()),
             node_id: pass.node_ids.get(&label).cloned(),
             ..Context::default()
         };
@@ -502,8 +562,8 @@ fn export_one(
     if !pass.sinks.contains_key("runs") {
         // A run without a manifest still has its row.
         let ctx = Context {
-            run_id: run.clone(),
-            bundle: bundle_name.clone(),
+            run_id: run.as_str().into(),
+            bundle: bundle_name.as_str().into(),
             ..Context::default()
         };
         pass.sink("runs")?.push("{}", ctx, None)?;
@@ -519,6 +579,9 @@ fn export_one(
         .unwrap_or(1);
     let date = utc_date(pass.earliest_ms.unwrap_or(0));
     let mut staged = Vec::new();
+    for sink in pass.sinks.values_mut() {
+        sink.close()?;
+    }
     for (name, sink) in std::mem::take(&mut pass.sinks) {
         let (table, path) = (sink.table, sink.path.clone());
         let (writer, in_order) = sink.drain()?;

@@ -31,25 +31,27 @@ use diagwire_runtime::shape::PointerPath as Ptr;
 use crate::arrow_schema;
 use crate::table::{From, Struct, Table, Ty};
 
-/// What the export knows about a record beyond its JSON.
+/// What the export knows about a record beyond its JSON. The texts are shared (`Arc<str>`): every
+/// record of a file carries the same run, bundle and node, so a record's context costs no
+/// allocation.
 #[derive(Debug, Default, Clone)]
 pub struct Context {
     /// The run id.
-    pub run_id: String,
+    pub run_id: Arc<str>,
     /// The bundle's file name.
-    pub bundle: String,
+    pub bundle: Arc<str>,
     /// The node's directory label.
-    pub node: Option<String>,
+    pub node: Option<Arc<str>>,
     /// The node's id (hex), when known.
-    pub node_id: Option<String>,
+    pub node_id: Option<Arc<str>>,
     /// The file's sequence number.
     pub file_seq: Option<u64>,
     /// The record's index in its file.
     pub record_index: Option<u64>,
     /// The vast.ai record kind from the file name.
-    pub file_kind: Option<String>,
+    pub file_kind: Option<Arc<str>>,
     /// An event's `type`, when the walk has read it (otherwise the text is scanned for it).
-    pub event_type: Option<String>,
+    pub event_type: Option<Arc<str>>,
 }
 
 /// The 64-character hex of a 32-byte node id array.
@@ -550,7 +552,7 @@ impl Rows {
             return Ok(false);
         }
         let tag = match (self.table.record, &ctx.event_type) {
-            ("event", Some(t)) => Some(Cow::Borrowed(t.as_str())),
+            ("event", Some(t)) => Some(Cow::Borrowed(&**t)),
             ("event", None) => serde_json::from_str::<Tagged<'_>>(text)
                 .ok()
                 .and_then(|t| t.tag),
@@ -718,7 +720,7 @@ impl<'de> Visitor<'de> for Top<'_> {
                             Some(f) => f.leftover(&k, v, &root, extra),
                             // A record's own run id is the row's `run_id`; one that says
                             // otherwise is kept.
-                            None if k == "run_id" && v.as_str() == Some(ctx.run_id.as_str()) => {}
+                            None if k == "run_id" && v.as_str() == Some(&*ctx.run_id) => {}
                             None => {
                                 extra.insert(Ptr::Key(&root, &k).render(), v);
                             }
@@ -744,8 +746,8 @@ impl<'de> Visitor<'de> for Top<'_> {
 /// Appends what the export knows as the column `which`.
 fn context(c: &Context, which: &str, b: &mut Builder) {
     let text = match which {
-        "run_id" => Some(c.run_id.as_str()),
-        "bundle" => Some(c.bundle.as_str()),
+        "run_id" => Some(&*c.run_id),
+        "bundle" => Some(&*c.bundle),
         "node" => c.node.as_deref(),
         "node_id" => c.node_id.as_deref(),
         "file_kind" => c.file_kind.as_deref(),

@@ -52,6 +52,12 @@ impl<T: Send + 'static, R: Send + 'static> Stage<T, R> {
             .unwrap_or_else(|| Error::at(&self.at, format!("the {} thread stopped", self.name))))
     }
 
+    /// Closes the channel without waiting: the stage finishes what it was sent while the caller
+    /// goes on (several stages end side by side); [`Stage::join`] takes the result.
+    pub fn close(&mut self) {
+        self.inbox = None;
+    }
+
     /// Closes the channel and waits for the stage to finish what it was sent.
     pub fn join(&mut self) -> Result<R, Error> {
         self.inbox = None;
@@ -113,5 +119,29 @@ mod tests {
             stage.send(i).unwrap();
         }
         assert_eq!(stage.join().unwrap(), 55);
+    }
+
+    #[test]
+    fn stages_closed_before_either_is_joined_finish_side_by_side() {
+        // Each stage ends only when the other has been told to end too: joined one after the
+        // other without closing both first, the first join would wait for ever.
+        let both = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let mut stages: Vec<Stage<u32, u32>> = (0..2)
+            .map(|_| {
+                let both = both.clone();
+                Stage::start("test", 2, Path::new("x"), move |items: Receiver<u32>| {
+                    let sum = items.iter().sum::<u32>();
+                    both.wait();
+                    Ok(sum)
+                })
+                .unwrap()
+            })
+            .collect();
+        for (i, stage) in stages.iter_mut().enumerate() {
+            stage.send(i as u32 + 1).unwrap();
+            stage.close();
+        }
+        let sums: Vec<u32> = stages.iter_mut().map(|s| s.join().unwrap()).collect();
+        assert_eq!(sums, [1, 2]);
     }
 }
