@@ -54,18 +54,15 @@ pub struct Context {
     pub event_type: Option<Arc<str>>,
 }
 
-/// The 64-character hex of a 32-byte node id array.
-fn hex(bytes: &[Value]) -> Option<String> {
-    if bytes.len() != 32 {
-        return None;
+/// The 64-character hex of a 32-byte node id.
+fn hex(bytes: &[u8; 32]) -> [u8; 64] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 64];
+    for (i, b) in bytes.iter().enumerate() {
+        out[2 * i] = DIGITS[usize::from(b >> 4)];
+        out[2 * i + 1] = DIGITS[usize::from(b & 15)];
     }
-    let mut s = String::with_capacity(64);
-    for b in bytes {
-        let b = u8::try_from(b.as_u64()?).ok()?;
-        s.push(char::from_digit(u32::from(b >> 4), 16)?);
-        s.push(char::from_digit(u32::from(b & 15), 16)?);
-    }
-    Some(s)
+    out
 }
 
 /// One column, or one field of a struct or list, being built.
@@ -376,13 +373,43 @@ impl<'de> Visitor<'de> for Cell<'_> {
             nulls.append_non_null();
             return Ok(());
         }
-        let mut items: Vec<Value> = Vec::with_capacity(32);
+        if let (Ty::NodeId, Builder::Utf8(sb)) = (ty, &mut *b) {
+            // A node id is 32 numbers 0–255, turned into hex as they are read; anything else is
+            // kept as it was read.
+            let mut bytes = [0u8; 32];
+            let mut n = 0;
+            let mut other: Option<Vec<Value>> = None;
+            while let Some(v) = seq.next_element::<Value>()? {
+                match (&mut other, v.as_u64().and_then(|x| u8::try_from(x).ok())) {
+                    (None, Some(x)) if n < bytes.len() => {
+                        bytes[n] = x;
+                        n += 1;
+                    }
+                    (None, _) => {
+                        let mut read: Vec<Value> =
+                            bytes[..n].iter().map(|x| Value::from(*x)).collect();
+                        read.push(v);
+                        other = Some(read);
+                    }
+                    (Some(read), _) => read.push(v),
+                }
+            }
+            let items = match other {
+                None if n == bytes.len() => {
+                    let h = hex(&bytes);
+                    sb.append_value(
+                        std::str::from_utf8(&h).expect("OK because hex digits are ASCII"),
+                    );
+                    return Ok(());
+                }
+                None => bytes[..n].iter().map(|x| Value::from(*x)).collect(),
+                Some(read) => read,
+            };
+            return Cell { b, ty, ptr, extra }.refuse(Value::Array(items));
+        }
+        let mut items: Vec<Value> = Vec::new();
         while let Some(v) = seq.next_element()? {
             items.push(v);
-        }
-        if let (Ty::NodeId, Builder::Utf8(sb), Some(h)) = (ty, &mut *b, hex(&items)) {
-            sb.append_value(h);
-            return Ok(());
         }
         Cell { b, ty, ptr, extra }.refuse(Value::Array(items))
     }
@@ -504,9 +531,9 @@ pub struct Rows {
     columns: Vec<Builder>,
     len: usize,
     /// The column of each event type's struct, by tag.
-    variants: HashMap<&'static str, usize>,
+    variants: ByName,
     /// The column of each top-level key, by key.
-    keys: HashMap<&'static str, usize>,
+    keys: ByName,
 }
 
 impl Rows {
@@ -604,12 +631,13 @@ impl Rows {
     }
 }
 
+/// Columns by name, looked up for every key of every record: hashed with `ahash` (the hasher
+/// arrow's own maps use), several times cheaper than the default hasher on short keys.
+type ByName = HashMap<&'static str, usize, ahash::RandomState>;
+
 /// The first of `table`'s columns each name `name_of` gives, by that name.
-fn columns_by(
-    table: &'static Table,
-    name_of: impl Fn(From) -> Option<&'static str>,
-) -> HashMap<&'static str, usize> {
-    let mut out = HashMap::new();
+fn columns_by(table: &'static Table, name_of: impl Fn(From) -> Option<&'static str>) -> ByName {
+    let mut out = ByName::default();
     for (i, c) in table.columns.iter().enumerate() {
         if let Some(name) = name_of(c.from) {
             out.entry(name).or_insert(i);
@@ -799,6 +827,37 @@ mod tests {
             serde_json::json!(18446744073709551615u64)
         );
         assert_eq!(extra["/novel"], true);
+    }
+
+    #[test]
+    fn a_peer_id_that_is_not_32_bytes_is_null_and_kept_as_read() {
+        let bytes = |n: usize| (0..n).map(|i| (i * 8).to_string()).collect::<Vec<_>>();
+        let cases = [
+            ("31 numbers", bytes(31).join(",")),
+            ("33 numbers", bytes(33).join(",")),
+            (
+                "a number above 255",
+                [bytes(31), vec!["256".into()]].concat().join(","),
+            ),
+            (
+                "a string among the numbers",
+                [vec!["\"x\"".into()], bytes(31)].concat().join(","),
+            ),
+            (
+                "a fraction",
+                [bytes(5), vec!["1.5".into()], bytes(26)].concat().join(","),
+            ),
+        ];
+        for (case, items) in cases {
+            let text = format!(
+                r#"{{"node_id":"ab","monotonic_seq":1,"wall_ms":5,"type":"DialStarted","peer":[{items}],"attempt":1,"timeout_ms":9}}"#
+            );
+            let r = row("events", &text);
+            assert_eq!(r["dial_started"].get("peer"), None, "{case}: {r}");
+            let extra: Value = serde_json::from_str(r["extra_json"].as_str().unwrap()).unwrap();
+            let read: Value = serde_json::from_str(&format!("[{items}]")).unwrap();
+            assert_eq!(extra["/peer"], read, "{case}");
+        }
     }
 
     #[test]
