@@ -124,9 +124,10 @@ fn event_key(seq: Option<i64>, ctx: &Context) -> EventKey {
     )
 }
 
-/// Records handed to the builder at a time, and the text they hold at most.
-const HANDOFF_ROWS: usize = 256;
-const HANDOFF_BYTES: usize = 1 << 20;
+/// Records handed to the builder at a time, and the text they hold at most (each hand-off can wake
+/// the builder's thread: groups of a thousand records cost fewer switches than groups of 256).
+const HANDOFF_ROWS: usize = 1024;
+const HANDOFF_BYTES: usize = 2 << 20;
 
 /// Hand-offs on their way to the builder at most.
 const HANDOFFS_IN_FLIGHT: usize = 2;
@@ -134,7 +135,7 @@ const HANDOFFS_IN_FLIGHT: usize = 2;
 /// A table's rows, built on a thread of their own (`rows.rs`) and handed in batches to the Parquet
 /// writer (`PartWriter`, which encodes on a thread of its own): the walk's decode, the rows' parse
 /// and the encoding run side by side. The records go over in small groups, and only a few groups
-/// are in flight, so memory holds a few hundred records' text.
+/// are in flight, so memory holds a few thousand records' text (a few MiB).
 struct Builder {
     pending: Vec<Held>,
     pending_bytes: usize,
