@@ -14,7 +14,7 @@ use std::io::{self, Read};
 
 use crate::problem::{ProblemKind, ReadErrorKind};
 use crate::scan::{MAX_DEPTH, Position, ScanError, Scanner, Take};
-use crate::v1::{EventRecord, Record, RecordKind};
+use crate::v1::RecordKind;
 
 /// What a file of a kind holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,12 +267,14 @@ fn frame_records(
 /// The verdict equals framing the record and parsing its text on its own, as
 /// [`crate::v1::Record::parse`] does: the text is UTF-8 and decodes. (The framing's own nesting
 /// limit applies to the records the decode refuses: the typed readers decide what they take.)
+#[cfg(feature = "validate")]
 pub(crate) fn decode_front(
     shape: FileShape,
     bytes: &[u8],
     all: bool,
     keep: bool,
-) -> Result<(Option<Record>, usize), Take> {
+) -> Result<(Option<crate::v1::Record>, usize), Take> {
+    use crate::v1::{EventRecord, Record};
     match shape {
         FileShape::ArrayOf(RecordKind::Event) => {
             let mut one = serde_json::Deserializer::from_slice(bytes).into_iter::<EventRecord>();
