@@ -263,7 +263,7 @@ impl<R: Read> Scanner<R> {
             }
             if depth > 0 {
                 // Inside an array or object only quotes and brackets matter.
-                i += find_structural(&self.buf[i..]);
+                i += find_structural(&self.buf[i..self.end]);
                 if i >= self.end {
                     continue;
                 }
@@ -468,6 +468,25 @@ mod tests {
         let got = values(&big, 1 << 20).expect("scans");
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].0.len(), big.len());
+    }
+
+    #[test]
+    fn a_value_read_a_few_bytes_at_a_time_is_whole() {
+        // A reader that gives three bytes a read leaves room after what was read: the search for
+        // a bracket must stop where the bytes read end.
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = 3.min(self.0.len()).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let text = b"{\"a\": 123456789, \"b\": [1]} 7";
+        let mut s = Scanner::new(Trickle(text), 1000);
+        assert_eq!(s.value(MAX_DEPTH).expect("value").0, &text[..26]);
+        assert_eq!(s.value(MAX_DEPTH).expect("value").0, b"7");
     }
 
     #[test]
