@@ -363,7 +363,7 @@ mod stream {
 
     /// The URL, run id and resume point of a live stream's URL
     /// (`http://HOST:PORT[/base]/diag/stream/{run_id}[?from=N]`).
-    pub(super) fn parse(url: &str) -> Result<(url::Url, String, Option<u64>), String> {
+    pub(crate) fn parse(url: &str) -> Result<(url::Url, String, Option<u64>), String> {
         let parsed = url::Url::parse(url).map_err(|e| format!("{url}: not a URL: {e}"))?;
         if parsed.scheme() != "http" {
             return Err(format!(
@@ -524,5 +524,42 @@ mod stream {
         Err(format!(
             "{url}: this build of diagwire follows a live stream only with the feature `serve` (cargo install --path cli --features serve)"
         ))
+    }
+}
+
+#[cfg(all(test, feature = "serve"))]
+mod tests {
+    /// A live stream's URL is read as a URL: its run id is the last path segment, its query
+    /// string says where to resume; anything else is refused with the reason.
+    #[test]
+    fn a_stream_url_is_read_as_a_url() {
+        let cases: [(&str, Result<(&str, Option<u64>), &str>); 8] = [
+            ("http://127.0.0.1:7/diag/stream/r-1", Ok(("r-1", None))),
+            ("http://127.0.0.1:7/diag/stream/r-1/", Ok(("r-1", None))),
+            (
+                "http://127.0.0.1:7/diag/stream/r-1?from=0",
+                Ok(("r-1", Some(0))),
+            ),
+            (
+                "http://h:7/base/diag/stream/r?x=1&from=42",
+                Ok(("r", Some(42))),
+            ),
+            ("http://h:7/diag/stream/r#frag", Ok(("r", None))),
+            (
+                "http://h:7/diag/stream/r?from=x",
+                Err("`from` must be a stream id"),
+            ),
+            ("http://h:7/diag/runs", Err("not a live stream's URL")),
+            ("https://h/diag/stream/r", Err("only http://")),
+        ];
+        for (url, want) in cases {
+            match (super::stream::parse(url), want) {
+                (Ok((_, run, from)), Ok((want_run, want_from))) => {
+                    assert_eq!((run.as_str(), from), (want_run, want_from), "{url}")
+                }
+                (Err(e), Err(part)) => assert!(e.contains(part), "{url}: {e}"),
+                (got, want) => panic!("{url}: got {:?}, expected {want:?}", got.map(|g| g.1)),
+            }
+        }
     }
 }
