@@ -533,7 +533,9 @@ mod tests {
     /// string says where to resume; anything else is refused with the reason.
     #[test]
     fn a_stream_url_is_read_as_a_url() {
-        let cases: [(&str, Result<(&str, Option<u64>), &str>); 8] = [
+        /// The run id and `from` read, or a part of the refusal's reason.
+        type Read<'a> = Result<(&'a str, Option<u64>), &'a str>;
+        let cases: [(&str, Read<'_>); 8] = [
             ("http://127.0.0.1:7/diag/stream/r-1", Ok(("r-1", None))),
             ("http://127.0.0.1:7/diag/stream/r-1/", Ok(("r-1", None))),
             (
