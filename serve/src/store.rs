@@ -241,7 +241,7 @@ impl Store {
             for run_id in sorted_names(base, true)? {
                 let run = runs
                     .entry(run_id.clone())
-                    .or_insert_with(|| (RunAccount::default(), BTreeMap::new(), Recovered::new()));
+                    .or_insert_with(|| (RunAccount::default(), BTreeMap::new(), BTreeMap::new()));
                 for node in sorted_names(&base.join(&run_id), true)? {
                     let seq: &mut NodeSeq = run.1.entry(node.clone()).or_default();
                     let mut account = run.0.nodes.remove(&node).unwrap_or_default();
@@ -278,10 +278,8 @@ impl Store {
                             let next = seq.next.entry(kind.staged_stem()).or_insert(1);
                             *next = (*next).max(n + 1);
                             account.count(&kind);
-                            match run.2.iter_mut().find(|(o, k, _)| *o == node && *k == kind) {
-                                Some((_, _, highest)) => *highest = (*highest).max(n),
-                                None => run.2.push((node.clone(), kind, n)),
-                            }
+                            let highest = run.2.entry((node.clone(), kind)).or_insert(0);
+                            *highest = (*highest).max(n);
                         }
                         run.0.bytes += meta.len();
                         if let Some(ms) = meta
@@ -298,7 +296,8 @@ impl Store {
         }
         let mut map = lock(&self.runs);
         for (id, (account, seqs, staged)) in runs {
-            let hub = self.new_hub(&id, staged);
+            let staged = staged.into_iter().map(|((node, kind), n)| (node, kind, n));
+            let hub = self.new_hub(&id, staged.collect());
             if self.bundles.join(format!("{id}.tar.gz")).is_file() {
                 hub.finish();
             }
