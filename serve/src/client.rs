@@ -1,8 +1,8 @@
 //! A small HTTP/1.1 client of the collector (hyper's client connection, over one keep-alive TCP
 //! connection): [`Connection`] posts records as a node does (the tests and the load generator
 //! use it), and [`subscribe`] / [`follow`] read a run's live stream and yield its records and
-//! its `lagged` and `end` notices. The Server-Sent Events framing is read here (a few lines; no SSE client
-//! crate is in the dependency tree).
+//! its `lagged` and `end` notices. The Server-Sent Events framing is read here (a few lines; no
+//! SSE client crate is in the dependency tree).
 
 use std::net::SocketAddr;
 use std::time::Duration;
