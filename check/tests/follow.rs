@@ -184,3 +184,48 @@ fn names_outside_the_layout_are_not_read() {
         None,
     );
 }
+
+/// A staging root: what lands under it, in order (`<run>/<node>/<name>`), and after each landing
+/// whether the follower is still waiting for a run and which run it follows.
+#[test]
+fn a_staging_root_is_waited_on_until_its_first_run_appears() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("staging");
+    std::fs::create_dir_all(&root).unwrap();
+    let (_, hex) = node();
+    let rules = Rulebook::builtin();
+    let mut monitor = Monitor::new(&rules, "r1");
+    let mut follower = Follower::new(&root, Limits::default()).unwrap();
+    let steps: [(&str, String, Option<&str>); 3] = [
+        // A run directory and a writer's temporary name: nothing of a run yet.
+        ("r1/.boot-000001.json.partial", boot_json(), None),
+        ("r1/boot-000001.json", boot_json(), Some("r1")),
+        ("r1/events-000001.json", events_json(2), Some("r1")),
+    ];
+    for (rel, text, run) in steps {
+        let (dir, name) = rel.split_once('/').unwrap();
+        let at = root.join(dir).join(&hex);
+        std::fs::create_dir_all(&at).unwrap();
+        std::fs::write(at.join(name), text).unwrap();
+        follower.poll(&mut monitor, SETTLE);
+        assert_eq!(follower.waiting(), run.is_none(), "after {rel}");
+        if let Some(run) = run {
+            assert_eq!(follower.root(), root.join(run), "after {rel}");
+        }
+    }
+    follower.finish(&mut monitor);
+    assert_eq!(
+        monitor.finish().records,
+        3,
+        "the boot record and two events"
+    );
+    // Two runs appearing at once cannot be told apart: the follower says so.
+    let two = tmp.path().join("two");
+    for run in ["a", "b"] {
+        let at = two.join(run).join(&hex);
+        std::fs::create_dir_all(&at).unwrap();
+        std::fs::write(at.join("boot-000001.json"), boot_json()).unwrap();
+    }
+    let err = Follower::new(&two, Limits::default()).unwrap_err();
+    assert!(err.contains("holds 2 runs"), "{err}");
+}

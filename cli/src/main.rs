@@ -161,10 +161,13 @@ enum Command {
     /// Exit status: 0 when no violation, 1 otherwise (or a flagged shift, or coverage below P),
     /// 2 when a bundle cannot be opened.
     ///
-    /// `--follow` checks a run directory while it is written (a bundle directory, or a
-    /// collector's staging directory of one run): each finding is printed the moment it is
-    /// decided, and the check ends once the finalize record has landed and nothing more has for
-    /// `--settle`, at `--until`, or on Ctrl-C, with the report of what was read.
+    /// `--follow` checks a run directory while it is written (a bundle directory, a collector's
+    /// staging directory of one run, or a staging root, waited on until its first run appears),
+    /// or a collector's live stream (`http://HOST:PORT/diag/stream/RUN`, from the run's first
+    /// record): each finding is printed the moment it is decided, and the check ends at the
+    /// stream's end, once the finalize record has landed and nothing more has for `--settle`, at
+    /// `--until`, or on Ctrl-C, with the report of what was read. Exit status 2 also when that
+    /// report does not cover the whole run (it says what it missed).
     Check {
         /// The bundle (a directory or a `.tar.gz`), or with `--follow` the directory to follow.
         bundle: PathBuf,

@@ -1,8 +1,8 @@
 //! A small HTTP/1.1 client of the collector (hyper's client connection, over one keep-alive TCP
 //! connection): [`Connection`] posts records as a node does (the tests and the load generator
 //! use it), and [`subscribe`] / [`follow`] read a run's live stream and yield its records and
-//! its `lagged` notices. The Server-Sent Events framing is read here (a few lines; no SSE client
-//! crate is in the dependency tree).
+//! its `lagged` and `end` notices. The Server-Sent Events framing is read here (a few lines; no
+//! SSE client crate is in the dependency tree).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -153,11 +153,16 @@ pub enum StreamEvent {
         /// The record.
         record: LiveRecord,
     },
-    /// The subscriber missed `skipped` records (it fell behind, or resumed from before what the
-    /// collector keeps); the bundle holds them.
+    /// `skipped` records the collector could not give (their staged files are gone or do not
+    /// read).
     Lagged {
         /// How many.
         skipped: u64,
+    },
+    /// The run's bundle is written and every record before it was sent; the stream closes.
+    End {
+        /// The run's last stream id.
+        last: u64,
     },
 }
 
@@ -171,8 +176,9 @@ pub struct Subscription {
     buf: Vec<u8>,
 }
 
-/// Subscribes to `url` (`http://HOST:PORT/diag/stream/{run_id}`, a base path allowed), resuming
-/// after stream id `from` when given.
+/// Subscribes to `url` (`http://HOST:PORT/diag/stream/{run_id}`, a base path and a query string
+/// allowed), resuming after stream id `from` when given (sent as `Last-Event-ID`; a `from` in the
+/// query string wins): `Some(0)` reads the run from its first record.
 pub async fn subscribe(url: &str, from: Option<u64>) -> Result<Subscription, ClientError> {
     let uri: hyper::Uri = url.parse().map_err(|e| err(format!("{url:?}: {e}")))?;
     if uri.scheme_str() != Some("http") {
@@ -306,6 +312,15 @@ fn parse_event(block: &[u8]) -> Result<Option<StreamEvent>, ClientError> {
             skipped: lagged.skipped,
         }));
     }
+    if name == "end" {
+        #[derive(serde::Deserialize)]
+        struct End {
+            last: u64,
+        }
+        let end: End =
+            serde_json::from_str(&data).map_err(|e| err(format!("an end event: {e}")))?;
+        return Ok(Some(StreamEvent::End { last: end.last }));
+    }
     let record: LiveRecord = serde_json::from_str(&data).map_err(|e| {
         err(format!(
             "event {:?} is not a live record: {e}",
@@ -416,6 +431,10 @@ mod tests {
             (
                 "event: lagged\ndata: {\"skipped\":7}".into(),
                 Some(StreamEvent::Lagged { skipped: 7 }),
+            ),
+            (
+                "event: end\nid: 12\ndata: {\"last\":12}".into(),
+                Some(StreamEvent::End { last: 12 }),
             ),
             (
                 format!("event: boot\nid: 9\ndata: {record}"),

@@ -64,8 +64,8 @@ pub struct Config {
     pub validate: bool,
     /// The limits.
     pub limits: Limits,
-    /// How many recent records of a run the live stream keeps: a subscriber may fall this far
-    /// behind (or resume this far back) before it is told it lagged.
+    /// How many recent records of a run the live stream keeps in memory: a subscriber that falls
+    /// further behind (or resumes further back) has the older records read back from staging.
     pub live_replay: usize,
     /// The bytes the live streams of all runs keep together (each run drops its own oldest
     /// records first).

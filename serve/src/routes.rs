@@ -368,18 +368,15 @@ async fn ingest(
                         c.store.stage(&run2, &node2, &mut guard, &post)?
                     }
                 };
-                let live_kind: diagwire::v1::collector::RecordKind =
-                    serde_json::from_value(serde_json::Value::String(stem.clone()))
-                        .unwrap_or(diagwire::v1::collector::RecordKind::Other(stem.clone()));
                 let record = LiveRecord::new(
                     &run2.id,
                     &node2,
-                    live_kind,
+                    crate::live::live_kind(&stem),
                     recv_ms,
                     seq,
                     diagwire::Json(serde_json::Value::Null),
                 );
-                run2.live.publish(&stem, live_data(&record, &json));
+                run2.live.publish(&node2, &kind, live_data(&record, &json));
                 Ok(Outcome {
                     seq: Some(seq),
                     problems,
@@ -427,6 +424,7 @@ async fn ingest(
         let id = run_id.clone();
         match tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await {
             Ok(Ok(path)) => {
+                run.live.finish();
                 run.live.release_unwatched();
                 body = Some(serde_json::json!({ "bundle_path": path.display().to_string() }));
             }
@@ -633,6 +631,10 @@ async fn stream(
             Delivery::Lagged { skipped } => Event::default()
                 .event("lagged")
                 .data(format!("{{\"skipped\":{skipped}}}")),
+            Delivery::End { last } => Event::default()
+                .event("end")
+                .id(last.to_string())
+                .data(format!("{{\"last\":{last}}}")),
         };
         Some((Ok::<Event, Infallible>(event), sub))
     });
