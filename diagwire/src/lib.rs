@@ -74,6 +74,7 @@ pub mod frame;
 pub mod generation;
 pub mod layout;
 pub mod problem;
+pub mod quarantine;
 pub mod scan;
 pub mod shape;
 

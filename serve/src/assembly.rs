@@ -28,10 +28,8 @@ use crate::Collector;
 use crate::live::lock;
 use crate::store::sorted_names;
 
-/// The bundle folder holding a run's quarantined bodies, `@quarantine/<node_id>/<name>`. Its
-/// name cannot be a node's label (labels are made of `[A-Za-z0-9._-]`), so no node's directory
-/// collides with it, whatever its role or id.
-pub const QUARANTINE_DIR: &str = "@quarantine";
+/// The bundle folder holding a run's quarantined bodies (the library's, which its readers know).
+pub use diagwire::quarantine::QUARANTINE_DIR;
 
 /// Numbers the temporary names of assemblies running at once.
 static NEXT: AtomicU64 = AtomicU64::new(0);

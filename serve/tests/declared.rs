@@ -55,7 +55,10 @@ fn mixed() -> Original {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(run_id);
     let mut manifest = Manifest::new(run_id.to_owned());
-    for (from, labels) in [(&new, ["orchestrator", "relay"]), (&old, ["stage", "stage"])] {
+    for (from, labels) in [
+        (&new, ["orchestrator", "relay"]),
+        (&old, ["stage", "stage"]),
+    ] {
         for node in &from.manifest.nodes {
             if labels.iter().any(|l| node.label.starts_with(l)) {
                 manifest.nodes.push(node.clone());
@@ -63,7 +66,10 @@ fn mixed() -> Original {
         }
         for (rel, bytes) in &from.contents.files {
             let at = parse_bundle_path(rel);
-            if at.node.is_some_and(|n| labels.iter().any(|l| n.starts_with(l))) {
+            if at
+                .node
+                .is_some_and(|n| labels.iter().any(|l| n.starts_with(l)))
+            {
                 let to = rel.split('/').fold(path.clone(), |p, c| p.join(c));
                 fs::create_dir_all(to.parent().unwrap()).unwrap();
                 fs::write(to, bytes).unwrap();
@@ -128,7 +134,12 @@ async fn post_and_serve(original: &Original, server: &Server, out: &Path) -> Pat
                 )
                 .await
                 .unwrap();
-            assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+            assert_eq!(
+                reply.status,
+                200,
+                "{}",
+                String::from_utf8_lossy(&reply.body)
+            );
         }
     }
     let (finalizer, body) = finalize.expect("the run has a finalize record");
@@ -210,7 +221,10 @@ async fn check_served_run(original: Original) {
             listed["run_start_collector_ms"].as_u64(),
             listed["run_end_collector_ms"].as_u64()
         ),
-        (manifest.run_start_collector_ms, manifest.run_end_collector_ms),
+        (
+            manifest.run_start_collector_ms,
+            manifest.run_end_collector_ms
+        ),
         "the manifest's collector times are those /diag/runs reports"
     );
 }

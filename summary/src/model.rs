@@ -386,6 +386,10 @@ pub struct Summary {
     pub problem_counts: BTreeMap<&'static str, u64>,
     /// The first located problems.
     pub problems: Vec<Problem>,
+    /// The first bodies the collector quarantined at ingest, with why.
+    pub quarantined: Vec<diagwire::quarantine::Quarantined>,
+    /// How many bodies it quarantined.
+    pub quarantined_total: u64,
     /// Why sections are empty.
     pub absent: Vec<Absence>,
     /// Unknown event types by tag.
