@@ -215,9 +215,17 @@ pub fn proven(kind: &str, value: &Value) -> Option<&'static str> {
     found
 }
 
+/// The largest record file [`proven_file`] reads: its JSON is held as a value while it is walked,
+/// so larger files (never a well-behaved node's batch or snapshot) are not read, keeping memory
+/// bounded.
+pub const MAX_EXAMINED_BYTES: usize = 4 << 20;
+
 /// [`proven`] of a record file's bytes: JSON, or the binary form decoded first. A file that does
-/// not read as a record proves nothing.
+/// not read as a record, or is over [`MAX_EXAMINED_BYTES`], proves nothing.
 pub fn proven_file(kind: &FileKind, encoding: Encoding, bytes: &[u8]) -> Option<&'static str> {
+    if bytes.len() > MAX_EXAMINED_BYTES {
+        return None;
+    }
     let record_kind = kind.record_kind();
     let text = crate::binary::json_text(encoding, record_kind, bytes).ok()?;
     let value: Value = serde_json::from_slice(&text).ok()?;

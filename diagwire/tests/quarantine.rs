@@ -38,7 +38,14 @@ fn why(route: &str, message: &str) -> Vec<u8> {
 fn bundle(dir: &Path, files: &[File]) -> std::path::PathBuf {
     let node = NodeId([0xaf; 32]);
     let mut w = Writer::new(RUN, BundleWriter::new(WriterKind::Collector, "test", "0"));
-    w.boot(&Identity::new(node.to_hex(), node.short(), "stage", RUN, 1, 0));
+    w.boot(&Identity::new(
+        node.to_hex(),
+        node.short(),
+        "stage",
+        RUN,
+        1,
+        0,
+    ));
     let (path, _) = w.write_dir(dir).unwrap();
     let q = path.join("@quarantine").join(NODE);
     fs::create_dir_all(&q).unwrap();
@@ -88,7 +95,10 @@ fn check_quarantine(files: &[File], want: &[(&str, &str)]) {
     walk_into(&mut reader, Walk::default(), &mut [&mut seen]);
     let walked: Vec<(String, String)> = seen.problems.iter().map(at).collect();
 
-    assert_eq!(walked, validated, "the walk reports what validation reports");
+    assert_eq!(
+        walked, validated,
+        "the walk reports what validation reports"
+    );
     assert_eq!(seen.bodies.len(), want.len(), "one body per problem");
     assert_eq!(validated.len(), want.len(), "{validated:#?}");
     for ((file, message), (want_file, words)) in validated.iter().zip(want) {
@@ -97,7 +107,10 @@ fn check_quarantine(files: &[File], want: &[(&str, &str)]) {
             message.starts_with("quarantined at ingest: ") && message.contains(words),
             "{message:?} should hold {words:?}"
         );
-        assert!(!message.chars().any(char::is_control), "escaped: {message:?}");
+        assert!(
+            !message.chars().any(char::is_control),
+            "escaped: {message:?}"
+        );
     }
 }
 
@@ -126,7 +139,10 @@ fn bodies_of_several_kinds_are_one_problem_each() {
         ],
         &[
             ("000001-snapshot.json", "posted to /diag/snapshot: not JSON"),
-            ("000002-metrics.bin", "posted to /diag/metrics: unknown record kind"),
+            (
+                "000002-metrics.bin",
+                "posted to /diag/metrics: unknown record kind",
+            ),
         ],
     );
 }
