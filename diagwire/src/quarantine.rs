@@ -17,8 +17,9 @@ pub const QUARANTINE_DIR: &str = "@quarantine";
 /// The suffix of the file that says why the body beside it was quarantined.
 pub const WHY_SUFFIX: &str = ".why.json";
 
-/// The most of a `.why.json` a reader reads; the rest is left unread.
-pub const MAX_WHY_BYTES: usize = 64 << 10;
+/// The largest `.why.json` a reader reads (the collector's reason for an events batch lists every
+/// record it left out); a longer one is not read and is said to be too long.
+pub const MAX_WHY_BYTES: usize = 1 << 20;
 
 /// The most characters of a reason a reader reports.
 const MAX_WORDS: usize = 1_000;
@@ -70,9 +71,13 @@ impl Why {
     /// The words of a `.why.json` as read from a bundle: escaped for a terminal and cut to a
     /// bounded length; a file that is not a reason says so.
     pub fn read(bytes: &[u8]) -> String {
-        let words = match serde_json::from_slice::<Why>(bytes) {
-            Ok(why) => why.words(),
-            Err(e) => format!("its reason does not read ({e})"),
+        let words = if bytes.len() > MAX_WHY_BYTES {
+            format!("its reason is over {MAX_WHY_BYTES} bytes, more than a reader reads")
+        } else {
+            match serde_json::from_slice::<Why>(bytes) {
+                Ok(why) => why.words(),
+                Err(e) => format!("its reason does not read ({e})"),
+            }
         };
         let mut words = printable(&words).into_owned();
         if let Some((cut, _)) = words.char_indices().nth(MAX_WORDS) {
@@ -168,8 +173,8 @@ pub struct Pairing {
 }
 
 impl Pairing {
-    /// Notes a file of the quarantine at `rel` (shown as `location`); `read` gives the first
-    /// bytes of a `.why.json`. Returns the bodies whose reason is now known, in order.
+    /// Notes a file of the quarantine at `rel` (shown as `location`); `read` gives the bytes of
+    /// a `.why.json` (at most one more than [`MAX_WHY_BYTES`]). Returns the bodies whose reason is now known, in order.
     pub fn file(
         &mut self,
         entry: Entry<'_>,
@@ -224,7 +229,8 @@ impl Pairing {
     }
 
     /// For a reader of a bundle's files: when the file at `rel` (shown as `location`) is in the
-    /// quarantine, notes it (reading at most [`MAX_WHY_BYTES`] of a reason from `file`) and
+    /// quarantine, notes it (reading at most one byte more than [`MAX_WHY_BYTES`] of a reason from
+    /// `file`) and
     /// returns the bodies whose reason is now known; `None` for a file outside the quarantine.
     pub fn take(
         &mut self,
@@ -235,7 +241,8 @@ impl Pairing {
         let entry = entry(rel)?;
         Some(self.file(entry, rel, location, || {
             let mut bytes = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut file.take(MAX_WHY_BYTES as u64), &mut bytes);
+            let limit = MAX_WHY_BYTES as u64 + 1;
+            let _ = std::io::Read::read_to_end(&mut file.take(limit), &mut bytes);
             bytes
         }))
     }

@@ -8,7 +8,8 @@ use std::fs;
 use std::path::Path;
 
 use diagwire::bundle::Writer;
-use diagwire::bundle::read::{BundleReader, Limits};
+use diagwire::bundle::output::write_tar_gz;
+use diagwire::bundle::read::{BundleReader, Limits, read_all};
 use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
 use diagwire::quarantine::{Quarantined, Why, WhyProblem};
 use diagwire::v1::{BundleWriter, Identity, WriterKind};
@@ -72,12 +73,23 @@ impl Consumer for Seen {
     }
 }
 
-/// Checks that validation and the walk report `want`: per problem, the file it is located at
-/// (relative to the quarantine folder of the node) and words its message holds.
+/// Checks that validation and the walk report `want`, on the bundle as a directory and as an
+/// archive: per problem, the file it is located at (relative to the quarantine folder of the
+/// node) and words its message holds.
 #[track_caller]
 fn check_quarantine(files: &[File], want: &[(&str, &str)]) {
     let dir = tempfile::tempdir().unwrap();
     let path = bundle(dir.path(), files);
+    let (contents, errors) = read_all(&path, Limits::default()).unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    let archive = dir.path().join("bundle.tar.gz");
+    write_tar_gz(&contents, fs::File::create(&archive).unwrap()).unwrap();
+    check_both_readers(&path, want);
+    check_both_readers(&archive, want);
+}
+
+#[track_caller]
+fn check_both_readers(path: &Path, want: &[(&str, &str)]) {
     let at = |p: &Problem| -> (String, String) {
         let file = p.location.file.clone();
         let rel = file
@@ -86,11 +98,11 @@ fn check_quarantine(files: &[File], want: &[(&str, &str)]) {
         (rel, p.message.clone())
     };
     let validators = Validators::new().unwrap();
-    let mut reader = BundleReader::open(&path, Limits::default()).unwrap();
+    let mut reader = BundleReader::open(path, Limits::default()).unwrap();
     let report = diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
     let validated: Vec<(String, String)> = report.problems.iter().map(at).collect();
 
-    let mut reader = BundleReader::open(&path, Limits::default()).unwrap();
+    let mut reader = BundleReader::open(path, Limits::default()).unwrap();
     let mut seen = Seen::default();
     walk_into(&mut reader, Walk::default(), &mut [&mut seen]);
     let walked: Vec<(String, String)> = seen.problems.iter().map(at).collect();
@@ -182,5 +194,22 @@ fn a_reason_without_its_body_is_one_problem_at_the_reason() {
     check_quarantine(
         &[("000003-boot.why.json", why("boot", "not an object"))],
         &[("000003-boot.why.json", "a reason without its body")],
+    );
+}
+
+#[test]
+fn a_reason_longer_than_a_reader_reads_is_said_so_and_the_files_after_it_still_read() {
+    let long = "x".repeat(diagwire::quarantine::MAX_WHY_BYTES);
+    check_quarantine(
+        &[
+            ("000001-boot.json", b"[1]".to_vec()),
+            ("000001-boot.why.json", why("boot", &long)),
+            ("000002-boot.json", b"[2]".to_vec()),
+            ("000002-boot.why.json", why("boot", "not an object")),
+        ],
+        &[
+            ("000001-boot.json", "its reason is over 1048576 bytes"),
+            ("000002-boot.json", "posted to /diag/boot: not an object"),
+        ],
     );
 }
