@@ -15,6 +15,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use diagwire::layout::{self, FileKind};
+use diagwire::quarantine::{Why, WhyProblem};
 use diagwire::v1::{ClockEcho, ErrorBody, Hints, LiveRecord, PostAck, RunNodeSummary, RunSummary};
 use http_body_util::BodyExt;
 
@@ -271,7 +272,11 @@ async fn ingest(
     let outcome = tokio::task::spawn_blocking(move || -> Result<Outcome, StoreError> {
         let c = worker;
         let (Some(kind), Some(verdict)) = (kind2, verdict) else {
-            let why = serde_json::json!({ "route": kind_name, "problem": "unknown record kind" });
+            let why = why_json(Why {
+                route: kind_name.clone(),
+                problem: Some("unknown record kind".into()),
+                ..Why::default()
+            });
             let at = c.store.quarantine(
                 &run2,
                 &node2,
@@ -297,10 +302,17 @@ async fn ingest(
             None => "bin",
         };
         let keep = |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &[DoorProblem]| {
-            let why = serde_json::json!({
-                "route": stem,
-                "content_type": content_type,
-                "problems": problems,
+            let why = why_json(Why {
+                route: stem.clone(),
+                content_type: content_type.clone(),
+                problems: problems
+                    .iter()
+                    .map(|p| WhyProblem {
+                        pointer: p.pointer.clone(),
+                        message: p.message.clone(),
+                    })
+                    .collect(),
+                problem: None,
             });
             c.store.quarantine(
                 &run2,
@@ -645,4 +657,10 @@ async fn stream(
                 .text("ping"),
         )
         .into_response()
+}
+
+/// A quarantined body's reason as its `.why.json` holds it (the library's shape, which readers
+/// of a bundle read).
+fn why_json(why: Why) -> serde_json::Value {
+    serde_json::to_value(why).expect("OK because a reason always serializes")
 }

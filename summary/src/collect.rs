@@ -193,6 +193,12 @@ pub fn summarize_walk(
         fn problem(&mut self, problem: &Problem) {
             self.pass.problem(problem);
         }
+        fn quarantined(&mut self, body: &diagwire::quarantine::Quarantined) {
+            self.pass.s.quarantined_total += 1;
+            if self.pass.s.quarantined.len() < MAX_LISTED {
+                self.pass.s.quarantined.push(body.clone());
+            }
+        }
     }
     let total = reader.file_count();
     let mut reading = Reading {

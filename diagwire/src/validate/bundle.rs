@@ -12,7 +12,8 @@
 //! * the sequence numbers of each node's numbered files run from 1 without a gap (each missing
 //!   file is named);
 //! * every file outside the layout is reported, with the canonical name when it only spells a
-//!   sequence number differently.
+//!   sequence number differently; a body the collector quarantined (`@quarantine/`) is one problem,
+//!   "quarantined at ingest" with the reason its `.why.json` records ([`crate::quarantine`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -21,6 +22,7 @@ use super::{Checker, Options, Report};
 use crate::bundle::read::{BundleReader, Limits, ReadError};
 use crate::layout::{self, Encoding, FileKind, Role};
 use crate::problem::{Location, Problem, ProblemKind};
+use crate::quarantine::Pairing;
 use crate::v1::{Identity, Manifest, Record};
 use crate::validate::Validators;
 
@@ -150,6 +152,7 @@ impl Checker<'_> {
         let options = self.options;
         let run_id = reader.run_id().to_owned();
         let mut seen = Seen::default();
+        let mut quarantine = Pairing::default();
         let mut stream = reader.stream();
         while let Some(item) = stream.next() {
             let (done, size) = stream.progress();
@@ -173,6 +176,12 @@ impl Checker<'_> {
                 if let Some(p) = location.strip_suffix(rel.as_str()) {
                     seen.prefix = Some(p.to_owned());
                 }
+            }
+            if let Some(found) = quarantine.take(&rel, &location, &mut file) {
+                for body in found {
+                    report.push(&options, body.problem());
+                }
+                continue;
             }
             let (at, twice) = seen.exists(&rel);
             if let Some(first) = twice {
@@ -205,6 +214,9 @@ impl Checker<'_> {
             }
         }
         drop(stream);
+        for body in quarantine.finish() {
+            report.push(&options, body.problem());
+        }
         let mut out = Vec::new();
         match &seen.manifest {
             Some((file, m)) => {
