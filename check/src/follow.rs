@@ -21,7 +21,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use diagwire::bundle::read::{Limits, open_record_file};
+use diagwire::bundle::read::{Limits, Links, open_record_file_with};
 use diagwire::layout::{self, Encoding, FileKind, Role};
 use diagwire::problem::{Location, Problem, ProblemKind, ReadErrorKind};
 use diagwire::v1::{EventRecord, Record, RecordKind};
@@ -335,7 +335,7 @@ fn read_text(
     limits: Limits,
 ) -> Result<String, (ProblemKind, String)> {
     let mut bytes = Vec::new();
-    open_record_file(path, limits)
+    open_record_file_with(path, limits, Links::Refuse)
         .map_err(|e| (ProblemKind::Read(e.kind), e.message.clone()))?
         .read_to_end(&mut bytes)
         .map_err(|e| (ProblemKind::Read(ReadErrorKind::Io), e.to_string()))?;

@@ -48,6 +48,8 @@ enum Step {
     Write(&'static str, String),
     /// Make `<node>/<name>` a symbolic link to `target`.
     Link(&'static str, &'static str),
+    /// Make `<node>/<name>` a fifo (no writer ever opens it: opening it to read would block).
+    Fifo(&'static str),
     /// Let the settle time pass.
     Settle,
 }
@@ -65,6 +67,13 @@ fn follow(dir: &Path, steps: Vec<Step>) -> CheckReport {
             Step::Write(name, text) => std::fs::write(node_dir.join(name), text).unwrap(),
             Step::Link(name, target) => {
                 std::os::unix::fs::symlink(target, node_dir.join(name)).unwrap()
+            }
+            Step::Fifo(name) => {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(node_dir.join(name))
+                    .status()
+                    .unwrap();
+                assert!(made.success(), "mkfifo");
             }
             Step::Settle => std::thread::sleep(SETTLE + Duration::from_millis(50)),
         }
@@ -162,6 +171,20 @@ fn a_link_where_a_record_file_belongs_is_reported_and_not_followed() {
         vec![
             Step::Write("boot-000001.json", boot_json()),
             Step::Link("events-000001.json", "/etc/passwd"),
+            Step::Settle,
+        ],
+        1,
+        1,
+        Some("events-000001.json"),
+    );
+}
+
+#[test]
+fn a_fifo_where_a_record_file_belongs_is_reported_and_never_blocks() {
+    expect(
+        vec![
+            Step::Write("boot-000001.json", boot_json()),
+            Step::Fifo("events-000001.json"),
             Step::Settle,
         ],
         1,

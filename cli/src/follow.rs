@@ -117,15 +117,25 @@ enum End {
 /// violation, 1 when it was read and has one, 2 when PATH cannot be followed or the report
 /// does not cover the whole run (records missing, no run found, stopped before its end).
 pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
+    // Ctrl-C and `--until` are honoured from the start, while a collector is being reached too.
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        // Without a handler (another one is set) Ctrl-C ends the process as usual.
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    }
+    let started = Instant::now();
+    let give_up =
+        || stop.load(Ordering::SeqCst) || until.until.is_some_and(|d| started.elapsed() >= d);
     let text = path.to_string_lossy();
     let source: Result<Box<dyn Source>, String> =
         if text.starts_with("http://") || text.starts_with("https://") {
-            stream::open(&text)
+            stream::open(&text, &give_up)
         } else {
             Follower::new(path, Limits::default()).map(|f| Box::new(f) as Box<dyn Source>)
         };
     match source {
-        Ok(source) => run(source, until, format),
+        Ok(source) => run(source, until, format, &stop, started),
         Err(e) => {
             eprintln!("error: {}", printable(&e));
             ExitCode::from(2)
@@ -133,15 +143,14 @@ pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
     }
 }
 
-fn run(mut source: Box<dyn Source>, until: Until, format: Format) -> ExitCode {
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = Arc::clone(&stop);
-        // Without a handler (another one is set) Ctrl-C ends the process as usual.
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
-    }
+fn run(
+    mut source: Box<dyn Source>,
+    until: Until,
+    format: Format,
+    stop: &AtomicBool,
+    started: Instant,
+) -> ExitCode {
     let status = std::io::stderr().is_terminal();
-    let started = Instant::now();
     let deadline = || until.until.is_some_and(|d| started.elapsed() >= d);
     // A staging root with no run yet: wait for the first.
     let mut said = false;
@@ -391,13 +400,13 @@ mod stream {
         Ok((parsed, run, from))
     }
 
-    /// Subscribes to `url`.
-    pub fn open(url: &str) -> Result<Box<dyn Source>, String> {
+    /// Subscribes to `url`, giving up when `give_up` says so.
+    pub fn open(url: &str, give_up: &dyn Fn() -> bool) -> Result<Box<dyn Source>, String> {
         let (parsed, run, from) = parse(url)?;
         // Without `from` in the query, the run from its first record (`Last-Event-ID: 0`).
         let resume = if from.is_some() { None } else { Some(0) };
-        let follow =
-            client::follow(parsed.as_str(), resume).map_err(|e| format!("{url}: {}", e.0))?;
+        let follow = client::follow_unless(parsed.as_str(), resume, give_up)
+            .map_err(|e| format!("{}: {}", printable(url), printable(&e.0)))?;
         Ok(Box::new(Stream {
             url: parsed.to_string(),
             run,
@@ -520,7 +529,7 @@ mod stream {
 mod stream {
     use super::Source;
 
-    pub fn open(url: &str) -> Result<Box<dyn Source>, String> {
+    pub fn open(url: &str, _give_up: &dyn Fn() -> bool) -> Result<Box<dyn Source>, String> {
         Err(format!(
             "{url}: this build of diagwire follows a live stream only with the feature `serve` (cargo install --path cli --features serve)"
         ))

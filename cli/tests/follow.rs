@@ -595,3 +595,82 @@ mod live_stream {
         assert_eq!(seen.last().unwrap()["ended"], "settled");
     }
 }
+
+/// `check --follow` of a stream URL whose server misbehaves: each case ends on its own, soon after
+/// `--until` at the latest, with exit status 2 and no panic, whatever the server does.
+#[cfg(feature = "serve")]
+mod hostile_servers {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// What the fake server does with the one connection it takes.
+    #[derive(Clone, Copy, Debug)]
+    enum Server {
+        /// Accepts the connection and never answers.
+        Silent,
+        /// Answers 500 with a body that never ends.
+        EndlessError,
+        /// Answers 200 with an event stream whose first line never ends.
+        EndlessLine,
+    }
+
+    /// The longest any case may take: well under the client's own answer time-out (10 s), so a
+    /// case that passes ends by `--until`, not by that time-out.
+    const BOUND: Duration = Duration::from_secs(8);
+
+    /// Serves one connection on a loopback port as `server` says, for at most 30 s; its address.
+    fn start(server: Server) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+            let mut head = [0u8; 4096];
+            let _ = s.read(&mut head);
+            let (status, kind) = match server {
+                Server::Silent => {
+                    std::thread::sleep(Duration::from_secs(30));
+                    return;
+                }
+                Server::EndlessError => ("500 Internal Server Error", "text/plain"),
+                Server::EndlessLine => ("200 OK", "text/event-stream"),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ntransfer-encoding: chunked\r\n\r\n"
+            );
+            if s.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            let chunk = format!("{:x}\r\n{}\r\n", 64 << 10, "x".repeat(64 << 10));
+            let first = format!("{:x}\r\ndata: \r\n", 6);
+            let _ = s.write_all(first.as_bytes());
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(30) {
+                if s.write_all(chunk.as_bytes()).is_err() {
+                    return;
+                }
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn a_follow_ends_by_until_whatever_the_server_does() {
+        for server in [Server::Silent, Server::EndlessError, Server::EndlessLine] {
+            let addr = start(server);
+            let url = format!("http://{addr}/diag/stream/r-1");
+            let started = Instant::now();
+            let (mut child, _lines) = follow(Path::new(&url), &["--until", "2s"]);
+            let code = exit_code(&mut child);
+            let took = started.elapsed();
+            assert_eq!(code, Some(2), "{server:?}: exit status");
+            assert!(
+                took < BOUND,
+                "{server:?}: the follow took {took:?}, past `--until 2s`"
+            );
+        }
+    }
+}

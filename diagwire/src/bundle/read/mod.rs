@@ -260,7 +260,7 @@ impl Read for StreamFile {
     }
 }
 
-pub use record_file::{RecordFile, open_record_file};
+pub use record_file::{Links, RecordFile, open_record_file, open_record_file_with};
 
 /// What the first look found, for the iteration to go through.
 #[derive(Debug)]
