@@ -143,6 +143,25 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{text:?}: {e} (write a duration like 5s, 500ms or 1m 30s)"))
 }
 
+/// A listening address as `--listen` takes it: `HOST:PORT`, the host an IP address (IPv6 in
+/// brackets) or a name resolved when the collector starts.
+fn parse_listen(s: &str) -> Result<String, String> {
+    if s.parse::<SocketAddr>().is_ok() {
+        return Ok(s.to_owned());
+    }
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{s:?}: write HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080"))?;
+    port.parse::<u16>()
+        .map_err(|_| format!("{s:?}: the port must be a number from 0 to 65535"))?;
+    if host.is_empty() || host.contains(['[', ']', ' ', '/', ':']) {
+        return Err(format!(
+            "{s:?}: not a host name or an IP address (write an IPv6 address in brackets, [::1]:8080)"
+        ));
+    }
+    Ok(s.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,23 +186,4 @@ mod tests {
             assert_eq!(got, *want, "{text}");
         }
     }
-}
-
-/// A listening address as `--listen` takes it: `HOST:PORT`, the host an IP address (IPv6 in
-/// brackets) or a name resolved when the collector starts.
-fn parse_listen(s: &str) -> Result<String, String> {
-    if s.parse::<SocketAddr>().is_ok() {
-        return Ok(s.to_owned());
-    }
-    let (host, port) = s
-        .rsplit_once(':')
-        .ok_or_else(|| format!("{s:?}: write HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080"))?;
-    port.parse::<u16>()
-        .map_err(|_| format!("{s:?}: the port must be a number from 0 to 65535"))?;
-    if host.is_empty() || host.contains(['[', ']', ' ', '/', ':']) {
-        return Err(format!(
-            "{s:?}: not a host name or an IP address (write an IPv6 address in brackets, [::1]:8080)"
-        ));
-    }
-    Ok(s.to_owned())
 }
