@@ -99,3 +99,50 @@ pub fn run_into_closed_pipe(
         )),
     }
 }
+
+/// How a run under a memory cap ended.
+pub struct Capped {
+    /// The exit status; `None` when a signal ended it (an abort).
+    pub code: Option<i32>,
+    /// Standard output, then standard error.
+    pub printed: String,
+}
+
+/// Runs `diagwire` with `args` in `dir` under a 2 GiB address-space cap (`ulimit -v 2097152`),
+/// waiting at most `limit` (then kills it and panics).
+pub fn run_with_memory_cap(dir: &Path, args: &[String], limit: std::time::Duration) -> Capped {
+    use std::process::Stdio;
+    let out = tempfile::NamedTempFile::new().expect("temp file");
+    let err = tempfile::NamedTempFile::new().expect("temp file");
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -v 2097152; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_diagwire"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out.reopen().expect("reopen"))
+        .stderr(err.reopen().expect("reopen"))
+        .spawn()
+        .expect("run diagwire");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} ran past {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    Capped {
+        code: status.code(),
+        printed: format!(
+            "{}{}",
+            text(&std::fs::read(out.path()).expect("read")),
+            text(&std::fs::read(err.path()).expect("read"))
+        ),
+    }
+}
