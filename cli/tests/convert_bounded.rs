@@ -19,14 +19,19 @@ const LIMIT: Duration = Duration::from_secs(600);
 /// The example bundle the cases start from.
 const RUN: &str = "n3-relay-flap-oldest";
 
-/// The events file each case breaks, inside the run directory (without its extension).
+/// The events file most cases break, inside the run directory (without its extension).
 const EVENTS: &str = "stage-0/events/events-000001";
+
+/// A snapshot file, inside the run directory (without its extension).
+const SNAPSHOT: &str = "stage-0/snapshots/snapshot-000001";
 
 /// One events file: how the bundle holding it is made in the work folder (its path returned),
 /// the encoding to convert to, the exit status, what the output must say, and whether the file is
 /// copied unchanged (else converted: one record per [`small_item`] it holds).
 struct Case {
     name: &'static str,
+    /// The record file the case breaks, inside the run directory (without its extension).
+    file: &'static str,
     make: fn(&Path) -> PathBuf,
     to: &'static str,
     status: i32,
@@ -36,6 +41,28 @@ struct Case {
 
 const CASES: &[Case] = &[
     Case {
+        file: SNAPSHOT,
+        name: "a_63_mib_snapshot_of_one_object_holding_zeros_is_copied_unchanged",
+        make: |work| {
+            let n = (63 << 20) / 2 - 8;
+            let mut bytes = Vec::with_capacity(2 * n + 16);
+            bytes.extend_from_slice(b"{\"zeros\": [0");
+            bytes.extend(std::iter::repeat_n(b",0".as_slice(), n - 1).flatten());
+            bytes.extend_from_slice(b"]}");
+            let bundle = work.join("in").join(RUN);
+            common::copy_tree(&example(), &bundle);
+            fs::write(bundle.join(format!("{SNAPSHOT}.json")), bytes).expect("write");
+            bundle
+        },
+        to: "pb",
+        status: 1,
+        says: &[
+            "snapshot-000001.json: holds more than 4194304 JSON values, more than convert holds of one record; copied unchanged",
+        ],
+        unchanged: true,
+    },
+    Case {
+        file: EVENTS,
         name: "a_63_mib_events_file_of_zeros_is_copied_unchanged_with_its_records_located",
         make: |work| {
             let n = (63 << 20) / 2;
@@ -58,6 +85,7 @@ const CASES: &[Case] = &[
         unchanged: true,
     },
     Case {
+        file: EVENTS,
         name: "one_record_that_is_no_event_among_events_is_located_by_index_line_and_column",
         make: |work| {
             let example = example().join(format!("{EVENTS}.json"));
@@ -77,6 +105,7 @@ const CASES: &[Case] = &[
         unchanged: true,
     },
     Case {
+        file: EVENTS,
         name: "a_binary_events_file_of_empty_items_is_copied_unchanged_with_its_items_located",
         make: |work| binary_bundle(work, &b"\x0a\x00".repeat(2 << 20)),
         to: "json",
@@ -89,6 +118,7 @@ const CASES: &[Case] = &[
         unchanged: true,
     },
     Case {
+        file: EVENTS,
         name: "a_4_mib_binary_events_file_converts_item_by_item",
         make: |work| {
             let item = small_item();
@@ -157,7 +187,7 @@ fn check(case: &Case) -> Result<(), String> {
     let work = tempfile::tempdir().expect("temp dir");
     let bundle = (case.make)(work.path());
     let from = if case.to == "pb" { "json" } else { "pb" };
-    let input = fs::read(bundle.join(format!("{EVENTS}.{from}"))).expect("read");
+    let input = fs::read(bundle.join(format!("{}.{from}", case.file))).expect("read");
     let args: Vec<String> = [
         "convert",
         bundle.to_str().expect("UTF-8"),
@@ -184,11 +214,11 @@ fn check(case: &Case) -> Result<(), String> {
     if ran.code.is_some() {
         let run = work.path().join("out").join(RUN);
         if case.unchanged {
-            if fs::read(run.join(format!("{EVENTS}.{from}"))).ok() != Some(input) {
+            if fs::read(run.join(format!("{}.{from}", case.file))).ok() != Some(input) {
                 failures.push("the file is not copied unchanged".to_owned());
             }
         } else {
-            match fs::read(run.join(format!("{EVENTS}.{}", case.to))) {
+            match fs::read(run.join(format!("{}.{}", case.file, case.to))) {
                 Ok(out) => {
                     let want = input.len() / small_item().len();
                     if pretty_records(&out) != want {

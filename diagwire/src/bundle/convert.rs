@@ -15,7 +15,9 @@
 //! so beside the file and its result memory holds one record. A record that does not convert is a
 //! problem located by the file, its index and its line and column (or protobuf path and byte),
 //! the first [`MAX_PROBLEMS_PER_FILE`] of a file listed and the rest counted, and the file is
-//! copied unchanged. [`convert`] collects the files in memory.
+//! copied unchanged. The codec takes a record as a JSON value, so a record (or a file of one
+//! record) of more than [`MAX_RECORD_VALUES`] values is copied unchanged and reported rather than
+//! held. [`convert`] collects the files in memory.
 
 use std::io;
 
@@ -136,6 +138,42 @@ pub fn convert_each(
 /// The largest single record of an events file read, as validation reads it.
 const MAX_RECORD_BYTES: usize = 64 << 20;
 
+/// The most JSON values a record may hold to be converted to the binary form. The codec takes a
+/// record as a `serde_json::Value`, tens of bytes per value, so a record of tens of millions of
+/// values (a 63 MiB array of zeros, inside an object or not) is copied unchanged, not held.
+const MAX_RECORD_VALUES: usize = 1 << 22;
+
+/// Whether the JSON `text` may hold more than `max` values: one, and one more after each `,`,
+/// `[` and `{` outside strings (an upper bound, counted without parsing).
+fn too_many_values(text: &[u8], max: usize) -> bool {
+    let (mut count, mut in_string, mut escaped) = (1usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if matches!(b, b',' | b'[' | b'{') {
+            count += 1;
+            if count > max {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// What a record over [`MAX_RECORD_VALUES`] is told.
+fn too_many_values_message() -> String {
+    format!(
+        "holds more than {MAX_RECORD_VALUES} JSON values, more than convert holds of one record"
+    )
+}
+
 /// One record file being converted: where it is, its encoding and the target's, its kind, and the
 /// largest result kept.
 struct Converting<'a> {
@@ -176,6 +214,9 @@ impl Converting<'_> {
     fn one(&self, bytes: &[u8], found: &mut Found<'_>) -> Option<Vec<u8>> {
         let kind = self.kind;
         let converted = match self.to {
+            Encoding::Protobuf if too_many_values(bytes, MAX_RECORD_VALUES) => {
+                Err(too_many_values_message())
+            }
             Encoding::Protobuf => serde_json::from_slice::<Value>(bytes)
                 .map_err(|e| format!("not JSON: {e}"))
                 .and_then(|v| {
@@ -418,6 +459,14 @@ impl Frames for ToBinary<'_, '_> {
             self.found.record(ProblemKind::Shape, at(""), || {
                 "not an event record: an event is a JSON object".to_owned()
             });
+            return;
+        }
+        if too_many_values(bytes, MAX_RECORD_VALUES) {
+            self.found.record(
+                ProblemKind::Read(ReadErrorKind::TooLarge),
+                at(""),
+                too_many_values_message,
+            );
             return;
         }
         let value: Value = match serde_json::from_slice(bytes) {
