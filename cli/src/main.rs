@@ -1,4 +1,12 @@
 //! The `diagwire` command-line tool.
+//!
+//! A command whose standard output (or error) is a pipe whose reader went away ends as `cat` does
+//! there: killed by SIGPIPE at its next write, quietly (status 141 in a shell), whatever it was
+//! printing. Rust programs ignore SIGPIPE and turn the failed write into a panic of `println!`;
+//! [`main`] restores the signal's default disposition (the `sigpipe` crate, since the workspace
+//! forbids `unsafe`) before running any command but `serve`, so this holds for every command and
+//! every print at once. `serve` keeps SIGPIPE ignored: a collector never dies of a client's
+//! closed socket.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -333,6 +341,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli: Cli = help::parse();
+    if !cli.command.serves() {
+        sigpipe::reset();
+    }
     match cli.command {
         Command::Validate {
             paths,
@@ -428,6 +439,16 @@ fn main() -> ExitCode {
         Command::OutputSchema { name, write, check } => {
             output_schema::run(name.as_deref(), write.as_deref(), check.as_deref())
         }
+    }
+}
+
+impl Command {
+    /// Whether this is `serve`, the one command a closed reader must never end.
+    fn serves(&self) -> bool {
+        #[cfg(feature = "serve")]
+        return matches!(self, Command::Serve(_));
+        #[cfg(not(feature = "serve"))]
+        return matches!(self, Command::Serve { .. });
     }
 }
 
