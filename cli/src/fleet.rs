@@ -134,7 +134,12 @@ pub fn compact(dataset: &Path) -> ExitCode {
 /// `diagwire query DATASET SQL`: exit 0 with the rows, 2 on an error (a statement that does not
 /// only read is one).
 #[cfg(feature = "fleet")]
-pub fn query(dataset: &Path, sql: &str, format: Format, memory_limit: bytesize::ByteSize) -> ExitCode {
+pub fn query(
+    dataset: &Path,
+    sql: &str,
+    format: Format,
+    memory_limit: bytesize::ByteSize,
+) -> ExitCode {
     use diagwire_fleet::query::{self, Format as F};
     let format = match format {
         Format::Table => F::Table,

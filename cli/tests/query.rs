@@ -143,7 +143,12 @@ fn check_refused(case: &Refused) {
         "{}: {err}",
         case.name
     );
-    assert!(out.stdout.is_empty(), "{}: {}", case.name, text(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "{}: {}",
+        case.name,
+        text(&out.stdout)
+    );
     assert!(
         listing(&out_dir).is_empty(),
         "{}: wrote {:?}",
@@ -174,7 +179,10 @@ fn reading_statements_and_the_shipped_views_still_run() {
     let cases: &[(&str, &str)] = &[
         ("SELECT COUNT(*) AS n FROM runs", r#"[{"n":1}]"#),
         ("WITH x AS (SELECT 2 AS a) SELECT a FROM x", r#"[{"a":2}]"#),
-        ("SELECT COUNT(*) > 0 AS some FROM dials", r#"[{"some":true}]"#),
+        (
+            "SELECT COUNT(*) > 0 AS some FROM dials",
+            r#"[{"some":true}]"#,
+        ),
         ("VALUES (3)", r#"[{"column1":3}]"#),
     ];
     for (sql, want) in cases {
@@ -265,7 +273,11 @@ fn check_hostile(data: &Path, case: &Hostile) {
             text(&out.stderr)
         );
         let shown = String::from_utf8(out.stdout).expect("UTF-8");
-        assert!(shows_nothing_hidden(&shown), "{} ({format}): {shown:?}", case.name);
+        assert!(
+            shows_nothing_hidden(&shown),
+            "{} ({format}): {shown:?}",
+            case.name
+        );
         shown
     };
     let escaped = diagwire::problem::printable(case.value);
@@ -273,16 +285,35 @@ fn check_hostile(data: &Path, case: &Hostile) {
     let json = run("json");
     let rows: Vec<Value> = serde_json::from_str(&json)
         .unwrap_or_else(|e| panic!("{}: invalid JSON {json:?}: {e}", case.name));
-    assert_eq!(rows, vec![serde_json::json!({ "v": case.value })], "{}", case.name);
+    assert_eq!(
+        rows,
+        vec![serde_json::json!({ "v": case.value })],
+        "{}",
+        case.name
+    );
 
     let table = run("table");
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 5, "{}: a header and one row: {table}", case.name);
+    assert_eq!(
+        lines.len(),
+        5,
+        "{}: a header and one row: {table}",
+        case.name
+    );
     assert!(lines[1].contains(" v "), "{}: {table}", case.name);
-    assert!(lines[3].contains(escaped.as_ref()), "{}: {table}", case.name);
+    assert!(
+        lines[3].contains(escaped.as_ref()),
+        "{}: {table}",
+        case.name
+    );
 
     let csv = run("csv");
-    assert_eq!(csv.lines().count(), 2, "{}: a header and one row: {csv:?}", case.name);
+    assert_eq!(
+        csv.lines().count(),
+        2,
+        "{}: a header and one row: {csv:?}",
+        case.name
+    );
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
     let records: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
     assert_eq!(reader.headers().unwrap().iter().collect::<Vec<_>>(), ["v"]);
@@ -379,7 +410,13 @@ fn check_heavy(data: &Path, case: &Heavy) {
         .output()
         .expect("run bash");
     let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{}: {:?} {err}", case.name, out.status);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}: {:?} {err}",
+        case.name,
+        out.status
+    );
     assert!(
         err.starts_with("diagwire query: ") && err.contains(case.says),
         "{}: {err}",

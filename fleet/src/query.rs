@@ -19,10 +19,8 @@ use std::sync::Arc;
 
 use crate::evolve::EvolvingParquet;
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringBuilder};
-use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-use diagwire_runtime::text::Escaping;
-use serde_json::ser::{CompactFormatter, Formatter};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::MemTable;
@@ -37,6 +35,8 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
 use datafusion::physical_plan::{ExecutionPlan, InputOrderMode};
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+use diagwire_runtime::text::Escaping;
+use serde_json::ser::{CompactFormatter, Formatter};
 
 use crate::columns::TABLES;
 use crate::{Error, arrow_schema, bounded, leaves, views};
@@ -61,8 +61,7 @@ pub fn read_only() -> SQLOptions {
 }
 
 /// What a refused statement's error begins with.
-pub const READ_ONLY: &str =
-    "diagwire query runs only reading statements (SELECT, WITH, EXPLAIN …)";
+pub const READ_ONLY: &str = "diagwire query runs only reading statements (SELECT, WITH, EXPLAIN …)";
 
 /// How `diagwire query` prints rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
