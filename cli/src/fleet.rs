@@ -52,7 +52,12 @@ pub fn compact(_dataset: &Path) -> ExitCode {
 
 /// `diagwire query DATASET SQL`.
 #[cfg(not(feature = "fleet"))]
-pub fn query(_dataset: &Path, _sql: &str, _format: Format) -> ExitCode {
+pub fn query(
+    _dataset: &Path,
+    _sql: &str,
+    _format: Format,
+    _memory_limit: bytesize::ByteSize,
+) -> ExitCode {
     missing("query")
 }
 
@@ -126,22 +131,39 @@ pub fn compact(dataset: &Path) -> ExitCode {
     }
 }
 
-/// `diagwire query DATASET SQL`: exit 0 with the rows, 2 on an error.
+/// `diagwire query DATASET SQL`: exit 0 with the rows, 2 on an error (a statement that does not
+/// only read is one).
 #[cfg(feature = "fleet")]
-pub fn query(dataset: &Path, sql: &str, format: Format) -> ExitCode {
+pub fn query(
+    dataset: &Path,
+    sql: &str,
+    format: Format,
+    memory_limit: bytesize::ByteSize,
+) -> ExitCode {
     use diagwire_fleet::query::{self, Format as F};
     let format = match format {
         Format::Table => F::Table,
         Format::Csv => F::Csv,
         Format::Json => F::Json,
     };
-    match query::query(dataset, sql).and_then(|b| query::render(&b, format)) {
+    let limit = usize::try_from(memory_limit.as_u64()).unwrap_or(usize::MAX);
+    match query::bounded_query(dataset, sql, limit).and_then(|b| query::render(&b, format)) {
         Ok(text) => {
-            print!("{text}");
+            use std::io::Write;
+            // As the other commands: a closed standard output is not an error of the command.
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("diagwire query: {e}");
+            let message = diagwire::problem::printable(&e.message);
+            if e.at != "query" {
+                eprintln!("diagwire query: {e}");
+            } else if e.message.starts_with(query::READ_ONLY) {
+                // The sentence names the command already.
+                eprintln!("{message}");
+            } else {
+                eprintln!("diagwire query: {message}");
+            }
             ExitCode::from(2)
         }
     }

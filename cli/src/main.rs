@@ -291,15 +291,24 @@ enum Command {
     ///
     /// The tables `runs`, `nodes`, `events`, `snapshots`, `finalize`, `vastai` and the shipped views (`docs/fleet.md`).
     ///
-    /// Exit status: 0 with the rows, 2 on an error. Needs the feature `fleet`.
+    /// Read-only: only reading statements run (SELECT, WITH, EXPLAIN, VALUES); CREATE, DROP,
+    /// INSERT, COPY … TO, SET and the like are refused before anything runs. The query holds at
+    /// most `--memory-limit` (spilling sorts and joins to the temporary folder, up to 4 times
+    /// that); a query needing more fails with an error. Every value is printed escaped: a
+    /// control character, newline or bidirectional mark shows as `\u{…}` in a table or CSV and
+    /// `\uXXXX` in JSON. Exit status: 0 with the rows, 2 on an error or a refused statement.
+    /// Needs the feature `fleet`.
     Query {
         /// The dataset folder.
         dataset: PathBuf,
-        /// One SQL statement.
+        /// One reading SQL statement.
         sql: String,
         /// How to print the rows.
         #[arg(long, value_enum, default_value_t = fleet::Format::Table)]
         format: fleet::Format,
+        /// The memory the query may hold, like `1GiB`, `512MiB` or a number of bytes.
+        #[arg(long, value_name = "SIZE", default_value = "1GiB")]
+        memory_limit: bytesize::ByteSize,
     },
     /// The fleet report of a dataset (Markdown, JSON, HTML)
     ///
@@ -430,7 +439,8 @@ fn main() -> ExitCode {
             dataset,
             sql,
             format,
-        } => fleet::query(&dataset, &sql, format),
+            memory_limit,
+        } => fleet::query(&dataset, &sql, format, memory_limit),
         Command::Fleet {
             dataset,
             format,

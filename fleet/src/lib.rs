@@ -5,7 +5,8 @@
 //! by `arrow_schema.rs`); `dataset` is the layout and index on disk; `query` runs SQL over the
 //! dataset with an embedded DataFusion, the tables registered with the generated schemas and the
 //! shipped views of `views/` defined on them; `report` is the fleet report (`diagwire fleet`),
-//! computed with SQL in the same session. `docs/fleet.md` describes the dataset, the views and the
+//! computed with SQL in the same session; `bounded` caps the functions whose result outgrows their
+//! input. `docs/fleet.md` describes the dataset, the views and the
 //! report.
 //!
 //! This crate is never a dependency of the library's default build: the `diagwire` binary reaches
@@ -19,6 +20,7 @@ use diagwire::Problem;
 pub use datafusion;
 
 pub mod arrow_schema;
+pub mod bounded;
 pub mod columns;
 pub mod dataset;
 pub mod evolve;

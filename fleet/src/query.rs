@@ -6,13 +6,21 @@
 //! only the leaves under the fields a query reaches it through (`leaves.rs`). A window function
 //! over input sorted by its partition keys is computed over the whole input at once
 //! ([`WholeWindows`]), not streamed partition by partition.
+//!
+//! A user's statement runs read-only ([`read_only`]: no DDL, no DML, `COPY … TO` included, no
+//! `SET`), under a memory pool ([`DEFAULT_MEMORY_LIMIT`] unless told otherwise; spills to the
+//! system's temporary folder up to [`SPILL_FACTOR`] times that) and with the functions whose
+//! result outgrows their input bounded by the same limit (`bounded.rs`). The shipped views are
+//! the tool's own SQL and are defined before, outside those options. [`render`] escapes every
+//! value and column name, so nothing in a result can forge a row or reach a terminal raw.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::evolve::EvolvingParquet;
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::MemTable;
@@ -20,14 +28,40 @@ use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::execution::SessionStateBuilder;
-use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::execution::disk_manager::DiskManagerBuilder;
+use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
 use datafusion::physical_plan::{ExecutionPlan, InputOrderMode};
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+use diagwire_runtime::text::Escaping;
+use serde_json::ser::{CompactFormatter, Formatter};
 
 use crate::columns::TABLES;
-use crate::{Error, arrow_schema, leaves, views};
+use crate::{Error, arrow_schema, bounded, leaves, views};
+
+/// The memory a query may hold unless told otherwise: 1 GiB, enough for every shipped view over
+/// a large fleet, small enough for a laptop.
+pub const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
+
+/// How many times its memory limit a query may spill to the temporary folder (sorts, joins and
+/// aggregations spill what does not fit).
+pub const SPILL_FACTOR: u64 = 4;
+
+/// The statements a user's SQL may be: reading ones only (`SELECT`, `WITH`, `EXPLAIN`, `VALUES`,
+/// `DESCRIBE`). DataFusion classifies `CREATE`/`DROP` (tables, views, external tables, schemas,
+/// functions) as DDL, `INSERT`/`UPDATE`/`DELETE` and `COPY … TO` as DML, and `SET`, `PREPARE`,
+/// `EXECUTE`, transactions as statements; each is refused before it is planned for running.
+pub fn read_only() -> SQLOptions {
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+}
+
+/// What a refused statement's error begins with.
+pub const READ_ONLY: &str = "diagwire query runs only reading statements (SELECT, WITH, EXPLAIN …)";
 
 /// How `diagwire query` prints rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,16 +79,37 @@ fn df(e: impl std::fmt::Display) -> Error {
 }
 
 /// A DataFusion session whose scans of the dataset's tables read only the struct leaves a query
-/// reaches (`leaves.rs`), with nothing registered yet.
+/// reaches (`leaves.rs`), with nothing registered yet, under [`DEFAULT_MEMORY_LIMIT`].
 pub fn context() -> SessionContext {
+    bounded_context(DEFAULT_MEMORY_LIMIT).expect("OK because the default runtime builds")
+}
+
+/// [`context`] holding at most `memory_limit` bytes: a memory pool of that size (an operator that
+/// cannot spill fails with DataFusion's "Resources exhausted" naming the largest consumers), spills
+/// up to [`SPILL_FACTOR`] times it, and the growing functions bounded by it (`bounded.rs`).
+pub fn bounded_context(memory_limit: usize) -> Result<SessionContext, Error> {
+    let pool = TrackConsumersPool::new(
+        GreedyMemoryPool::new(memory_limit),
+        std::num::NonZeroUsize::new(5).expect("OK because 5 is not zero"),
+    );
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_pool(Arc::new(pool))
+        .with_disk_manager_builder(
+            DiskManagerBuilder::default()
+                .with_max_temp_directory_size(memory_limit as u64 * SPILL_FACTOR),
+        )
+        .build_arc()
+        .map_err(df)?;
     let state = SessionStateBuilder::new()
         .with_config(SessionConfig::new())
-        .with_runtime_env(Arc::new(RuntimeEnv::default()))
+        .with_runtime_env(runtime)
         .with_default_features()
         .with_query_planner(Arc::new(leaves::Planner))
         .with_physical_optimizer_rule(Arc::new(WholeWindows))
         .build();
-    SessionContext::new_with_state(state)
+    let ctx = SessionContext::new_with_state(state);
+    bounded::register(&ctx, memory_limit);
+    Ok(ctx)
 }
 
 /// Computes each window function whose input is sorted by its partition keys over the whole
@@ -117,10 +172,15 @@ pub fn parquet_table(dir: &Path, schema: Arc<Schema>) -> Result<ListingTable, Er
 
 /// A DataFusion session with the dataset's tables and the shipped views registered.
 pub async fn session(dataset: &Path) -> Result<SessionContext, Error> {
+    bounded_session(dataset, DEFAULT_MEMORY_LIMIT).await
+}
+
+/// [`session`] holding at most `memory_limit` bytes ([`bounded_context`]).
+pub async fn bounded_session(dataset: &Path, memory_limit: usize) -> Result<SessionContext, Error> {
     if !dataset.join(crate::dataset::INDEX).is_file() {
         return Err(Error::at(dataset, "not a dataset (no _dataset.json)"));
     }
-    let ctx = context();
+    let ctx = bounded_context(memory_limit)?;
     for t in TABLES {
         let schema = Arc::new(arrow_schema::schema(t));
         let dir = dataset.join(t.name);
@@ -174,43 +234,84 @@ pub(crate) fn block_on<T>(
     runtime()?.block_on(work)
 }
 
-/// Runs `sql` over `dataset` and returns its rows.
+/// Runs the reading statement `sql` over `dataset` ([`read_only`]) under
+/// [`DEFAULT_MEMORY_LIMIT`] and returns its rows.
 pub fn query(dataset: &Path, sql: &str) -> Result<Vec<RecordBatch>, Error> {
-    let mut rows = queries(dataset, &[sql])?;
+    bounded_query(dataset, sql, DEFAULT_MEMORY_LIMIT)
+}
+
+/// [`query`] holding at most `memory_limit` bytes ([`bounded_context`]).
+pub fn bounded_query(
+    dataset: &Path,
+    sql: &str,
+    memory_limit: usize,
+) -> Result<Vec<RecordBatch>, Error> {
+    let mut rows = run(dataset, &[sql], memory_limit)?;
     Ok(rows.pop().unwrap_or_default())
 }
 
-/// Runs each of `sqls` over `dataset` in one session (the tables and views registered once) and
-/// returns their rows, in order; the first that fails is the error.
+/// Runs each of the reading statements `sqls` over `dataset` in one session (the tables and views
+/// registered once) and returns their rows, in order; the first that fails is the error.
 pub fn queries(dataset: &Path, sqls: &[&str]) -> Result<Vec<Vec<RecordBatch>>, Error> {
+    run(dataset, sqls, DEFAULT_MEMORY_LIMIT)
+}
+
+fn run(dataset: &Path, sqls: &[&str], memory_limit: usize) -> Result<Vec<Vec<RecordBatch>>, Error> {
     runtime()?.block_on(async {
-        let ctx = session(dataset).await?;
+        let ctx = bounded_session(dataset, memory_limit).await?;
         let mut out = Vec::with_capacity(sqls.len());
         for sql in sqls {
-            let frame = ctx.sql(sql).await.map_err(df)?;
-            out.push(frame.collect().await.map_err(df)?);
+            out.push(read(&ctx, sql).await?);
         }
         Ok(out)
     })
 }
 
-/// The rows as text in `format`; text from a bundle has its control characters escaped.
+/// Runs the reading statement `sql` in `ctx`: any other is refused with [`READ_ONLY`] before
+/// anything runs.
+pub async fn read(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>, Error> {
+    let state = ctx.state();
+    let plan = state.create_logical_plan(sql).await.map_err(df)?;
+    read_only()
+        .verify_plan(&plan)
+        .map_err(|e| Error::query(format!("{READ_ONLY}: {}", e.strip_backtrace())))?;
+    let frame = ctx.execute_logical_plan(plan).await.map_err(df)?;
+    frame.collect().await.map_err(df)
+}
+
+/// The rows as text in `format`, nothing in them shown raw: in a table and in CSV every value and
+/// column name has its hidden characters (controls, newlines, C1 controls such as U+009B, line
+/// separators, bidirectional marks) written as `\u{…}` escapes ([`diagwire::problem::printable`]),
+/// so a value is one cell on one line and a row one line; CSV quotes a field holding the delimiter
+/// or a quote (RFC 4180). JSON is an array of objects, each hidden character of a string a
+/// `\uXXXX` escape ([`diagwire_runtime::text::Escaping`]): valid JSON that reads back as the same
+/// strings.
 pub fn render(batches: &[RecordBatch], format: Format) -> Result<String, Error> {
-    let text = match format {
-        Format::Table => datafusion::arrow::util::pretty::pretty_format_batches(batches)
-            .map_err(df)?
-            .to_string(),
+    match format {
+        Format::Table => {
+            let shown = printable_batches(batches)?;
+            let mut text = datafusion::arrow::util::pretty::pretty_format_batches(&shown)
+                .map_err(df)?
+                .to_string();
+            text.push('\n');
+            Ok(text)
+        }
         Format::Csv => {
+            let shown = printable_batches(batches)?;
             let mut buf = Vec::new();
             {
                 let mut w = datafusion::arrow::csv::WriterBuilder::new()
                     .with_header(true)
                     .build(&mut buf);
-                for b in batches {
+                for b in &shown {
                     w.write(b).map_err(df)?;
                 }
             }
-            String::from_utf8_lossy(&buf).into_owned()
+            if shown.is_empty() {
+                // No batch, no header line from the writer: the columns are unknown.
+                return Ok(String::new());
+            }
+            String::from_utf8(buf).map_err(df)
         }
         Format::Json => {
             let mut buf = Vec::new();
@@ -222,16 +323,49 @@ pub fn render(batches: &[RecordBatch], format: Format) -> Result<String, Error> 
                 w.finish().map_err(df)?;
             }
             if buf.is_empty() {
-                "[]".to_owned()
-            } else {
-                String::from_utf8_lossy(&buf).into_owned()
+                return Ok("[]\n".to_owned());
             }
+            let text = String::from_utf8(buf).map_err(df)?;
+            // arrow writes strings with serde_json, which escapes the C0 controls, and writes no
+            // whitespace between tokens: every other hidden character is inside a string, where
+            // its `\uXXXX` escape is the same character.
+            let mut out = Vec::with_capacity(text.len() + 1);
+            Escaping(CompactFormatter)
+                .write_string_fragment(&mut out, &text)
+                .map_err(df)?;
+            out.push(b'\n');
+            String::from_utf8(out).map_err(df)
         }
-    };
-    let mut out = String::with_capacity(text.len() + 1);
-    for line in text.lines() {
-        out.push_str(&diagwire::problem::printable(line));
-        out.push('\n');
+    }
+}
+
+/// `batches` with every column as text, each value and column name escaped by
+/// [`diagwire::problem::printable`] (nulls stay null).
+fn printable_batches(batches: &[RecordBatch]) -> Result<Vec<RecordBatch>, Error> {
+    let options = FormatOptions::default();
+    let mut out = Vec::with_capacity(batches.len());
+    for b in batches {
+        let mut fields = Vec::with_capacity(b.num_columns());
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(b.num_columns());
+        for (field, column) in b.schema().fields().iter().zip(b.columns()) {
+            let formatter = ArrayFormatter::try_new(column.as_ref(), &options).map_err(df)?;
+            let mut text = StringBuilder::with_capacity(column.len(), column.len() * 8);
+            for i in 0..column.len() {
+                if column.is_null(i) {
+                    text.append_null();
+                } else {
+                    let value = formatter.value(i).to_string();
+                    text.append_value(diagwire::problem::printable(&value));
+                }
+            }
+            fields.push(Field::new(
+                diagwire::problem::printable(field.name()),
+                DataType::Utf8,
+                true,
+            ));
+            columns.push(Arc::new(text.finish()));
+        }
+        out.push(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(df)?);
     }
     Ok(out)
 }
