@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -372,7 +372,7 @@ mod live_stream {
         let url = format!("http://{addr}/diag/stream/{run}");
         let gone = |root: &Path| {
             let staged = root.join("staging").join(&run);
-            let mut nodes: Vec<PathBuf> = std::fs::read_dir(&staged)
+            let mut nodes: Vec<std::path::PathBuf> = std::fs::read_dir(&staged)
                 .unwrap()
                 .map(|e| e.unwrap().path())
                 .collect();
