@@ -8,11 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::publishing_order;
 use diagwire::v1::Event;
 use diagwire_testkit::scenario::{Params, Run, generate};
 use serde_json::Value;
@@ -28,37 +31,6 @@ fn prompt_before_barrier() -> Run {
     run.node_mut("orchestrator")
         .move_after(tag("readiness_barrier_passed"), tag("run_completed"));
     run
-}
-
-/// Every file of the bundle at `dir`, in the order a collector would publish them: boot records,
-/// then the numbered files round by round (a node's n-th events and snapshot files in round n),
-/// then finalize records, then the manifest.
-fn publishing_order(dir: &Path) -> Vec<PathBuf> {
-    let mut rounds: BTreeMap<(u8, String, String), PathBuf> = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            let digits: String = name.chars().filter(char::is_ascii_digit).collect();
-            let phase = if name.starts_with("boot") {
-                0
-            } else if name.starts_with("finalize") {
-                2
-            } else if name == "MANIFEST.json" {
-                3
-            } else {
-                1
-            };
-            rounds.insert((phase, format!("{digits:0>12}"), rel), p);
-        }
-    }
-    rounds.into_values().collect()
 }
 
 /// Copies `file` of `from` into `to` at the same relative path, through a temporary name renamed
@@ -331,93 +303,7 @@ fn a_follow_of_something_that_is_not_a_directory_exits_2() {
 #[cfg(feature = "serve")]
 mod live_stream {
     use super::*;
-    use std::io::{Read, Write};
-
-    /// Starts `diagwire serve` on a free loopback port; returns it and its address.
-    fn serve(root: &Path) -> (Child, String) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--finalize-wait",
-                "100ms",
-                "--root",
-            ])
-            .arg(root)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_owned();
-        (child, addr)
-    }
-
-    /// Posts `body` to `route` as node `node` of run `run`; returns the status line.
-    fn post(addr: &str, route: &str, run: &str, node: &str, body: &[u8]) -> String {
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(PATIENCE)).unwrap();
-        let head = format!(
-            "POST {route} HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-type: application/json\r\nx-run-id: {run}\r\nx-node-id: {node}\r\ncontent-length: {}\r\n\r\n",
-            body.len()
-        );
-        s.write_all(head.as_bytes()).unwrap();
-        s.write_all(body).unwrap();
-        let mut reply = String::new();
-        s.read_to_string(&mut reply).unwrap();
-        reply.lines().next().unwrap_or("").to_owned()
-    }
-
-    /// The posts of the bundle at `source` as its nodes make them, in publishing order (boot
-    /// records first, finalize last): route, node id, file.
-    fn posts(source: &Path) -> Vec<(&'static str, String, PathBuf)> {
-        let node_of = |label: &str| -> String {
-            let boot: Value = serde_json::from_slice(
-                &std::fs::read(source.join(label).join("boot.json")).unwrap(),
-            )
-            .unwrap();
-            boot["node_id_hex"].as_str().unwrap().to_owned()
-        };
-        let mut out = Vec::new();
-        for file in publishing_order(source) {
-            let rel = file
-                .strip_prefix(source)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let Some((label, rest)) = rel.split_once('/') else {
-                continue;
-            };
-            let route = match rest.split('/').next().unwrap() {
-                r if r.starts_with("boot") => "/diag/boot",
-                r if r.starts_with("events") => "/diag/events",
-                r if r.starts_with("snapshot") => "/diag/snapshot",
-                r if r.starts_with("finalize") => "/diag/finalize",
-                _ => continue,
-            };
-            out.push((route, node_of(label), file));
-        }
-        out
-    }
-
-    /// Makes one post of `posts(…)` to run `run`.
-    fn make(addr: &str, run: &str, (route, node, file): &(&'static str, String, PathBuf)) {
-        let status = post(addr, route, run, node, &std::fs::read(file).unwrap());
-        assert!(status.contains("200"), "{}: {status}", file.display());
-    }
-
-    /// The served bundle of `run` (the collector's canonical tarball, written at the finalize).
-    fn served(root: &Path, run: &str) -> PathBuf {
-        root.join("bundles").join(format!("{run}.tar.gz"))
-    }
+    use common::collector::{make, post, posts, serve, served};
 
     #[test]
     fn a_follow_attached_at_any_moment_ends_on_its_own_with_the_verdict_of_the_served_bundle() {
@@ -427,7 +313,7 @@ mod live_stream {
             .unwrap();
         let run = source.file_name().unwrap().to_string_lossy().into_owned();
         let root = tmp.path().join("collector");
-        let (mut server, addr) = serve(&root);
+        let (server, addr) = serve(&root);
         let url = format!("http://{addr}/diag/stream/{run}");
         let posts = posts(&source);
         let n = posts.len();
@@ -468,8 +354,7 @@ mod live_stream {
             assert_eq!((code, table(&last["report"]["check"])), want, "{name}");
             assert_eq!(last["report"]["check"]["run_id"], run.as_str(), "{name}");
         }
-        server.kill().unwrap();
-        server.wait().unwrap();
+        drop(server);
     }
 
     #[test]
@@ -480,14 +365,14 @@ mod live_stream {
             .unwrap();
         let run = source.file_name().unwrap().to_string_lossy().into_owned();
         let root = tmp.path().join("collector");
-        let (mut server, addr) = serve(&root);
+        let (server, addr) = serve(&root);
         for p in posts(&source) {
             make(&addr, &run, &p);
         }
         let url = format!("http://{addr}/diag/stream/{run}");
         let gone = |root: &Path| {
             let staged = root.join("staging").join(&run);
-            let mut nodes: Vec<PathBuf> = std::fs::read_dir(&staged)
+            let mut nodes: Vec<std::path::PathBuf> = std::fs::read_dir(&staged)
                 .unwrap()
                 .map(|e| e.unwrap().path())
                 .collect();
@@ -526,8 +411,7 @@ mod live_stream {
             assert!(!named.is_empty(), "{name}");
             assert_eq!(named, without_findings, "{name}");
         }
-        server.kill().unwrap();
-        server.wait().unwrap();
+        drop(server);
     }
 
     #[test]
@@ -537,7 +421,7 @@ mod live_stream {
             .write_dir(&tmp.path().join("src"))
             .unwrap();
         let run = source.file_name().unwrap().to_string_lossy().into_owned();
-        let (mut server, addr) = serve(&tmp.path().join("collector"));
+        let (server, addr) = serve(&tmp.path().join("collector"));
         let url = format!("http://{addr}/diag/stream/{run}");
         let (mut child, lines) =
             follow(Path::new(&url), &["--format", "json", "--settle", "500ms"]);
@@ -588,8 +472,7 @@ mod live_stream {
             assert!(status.contains("200"), "{rel}: {status}");
         }
         let code = exit_code(&mut child);
-        server.kill().unwrap();
-        server.wait().unwrap();
+        drop(server);
         assert_eq!(code, Some(1));
         seen.extend(lines.try_iter().map(|l| serde_json::from_str(&l).unwrap()));
         assert_eq!(seen.last().unwrap()["ended"], "settled");

@@ -1,4 +1,6 @@
-//! What the CLI's integration tests share: where the repository is and how to run the binary.
+//! What the CLI's integration tests share: where the repository is, how to run the binary (within
+//! a time limit), the order a collector publishes a bundle's files in, and (feature `serve`) a
+//! collector to post them to as nodes do.
 #![allow(dead_code)] // each test file uses its own part of this
 
 use std::path::{Path, PathBuf};
@@ -144,5 +146,193 @@ pub fn run_with_memory_cap(dir: &Path, args: &[String], limit: std::time::Durati
             text(&std::fs::read(out.path()).expect("read")),
             text(&std::fs::read(err.path()).expect("read"))
         ),
+    }
+}
+
+/// A child process killed (SIGKILL) and reaped when dropped, so a failing test leaves none behind.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs `diagwire` with `args`, killing it if it has not ended within `limit`: its output, or a
+/// panic naming the command that overran.
+pub fn diagwire_within(args: &[&std::ffi::OsStr], limit: std::time::Duration) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+        .args(args)
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run diagwire");
+    let mut child = Reaped(child);
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = r.read_to_end(&mut b);
+            b
+        })
+    };
+    let out = drain(Box::new(child.0.stdout.take().unwrap()));
+    let err = drain(Box::new(child.0.stderr.take().unwrap()));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "`diagwire {}` ran past {limit:?} and was killed",
+            args.iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// Every file of the bundle at `dir`, in the order a collector would publish them: boot records,
+/// then the numbered files round by round (a node's n-th events and snapshot files in round n),
+/// then finalize records, then the manifest.
+pub fn publishing_order(dir: &Path) -> Vec<PathBuf> {
+    let mut rounds: std::collections::BTreeMap<(u8, String, String), PathBuf> =
+        std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let digits: String = name.chars().filter(char::is_ascii_digit).collect();
+            let phase = if name.starts_with("boot") {
+                0
+            } else if name.starts_with("finalize") {
+                2
+            } else if name == "MANIFEST.json" {
+                3
+            } else {
+                1
+            };
+            rounds.insert((phase, format!("{digits:0>12}"), rel), p);
+        }
+    }
+    rounds.into_values().collect()
+}
+
+/// A collector (`diagwire serve`) and the HTTP it is spoken to with, as nodes speak it.
+#[cfg(feature = "serve")]
+pub mod collector {
+    use super::*;
+    use serde_json::Value;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+    use std::time::Duration;
+
+    /// The longest a post may wait for its answer.
+    const ANSWER: Duration = Duration::from_secs(60);
+
+    /// Starts `diagwire serve` on a free loopback port over `root`; returns it and its address.
+    pub fn serve(root: &Path) -> (Reaped, String) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--finalize-wait",
+                "100ms",
+                "--root",
+            ])
+            .arg(root)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("the collector did not say where it listens: {line:?}"))
+            .to_owned();
+        (Reaped(child), addr)
+    }
+
+    /// Posts `body` to `route` as node `node` of run `run`; returns the status line.
+    pub fn post(addr: &str, route: &str, run: &str, node: &str, body: &[u8]) -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(ANSWER)).unwrap();
+        let head = format!(
+            "POST {route} HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-type: application/json\r\nx-run-id: {run}\r\nx-node-id: {node}\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body).unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        reply.lines().next().unwrap_or("").to_owned()
+    }
+
+    /// One post a node makes: its route, the node's id, the file whose bytes it posts.
+    pub type Post = (&'static str, String, PathBuf);
+
+    /// The posts of the bundle at `source` as its nodes make them, in publishing order (boot
+    /// records first, finalize last).
+    pub fn posts(source: &Path) -> Vec<Post> {
+        let node_of = |label: &str| -> String {
+            let boot: Value = serde_json::from_slice(
+                &std::fs::read(source.join(label).join("boot.json")).unwrap(),
+            )
+            .unwrap();
+            boot["node_id_hex"].as_str().unwrap().to_owned()
+        };
+        let mut out = Vec::new();
+        for file in publishing_order(source) {
+            let rel = file
+                .strip_prefix(source)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let Some((label, rest)) = rel.split_once('/') else {
+                continue;
+            };
+            let route = match rest.split('/').next().unwrap() {
+                r if r.starts_with("boot") => "/diag/boot",
+                r if r.starts_with("events") => "/diag/events",
+                r if r.starts_with("snapshot") => "/diag/snapshot",
+                r if r.starts_with("finalize") => "/diag/finalize",
+                _ => continue,
+            };
+            out.push((route, node_of(label), file));
+        }
+        out
+    }
+
+    /// Makes one post of `posts(…)` to run `run`, which must be acknowledged.
+    pub fn make(addr: &str, run: &str, (route, node, file): &Post) {
+        let status = post(addr, route, run, node, &std::fs::read(file).unwrap());
+        assert!(status.contains("200"), "{}: {status}", file.display());
+    }
+
+    /// The served bundle of `run` (the collector's canonical tarball, written at the finalize).
+    pub fn served(root: &Path, run: &str) -> PathBuf {
+        root.join("bundles").join(format!("{run}.tar.gz"))
     }
 }
