@@ -10,6 +10,7 @@ use std::path::Path;
 use super::conflicts::{Node, path_conflicts};
 use super::inflate::open_stream;
 use super::run_dir::{find_run_dir, strip_run_dir};
+use super::spill::{Spill, SpillWriter};
 use super::tar_reader::{RawEntry, Walker, is_directory, normalize_entry_name};
 use super::{BundleReader, Layout, Limits, ReadError, ReadErrorKind};
 
@@ -31,6 +32,8 @@ pub(super) enum ArchiveAction {
         rel: String,
         size: u64,
         location: String,
+        /// Where its data is in the pass's [`Spill`].
+        at: u64,
     },
     Error(ReadError),
 }
@@ -41,6 +44,7 @@ enum Indexed {
         name: String,
         size: u64,
         location: String,
+        at: u64,
     },
     /// A regular file over the per-file limit: an error, but it still tells where the run
     /// directory is.
@@ -81,7 +85,14 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
         ));
     };
 
-    // First pass: index every entry.
+    // The one pass: index every entry, and keep the data of the regular files where they can be
+    // read again in any order (a plain tar is read in place).
+    let mut source = if gzip {
+        None
+    } else {
+        Some(File::open(path).map_err(io_error)?)
+    };
+    let mut spill = gzip.then(SpillWriter::new);
     let stream = open_stream(path, gzip).map_err(io_error)?;
     let mut walker = Walker::new(stream, limits);
     let mut indexed: Vec<(u64, Indexed)> = Vec::new();
@@ -149,8 +160,17 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
             },
             other => other,
         });
+        let mut item = item.unwrap_or(Indexed::Quiet);
+        if let Indexed::File { at, .. } = &mut item {
+            *at = match &spill {
+                Some(spill) => spill.offset(),
+                None => entry.data_pos,
+            };
+        }
+        let keep =
+            matches!(item, Indexed::File { .. }) && spill.as_ref().is_some_and(|s| s.active());
         let at = indexed.len();
-        indexed.push((entry.data_pos, item.unwrap_or(Indexed::Quiet)));
+        indexed.push((entry.data_pos, item));
         if let Some(name) = &usable {
             let dir = is_directory(&entry);
             nodes.push(Node::new(name, dir, at, &shown));
@@ -167,6 +187,15 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
                     entry.size, limits.max_total_bytes
                 ),
             ))
+        } else if keep {
+            let spill = spill.as_mut().expect("OK because `keep` says it is there");
+            walker.skip = left;
+            walker
+                .copy_data(entry.size, &mut |bytes| spill.write(bytes))
+                .and_then(|()| {
+                    let padding = std::mem::take(&mut walker.skip);
+                    walker.discard(padding)
+                })
         } else {
             walker.discard(left)
         };
@@ -269,6 +298,7 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
                 name,
                 size,
                 location,
+                at,
             } => match inside(&name) {
                 None => None,
                 Some(rel) if !is_last_copy[i] => Some(ArchiveAction::Error(
@@ -283,6 +313,7 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
                     rel,
                     size,
                     location,
+                    at,
                 }),
             },
         };
@@ -320,7 +351,14 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
         source: path.to_path_buf(),
         run_id,
         limits,
-        layout: Layout::Archive { gzip, items },
+        layout: Layout::Archive {
+            gzip,
+            items,
+            spill: match spill {
+                Some(spill) => spill.finish(),
+                None => source.take().map(Spill::Source),
+            },
+        },
         tail,
         file_count,
         file_bytes,
@@ -400,6 +438,7 @@ fn classify_entry(entry: &RawEntry, location: &str, limits: Limits) -> Option<In
                     name,
                     size: entry.size,
                     location: location.to_owned(),
+                    at: 0,
                 })
             }
         }

@@ -12,6 +12,7 @@ pub(super) const EARLY_BYTES: u64 = 32 << 20;
 use super::dir::{DirItem, read_dir_file};
 use super::index::{ArchiveAction, ArchiveItem};
 use super::inflate::{Fail, open_stream};
+use super::spill::Spill;
 use super::tar_reader::Walker;
 use super::{
     BundleFile, BundleReader, Layout, ReadError, ReadErrorKind, Stream, StreamFile, too_large_total,
@@ -68,7 +69,9 @@ impl Iterator for Files<'_> {
         if !self.stopped {
             let item = match &self.reader.layout {
                 Layout::Dir(items) => self.next_dir(items),
-                Layout::Archive { gzip, items } => self.next_archive(*gzip, items),
+                Layout::Archive { gzip, items, spill } => {
+                    self.next_archive(*gzip, items, spill.as_ref())
+                }
             };
             if item.is_some() {
                 return item;
@@ -128,18 +131,25 @@ impl<'a> Files<'a> {
         &mut self,
         gzip: bool,
         items: &[ArchiveItem],
+        spill: Option<&Spill>,
     ) -> Option<Result<BundleFile, ReadError>> {
         let item = items.get(self.next)?;
         self.next += 1;
-        let (rel, size, location) = match &item.what {
+        let (rel, size, location, at) = match &item.what {
             ArchiveAction::Error(e) => return Some(Err(e.clone())),
             ArchiveAction::File {
                 rel,
                 size,
                 location,
-            } => (rel, *size, location),
+                at,
+            } => (rel, *size, location, *at),
         };
-        let result = self.read_archive_file(gzip, items, item.data_pos, size);
+        let result = match spill {
+            Some(spill) => spill
+                .read(at, size)
+                .map_err(|e| (ReadErrorKind::Io, e.to_string())),
+            None => self.read_archive_file(gzip, items, item.data_pos, size),
+        };
         Some(match result {
             Ok(bytes) => Ok(BundleFile::new(rel.clone(), location.clone(), bytes)),
             Err((kind, message)) => {

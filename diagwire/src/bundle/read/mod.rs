@@ -71,6 +71,7 @@ mod inflate;
 mod iter;
 mod record_file;
 mod run_dir;
+mod spill;
 mod tar_reader;
 
 use std::fmt;
@@ -266,7 +267,13 @@ pub use record_file::{RecordFile, open_record_file};
 #[derive(Debug)]
 enum Layout {
     Dir(Vec<DirItem>),
-    Archive { gzip: bool, items: Vec<ArchiveItem> },
+    Archive {
+        gzip: bool,
+        items: Vec<ArchiveItem>,
+        /// The data of the files, kept by the pass; `None` when it could not be kept, and the
+        /// files are read by another pass over the archive.
+        spill: Option<spill::Spill>,
+    },
 }
 
 impl BundleReader {
