@@ -58,6 +58,16 @@ enum Indexed {
 }
 
 pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
+    open_archive_keeping(path, limits, true)
+}
+
+/// [`open_archive`]; `keep` false for a pass that does not keep the files' data (what happens when
+/// no temporary file can be written), so that they are read by another pass.
+pub(super) fn open_archive_keeping(
+    path: &Path,
+    limits: Limits,
+    keep: bool,
+) -> Result<BundleReader, ReadError> {
     let here = path.display().to_string();
     let io_error = |e: io::Error| ReadError::new(ReadErrorKind::Io, &here, e.to_string());
     let mut magic = [0u8; 512];
@@ -93,6 +103,12 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
         Some(File::open(path).map_err(io_error)?)
     };
     let mut spill = gzip.then(SpillWriter::new);
+    if !keep {
+        if let Some(spill) = &mut spill {
+            spill.stop();
+        }
+        source = None;
+    }
     let stream = open_stream(path, gzip).map_err(io_error)?;
     let mut walker = Walker::new(stream, limits);
     let mut indexed: Vec<(u64, Indexed)> = Vec::new();
@@ -167,7 +183,7 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
                 None => entry.data_pos,
             };
         }
-        let keep =
+        let keeping =
             matches!(item, Indexed::File { .. }) && spill.as_ref().is_some_and(|s| s.active());
         let at = indexed.len();
         indexed.push((entry.data_pos, item));
@@ -187,8 +203,10 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
                     entry.size, limits.max_total_bytes
                 ),
             ))
-        } else if keep {
-            let spill = spill.as_mut().expect("OK because `keep` says it is there");
+        } else if keeping {
+            let spill = spill
+                .as_mut()
+                .expect("OK because `keeping` says it is there");
             walker.skip = left;
             walker
                 .copy_data(entry.size, &mut |bytes| spill.write(bytes))

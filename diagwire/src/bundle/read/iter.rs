@@ -221,3 +221,85 @@ impl<'a> Files<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::super::index::open_archive_keeping;
+    use super::super::{BundleReader, Limits};
+
+    /// A gzip'd or plain tar of `run-1/<name>` entries in the order given, each `size` bytes of
+    /// its name's first letter.
+    fn archive(names: &[&str], size: usize, gzip: bool) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for name in names {
+            let data = vec![name.as_bytes()[0]; size];
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_entry_type(tar::EntryType::Regular);
+            tar.append_data(&mut header, format!("run-1/{name}"), &data[..])
+                .expect("append");
+        }
+        let tar = tar.into_inner().expect("tar");
+        if !gzip {
+            return tar;
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&tar).expect("gzip");
+        gz.finish().expect("gzip")
+    }
+
+    const SORTED: [&str; 5] = [
+        "MANIFEST.json",
+        "a/events/events-000001.json",
+        "a/events/events-000002.json",
+        "b/boot.json",
+        "c/boot.json",
+    ];
+
+    /// Opens the archive of `SORTED` in reverse order with `open`, and checks it yields `SORTED`
+    /// in path order, each file whole.
+    fn check_reverse(size: usize, gzip: bool, open: fn(&std::path::Path) -> BundleReader) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("run-1.tar.gz");
+        let reversed: Vec<&str> = SORTED.iter().rev().copied().collect();
+        std::fs::write(&path, archive(&reversed, size, gzip)).expect("write");
+        let mut reader = open(&path);
+        let got: Vec<(String, usize, u8)> = reader
+            .files()
+            .map(|f| f.expect("file"))
+            .map(|f| (f.path, f.bytes.len(), f.bytes[0]))
+            .collect();
+        let want: Vec<(String, usize, u8)> = SORTED
+            .iter()
+            .map(|n| (n.to_string(), size, n.as_bytes()[0]))
+            .collect();
+        assert_eq!(got, want, "{size} bytes each, gzip {gzip}");
+    }
+
+    fn without_keeping(path: &std::path::Path) -> BundleReader {
+        open_archive_keeping(path, Limits::default(), false).expect("opens")
+    }
+
+    fn by_default(path: &std::path::Path) -> BundleReader {
+        BundleReader::open(path, Limits::default()).expect("opens")
+    }
+
+    #[test]
+    fn without_a_place_to_keep_the_files_those_met_early_are_kept_in_memory() {
+        check_reverse(100, true, without_keeping);
+    }
+
+    #[test]
+    fn without_a_place_to_keep_the_files_those_beyond_the_memory_budget_are_read_by_another_pass() {
+        // Five files of 12 MiB in reverse order: only two fit the 32 MiB kept in memory.
+        check_reverse(12 << 20, true, without_keeping);
+    }
+
+    #[test]
+    fn a_plain_tar_is_read_in_place_in_path_order() {
+        check_reverse(3 << 20, false, by_default);
+    }
+}

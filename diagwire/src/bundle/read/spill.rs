@@ -88,6 +88,11 @@ impl SpillWriter {
         }
     }
 
+    /// Stops collecting, as a failure to write does.
+    pub(super) fn stop(&mut self) {
+        self.store = None;
+    }
+
     /// Whether data is still being collected.
     pub(super) fn active(&self) -> bool {
         self.store.is_some()
