@@ -226,7 +226,11 @@ fn main() {
     println!("| measurement | median | ratio | target |");
     println!("| --- | ---: | ---: | --- |");
     for (o, (order, _)) in main_orders.iter().enumerate() {
-        println!("| `gzip -dc`, {} | {} | 1.00 | |", order.name(), ms(median(&gzip[o])));
+        println!(
+            "| `gzip -dc`, {} | {} | 1.00 | |",
+            order.name(),
+            ms(median(&gzip[o]))
+        );
         for (args, times) in COMMANDS.iter().zip(&commands[o]) {
             // The ratio of each round to the `gzip -dc` of the same archive in the same round: its
             // median and spread.

@@ -1,6 +1,6 @@
-//! The first pass over an archive: recognizing it by its magic bytes, judging each entry from its
-//! header, finding the run directory, keeping the last copy of a duplicate, and the list of files
-//! and errors the second pass (`iter.rs`) goes through.
+//! The one pass over an archive: recognizing it by its magic bytes, judging each entry from its
+//! header, keeping each regular file's data (`spill.rs`), finding the run directory, keeping the
+//! last copy of a duplicate, and the list of files and errors, in path order, that `iter.rs` yields.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -17,7 +17,7 @@ use super::{BundleReader, Layout, Limits, ReadError, ReadErrorKind};
 /// The first two bytes of every gzip member.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// One entry of the run directory the second pass yields: a file to read or an error.
+/// One entry of the run directory to yield: a file to read or an error.
 #[derive(Debug)]
 pub(super) struct ArchiveItem {
     /// Where the entry's data starts in the uncompressed tar stream: identifies the entry.
@@ -38,7 +38,7 @@ pub(super) enum ArchiveAction {
     Error(ReadError),
 }
 
-/// What the first pass learned about one entry.
+/// What the pass learned about one entry.
 enum Indexed {
     File {
         name: String,
@@ -117,7 +117,7 @@ pub(super) fn open_archive_keeping(
     let mut tail: Vec<ReadError> = Vec::new();
     let mut entries = 0usize;
     let mut ended = false;
-    // The failure that ended the first pass inside an entry.
+    // The failure that ended the pass inside an entry.
     let mut broken: Option<ReadError> = None;
     loop {
         let entry = match walker.next_entry() {
@@ -266,7 +266,7 @@ pub(super) fn open_archive_keeping(
                 )
             };
             if broken.iter().chain(&tail).any(capped) {
-                // A cap stopped the first pass before the run directory showed: the bundle opens,
+                // A cap stopped the pass before the run directory showed: the bundle opens,
                 // yields no file, and reports the cap like any other archive past it.
                 None
             } else {

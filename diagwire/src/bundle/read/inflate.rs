@@ -1,7 +1,8 @@
 //! Gzip data inflated on a thread of its own, handed to the tar reader in bounded chunks, and the
 //! tagging of errors so that a reader of the stream knows which layer failed (file, gzip, tar).
 //!
-//! Inflating is `flate2`'s `MultiGzDecoder`; the thread and its channel are the standard library's.
+//! Inflating is `flate2`'s `MultiGzDecoder` (its zlib-rs backend, about twice as fast as its default
+//! miniz_oxide); the thread and its channel are the standard library's.
 
 use std::fmt;
 use std::fs::File;

@@ -1,12 +1,13 @@
 //! Yielding the files: a directory's files read one at a time within the total cap, an archive's
-//! in a second pass matched to the first pass's index, and the problems with the bundle as a whole
-//! last.
+//! from the data its one pass kept (or, when it could keep none, by another pass matched to its
+//! index), and the problems with the bundle as a whole last.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
 
-/// The most bytes of files met before their turn that an archive read out of its order keeps in
-/// memory; past it, the files are read again by a new pass over the archive.
+/// Without the data of the one pass (no temporary file could be written): the most bytes of files
+/// met before their turn that an archive read out of its order keeps in memory; past it, the files
+/// are read again by a new pass over the archive.
 pub(super) const EARLY_BYTES: u64 = 32 << 20;
 
 use super::dir::{DirItem, read_dir_file};
@@ -40,7 +41,7 @@ impl Iterator for Stream<'_> {
 }
 
 /// The iteration over a bundle's files: where it is in the layout and the tail, the bytes read from
-/// a directory, and the open second pass over an archive.
+/// a directory, and the open second pass over an archive that kept no data.
 pub(super) struct Files<'a> {
     reader: &'a BundleReader,
     /// The next item of the layout.
@@ -49,7 +50,7 @@ pub(super) struct Files<'a> {
     tail_next: usize,
     /// Bytes read so far from a directory.
     dir_total: u64,
-    /// The second pass over an archive, and the data position of the last entry it read.
+    /// The second pass over an archive that kept no data, and the data position of the last entry it read.
     walker: Option<Walker>,
     walker_at: u64,
     /// For an archive read in path order rather than archive order: the data positions of the
@@ -153,7 +154,7 @@ impl<'a> Files<'a> {
         Some(match result {
             Ok(bytes) => Ok(BundleFile::new(rel.clone(), location.clone(), bytes)),
             Err((kind, message)) => {
-                // The archive changed or broke since the first pass: stop here.
+                // The archive changed or broke since it was opened: stop here.
                 self.next = items.len();
                 self.walker = None;
                 Err(ReadError::new(kind, location.clone(), message).about(rel.clone()))
