@@ -1,6 +1,8 @@
 //! An archive yields its files in path order, as a directory does, whatever order the archive
 //! holds them in, from one pass over it: the files' data is kept (in memory while it is small, in
-//! a temporary file past that) until its turn, and the archive is not read again.
+//! a temporary file past that) until its turn, and the archive is not read again. What needs the
+//! whole archive is decided over the whole archive in every order: the copy of a duplicate later in
+//! the archive wins, and a second run directory anywhere makes the archive ambiguous.
 
 #![cfg(feature = "bundle")]
 use std::io::Write;
@@ -126,5 +128,87 @@ fn an_archive_is_read_once_when_it_is_opened() {
         for order in [Order::Name, Order::Scrambled, Order::Reverse] {
             check_order(order, size, destroy);
         }
+    }
+}
+
+/// An archive entry: its name and its data.
+type Entry<'a> = (&'a str, &'a [u8]);
+
+/// A gzip'd tar of `(name, bytes)` entries in the order given.
+fn archive_of(entries: &[Entry<'_>]) -> tempfile::NamedTempFile {
+    let mut tar = tar::Builder::new(Vec::new());
+    for (name, data) in entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut header, name, *data).expect("append");
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tar.into_inner().expect("tar")).expect("gzip");
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    file.write_all(&gz.finish().expect("gzip")).expect("write");
+    file
+}
+
+#[test]
+fn the_copy_of_a_duplicate_later_in_the_archive_wins_in_every_order() {
+    let first: Entry = ("run-1/a/boot.json", b"first");
+    let second: Entry = ("run-1/a/boot.json", b"second");
+    let manifest: Entry = ("run-1/MANIFEST.json", b"{}");
+    let other: Entry = ("run-1/b/boot.json", b"{}");
+    let cases: [(Vec<Entry>, &[u8]); 3] = [
+        (vec![manifest, first, other, second], b"second"),
+        (vec![second, other, first, manifest], b"first"),
+        (vec![other, first, second, manifest], b"second"),
+    ];
+    for (entries, wins) in cases {
+        let file = archive_of(&entries);
+        let mut reader = BundleReader::open(file.path(), Limits::default()).expect("opens");
+        let mut kept = Vec::new();
+        let mut reported = Vec::new();
+        for item in reader.files() {
+            match item {
+                Ok(f) => kept.push((f.path, f.bytes)),
+                Err(e) => reported.push((e.path, e.message)),
+            }
+        }
+        let names: Vec<&str> = entries.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            kept,
+            vec![
+                ("MANIFEST.json".to_owned(), b"{}".to_vec()),
+                ("a/boot.json".to_owned(), wins.to_vec()),
+                ("b/boot.json".to_owned(), b"{}".to_vec()),
+            ],
+            "{names:?}"
+        );
+        assert_eq!(
+            reported,
+            vec![(
+                Some("a/boot.json".to_owned()),
+                "a duplicate entry; a later entry with the same path replaces it".to_owned()
+            )],
+            "{names:?}"
+        );
+    }
+}
+
+#[test]
+fn a_second_run_directory_anywhere_in_the_archive_makes_it_ambiguous() {
+    let one: [Entry; 2] = [("run-1/MANIFEST.json", b"{}"), ("run-1/a/boot.json", b"{}")];
+    let two: Entry = ("run-2/MANIFEST.json", b"{}");
+    for entries in [
+        vec![one[0], one[1], two],
+        vec![two, one[0], one[1]],
+        vec![one[1], two, one[0]],
+    ] {
+        let file = archive_of(&entries);
+        let e = BundleReader::open(file.path(), Limits::default()).expect_err("ambiguous");
+        assert!(
+            e.message
+                .contains("holds several run directories (run-1, run-2)"),
+            "{entries:?}: {e}"
+        );
     }
 }
