@@ -4,11 +4,11 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek};
 use std::path::Path;
 
 use super::conflicts::{Node, path_conflicts};
-use super::inflate::open_stream;
+use super::inflate::stream_of;
 use super::run_dir::{find_run_dir, strip_run_dir};
 use super::spill::{Spill, SpillWriter};
 use super::tar_reader::{RawEntry, Walker, is_directory, normalize_entry_name};
@@ -72,17 +72,17 @@ pub(super) fn open_archive_keeping(
     let io_error = |e: io::Error| ReadError::new(ReadErrorKind::Io, &here, e.to_string());
     let mut magic = [0u8; 512];
     let mut got = 0;
-    {
-        let mut file = File::open(path).map_err(io_error)?;
-        while got < magic.len() {
-            match file.read(&mut magic[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io_error(e)),
-            }
+    // Opened once: the pass reads from the start again through the same handle.
+    let mut file = File::open(path).map_err(io_error)?;
+    while got < magic.len() {
+        match file.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(e)),
         }
     }
+    file.seek(io::SeekFrom::Start(0)).map_err(io_error)?;
     let gzip = if got >= 2 && magic[..2] == GZIP_MAGIC {
         true
     } else if got == 512 && &magic[257..262] == b"ustar" {
@@ -100,7 +100,7 @@ pub(super) fn open_archive_keeping(
     let mut source = if gzip {
         None
     } else {
-        Some(File::open(path).map_err(io_error)?)
+        Some(file.try_clone().map_err(io_error)?)
     };
     let mut spill = gzip.then(SpillWriter::new);
     if !keep {
@@ -109,7 +109,7 @@ pub(super) fn open_archive_keeping(
         }
         source = None;
     }
-    let stream = open_stream(path, gzip).map_err(io_error)?;
+    let stream = stream_of(file, gzip).map_err(io_error)?;
     let mut walker = Walker::new(stream, limits);
     let mut indexed: Vec<(u64, Indexed)> = Vec::new();
     // The paths of the entries, to find paths that are both a file and a directory.

@@ -68,8 +68,13 @@ pub(super) fn classify(e: io::Error) -> Fail {
 /// Opens the uncompressed tar stream of an archive. Gzip data is inflated on a thread of its own
 /// (see [`Inflater`]); the members of a multi-member gzip file are read, in order, as one stream.
 pub(super) fn open_stream(path: &Path, gzip: bool) -> io::Result<Box<dyn Read>> {
+    stream_of(File::open(path)?, gzip)
+}
+
+/// [`open_stream`] of an archive already open, read from where `file` is.
+pub(super) fn stream_of(file: File, gzip: bool) -> io::Result<Box<dyn Read>> {
     let file = TagReader {
-        inner: File::open(path)?,
+        inner: file,
         kind: ReadErrorKind::Io,
     };
     let buffered = BufReader::with_capacity(64 * 1024, file);
