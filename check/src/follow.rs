@@ -3,6 +3,9 @@
 //! staging directory of one run (`<node_id>/<kind>-NNNNNN.json|.pb`), or a staging root holding one
 //! run. Each [`Follower::poll`] lists the directory, reads every record file that landed since the
 //! last one — a node's files in their sequence order — and feeds its records to a [`Monitor`].
+//! A directory that holds no record file yet (a staging root before its first run, a bundle
+//! directory before its first file) is waited on: the first poll that finds a run's file decides
+//! which run directory is followed ([`Follower::waiting`] until then).
 //!
 //! Writers publish a file by renaming it into place, so a file that is there is whole; a name
 //! outside the layout (a writer's temporary name) is not read. A file that does not parse is
@@ -18,7 +21,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use diagwire::bundle::read::{Limits, open_record_file};
+use diagwire::bundle::read::{Limits, Links, open_record_file_with};
 use diagwire::layout::{self, Encoding, FileKind, Role};
 use diagwire::problem::{Location, Problem, ProblemKind, ReadErrorKind};
 use diagwire::v1::{EventRecord, Record, RecordKind};
@@ -66,7 +69,10 @@ pub struct Landed {
 /// A run directory followed while it is written.
 #[derive(Debug)]
 pub struct Follower {
-    root: PathBuf,
+    /// The directory as given.
+    given: PathBuf,
+    /// The run directory followed, once one is found.
+    root: Option<PathBuf>,
     limits: Limits,
     seen: BTreeMap<String, Seen>,
     /// Whether a finalize record has been read.
@@ -74,8 +80,9 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// Follows `path`: a run directory (bundle or staging), or a staging root holding exactly one
-    /// run. Fails when `path` is not a directory or holds several runs.
+    /// Follows `path`: a run directory (bundle or staging), or a staging root holding one run
+    /// (or none yet: the first to appear is followed). Fails when `path` is not a directory or
+    /// holds several runs.
     pub fn new(path: &Path, limits: Limits) -> Result<Follower, String> {
         let meta = fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
         if !meta.is_dir() {
@@ -84,29 +91,54 @@ impl Follower {
                 path.display()
             ));
         }
-        Ok(Follower {
-            root: staging_run(path)?.unwrap_or_else(|| path.to_path_buf()),
+        let mut follower = Follower {
+            given: path.to_path_buf(),
+            root: None,
             limits,
             seen: BTreeMap::new(),
             finalized: false,
-        })
+        };
+        follower.find_run()?;
+        Ok(follower)
     }
 
-    /// The run directory followed.
+    /// Looks for the run directory while none is known; fails when several runs appeared.
+    pub fn find_run(&mut self) -> Result<(), String> {
+        if self.root.is_none() {
+            self.root = run_directory(&self.given)?;
+        }
+        Ok(())
+    }
+
+    /// Whether no run directory has been found yet (nothing of a run is under the path).
+    pub fn waiting(&self) -> bool {
+        self.root.is_none()
+    }
+
+    /// The run directory followed (the path as given while waiting).
     pub fn root(&self) -> &Path {
-        &self.root
+        self.root.as_deref().unwrap_or(&self.given)
     }
 
     /// Reads what landed since the last poll into `monitor`; a file that has not parsed for
-    /// `settle` without changing is reported as unreadable.
+    /// `settle` without changing is reported as unreadable. While no run directory is known it
+    /// looks for one first ([`Follower::find_run`], whose error it leaves for that call to
+    /// report) and reads nothing until one is found.
     pub fn poll(&mut self, monitor: &mut Monitor<'_>, settle: Duration) -> Landed {
         let mut landed = Landed::default();
+        if self.waiting() {
+            // An error (several runs) is for the caller of `find_run` to report.
+            let _ = self.find_run();
+            if self.waiting() {
+                return landed;
+            }
+        }
         let mut due: Vec<(Landing, String)> = Vec::new();
         for (rel, landing) in self.list(monitor) {
             match self.seen.get(&rel) {
                 Some(Seen::Done) => {}
                 Some(Seen::Waiting { len, modified, .. }) => {
-                    let meta = fs::symlink_metadata(self.root.join(&rel)).ok();
+                    let meta = fs::symlink_metadata(self.root().join(&rel)).ok();
                     let now = meta.as_ref().map(|m| (m.len(), m.modified().ok()));
                     if now != Some((*len, *modified)) {
                         due.push((landing, rel));
@@ -142,7 +174,7 @@ impl Follower {
     }
 
     fn shown(&self, rel: &str) -> String {
-        format!("{}/{rel}", self.root.display())
+        format!("{}/{rel}", self.root().display())
     }
 
     /// Every record file of the layout under the root, by relative path. Links and special files
@@ -150,7 +182,8 @@ impl Follower {
     fn list(&mut self, monitor: &mut Monitor<'_>) -> Vec<(String, Landing)> {
         let mut out = Vec::new();
         let mut refused = Vec::new();
-        let mut stack: Vec<(PathBuf, String, usize)> = vec![(self.root.clone(), String::new(), 0)];
+        let mut stack: Vec<(PathBuf, String, usize)> =
+            vec![(self.root().to_path_buf(), String::new(), 0)];
         while let Some((dir, prefix, depth)) = stack.pop() {
             let Ok(entries) = fs::read_dir(&dir) else {
                 continue;
@@ -193,7 +226,7 @@ impl Follower {
     }
 
     fn read(&mut self, rel: &str, landing: &Landing, monitor: &mut Monitor<'_>, out: &mut Landed) {
-        let path = self.root.join(rel);
+        let path = self.root().join(rel);
         let file = self.shown(rel);
         let meta = fs::symlink_metadata(&path).ok();
         let stamp = meta.as_ref().map(|m| (m.len(), m.modified().ok()));
@@ -302,7 +335,7 @@ fn read_text(
     limits: Limits,
 ) -> Result<String, (ProblemKind, String)> {
     let mut bytes = Vec::new();
-    open_record_file(path, limits)
+    open_record_file_with(path, limits, Links::Refuse)
         .map_err(|e| (ProblemKind::Read(e.kind), e.message.clone()))?
         .read_to_end(&mut bytes)
         .map_err(|e| (ProblemKind::Read(ReadErrorKind::Io), e.to_string()))?;
@@ -337,6 +370,37 @@ fn landing(rel: &str) -> Option<Landing> {
         seq,
         encoding: p.encoding,
     })
+}
+
+/// The run directory under `path`: `path` itself when it holds a run's files (a staging run
+/// directory, or any file of a bundle's layout), the one run of a staging root, `None` while it
+/// holds neither; an error when a staging root holds several runs.
+fn run_directory(path: &Path) -> Result<Option<PathBuf>, String> {
+    if let Some(run) = staging_run(path)? {
+        return Ok(Some(run));
+    }
+    let mut stack = vec![(path.to_path_buf(), String::new(), 0)];
+    while let Some((dir, prefix, depth)) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let rel = format!("{prefix}{name}");
+            match entry.file_type() {
+                Ok(t) if t.is_dir() && depth < 2 => {
+                    stack.push((entry.path(), format!("{rel}/"), depth + 1));
+                }
+                Ok(t) if !t.is_dir() && landing(&rel).is_some() => {
+                    return Ok(Some(path.to_path_buf()));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The one run directory of a staging root (`<root>/<run_id>/<node_id>/<kind>-NNNNNN.json`);

@@ -21,7 +21,7 @@ use crate::verdict::{CheckReport, Finding, RuleResult, Status, Witness};
 
 /// The version of these JSON shapes (a semantic version, bumped by the contract's rules: a new
 /// optional key is minor, a removed or retyped key is major).
-pub const FORMAT_VERSION: &str = "1.1.0";
+pub const FORMAT_VERSION: &str = "1.2.0";
 
 /// `diagwire check --format json`: the behaviour check of one bundle, with its coverage, its
 /// shifts against a baseline and its coverage gate when asked for.
@@ -89,6 +89,65 @@ pub struct FollowLine {
     /// (the `--until` time ran out) or `interrupted`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<&'static str>,
+    /// On the last line, when the report does not cover the whole run: why, how many records
+    /// are missing, and the rules that are therefore inconclusive. The exit status is then 2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<Incomplete>,
+}
+
+/// Why a follow's report does not cover the whole run, and what it therefore cannot vouch for.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Incomplete {
+    /// Why, in one sentence: records the collector could not give, a stream that failed or
+    /// closed before the run's end, a follow stopped before the finalize, no run found.
+    pub why: String,
+    /// How many records are known to be missing; absent when that is unknown (the stream ended
+    /// before the run did).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_records: Option<u64>,
+    /// The rules without a finding: the missing records may hold one, so their pass cannot be
+    /// vouched for (the findings of the other rules stand, though some may owe to what is
+    /// missing: an outcome whose start was not read).
+    pub inconclusive_rules: Vec<String>,
+}
+
+impl Incomplete {
+    /// What `report` cannot vouch for, for `why` (`missing_records` when known).
+    pub fn new(report: &CheckReport, why: String, missing_records: Option<u64>) -> Incomplete {
+        Incomplete {
+            why,
+            missing_records,
+            inconclusive_rules: report
+                .rules
+                .iter()
+                .filter(|r| r.findings_total == 0)
+                .map(|r| r.id.clone())
+                .collect(),
+        }
+    }
+
+    /// The Markdown paragraph the report is preceded by.
+    pub fn to_markdown(&self) -> String {
+        use diagwire::problem::printable;
+        let missing = match self.missing_records {
+            Some(n) => format!(" {n} record(s) of the run are missing."),
+            None => String::new(),
+        };
+        let rules: Vec<String> = self
+            .inconclusive_rules
+            .iter()
+            .map(|r| format!("`{}`", printable(r)))
+            .collect();
+        format!(
+            "**Incomplete**: {}.{missing} Inconclusive, as a pass cannot be vouched for: {}. Exit status 2.\n",
+            printable(&self.why),
+            if rules.is_empty() {
+                "none".to_owned()
+            } else {
+                rules.join(", ")
+            }
+        )
+    }
 }
 
 impl FollowLine {
@@ -99,16 +158,22 @@ impl FollowLine {
             finding: Some(FindingOutput::from(f)),
             report: None,
             ended: None,
+            incomplete: None,
         }
     }
 
     /// The last line.
-    pub fn report(report: CheckOutput, ended: &'static str) -> FollowLine {
+    pub fn report(
+        report: CheckOutput,
+        ended: &'static str,
+        incomplete: Option<Incomplete>,
+    ) -> FollowLine {
         FollowLine {
             format_version: FORMAT_VERSION,
             finding: None,
             report: Some(report),
             ended: Some(ended),
+            incomplete,
         }
     }
 }

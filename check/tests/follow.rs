@@ -48,6 +48,8 @@ enum Step {
     Write(&'static str, String),
     /// Make `<node>/<name>` a symbolic link to `target`.
     Link(&'static str, &'static str),
+    /// Make `<node>/<name>` a fifo (no writer ever opens it: opening it to read would block).
+    Fifo(&'static str),
     /// Let the settle time pass.
     Settle,
 }
@@ -65,6 +67,13 @@ fn follow(dir: &Path, steps: Vec<Step>) -> CheckReport {
             Step::Write(name, text) => std::fs::write(node_dir.join(name), text).unwrap(),
             Step::Link(name, target) => {
                 std::os::unix::fs::symlink(target, node_dir.join(name)).unwrap()
+            }
+            Step::Fifo(name) => {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(node_dir.join(name))
+                    .status()
+                    .unwrap();
+                assert!(made.success(), "mkfifo");
             }
             Step::Settle => std::thread::sleep(SETTLE + Duration::from_millis(50)),
         }
@@ -171,6 +180,20 @@ fn a_link_where_a_record_file_belongs_is_reported_and_not_followed() {
 }
 
 #[test]
+fn a_fifo_where_a_record_file_belongs_is_reported_and_never_blocks() {
+    expect(
+        vec![
+            Step::Write("boot-000001.json", boot_json()),
+            Step::Fifo("events-000001.json"),
+            Step::Settle,
+        ],
+        1,
+        1,
+        Some("events-000001.json"),
+    );
+}
+
+#[test]
 fn names_outside_the_layout_are_not_read() {
     expect(
         vec![
@@ -183,4 +206,49 @@ fn names_outside_the_layout_are_not_read() {
         0,
         None,
     );
+}
+
+/// A staging root: what lands under it, in order (`<run>/<node>/<name>`), and after each landing
+/// whether the follower is still waiting for a run and which run it follows.
+#[test]
+fn a_staging_root_is_waited_on_until_its_first_run_appears() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("staging");
+    std::fs::create_dir_all(&root).unwrap();
+    let (_, hex) = node();
+    let rules = Rulebook::builtin();
+    let mut monitor = Monitor::new(&rules, "r1");
+    let mut follower = Follower::new(&root, Limits::default()).unwrap();
+    let steps: [(&str, String, Option<&str>); 3] = [
+        // A run directory and a writer's temporary name: nothing of a run yet.
+        ("r1/.boot-000001.json.partial", boot_json(), None),
+        ("r1/boot-000001.json", boot_json(), Some("r1")),
+        ("r1/events-000001.json", events_json(2), Some("r1")),
+    ];
+    for (rel, text, run) in steps {
+        let (dir, name) = rel.split_once('/').unwrap();
+        let at = root.join(dir).join(&hex);
+        std::fs::create_dir_all(&at).unwrap();
+        std::fs::write(at.join(name), text).unwrap();
+        follower.poll(&mut monitor, SETTLE);
+        assert_eq!(follower.waiting(), run.is_none(), "after {rel}");
+        if let Some(run) = run {
+            assert_eq!(follower.root(), root.join(run), "after {rel}");
+        }
+    }
+    follower.finish(&mut monitor);
+    assert_eq!(
+        monitor.finish().records,
+        3,
+        "the boot record and two events"
+    );
+    // Two runs appearing at once cannot be told apart: the follower says so.
+    let two = tmp.path().join("two");
+    for run in ["a", "b"] {
+        let at = two.join(run).join(&hex);
+        std::fs::create_dir_all(&at).unwrap();
+        std::fs::write(at.join("boot-000001.json"), boot_json()).unwrap();
+    }
+    let err = Follower::new(&two, Limits::default()).unwrap_err();
+    assert!(err.contains("holds 2 runs"), "{err}");
 }

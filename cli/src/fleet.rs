@@ -184,7 +184,7 @@ pub fn report(dataset: &Path, format: ReportFormat, out: Option<&Path>) -> ExitC
         },
         None => {
             use std::io::Write;
-            // As the other commands: a closed standard output is not an error of the command.
+            // A reader that went away ends the process by SIGPIPE at this write (see `main.rs`).
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
             ExitCode::SUCCESS
         }

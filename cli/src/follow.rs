@@ -1,10 +1,16 @@
 //! `diagwire check --follow PATH`: the behavioural rules over a run directory while it is written
-//! (a bundle directory, or a collector's staging directory), or over a collector's live stream
-//! (`http://HOST:PORT/diag/stream/{run_id}`, with the feature `serve`). Findings are printed the
-//! moment they are decided — Markdown lines for people, or with `--format json` one JSON object per line (a
-//! finding each, then the report) — with a status line on a terminal. The follow ends once the
-//! finalize record has landed and nothing has landed for the settle time, at `--until`, or on
-//! Ctrl-C, each time with the report of what was read; the exit status is `check`'s.
+//! (a bundle directory, a collector's staging directory, or a staging root, waited on until its
+//! first run appears), or over a collector's live stream
+//! (`http://HOST:PORT/diag/stream/{run_id}`, with the feature `serve`), read from the run's first
+//! record whenever the follow attaches. Findings are printed the moment they are decided —
+//! Markdown lines for people, or with `--format json` one JSON object per line (a finding each,
+//! then the report) — with a status line on a terminal. The follow ends when the collector sends
+//! the stream's `end`, once the finalize record has landed and nothing has landed for the settle
+//! time, at `--until`, or on Ctrl-C, each time with the report of what was read. The exit status is
+//! `check`'s (0 no violation, 1 a violation), or 2 when the report does not cover the whole run:
+//! records the follow could not have, a stream that ended before the run did, a follow stopped
+//! before the finalize, no run found. The report then says why and names the rules whose pass it
+//! cannot vouch for.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -16,7 +22,7 @@ use std::time::{Duration, Instant};
 use diagwire::bundle::read::Limits;
 use diagwire::problem::printable;
 use diagwire_check::follow::{Follower, Landed};
-use diagwire_check::output::{CheckOutput, FollowLine};
+use diagwire_check::output::{CheckOutput, FollowLine, Incomplete};
 use diagwire_check::{Finding, Monitor, Rulebook};
 
 use crate::behaviour::{Format, print_json_line};
@@ -35,10 +41,15 @@ pub struct Until {
 
 /// Where the records come from.
 trait Source {
-    /// The run's name, for the report.
-    fn name(&self) -> String;
+    /// The run's name, for the report; `None` while no run is known (a staging root before its
+    /// first run).
+    fn name(&self) -> Option<String>;
     /// What it is, as shown.
     fn shown(&self) -> String;
+    /// Looks for the run while none is known; an error ends the follow (several runs).
+    fn find(&mut self) -> Result<(), String> {
+        Ok(())
+    }
     /// Feeds what arrived since the last call; waits at most one poll period.
     fn poll(&mut self, monitor: &mut Monitor<'_>, settle: Duration) -> Landed;
     /// Whether the run's finalize record has arrived.
@@ -47,19 +58,30 @@ trait Source {
     fn closed(&self) -> bool {
         false
     }
+    /// Whether the source said the run is over and every record was sent (the collector's `end`).
+    fn ended(&self) -> bool {
+        false
+    }
+    /// What of the run this follow could not read: why, and how many records when known.
+    fn missing(&self) -> Option<(String, Option<u64>)> {
+        None
+    }
     /// Ends the follow: reports what is still pending.
     fn finish(&mut self, monitor: &mut Monitor<'_>);
 }
 
 impl Source for Follower {
-    fn name(&self) -> String {
-        self.root()
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
+    fn name(&self) -> Option<String> {
+        if self.waiting() {
+            return None;
+        }
+        Some(dir_name(self.root()))
     }
     fn shown(&self) -> String {
         self.root().display().to_string()
+    }
+    fn find(&mut self) -> Result<(), String> {
+        self.find_run()
     }
     fn poll(&mut self, monitor: &mut Monitor<'_>, settle: Duration) -> Landed {
         let landed = Follower::poll(self, monitor, settle);
@@ -76,7 +98,14 @@ impl Source for Follower {
     }
 }
 
+fn dir_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// Why the follow ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     Settled,
     Closed,
@@ -84,18 +113,29 @@ enum End {
     Interrupted,
 }
 
-/// `diagwire check --follow PATH`. Exit status: 0 when no violation, 1 otherwise, 2 when PATH
-/// cannot be followed.
+/// `diagwire check --follow PATH`. Exit status: 0 when the whole run was read without a
+/// violation, 1 when it was read and has one, 2 when PATH cannot be followed or the report
+/// does not cover the whole run (records missing, no run found, stopped before its end).
 pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
+    // Ctrl-C and `--until` are honoured from the start, while a collector is being reached too.
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        // Without a handler (another one is set) Ctrl-C ends the process as usual.
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    }
+    let started = Instant::now();
+    let give_up =
+        || stop.load(Ordering::SeqCst) || until.until.is_some_and(|d| started.elapsed() >= d);
     let text = path.to_string_lossy();
     let source: Result<Box<dyn Source>, String> =
         if text.starts_with("http://") || text.starts_with("https://") {
-            stream::open(&text)
+            stream::open(&text, &give_up)
         } else {
             Follower::new(path, Limits::default()).map(|f| Box::new(f) as Box<dyn Source>)
         };
     match source {
-        Ok(source) => run(source, until, format),
+        Ok(source) => run(source, until, format, &stop, started),
         Err(e) => {
             eprintln!("error: {}", printable(&e));
             ExitCode::from(2)
@@ -103,15 +143,53 @@ pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
     }
 }
 
-fn run(mut source: Box<dyn Source>, until: Until, format: Format) -> ExitCode {
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = Arc::clone(&stop);
-        // Without a handler (another one is set) Ctrl-C ends the process as usual.
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+fn run(
+    mut source: Box<dyn Source>,
+    until: Until,
+    format: Format,
+    stop: &AtomicBool,
+    started: Instant,
+) -> ExitCode {
+    let status = std::io::stderr().is_terminal();
+    let deadline = || until.until.is_some_and(|d| started.elapsed() >= d);
+    // A staging root with no run yet: wait for the first.
+    let mut said = false;
+    let waited = loop {
+        if let Err(e) = source.find() {
+            if said && status {
+                clear_status();
+            }
+            eprintln!("error: {}", printable(&e));
+            return ExitCode::from(2);
+        }
+        if source.name().is_some() {
+            break None;
+        }
+        if !said {
+            let line = format!("waiting for a run in {}", printable(&source.shown()));
+            if status {
+                eprint!("\r\x1b[2K{line}");
+            } else {
+                eprintln!("{line}");
+            }
+            said = true;
+        }
+        if stop.load(Ordering::SeqCst) {
+            break Some(End::Interrupted);
+        }
+        if deadline() {
+            break Some(End::Deadline);
+        }
+        std::thread::sleep(POLL);
+    };
+    if said && status {
+        clear_status();
     }
     let rulebook = Rulebook::builtin();
-    let run = source.name();
+    let found = waited.is_none();
+    let run = source
+        .name()
+        .unwrap_or_else(|| dir_name(Path::new(&source.shown())));
     let shown = source.shown();
     let mut monitor = Monitor::with(
         &rulebook,
@@ -119,38 +197,42 @@ fn run(mut source: Box<dyn Source>, until: Until, format: Format) -> ExitCode {
         diagwire_check::Options::default(),
         diagwire_check::Nodes::ManifestOrSeen,
     );
-    let status = std::io::stderr().is_terminal();
-    let started = Instant::now();
     let mut last_landing = Instant::now();
     let mut files = 0u64;
-    let end = loop {
-        let landed = source.poll(&mut monitor, until.settle);
-        files += landed.files;
-        if landed.files > 0 {
-            last_landing = Instant::now();
-        }
-        let decided = monitor.decided();
-        if status && !decided.is_empty() {
-            clear_status();
-        }
-        for f in &decided {
-            print_finding(f, format);
-        }
-        if status {
-            show_status(&shown, files, &monitor);
-        }
-        if stop.load(Ordering::SeqCst) {
-            break End::Interrupted;
-        }
-        if until.until.is_some_and(|d| started.elapsed() >= d) {
-            break End::Deadline;
-        }
-        if source.finalized() && last_landing.elapsed() >= until.settle {
-            break End::Settled;
-        }
-        if source.closed() {
-            break End::Closed;
-        }
+    let end = match waited {
+        Some(end) => end,
+        None => loop {
+            let landed = source.poll(&mut monitor, until.settle);
+            files += landed.files;
+            if landed.files > 0 {
+                last_landing = Instant::now();
+            }
+            let decided = monitor.decided();
+            if status && !decided.is_empty() {
+                clear_status();
+            }
+            for f in &decided {
+                print_finding(f, format);
+            }
+            if status {
+                show_status(&shown, files, &monitor);
+            }
+            if stop.load(Ordering::SeqCst) {
+                break End::Interrupted;
+            }
+            if source.ended() {
+                break End::Settled;
+            }
+            if deadline() {
+                break End::Deadline;
+            }
+            if source.finalized() && last_landing.elapsed() >= until.settle {
+                break End::Settled;
+            }
+            if source.closed() {
+                break End::Closed;
+            }
+        },
     };
     source.finish(&mut monitor);
     if status {
@@ -158,6 +240,8 @@ fn run(mut source: Box<dyn Source>, until: Until, format: Format) -> ExitCode {
     }
     let decided = monitor.decided();
     let report = monitor.finish();
+    let incomplete = incomplete(source.as_ref(), found, end)
+        .map(|(why, missing)| Incomplete::new(&report, why, missing));
     // Findings decided only at the end (they need the whole run) are printed with the report.
     match format {
         Format::Md => {
@@ -173,6 +257,9 @@ fn run(mut source: Box<dyn Source>, until: Until, format: Format) -> ExitCode {
                 }
                 End::Interrupted => println!("_Interrupted: the report covers what had landed._\n"),
             }
+            if let Some(incomplete) = &incomplete {
+                println!("{}", incomplete.to_markdown());
+            }
             print!("{}", report.to_markdown());
         }
         Format::Json => {
@@ -187,15 +274,43 @@ fn run(mut source: Box<dyn Source>, until: Until, format: Format) -> ExitCode {
                     End::Deadline => "until",
                     End::Interrupted => "interrupted",
                 },
+                incomplete.clone(),
             ));
         }
     }
     let _ = std::io::stdout().flush();
-    if report.passed() {
+    if incomplete.is_some() {
+        ExitCode::from(2)
+    } else if report.passed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     }
+}
+
+/// Why the report does not cover the whole run, and how many records are missing when known;
+/// `None` when it does (the run was read to its end, every record of it).
+fn incomplete(source: &dyn Source, found: bool, end: End) -> Option<(String, Option<u64>)> {
+    if !found {
+        return Some((format!("no run appeared in {}", source.shown()), None));
+    }
+    let mut why = Vec::new();
+    let mut count = None;
+    if let Some((what, n)) = source.missing() {
+        why.push(what);
+        count = n;
+    }
+    if !source.ended() && !source.finalized() {
+        why.push(
+            match end {
+                End::Deadline => "stopped at `--until` before the run's finalize record",
+                End::Interrupted => "interrupted before the run's finalize record",
+                End::Closed | End::Settled => "the stream closed before the run's finalize record",
+            }
+            .to_owned(),
+        );
+    }
+    (!why.is_empty()).then(|| (why.join("; "), count))
 }
 
 fn print_finding(f: &Finding, format: Format) {
@@ -223,13 +338,15 @@ fn show_status(path: &str, files: u64, monitor: &Monitor<'_>) {
     );
 }
 
-/// A collector's live stream as a source (`diagwire serve`'s `/diag/stream/{run_id}`).
+/// A collector's live stream as a source (`diagwire serve`'s `/diag/stream/{run_id}`), read from
+/// the run's first record (the collector reads back from staging what it no longer keeps in
+/// memory) unless the URL's query resumes it (`?from=N`), until the collector's `end` event.
 #[cfg(feature = "serve")]
 mod stream {
     use std::time::Duration;
 
     use diagwire::Location;
-    use diagwire::problem::{Problem, ProblemKind, ReadErrorKind, printable};
+    use diagwire::problem::{Problem, ProblemKind, printable};
     use diagwire::v1::{Record, RecordKind as Kind};
     use diagwire_check::follow::Landed;
     use diagwire_check::{Fed, Monitor, RecordRef};
@@ -242,31 +359,70 @@ mod stream {
         url: String,
         run: String,
         follow: Follow,
+        /// The stream id the follow started after (`?from=N`), when not the run's start.
+        from: Option<u64>,
         finalized: bool,
         closed: bool,
+        ended: bool,
+        /// Records the collector said it could not give.
+        skipped: u64,
+        /// Why the stream failed, if it did.
+        failed: Option<String>,
     }
 
-    /// Subscribes to `url`.
-    pub fn open(url: &str) -> Result<Box<dyn Source>, String> {
-        let follow = client::follow(url, None).map_err(|e| format!("{url}: {}", e.0))?;
-        let run = url
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
+    /// The URL, run id and resume point of a live stream's URL
+    /// (`http://HOST:PORT[/base]/diag/stream/{run_id}[?from=N]`).
+    pub(crate) fn parse(url: &str) -> Result<(url::Url, String, Option<u64>), String> {
+        let parsed = url::Url::parse(url).map_err(|e| format!("{url}: not a URL: {e}"))?;
+        if parsed.scheme() != "http" {
+            return Err(format!(
+                "{url}: only http:// live streams are followed (`diagwire serve` speaks plain HTTP)"
+            ));
+        }
+        let mut segments: Vec<&str> = parsed
+            .path_segments()
+            .map(|s| s.filter(|p| !p.is_empty()).collect())
+            .unwrap_or_default();
+        let run = segments.pop().unwrap_or_default().to_owned();
+        if segments.last() != Some(&"stream") || run.is_empty() {
+            return Err(format!(
+                "{url}: not a live stream's URL (`http://HOST:PORT/diag/stream/RUN_ID`)"
+            ));
+        }
+        let mut from = None;
+        for (key, value) in parsed.query_pairs() {
+            if key == "from" {
+                from = Some(value.parse::<u64>().map_err(|_| {
+                    format!("{url}: `from` must be a stream id (a whole number), not {value:?}")
+                })?);
+            }
+        }
+        Ok((parsed, run, from))
+    }
+
+    /// Subscribes to `url`, giving up when `give_up` says so.
+    pub fn open(url: &str, give_up: &dyn Fn() -> bool) -> Result<Box<dyn Source>, String> {
+        let (parsed, run, from) = parse(url)?;
+        // Without `from` in the query, the run from its first record (`Last-Event-ID: 0`).
+        let resume = if from.is_some() { None } else { Some(0) };
+        let follow = client::follow_unless(parsed.as_str(), resume, give_up)
+            .map_err(|e| format!("{}: {}", printable(url), printable(&e.0)))?;
         Ok(Box::new(Stream {
-            url: url.to_owned(),
+            url: parsed.to_string(),
             run,
             follow,
+            from: from.filter(|&f| f > 0),
             finalized: false,
             closed: false,
+            ended: false,
+            skipped: 0,
+            failed: None,
         }))
     }
 
     impl Source for Stream {
-        fn name(&self) -> String {
-            self.run.clone()
+        fn name(&self) -> Option<String> {
+            Some(self.run.clone())
         }
         fn shown(&self) -> String {
             self.url.clone()
@@ -274,7 +430,7 @@ mod stream {
         fn poll(&mut self, monitor: &mut Monitor<'_>, _settle: Duration) -> Landed {
             let mut landed = Landed::default();
             let mut wait = POLL;
-            loop {
+            while !self.closed {
                 let item = match self.follow.wait(wait) {
                     Waited::Item(item) => item,
                     Waited::Nothing => break,
@@ -314,25 +470,22 @@ mod stream {
                             Err(e) => monitor.problem(&Problem::new(
                                 ProblemKind::Parse,
                                 at,
-                                format!("not a {} record: {}", record.kind, printable(&e.to_string())),
+                                format!(
+                                    "not a {} record: {}",
+                                    record.kind,
+                                    printable(&e.to_string())
+                                ),
                             )),
                         }
                     }
-                    Ok(StreamEvent::Lagged { skipped }) => monitor.problem(&Problem::new(
-                        ProblemKind::Read(ReadErrorKind::Io),
-                        Location::file(&self.url),
-                        format!(
-                            "the live stream skipped {skipped} record(s) this follow could not keep up with; the run's bundle holds them"
-                        ),
-                    )),
-                    Err(e) => {
-                        monitor.problem(&Problem::new(
-                            ProblemKind::Read(ReadErrorKind::Io),
-                            Location::file(&self.url),
-                            format!("the live stream failed: {}", printable(&e.0)),
-                        ));
+                    Ok(StreamEvent::Lagged { skipped }) => self.skipped += skipped,
+                    Ok(StreamEvent::End { .. }) => {
+                        self.ended = true;
                         self.closed = true;
-                        break;
+                    }
+                    Err(e) => {
+                        self.failed = Some(format!("the live stream failed: {}", printable(&e.0)));
+                        self.closed = true;
                     }
                 }
             }
@@ -344,6 +497,29 @@ mod stream {
         fn closed(&self) -> bool {
             self.closed
         }
+        fn ended(&self) -> bool {
+            self.ended
+        }
+        fn missing(&self) -> Option<(String, Option<u64>)> {
+            let mut why = Vec::new();
+            let mut count = 0;
+            if let Some(from) = self.from {
+                why.push(format!(
+                    "the follow started after stream id {from} (`from`): the records before it were not read"
+                ));
+                count += from;
+            }
+            if self.skipped > 0 {
+                why.push(format!(
+                    "the collector could not give {} record(s) (their staged files are gone or do not read)",
+                    self.skipped
+                ));
+                count += self.skipped;
+            }
+            let known = self.failed.is_none();
+            why.extend(self.failed.clone());
+            (!why.is_empty()).then(|| (why.join("; "), known.then_some(count)))
+        }
         fn finish(&mut self, _monitor: &mut Monitor<'_>) {}
     }
 }
@@ -353,9 +529,48 @@ mod stream {
 mod stream {
     use super::Source;
 
-    pub fn open(url: &str) -> Result<Box<dyn Source>, String> {
+    pub fn open(url: &str, _give_up: &dyn Fn() -> bool) -> Result<Box<dyn Source>, String> {
         Err(format!(
             "{url}: this build of diagwire follows a live stream only with the feature `serve` (cargo install --path cli --features serve)"
         ))
+    }
+}
+
+#[cfg(all(test, feature = "serve"))]
+mod tests {
+    /// A live stream's URL is read as a URL: its run id is the last path segment, its query
+    /// string says where to resume; anything else is refused with the reason.
+    #[test]
+    fn a_stream_url_is_read_as_a_url() {
+        /// The run id and `from` read, or a part of the refusal's reason.
+        type Read<'a> = Result<(&'a str, Option<u64>), &'a str>;
+        let cases: [(&str, Read<'_>); 8] = [
+            ("http://127.0.0.1:7/diag/stream/r-1", Ok(("r-1", None))),
+            ("http://127.0.0.1:7/diag/stream/r-1/", Ok(("r-1", None))),
+            (
+                "http://127.0.0.1:7/diag/stream/r-1?from=0",
+                Ok(("r-1", Some(0))),
+            ),
+            (
+                "http://h:7/base/diag/stream/r?x=1&from=42",
+                Ok(("r", Some(42))),
+            ),
+            ("http://h:7/diag/stream/r#frag", Ok(("r", None))),
+            (
+                "http://h:7/diag/stream/r?from=x",
+                Err("`from` must be a stream id"),
+            ),
+            ("http://h:7/diag/runs", Err("not a live stream's URL")),
+            ("https://h/diag/stream/r", Err("only http://")),
+        ];
+        for (url, want) in cases {
+            match (super::stream::parse(url), want) {
+                (Ok((_, run, from)), Ok((want_run, want_from))) => {
+                    assert_eq!((run.as_str(), from), (want_run, want_from), "{url}")
+                }
+                (Err(e), Err(part)) => assert!(e.contains(part), "{url}: {e}"),
+                (got, want) => panic!("{url}: got {:?}, expected {want:?}", got.map(|g| g.1)),
+            }
+        }
     }
 }

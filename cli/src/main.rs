@@ -1,4 +1,12 @@
 //! The `diagwire` command-line tool.
+//!
+//! A command whose standard output (or error) is a pipe whose reader went away ends as `cat` does
+//! there: killed by SIGPIPE at its next write, quietly (status 141 in a shell), whatever it was
+//! printing. Rust programs ignore SIGPIPE and turn the failed write into a panic of `println!`;
+//! [`main`] restores the signal's default disposition (the `sigpipe` crate, since the workspace
+//! forbids `unsafe`) before running any command but `serve`, so this holds for every command and
+//! every print at once. `serve` keeps SIGPIPE ignored: a collector never dies of a client's
+//! closed socket.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,6 +15,7 @@ mod behaviour;
 mod convert;
 mod fleet;
 mod follow;
+mod help;
 mod output_schema;
 mod review;
 mod summary;
@@ -17,9 +26,9 @@ use clap::{Parser, Subcommand};
 use diagwire::bundle::read::Limits;
 use diagwire::v1::RecordKind;
 
-/// The swactor diagnostics wire contract.
+/// The swactor diagnostics wire contract: its schemas, a run's bundle, the collector, the fleet.
 #[derive(Parser)]
-#[command(name = "diagwire", version, about)]
+#[command(name = "diagwire", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -27,7 +36,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Classify every change between two schema trees under the review's rule catalog.
+    /// Classify every change between two schema trees under the review's rule catalog
     ///
     /// OLD and NEW are folders of schema files, `current` (`schemas/`) or frozen release versions
     /// (`1.0.0`). Each change gets a rule id, its effect on old readers of new records and new
@@ -43,8 +52,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = review::Format::Md)]
         format: review::Format,
     },
-    /// Review the working tree's schemas for a pull request: against the git revision BASE and
-    /// against every frozen release of the current major version, with the required and declared
+    /// Review the working tree's schemas for a pull request (Markdown or JSON)
+    ///
+    /// The working tree is reviewed against the git revision BASE and against every frozen release of the current major version, with the required and declared
     /// version bump, the changelog and generated-code checks, and the rollout order per role.
     /// Prints Markdown ready to paste as a comment (or JSON); exit status 1 when the review fails.
     /// `--catalog` prints the review's rule catalog instead (the source of docs/review-rules.md).
@@ -59,7 +69,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = review::Format::Md)]
         format: review::Format,
     },
-    /// Draft the CHANGELOG.md section of the next release from the changes since the last release.
+    /// Draft the CHANGELOG.md section of the next release
+    ///
+    /// From the changes since the last release.
     Changelog {
         /// The date of the heading (YYYY-MM-DD); today when left out.
         #[arg(long)]
@@ -68,22 +80,26 @@ enum Command {
         #[arg(long)]
         since: Option<String>,
     },
-    /// Run swactor's collector: the ingest routes, finalize and assembly, `GET /diag/bundle`,
-    /// `/diag/runs` and the live stream `/diag/stream/{run_id}`, with every body checked against
+    /// Run swactor's collector: ingest, assembly, bundles, the live stream
+    ///
+    /// The ingest routes, finalize and assembly, `GET /diag/bundle`, `/diag/runs` and the live stream `/diag/stream/{run_id}`, with every body checked against
     /// the contract at ingest and every post durable before it is acknowledged
     /// (`docs/collector.md`).
     #[cfg(feature = "serve")]
     Serve(diagwire_serve::ServeArgs),
-    /// Run swactor's collector (`docs/collector.md`). This binary was built without it: build
-    /// with the feature `serve`.
+    /// Run swactor's collector: ingest, assembly, bundles, the live stream
+    ///
+    /// `docs/collector.md`. This binary was built without it: build with the feature `serve`.
     #[cfg(not(feature = "serve"))]
     Serve {
         /// The arguments `diagwire serve` takes (`--root DIR --listen ADDR [--finalize-wait D]`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
-    /// The post-incident summary of a bundle: every section swactor's post-processor renders, plus
-    /// subprocess buckets, validation, absence and what this reader does not know.
+    /// The post-incident summary of a bundle (Markdown, JSON, HTML, TSV)
+    ///
+    /// Every section swactor's post-processor renders, plus subprocess buckets, validation,
+    /// absence and what this reader does not know.
     ///
     /// BUNDLE is a directory or a `.tar.gz` of any generation and any release. Markdown by default;
     /// `--format json` prints the shape `docs/summary.md` documents; `--format html` one
@@ -101,8 +117,9 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Compare two bundles: node set, finalize flag, event counts per node and type, the first peer
-    /// to go Dead, dials and probe RTTs. Lines start with `=`, `+` (only in B), `-` (only in A) or
+    /// Compare two bundles' nodes, events, dials and probe RTTs
+    ///
+    /// Node set, finalize flag, event counts per node and type, the first peer to go Dead, dials and probe RTTs. Lines start with `=`, `+` (only in B), `-` (only in A) or
     /// `*` (changed). Exit status 0 when nothing differs, 1 when something does, 2 when a bundle
     /// cannot be opened.
     Compare {
@@ -118,7 +135,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = review::Format::Md)]
         format: review::Format,
     },
-    /// Check bundles and record files against the contract.
+    /// Check bundles and record files against the contract's schemas and types
     ///
     /// PATH is a bundle (a directory, or a `.tar.gz` in the collector layout whatever its name) or a
     /// record file: an events file holds a JSON array of event records, every other file one
@@ -151,7 +168,9 @@ enum Command {
         #[arg(long)]
         cross_check: bool,
     },
-    /// Check a bundle against the behavioural contract of its records (docs/behaviour.md).
+    /// Check a bundle's behaviour: ordering, pairing, absence; live with `--follow`
+    ///
+    /// The behavioural contract of a bundle's records (docs/behaviour.md).
     ///
     /// Every rule of the rule file (identity fields per scope, stable reason values, ordering,
     /// one terminal outcome per run, sequence numbers, dial pairing, absence and gaps) is
@@ -161,14 +180,20 @@ enum Command {
     /// Exit status: 0 when no violation, 1 otherwise (or a flagged shift, or coverage below P),
     /// 2 when a bundle cannot be opened.
     ///
-    /// `--follow` checks a run directory while it is written (a bundle directory, or a
-    /// collector's staging directory of one run): each finding is printed the moment it is
-    /// decided, and the check ends once the finalize record has landed and nothing more has for
-    /// `--settle`, at `--until`, or on Ctrl-C, with the report of what was read.
+    /// `--follow` checks a run directory while it is written (a bundle directory, a collector's
+    /// staging directory of one run, or a staging root, waited on until its first run appears),
+    /// or a collector's live stream (`http://HOST:PORT/diag/stream/RUN`, from the run's first
+    /// record): each finding is printed the moment it is decided, and the check ends at the
+    /// stream's end, once the finalize record has landed and nothing more has for `--settle`, at
+    /// `--until`, or on Ctrl-C, with the report of what was read. Exit status 2 also when that
+    /// report does not cover the whole run (it says what it missed).
     Check {
-        /// The bundle (a directory or a `.tar.gz`), or with `--follow` the directory to follow.
+        /// The bundle (a directory or a `.tar.gz`); with `--follow`, the directory being written
+        /// (a bundle, a run's staging directory or a staging root) or a collector's live stream
+        /// URL, `http://HOST:PORT/diag/stream/RUN_ID[?from=N]`.
         bundle: PathBuf,
-        /// Follow the directory while it is written.
+        /// Follow the run while it is written: a directory, or a collector's live stream URL
+        /// (`http://HOST:PORT/diag/stream/RUN_ID`), read from the run's first record.
         #[arg(long, conflicts_with_all = ["coverage", "baseline", "fail_on_coverage_below"])]
         follow: bool,
         /// With `--follow`: how long the run must stay quiet after its finalize record (`2s`,
@@ -191,8 +216,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = behaviour::Format::Md)]
         format: behaviour::Format,
     },
-    /// Compare a simulated bundle with a production bundle of the same scenario: shape parity,
-    /// then the distributions of the fields the simulator must reproduce. Exit status: 0 when
+    /// Compare a simulated bundle with a production one (shape and distributions)
+    ///
+    /// Of the same scenario: shape parity, then the distributions of the fields the simulator must reproduce. Exit status: 0 when
     /// parity holds, 1 when it fails, 2 when a bundle cannot be opened.
     Parity {
         /// The simulated bundle.
@@ -203,8 +229,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = behaviour::Format::Md)]
         format: behaviour::Format,
     },
-    /// Re-encode a bundle's record files as protobuf (`.pb`) or JSON, written under OUT as a
-    /// directory, or as a deterministic `.tar.gz` when OUT ends in `.tar.gz`. The manifest stays
+    /// Re-encode a bundle's record files as protobuf or JSON
+    ///
+    /// Written under OUT as a directory, or as a deterministic `.tar.gz` when OUT ends in `.tar.gz`. The manifest stays
     /// JSON; a file that does not decode (or would be over the per-file limit converted) is copied
     /// unchanged and reported, a file outside the layout is reported and left out. Streams one file
     /// at a time. OUT must not be a symbolic link, the bundle or inside it; an existing `.tar.gz`
@@ -220,8 +247,9 @@ enum Command {
         /// The folder to write the run directory into, or a `.tar.gz` file to write.
         out: PathBuf,
     },
-    /// Convert the simulator's prod-shape directory into the contract's bundle layout under OUT,
-    /// listing everything it could not map. Every file written is within the reader's per-file
+    /// Turn the simulator's prod-shape output into a bundle
+    ///
+    /// The contract's bundle layout under OUT, listing everything it could not map. Every file written is within the reader's per-file
     /// limit (a large events file is split into several numbered ones). OUT must not be a symbolic
     /// link, the input or inside it; the run directory (or archive) appears only once it is
     /// complete. Each file is written as it is made, so memory stays bounded whatever the input.
@@ -231,8 +259,10 @@ enum Command {
         /// The folder to write the run directory into, or a `.tar.gz` file to write.
         out: PathBuf,
     },
-    /// Export bundles into a fleet dataset: Parquet tables whose columns the contract defines
-    /// (`docs/fleet.md`, `docs/reference/dataset.md`).
+    /// Export bundles into a fleet dataset (Parquet)
+    ///
+    /// Parquet tables whose columns the contract defines (`docs/fleet.md`,
+    /// `docs/reference/dataset.md`).
     ///
     /// Each bundle is one run; a run already in DATASET is replaced, so exporting twice adds
     /// nothing. Partitions touched are compacted into one file each unless `--no-compact`.
@@ -250,13 +280,16 @@ enum Command {
         #[arg(long)]
         no_compact: bool,
     },
-    /// Merge the files of each partition of a fleet dataset into one. Needs the feature `fleet`.
+    /// Merge the files of each partition of a fleet dataset into one
+    ///
+    /// Needs the feature `fleet`.
     Compact {
         /// The dataset folder.
         dataset: PathBuf,
     },
-    /// Run SQL over a fleet dataset with embedded DataFusion: the tables `runs`, `nodes`,
-    /// `events`, `snapshots`, `finalize`, `vastai` and the shipped views (`docs/fleet.md`).
+    /// Run SQL over a fleet dataset (embedded DataFusion)
+    ///
+    /// The tables `runs`, `nodes`, `events`, `snapshots`, `finalize`, `vastai` and the shipped views (`docs/fleet.md`).
     ///
     /// Exit status: 0 with the rows, 2 on an error. Needs the feature `fleet`.
     Query {
@@ -268,8 +301,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = fleet::Format::Table)]
         format: fleet::Format,
     },
-    /// The fleet report of a dataset: runs over time, fault reasons, dial failure rate by
-    /// provider, datacenter and country, relay closes by initiator and reason, probe RTT
+    /// The fleet report of a dataset (Markdown, JSON, HTML)
+    ///
+    /// Runs over time, fault reasons, dial failure rate by provider, datacenter and country, relay closes by initiator and reason, probe RTT
     /// quantiles by region pair, subprocess buckets, contract versions and writers seen
     /// (`docs/fleet.md`).
     ///
@@ -286,7 +320,9 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// The JSON Schema of a command's JSON output (`schemas/tools/` holds them all).
+    /// The JSON Schema of a command's JSON output
+    ///
+    /// `schemas/tools/` holds them all.
     ///
     /// Without arguments, lists every output with its format version and command; with NAME,
     /// prints its schema. `--write DIR` writes them all; `--check DIR` fails (exit 1) when a
@@ -304,7 +340,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = help::parse();
+    if !cli.command.serves() {
+        sigpipe::reset();
+    }
     match cli.command {
         Command::Validate {
             paths,
@@ -400,6 +439,16 @@ fn main() -> ExitCode {
         Command::OutputSchema { name, write, check } => {
             output_schema::run(name.as_deref(), write.as_deref(), check.as_deref())
         }
+    }
+}
+
+impl Command {
+    /// Whether this is `serve`, the one command a closed reader must never end.
+    fn serves(&self) -> bool {
+        #[cfg(feature = "serve")]
+        return matches!(self, Command::Serve(_));
+        #[cfg(not(feature = "serve"))]
+        return matches!(self, Command::Serve { .. });
     }
 }
 

@@ -86,7 +86,8 @@ fn tree(spec: &str) -> Result<Tree, String> {
     Ok(t)
 }
 
-/// Writes a report to standard output; a reader that went away (a closed pipe) is no crash.
+/// Writes a report to standard output; a reader that went away ends the process by SIGPIPE
+/// (see `main.rs`).
 fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();

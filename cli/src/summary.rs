@@ -72,7 +72,7 @@ fn emit_with(
         }),
         None => {
             let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-            // As `emit`: a closed standard output is not an error of the command.
+            // A reader that went away ends the process by SIGPIPE at this write (see `main.rs`).
             let _ = write(&mut w).and_then(|_| w.flush());
             Ok(())
         }

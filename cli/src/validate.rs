@@ -275,6 +275,13 @@ fn print_outcome(path: &Path, outcome: &Outcome, per_path_line: bool) {
             for p in &r.problems {
                 println!("{}", problem_line(p));
             }
+            for n in &r.notes {
+                println!(
+                    "{}: note: {}",
+                    printable(&n.location.to_string()),
+                    printable(&n.message)
+                );
+            }
             for o in &r.omitted {
                 let mut parts = Vec::new();
                 if o.problems > 0 {
@@ -324,7 +331,7 @@ fn print_total(outcomes: &[(PathBuf, Outcome)]) {
 
 /// The version of `validate --format json`'s shape (a semantic version, bumped by the contract's
 /// rules: a new optional key is minor, a removed or retyped key is major).
-pub const FORMAT_VERSION: &str = "1.0.0";
+pub const FORMAT_VERSION: &str = "1.1.0";
 
 /// `diagwire validate --format json`: per path what was checked and found, then the totals and
 /// every problem of every path.
@@ -377,6 +384,10 @@ pub enum PathOutcome {
         problems: Vec<ProblemOutput>,
         /// Per file, what the caps left unlisted.
         omitted: Vec<OmittedOutput>,
+        /// What is worth saying but is no problem (a run directory named otherwise than its
+        /// run); left out when there is nothing to say.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<ProblemOutput>,
     },
     /// The path could not be checked at all.
     Failed {
@@ -467,6 +478,7 @@ fn print_json(outcomes: &[(PathBuf, Outcome)]) {
                             records: o.records as u64,
                         })
                         .collect(),
+                    notes: r.notes.iter().map(ProblemOutput::new).collect(),
                 }
             }
         })

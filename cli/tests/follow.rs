@@ -1,7 +1,10 @@
 //! `diagwire check --follow`: a bundle directory copied in file by file, as a collector publishes
 //! them (each file renamed into place, the nodes' files interleaved in time, the finalize record
 //! and the manifest last). The follow prints a planted violation before the finalize record lands,
-//! ends once the run has settled, and exits as `check` does.
+//! ends once the run has settled, and exits as `check` does. A staging root is waited on until
+//! its first run appears. On a collector's live stream, a follow attached at any moment reads the
+//! run from its first record and ends on its own with the verdict of the served bundle; one that
+//! cannot have every record says how many it missed and exits 2.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -194,17 +197,124 @@ fn a_follow_of_a_finished_clean_bundle_passes_once_it_settles() {
 }
 
 #[test]
-fn a_follow_stops_at_until_with_the_report_so_far() {
+fn a_follow_of_a_directory_where_no_run_appears_stops_at_until_and_exits_2() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut child, lines) = follow(tmp.path(), &["--until", "300ms", "--format", "json"]);
-    assert_eq!(
-        exit_code(&mut child),
-        Some(0),
-        "nothing read, nothing broken"
-    );
+    assert_eq!(exit_code(&mut child), Some(2), "nothing was checked");
     let last: Value = serde_json::from_str(&lines.iter().last().unwrap()).unwrap();
     assert_eq!(last["ended"], "until");
     assert_eq!(last["report"]["check"]["records"], 0);
+    assert!(
+        last["incomplete"]["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("no run appeared"),
+        "{last}"
+    );
+}
+
+/// `rule id → (status, findings)`: the rule table of a check report (`check` JSON's `check`).
+fn table(report: &Value) -> BTreeMap<String, (String, u64)> {
+    report["rules"]
+        .as_array()
+        .expect("a report with rules")
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                (
+                    r["status"].as_str().unwrap().to_owned(),
+                    r["findings_total"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// `diagwire check PATH`: its exit status and rule table.
+fn check(path: &Path) -> (Option<i32>, BTreeMap<String, (String, u64)>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+        .args(["check", "--format", "json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (out.status.code(), table(&v["check"]))
+}
+
+/// A follow's end: its exit status and its last line (the report).
+fn report(child: &mut Child, lines: &mpsc::Receiver<String>) -> (Option<i32>, Value) {
+    let code = exit_code(child);
+    let last = lines.iter().last().expect("a report line");
+    (code, serde_json::from_str(&last).unwrap())
+}
+
+/// The staged name of a bundle file (`<label>/events/events-000002.json` → `events-000002.json`,
+/// `<label>/boot.json` → `boot-000001.json`); `None` for the manifest.
+fn staged_name(rel: &Path) -> Option<String> {
+    let name = rel.file_name()?.to_string_lossy().into_owned();
+    match name.as_str() {
+        "MANIFEST.json" => None,
+        "boot.json" => Some("boot-000001.json".into()),
+        "finalize.json" => Some("finalize-000001.json".into()),
+        _ => Some(name),
+    }
+}
+
+#[test]
+fn a_follow_of_a_staging_root_waits_for_its_first_run_then_follows_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = prompt_before_barrier()
+        .write_dir(&tmp.path().join("src"))
+        .unwrap();
+    let run = source.file_name().unwrap().to_string_lossy().into_owned();
+    let staging = tmp.path().join("collector").join("staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+        .args(["check", "--follow"])
+        .arg(&staging)
+        .args(["--format", "json", "--settle", "500ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    err.read_line(&mut said).unwrap();
+    assert!(said.starts_with("waiting for a run in "), "{said:?}");
+    // The collector stages each file as `<run>/<node id>/<kind>-NNNNNN.json`.
+    for file in publishing_order(&source) {
+        let rel = file.strip_prefix(&source).unwrap();
+        let Some(name) = staged_name(rel) else {
+            continue;
+        };
+        let label = rel.components().next().unwrap().as_os_str();
+        let boot: Value =
+            serde_json::from_slice(&std::fs::read(source.join(label).join("boot.json")).unwrap())
+                .unwrap();
+        let node = staging
+            .join(&run)
+            .join(boot["node_id_hex"].as_str().unwrap());
+        std::fs::create_dir_all(&node).unwrap();
+        let tmp_name = node.join(format!(".{name}.partial"));
+        std::fs::copy(&file, &tmp_name).unwrap();
+        std::fs::rename(&tmp_name, node.join(&name)).unwrap();
+    }
+    let (code, last) = report(&mut child, &lines);
+    assert_eq!(last["ended"], "settled");
+    assert_eq!(last["report"]["check"]["run_id"], run.as_str());
+    assert_eq!(
+        (code, table(&last["report"]["check"])),
+        check(&source),
+        "the staged run's verdict is the bundle's"
+    );
 }
 
 #[test]
@@ -264,6 +374,160 @@ mod live_stream {
         let mut reply = String::new();
         s.read_to_string(&mut reply).unwrap();
         reply.lines().next().unwrap_or("").to_owned()
+    }
+
+    /// The posts of the bundle at `source` as its nodes make them, in publishing order (boot
+    /// records first, finalize last): route, node id, file.
+    fn posts(source: &Path) -> Vec<(&'static str, String, PathBuf)> {
+        let node_of = |label: &str| -> String {
+            let boot: Value = serde_json::from_slice(
+                &std::fs::read(source.join(label).join("boot.json")).unwrap(),
+            )
+            .unwrap();
+            boot["node_id_hex"].as_str().unwrap().to_owned()
+        };
+        let mut out = Vec::new();
+        for file in publishing_order(source) {
+            let rel = file
+                .strip_prefix(source)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let Some((label, rest)) = rel.split_once('/') else {
+                continue;
+            };
+            let route = match rest.split('/').next().unwrap() {
+                r if r.starts_with("boot") => "/diag/boot",
+                r if r.starts_with("events") => "/diag/events",
+                r if r.starts_with("snapshot") => "/diag/snapshot",
+                r if r.starts_with("finalize") => "/diag/finalize",
+                _ => continue,
+            };
+            out.push((route, node_of(label), file));
+        }
+        out
+    }
+
+    /// Makes one post of `posts(…)` to run `run`.
+    fn make(addr: &str, run: &str, (route, node, file): &(&'static str, String, PathBuf)) {
+        let status = post(addr, route, run, node, &std::fs::read(file).unwrap());
+        assert!(status.contains("200"), "{}: {status}", file.display());
+    }
+
+    /// The served bundle of `run` (the collector's canonical tarball, written at the finalize).
+    fn served(root: &Path, run: &str) -> PathBuf {
+        root.join("bundles").join(format!("{run}.tar.gz"))
+    }
+
+    #[test]
+    fn a_follow_attached_at_any_moment_ends_on_its_own_with_the_verdict_of_the_served_bundle() {
+        let tmp = tempfile::tempdir().unwrap();
+        let source = prompt_before_barrier()
+            .write_dir(&tmp.path().join("src"))
+            .unwrap();
+        let run = source.file_name().unwrap().to_string_lossy().into_owned();
+        let root = tmp.path().join("collector");
+        let (mut server, addr) = serve(&root);
+        let url = format!("http://{addr}/diag/stream/{run}");
+        let posts = posts(&source);
+        let n = posts.len();
+        // When each follower attaches (after how many posts) and to what URL.
+        let attach = [
+            ("before the first post", 0, url.clone()),
+            ("after 40% of the posts", n * 2 / 5, url.clone()),
+            ("after 70% of the posts", n * 7 / 10, url.clone()),
+            ("after the finalize", n, url.clone()),
+            (
+                "after the finalize, with ?from=0",
+                n,
+                format!("{url}?from=0"),
+            ),
+        ];
+        let mut followers = Vec::new();
+        for i in 0..=n {
+            for (name, at, url) in &attach {
+                if *at == i {
+                    let (child, lines) = follow(Path::new(url), &["--format", "json"]);
+                    followers.push((*name, child, lines));
+                }
+            }
+            if let Some(p) = posts.get(i) {
+                make(&addr, &run, p);
+            }
+        }
+        let want = check(&served(&root, &run));
+        assert_eq!(
+            want.0,
+            Some(1),
+            "the planted violation fails the served bundle"
+        );
+        for (name, mut child, lines) in followers {
+            let (code, last) = report(&mut child, &lines);
+            assert_eq!(last["ended"], "settled", "{name}");
+            assert!(last.get("incomplete").is_none(), "{name}: {last}");
+            assert_eq!((code, table(&last["report"]["check"])), want, "{name}");
+            assert_eq!(last["report"]["check"]["run_id"], run.as_str(), "{name}");
+        }
+        server.kill().unwrap();
+        server.wait().unwrap();
+    }
+
+    #[test]
+    fn a_follow_that_cannot_have_every_record_says_how_many_and_exits_2() {
+        let tmp = tempfile::tempdir().unwrap();
+        let source = generate(&Params::small(2))
+            .write_dir(&tmp.path().join("src"))
+            .unwrap();
+        let run = source.file_name().unwrap().to_string_lossy().into_owned();
+        let root = tmp.path().join("collector");
+        let (mut server, addr) = serve(&root);
+        for p in posts(&source) {
+            make(&addr, &run, &p);
+        }
+        let url = format!("http://{addr}/diag/stream/{run}");
+        let gone = |root: &Path| {
+            let staged = root.join("staging").join(&run);
+            let mut nodes: Vec<PathBuf> = std::fs::read_dir(&staged)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            nodes.sort();
+            std::fs::remove_file(nodes[0].join("events-000001.json")).unwrap();
+        };
+        // Each case: its name, the URL's query, what is done before following, the records
+        // the report says are missing.
+        type Before<'a> = Option<&'a dyn Fn(&Path)>;
+        let cases: [(&str, &str, Before<'_>, u64); 2] = [
+            ("resumed after stream id 3", "?from=3", None, 3),
+            ("a staged file is gone", "", Some(&gone), 1),
+        ];
+        for (name, query, before, missing) in cases {
+            if let Some(before) = before {
+                before(&root);
+            }
+            let target = format!("{url}{query}");
+            let (mut child, lines) = follow(Path::new(&target), &["--format", "json"]);
+            let (code, last) = report(&mut child, &lines);
+            assert_eq!(code, Some(2), "{name}: {last}");
+            assert_eq!(last["ended"], "settled", "{name}");
+            let incomplete = &last["incomplete"];
+            assert_eq!(
+                incomplete["missing_records"], missing,
+                "{name}: {incomplete}"
+            );
+            let without_findings: Vec<String> = table(&last["report"]["check"])
+                .into_iter()
+                .filter(|(_, (_, findings))| *findings == 0)
+                .map(|(id, _)| id)
+                .collect();
+            let mut named: Vec<String> =
+                serde_json::from_value(incomplete["inconclusive_rules"].clone()).unwrap();
+            named.sort();
+            assert!(!named.is_empty(), "{name}");
+            assert_eq!(named, without_findings, "{name}");
+        }
+        server.kill().unwrap();
+        server.wait().unwrap();
     }
 
     #[test]
@@ -329,5 +593,84 @@ mod live_stream {
         assert_eq!(code, Some(1));
         seen.extend(lines.try_iter().map(|l| serde_json::from_str(&l).unwrap()));
         assert_eq!(seen.last().unwrap()["ended"], "settled");
+    }
+}
+
+/// `check --follow` of a stream URL whose server misbehaves: each case ends on its own, soon after
+/// `--until` at the latest, with exit status 2 and no panic, whatever the server does.
+#[cfg(feature = "serve")]
+mod hostile_servers {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// What the fake server does with the one connection it takes.
+    #[derive(Clone, Copy, Debug)]
+    enum Server {
+        /// Accepts the connection and never answers.
+        Silent,
+        /// Answers 500 with a body that never ends.
+        EndlessError,
+        /// Answers 200 with an event stream whose first line never ends.
+        EndlessLine,
+    }
+
+    /// The longest any case may take: well under the client's own answer time-out (10 s), so a
+    /// case that passes ends by `--until`, not by that time-out.
+    const BOUND: Duration = Duration::from_secs(8);
+
+    /// Serves one connection on a loopback port as `server` says, for at most 30 s; its address.
+    fn start(server: Server) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+            let mut head = [0u8; 4096];
+            let _ = s.read(&mut head);
+            let (status, kind) = match server {
+                Server::Silent => {
+                    std::thread::sleep(Duration::from_secs(30));
+                    return;
+                }
+                Server::EndlessError => ("500 Internal Server Error", "text/plain"),
+                Server::EndlessLine => ("200 OK", "text/event-stream"),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ntransfer-encoding: chunked\r\n\r\n"
+            );
+            if s.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            let chunk = format!("{:x}\r\n{}\r\n", 64 << 10, "x".repeat(64 << 10));
+            let first = format!("{:x}\r\ndata: \r\n", 6);
+            let _ = s.write_all(first.as_bytes());
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(30) {
+                if s.write_all(chunk.as_bytes()).is_err() {
+                    return;
+                }
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn a_follow_ends_by_until_whatever_the_server_does() {
+        for server in [Server::Silent, Server::EndlessError, Server::EndlessLine] {
+            let addr = start(server);
+            let url = format!("http://{addr}/diag/stream/r-1");
+            let started = Instant::now();
+            let (mut child, _lines) = follow(Path::new(&url), &["--until", "2s"]);
+            let code = exit_code(&mut child);
+            let took = started.elapsed();
+            assert_eq!(code, Some(2), "{server:?}: exit status");
+            assert!(
+                took < BOUND,
+                "{server:?}: the follow took {took:?}, past `--until 2s`"
+            );
+        }
     }
 }

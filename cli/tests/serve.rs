@@ -6,12 +6,19 @@ use std::process::{Command, Stdio};
 
 #[test]
 fn serve_runs_the_collector_or_says_how_to_build_it() {
+    for listen in ["127.0.0.1:0", "localhost:0"] {
+        serves_on(listen);
+    }
+}
+
+/// Starts `diagwire serve --listen LISTEN`, asks it for its runs, and stops it.
+fn serves_on(listen: &str) {
     let root = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
         .args([
             "serve",
             "--listen",
-            "127.0.0.1:0",
+            listen,
             "--finalize-wait",
             "100ms",
             "--root",
@@ -72,4 +79,23 @@ fn a_duration_without_a_unit_is_refused() {
         "--features serve"
     };
     assert!(err.contains(want), "{err}");
+}
+
+/// `--listen` takes `HOST:PORT`; anything else is refused before the collector starts, with
+/// exit status 2, as every command's usage error.
+#[test]
+fn a_listen_address_that_is_not_host_and_port_is_refused() {
+    for listen in ["8080", "localhost", "host:port", "::1:8080", "a b:80"] {
+        let root = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+            .args(["serve", "--listen", listen, "--root"])
+            .arg(root.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{listen}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        if cfg!(feature = "serve") {
+            assert!(err.contains("--listen"), "{listen}: {err}");
+        }
+    }
 }

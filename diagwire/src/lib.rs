@@ -71,8 +71,10 @@ pub const CONTRACT_VERSION: &str = v1::CONTRACT_VERSION;
 pub mod binary;
 pub mod canonical;
 pub mod frame;
+pub mod generation;
 pub mod layout;
 pub mod problem;
+pub mod quarantine;
 pub mod scan;
 pub mod shape;
 

@@ -2,8 +2,9 @@
 //!
 //! The assembly cases are a table, one `#[test]` per line: this staging tree gives these bundle
 //! files, this manifest and these problems. Every case also checks what holds for every assembly:
-//! `MANIFEST.json` is the returned manifest, it declares this crate's contract version and the
-//! collector as its writer, and it has a time span exactly when it lists nodes. The serve decision
+//! `MANIFEST.json` is the returned manifest, it declares the oldest contract version its nodes
+//! declare (none when a node's records prove nothing beyond 1.0.0) and the collector as its
+//! writer, and it has a time span exactly when it lists nodes. The serve decision
 //! is tested in `serve_decision.rs`, staging retention in `retention.rs`.
 #![cfg(feature = "bundle")]
 
@@ -21,8 +22,8 @@ use staging::*;
 use ProblemKind::{Encoding, Layout, Parse};
 
 /// A manifest entry as assembly writes it: counts are numbers of files, `vastai_records` is
-/// written for every node, and no node declares a contract version (staged files are copied as
-/// they are, so the collector cannot vouch for one).
+/// written for every node, and a node declares the contract version its records prove (none for
+/// records that prove nothing beyond 1.0.0, as these fixtures mostly are).
 struct Row(ManifestNode);
 
 /// A node listed under `label`, with nothing recorded yet.
@@ -53,6 +54,12 @@ impl Row {
 
     fn finalized(mut self) -> Row {
         self.0.finalize_recorded = true;
+        self
+    }
+
+    /// Declaring this contract version.
+    fn declares(mut self, version: &str) -> Row {
+        self.0.contract_version = Some(version.to_owned());
         self
     }
 
@@ -89,7 +96,22 @@ fn check_assembly(setup: impl FnOnce(&Staging), want: Bundle) -> Assembled {
         "finalize_received"
     );
     assert_eq!(m.run_id, RUN);
-    assert_eq!(m.contract_version.as_deref(), Some(CONTRACT_VERSION));
+    // The run declares the oldest of its nodes' versions, none when a node that posted contract
+    // records (not only vast.ai records) declares none, or when there is no such node.
+    let writers: Vec<Option<&str>> = nodes
+        .iter()
+        .filter(|n| n.boot_recorded || n.event_batches + n.snapshots > 0 || n.finalize_recorded)
+        .map(|n| n.contract_version.as_deref())
+        .collect();
+    let oldest = match writers.iter().min() {
+        Some(Some(_)) => writers.iter().flatten().min().copied(),
+        _ => None,
+    };
+    assert_eq!(
+        m.contract_version.as_deref(),
+        oldest,
+        "the run's contract version"
+    );
     assert_eq!(m.writer, Some(collector()));
     let span = (m.run_start_collector_ms, m.run_end_collector_ms);
     match span {
@@ -121,6 +143,14 @@ fn check_assembly(setup: impl FnOnce(&Staging), want: Bundle) -> Assembled {
         assert!(!p.message.is_empty(), "{p:?}");
     }
     assembled
+}
+
+/// A stage's boot record with one more key, of a later contract than the template's.
+fn boot_with(id: &str, stage_index: u32, key: &str, value: &str) -> String {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&boot(id, "stage", Some(stage_index))).unwrap();
+    v[key] = value.into();
+    serde_json::to_string_pretty(&v).unwrap() + "\n"
 }
 
 fn then_check(assembled: &Assembled, more: impl FnOnce(&Assembled)) {
@@ -282,6 +312,37 @@ assembles! {
         files: &["MANIFEST.json", "stage-2/boot.json", "stage-2/boot/boot-000001.json"],
         finalize_received: false,
         nodes: vec![listed("stage-2", STAGE_A).booted("stage", Some(2))],
+        problems: vec![],
+    };
+
+    a_node_whose_records_carry_a_field_of_1_1_declares_1_1_and_so_does_the_run: |s| {
+        s.put(STAGE_A, "boot-000001.json", boot_with(STAGE_A, 0, "host_provider", "vastai"));
+    } => Bundle {
+        files: &["MANIFEST.json", "stage-0/boot.json"],
+        finalize_received: false,
+        nodes: vec![listed("stage-0", STAGE_A).booted("stage", Some(0)).declares("1.1.0")],
+        problems: vec![],
+    };
+
+    a_node_whose_records_carry_a_value_of_1_2_declares_the_newest_1_2_patch: |s| {
+        s.put(STAGE_A, "boot-000001.json", boot_with(STAGE_A, 0, "host_provider_source", "orchestrator"));
+    } => Bundle {
+        files: &["MANIFEST.json", "stage-0/boot.json"],
+        finalize_received: false,
+        nodes: vec![listed("stage-0", STAGE_A).booted("stage", Some(0)).declares(CONTRACT_VERSION)],
+        problems: vec![],
+    };
+
+    a_run_with_a_1_0_0_writer_declares_none_while_its_newer_nodes_declare_theirs: |s| {
+        s.put(STAGE_A, "boot-000001.json", boot_with(STAGE_A, 0, "host_provider", "vastai"))
+            .put(STAGE_B, "boot-000001.json", boot(STAGE_B, "stage", Some(1)));
+    } => Bundle {
+        files: &["MANIFEST.json", "stage-0/boot.json", "stage-1/boot.json"],
+        finalize_received: false,
+        nodes: vec![
+            listed("stage-0", STAGE_A).booted("stage", Some(0)).declares("1.1.0"),
+            listed("stage-1", STAGE_B).booted("stage", Some(1)),
+        ],
         problems: vec![],
     };
 

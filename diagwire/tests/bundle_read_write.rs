@@ -667,6 +667,45 @@ fn directory_holding_two_run_directories_is_not_a_bundle() {
     assert!(err.message.contains("run-1, run-2"), "{}", err.message);
 }
 
+/// The run id of a bundle renamed (the directory, the directory inside an archive, or an archive
+/// whose top is the run directory) is its manifest's; the name it lies under is its `dir_name`.
+/// A manifest whose run id could not name a directory leaves the name as the run id.
+#[test]
+fn the_run_id_of_a_renamed_bundle_is_its_manifests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut renamed = sample();
+    renamed.run_id = "incident-copy".into();
+    let dir = write_dir(&renamed, tmp.path()).unwrap();
+    let in_archive = tmp.path().join("download.tar.gz");
+    write_tar_gz(&renamed, fs::File::create(&in_archive).unwrap()).unwrap();
+    let entries: Vec<(&str, &[u8])> = renamed
+        .files
+        .iter()
+        .map(|(path, bytes)| (path.as_str(), bytes.as_slice()))
+        .collect();
+    let top_archive = write_file(tmp.path(), "flat.tar.gz", &tar_gz_of(&entries));
+    let mut unsafe_id = sample();
+    unsafe_id.insert_json(
+        "MANIFEST.json",
+        &json!({"run_id": "../elsewhere", "finalize_received": true, "nodes": []}),
+    );
+    let unsafe_dir = write_dir(&unsafe_id, &tmp.path().join("unsafe")).unwrap();
+    for (path, run_id, dir_name) in [
+        (dir.as_path(), "run-1", "incident-copy"),
+        (in_archive.as_path(), "run-1", "incident-copy"),
+        (top_archive.as_path(), "run-1", "flat"),
+        (unsafe_dir.as_path(), "run-1", "run-1"),
+    ] {
+        let reader = BundleReader::open(path, Limits::default()).unwrap();
+        assert_eq!(
+            (reader.run_id(), reader.dir_name()),
+            (run_id, dir_name),
+            "{}",
+            path.display()
+        );
+    }
+}
+
 #[test]
 fn run_id_of_a_directory_is_its_name() {
     let tmp = tempfile::tempdir().unwrap();

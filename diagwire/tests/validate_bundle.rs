@@ -190,10 +190,9 @@ cases! {
     } => [
         (Manifest, "run-7/MANIFEST.json:0 /nodes/0/role", "manifest says role \"relay\", `orchestrator/boot.json` says \"orchestrator\""),
     ];
-    a_manifest_naming_another_run_than_its_directory_is_reported: |run| {
+    a_manifest_naming_another_run_than_its_boot_records_is_reported: |run| {
         edit_json(run, "MANIFEST.json", |m| m["run_id"] = "run-8".into());
     } => [
-        (Manifest, "run-7/MANIFEST.json:0 /run_id", "manifest says run `run-8`, the run directory is `run-7`"),
         (Manifest, "run-7/orchestrator/boot.json:0 /run_id", "the boot record says run `run-7`, the manifest says `run-8`"),
         (Manifest, "run-7/stage-0/boot.json:0 /run_id", "the boot record says run `run-7`"),
     ];
@@ -399,4 +398,37 @@ mod binary {
         assert_eq!((binary.files, binary.records), (json.files, json.records));
         assert_eq!((json.files, json.records), (11, 12));
     }
+}
+
+/// A run directory renamed (a downloaded bundle kept under another name) is a note, not a problem:
+/// the manifest names the run, and the bundle is otherwise clean.
+#[test]
+fn a_renamed_run_directory_is_a_note_not_a_problem() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run = write_clean(tmp.path());
+    let renamed = tmp.path().join("incident-copy");
+    std::fs::rename(&run, &renamed).expect("rename");
+    let report = check_with(&renamed, &renamed, Limits::default());
+    assert!(report.is_clean(), "{:#?}", report.problems);
+    let top = format!("{}/", tmp.path().display());
+    let notes: Vec<(String, &str)> = report
+        .notes
+        .iter()
+        .map(|n| {
+            let at = n.location.to_string();
+            (
+                at.strip_prefix(&top).unwrap_or(&at).to_owned(),
+                n.message.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert_eq!(notes[0].0, "incident-copy/MANIFEST.json:0 /run_id");
+    assert!(
+        notes[0]
+            .1
+            .contains("the run directory is named `incident-copy`, the run is `run-7`"),
+        "{}",
+        notes[0].1
+    );
 }

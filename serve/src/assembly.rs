@@ -25,12 +25,11 @@ use diagwire::layout::{self, FileKind, Role};
 use diagwire::v1::Manifest;
 
 use crate::Collector;
+use crate::live::lock;
 use crate::store::sorted_names;
 
-/// The bundle folder holding a run's quarantined bodies, `@quarantine/<node_id>/<name>`. Its
-/// name cannot be a node's label (labels are made of `[A-Za-z0-9._-]`), so no node's directory
-/// collides with it, whatever its role or id.
-pub const QUARANTINE_DIR: &str = "@quarantine";
+/// The bundle folder holding a run's quarantined bodies (the library's, which its readers know).
+pub use diagwire::quarantine::QUARANTINE_DIR;
 
 /// Numbers the temporary names of assemblies running at once.
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -227,6 +226,7 @@ impl Collector {
         let scratch = Scratch(temporary(&store.bundles, run_id, "assembling"));
         fs::create_dir(&scratch.0)?;
         let mut writer = StreamWriter::to_dir(&scratch.0, run_id, self.writer())?;
+        writer.declare_from_records();
         let mut span: Option<(u64, u64)> = None;
         for node in sorted_names(&staged, true)? {
             let dir = staged.join(&node);
@@ -251,7 +251,13 @@ impl Collector {
                 writer.add_file_as(&node, kind, Some(seq), encoding, &bytes)?;
             }
         }
-        if let Some((lo, hi)) = span {
+        // The run's span as `/diag/runs` reports it (receive times, rebuilt from the files'
+        // modification times after a restart); the files' times only for a run it does not know.
+        let known = store.run(run_id).and_then(|run| {
+            let account = lock(&run.account);
+            account.start_ms.zip(account.end_ms)
+        });
+        if let Some((lo, hi)) = known.or(span) {
             writer.collector_span(lo, hi);
         }
         let written = writer.finish()?;

@@ -1,8 +1,8 @@
 //! A small HTTP/1.1 client of the collector (hyper's client connection, over one keep-alive TCP
 //! connection): [`Connection`] posts records as a node does (the tests and the load generator
 //! use it), and [`subscribe`] / [`follow`] read a run's live stream and yield its records and
-//! its `lagged` notices. The Server-Sent Events framing is read here (a few lines; no SSE client
-//! crate is in the dependency tree).
+//! its `lagged` and `end` notices. The Server-Sent Events framing is read here (a few lines; no
+//! SSE client crate is in the dependency tree).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -153,13 +153,25 @@ pub enum StreamEvent {
         /// The record.
         record: LiveRecord,
     },
-    /// The subscriber missed `skipped` records (it fell behind, or resumed from before what the
-    /// collector keeps); the bundle holds them.
+    /// `skipped` records the collector could not give (their staged files are gone or do not
+    /// read).
     Lagged {
         /// How many.
         skipped: u64,
     },
+    /// The run's bundle is written and every record before it was sent; the stream closes.
+    End {
+        /// The run's last stream id.
+        last: u64,
+    },
 }
+
+/// How long a subscriber waits for the TCP connection and then for the response's head: a server
+/// that accepts and never answers is given up on, not waited on for ever.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+
+/// How much of an error reply's body a subscriber reads to quote it (the rest is never read).
+const ERROR_BODY_BYTES: usize = 4 << 10;
 
 /// The largest event the subscriber buffers (a record's body may be 32 MiB, more as JSON
 /// decoded from protobuf).
@@ -169,10 +181,14 @@ const MAX_EVENT_BYTES: usize = 256 << 20;
 pub struct Subscription {
     body: Incoming,
     buf: Vec<u8>,
+    /// How far `buf` was searched for the blank line that ends an event: each byte is looked at
+    /// once, however many chunks a long event arrives in.
+    scanned: usize,
 }
 
-/// Subscribes to `url` (`http://HOST:PORT/diag/stream/{run_id}`, a base path allowed), resuming
-/// after stream id `from` when given.
+/// Subscribes to `url` (`http://HOST:PORT/diag/stream/{run_id}`, a base path and a query string
+/// allowed), resuming after stream id `from` when given (sent as `Last-Event-ID`; a `from` in the
+/// query string wins): `Some(0)` reads the run from its first record.
 pub async fn subscribe(url: &str, from: Option<u64>) -> Result<Subscription, ClientError> {
     let uri: hyper::Uri = url.parse().map_err(|e| err(format!("{url:?}: {e}")))?;
     if uri.scheme_str() != Some("http") {
@@ -183,9 +199,17 @@ pub async fn subscribe(url: &str, from: Option<u64>) -> Result<Subscription, Cli
         .ok_or_else(|| err(format!("{url:?} names no host")))?
         .clone();
     let port = authority.port_u16().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((authority.host(), port))
-        .await
-        .map_err(|e| err(format!("cannot connect to {authority}: {e}")))?;
+    let stream = tokio::time::timeout(
+        ANSWER_WITHIN,
+        tokio::net::TcpStream::connect((authority.host(), port)),
+    )
+    .await
+    .map_err(|_| {
+        err(format!(
+            "cannot connect to {authority}: no connection within {ANSWER_WITHIN:?}"
+        ))
+    })?
+    .map_err(|e| err(format!("cannot connect to {authority}: {e}")))?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| err(format!("HTTP handshake with {authority}: {e}")))?;
@@ -203,18 +227,13 @@ pub async fn subscribe(url: &str, from: Option<u64>) -> Result<Subscription, Cli
         request = request.header("last-event-id", from.to_string());
     }
     let request = request.body(Full::new(Bytes::new())).map_err(err)?;
-    let response = sender
-        .send_request(request)
+    let response = tokio::time::timeout(ANSWER_WITHIN, sender.send_request(request))
         .await
+        .map_err(|_| err(format!("GET {url}: no answer within {ANSWER_WITHIN:?}")))?
         .map_err(|e| err(format!("GET {url}: {e}")))?;
     if !response.status().is_success() {
         let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
+        let body = error_body(response.into_body()).await;
         return Err(err(format!(
             "GET {url}: {status}: {}",
             diagwire::problem::printable(&String::from_utf8_lossy(&body))
@@ -223,21 +242,46 @@ pub async fn subscribe(url: &str, from: Option<u64>) -> Result<Subscription, Cli
     Ok(Subscription {
         body: response.into_body(),
         buf: Vec::new(),
+        scanned: 0,
     })
+}
+
+/// The first [`ERROR_BODY_BYTES`] of an error reply's body, read for at most [`ANSWER_WITHIN`]:
+/// an endless or stalled body is cut, never collected whole.
+async fn error_body(mut body: Incoming) -> Vec<u8> {
+    let mut out = Vec::new();
+    let read = async {
+        while out.len() < ERROR_BODY_BYTES {
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        let room = ERROR_BODY_BYTES - out.len();
+                        out.extend_from_slice(&data[..data.len().min(room)]);
+                    }
+                }
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(ANSWER_WITHIN, read).await;
+    out
 }
 
 impl Subscription {
     /// The next record or lag notice; `None` when the stream ended.
     pub async fn next(&mut self) -> Option<Result<StreamEvent, ClientError>> {
         loop {
-            if let Some(end) = find_blank_line(&self.buf) {
+            if let Some(end) = find_blank_line(&self.buf, self.scanned) {
                 let block: Vec<u8> = self.buf.drain(..end.1).collect();
+                self.scanned = 0;
                 match parse_event(&block[..end.0]) {
                     Ok(Some(event)) => return Some(Ok(event)),
                     Ok(None) => continue,
                     Err(e) => return Some(Err(e)),
                 }
             }
+            // The blank line may start in the last two bytes and end in the next chunk.
+            self.scanned = self.buf.len().saturating_sub(2);
             if self.buf.len() > MAX_EVENT_BYTES {
                 return Some(Err(err(format!(
                     "an event of the stream is longer than {MAX_EVENT_BYTES} bytes"
@@ -255,9 +299,10 @@ impl Subscription {
     }
 }
 
-/// Where the first event block ends: (end of its text, end of the blank line).
-fn find_blank_line(buf: &[u8]) -> Option<(usize, usize)> {
-    let mut i = 0;
+/// Where the first event block ends: (end of its text, end of the blank line), searching from
+/// `from` (everything before it was searched already and holds no blank line).
+fn find_blank_line(buf: &[u8], from: usize) -> Option<(usize, usize)> {
+    let mut i = from;
     while i + 1 < buf.len() {
         if buf[i] == b'\n' {
             if buf[i + 1] == b'\n' {
@@ -305,6 +350,15 @@ fn parse_event(block: &[u8]) -> Result<Option<StreamEvent>, ClientError> {
         return Ok(Some(StreamEvent::Lagged {
             skipped: lagged.skipped,
         }));
+    }
+    if name == "end" {
+        #[derive(serde::Deserialize)]
+        struct End {
+            last: u64,
+        }
+        let end: End =
+            serde_json::from_str(&data).map_err(|e| err(format!("an end event: {e}")))?;
+        return Ok(Some(StreamEvent::End { last: end.last }));
     }
     let record: LiveRecord = serde_json::from_str(&data).map_err(|e| {
         err(format!(
@@ -361,6 +415,16 @@ pub enum Waited {
 
 /// Follows `url` ([`subscribe`]) from a blocking caller; fails when the subscription is refused.
 pub fn follow(url: &str, from: Option<u64>) -> Result<Follow, ClientError> {
+    follow_unless(url, from, &|| false)
+}
+
+/// [`follow`], giving up while it waits for the subscription as soon as `give_up` says so (it is
+/// asked every 50 ms: a deadline, or Ctrl-C).
+pub fn follow_unless(
+    url: &str,
+    from: Option<u64>,
+    give_up: &dyn Fn() -> bool,
+) -> Result<Follow, ClientError> {
     let (tx, rx) = std::sync::mpsc::sync_channel(256);
     let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
     let url = url.to_owned();
@@ -397,9 +461,19 @@ pub fn follow(url: &str, from: Option<u64>) -> Result<Follow, ClientError> {
             });
         })
         .map_err(err)?;
-    ready_rx
-        .recv()
-        .map_err(|_| err("the stream's thread ended before subscribing"))??;
+    loop {
+        match ready_rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(ready) => break ready?,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(err("the stream's thread ended before subscribing"));
+            }
+            // The thread ends at its next event once `rx` is dropped.
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if give_up() => {
+                return Err(err("gave up waiting for the collector's answer"));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
     Ok(Follow { rx })
 }
 
@@ -416,6 +490,10 @@ mod tests {
             (
                 "event: lagged\ndata: {\"skipped\":7}".into(),
                 Some(StreamEvent::Lagged { skipped: 7 }),
+            ),
+            (
+                "event: end\nid: 12\ndata: {\"last\":12}".into(),
+                Some(StreamEvent::End { last: 12 }),
             ),
             (
                 format!("event: boot\nid: 9\ndata: {record}"),
@@ -436,7 +514,27 @@ mod tests {
             assert_eq!(parse_event(block.as_bytes()).unwrap(), want, "{block}");
         }
         assert!(parse_event(b"event: boot\ndata: {").is_err());
-        assert_eq!(find_blank_line(b"a\n\nb"), Some((1, 3)));
-        assert_eq!(find_blank_line(b"a\r\n\r\nb"), Some((2, 5)));
+    }
+
+    /// A blank line is found wherever the chunks of the stream split it, searching each byte
+    /// once: the search of a chunk starts where the previous one's ended, two bytes back.
+    #[test]
+    fn the_blank_line_ending_an_event_is_found_across_chunks() {
+        let events: [&[u8]; 2] = [b"data: x\n\ndata: y", b"data: x\r\n\r\ndata: y"];
+        for text in events {
+            let want = find_blank_line(text, 0).expect("a blank line");
+            for split in 1..text.len() {
+                let mut scanned = 0;
+                let mut found = find_blank_line(&text[..split], scanned);
+                if found.is_none() {
+                    scanned = split.saturating_sub(2);
+                    found = find_blank_line(text, scanned);
+                }
+                assert_eq!(found, Some(want), "{text:?} split at {split}");
+            }
+        }
+        assert_eq!(find_blank_line(b"a\n\nb", 0), Some((1, 3)));
+        assert_eq!(find_blank_line(b"a\r\n\r\nb", 0), Some((2, 5)));
+        assert_eq!(find_blank_line(b"data: no end\n", 0), None);
     }
 }

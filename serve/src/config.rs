@@ -64,8 +64,8 @@ pub struct Config {
     pub validate: bool,
     /// The limits.
     pub limits: Limits,
-    /// How many recent records of a run the live stream keeps: a subscriber may fall this far
-    /// behind (or resume this far back) before it is told it lagged.
+    /// How many recent records of a run the live stream keeps in memory: a subscriber that falls
+    /// further behind (or resumes further back) has the older records read back from staging.
     pub live_replay: usize,
     /// The bytes the live streams of all runs keep together (each run drops its own oldest
     /// records first).
@@ -113,10 +113,11 @@ pub struct ServeArgs {
     /// bundles (`bundles/`); created when missing.
     #[arg(long, value_name = "DIR")]
     pub root: PathBuf,
-    /// The address to listen on, e.g. `127.0.0.1:8080` (port 0 picks a free port; the address
+    /// The address to listen on, `HOST:PORT`: an IP address or a host name, e.g.
+    /// `127.0.0.1:8080`, `[::1]:8080` or `localhost:8080` (port 0 picks a free port; the address
     /// is printed on the first line of standard output).
-    #[arg(long, value_name = "ADDR")]
-    pub listen: SocketAddr,
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_listen)]
+    pub listen: String,
     /// How long a finalize post waits for the run's last posts before the bundle is assembled,
     /// e.g. `5s` or `500ms`.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -140,6 +141,25 @@ impl ServeArgs {
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim())
         .map_err(|e| format!("{text:?}: {e} (write a duration like 5s, 500ms or 1m 30s)"))
+}
+
+/// A listening address as `--listen` takes it: `HOST:PORT`, the host an IP address (IPv6 in
+/// brackets) or a name resolved when the collector starts.
+fn parse_listen(s: &str) -> Result<String, String> {
+    if s.parse::<SocketAddr>().is_ok() {
+        return Ok(s.to_owned());
+    }
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{s:?}: write HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080"))?;
+    port.parse::<u16>()
+        .map_err(|_| format!("{s:?}: the port must be a number from 0 to 65535"))?;
+    if host.is_empty() || host.contains(['[', ']', ' ', '/', ':']) {
+        return Err(format!(
+            "{s:?}: not a host name or an IP address (write an IPv6 address in brackets, [::1]:8080)"
+        ));
+    }
+    Ok(s.to_owned())
 }
 
 #[cfg(test)]

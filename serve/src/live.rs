@@ -1,18 +1,26 @@
 //! The live stream of a run: every accepted record, in the order it was acknowledged, numbered
-//! with a run-wide stream id (the SSE `id`) and kept in a bounded buffer (a count per run, a
-//! byte budget over all runs) that every subscriber reads at its own cursor, resuming ones
-//! (`Last-Event-ID` or `?from=`) included. A subscriber that falls out of the buffer, or resumes
-//! from before it, is told how many records it missed in a `lagged` event; nothing is skipped
-//! silently, and a slow subscriber holds no memory of its own.
+//! with a run-wide stream id (the SSE `id`), from the run's first record on. Recent records are
+//! kept in a bounded buffer (a count per run, a byte budget over all runs) that every subscriber
+//! reads at its own cursor; a subscriber that asks for older ones (`?from=0`, a `Last-Event-ID`
+//! before the buffer) or falls out of the buffer has them read back from staging, where every
+//! acknowledged record is durable, so it sees the run whole, without a gap or a duplicate.
 //!
-//! Stream ids continue across restarts: a recovered run's ids start after the number of records
-//! already staged, so a subscriber resuming across a restart is told it lagged by the records it
-//! cannot be given (the bundle holds them).
+//! To read an id back the stream keeps its index: which (node, kind) each id is, as runs of
+//! consecutive ids of one (node, kind) — at most 8 bytes per record, and one entry per (node,
+//! kind) for the records found on disk when the collector started (their ids come first, in a
+//! fixed order: every node's boot records, then each node's files by kind and number). The staged
+//! file of an id is then the (node, kind)'s n-th, n counted along the index, since a node's posts
+//! of a kind are numbered and published in the same order. A staged file that cannot be read is
+//! announced with a `lagged` event (nothing is skipped silently); once the run's bundle is
+//! written, a subscriber that has read every record is sent an `end` event and the stream closes.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use diagwire::layout::{self, Encoding, FileKind};
+use diagwire::v1::LiveRecord;
 use tokio::sync::watch;
 
 /// One accepted record, ready to send: its stream id, its kind (the SSE event name) and its
@@ -32,10 +40,17 @@ pub struct LiveItem {
 pub enum Delivery {
     /// A record.
     Item(Arc<LiveItem>),
-    /// Records the subscriber missed: `skipped` of them, the next one it gets (if any) is later.
+    /// Records that cannot be given (their staged file is gone or unreadable): `skipped` of them,
+    /// the next one it gets (if any) is later.
     Lagged {
         /// How many records were skipped.
         skipped: u64,
+    },
+    /// The run's bundle is written and the subscriber has every record before it: the last
+    /// stream id. The stream closes after it.
+    End {
+        /// The last stream id of the run.
+        last: u64,
     },
 }
 
@@ -57,9 +72,63 @@ impl Budget {
     }
 }
 
+/// A (node, kind) of the run: whose staged files an id of the index is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    node: String,
+    kind: FileKind,
+}
+
 struct Inner {
     next_id: u64,
     replay: VecDeque<Arc<LiveItem>>,
+    keys: Vec<Key>,
+    key_of: HashMap<Key, u32>,
+    /// Ids 1, 2, … as runs of consecutive ids of one key: (key, how many).
+    index: Vec<(u32, u32)>,
+    /// Whether the run's bundle is written (subscribers that read everything are sent `end`).
+    finished: bool,
+}
+
+impl Inner {
+    fn key(&mut self, node: &str, kind: &FileKind) -> u32 {
+        let key = Key {
+            node: node.to_owned(),
+            kind: kind.clone(),
+        };
+        if let Some(&k) = self.key_of.get(&key) {
+            return k;
+        }
+        let k = self.keys.len() as u32;
+        self.keys.push(key.clone());
+        self.key_of.insert(key, k);
+        k
+    }
+
+    /// Appends `count` ids of `key` to the index.
+    fn append(&mut self, key: u32, count: u64) {
+        let mut count = count;
+        while count > 0 {
+            match self.index.last_mut() {
+                Some((k, n)) if *k == key && *n < u32::MAX => {
+                    let add = count.min(u64::from(u32::MAX - *n));
+                    *n += add as u32;
+                    count -= add;
+                }
+                _ => {
+                    let add = count.min(u64::from(u32::MAX));
+                    self.index.push((key, add as u32));
+                    count -= add;
+                }
+            }
+        }
+    }
+}
+
+/// Where the run's staged files are, to read back what the buffer no longer holds.
+struct Staged {
+    run_id: String,
+    dir: PathBuf,
 }
 
 struct Shared {
@@ -67,11 +136,12 @@ struct Shared {
     cap: usize,
     budget: Arc<Budget>,
     newest: watch::Sender<u64>,
+    staged: Staged,
 }
 
 /// A run's live stream. Records are kept in one bounded buffer (at most `cap` records, within
-/// the shared byte budget); each subscriber reads it at its own cursor, so a slow subscriber
-/// costs no memory, and one whose cursor fell out of the buffer is told how many it missed.
+/// the shared byte budget); each subscriber reads it at its own cursor, and what it needs from
+/// before the buffer is read back from staging, so a slow subscriber costs no memory.
 /// Clones are the same stream; it lives while a clone or a subscription does.
 #[derive(Clone)]
 pub struct Hub {
@@ -95,33 +165,68 @@ impl WeakHub {
     }
 }
 
+/// The staged files of a run found on disk, per (node, kind): the highest number.
+pub type Recovered = Vec<(String, FileKind, u64)>;
+
 impl Hub {
-    /// A stream whose next id is `base + 1`, keeping up to `cap` records within `budget`.
-    pub fn new(base: u64, cap: usize, budget: Arc<Budget>) -> Hub {
-        let (newest, _) = watch::channel(base);
+    /// The stream of run `run_id`, whose staged files are under `dir` (`staging/<run_id>`),
+    /// keeping up to `cap` records within `budget`. `recovered` are the files already staged
+    /// (per node and kind, the highest number): they take the first ids, every node's boot
+    /// records first, then each node's files by kind and number.
+    pub fn new(
+        run_id: &str,
+        dir: PathBuf,
+        recovered: Recovered,
+        cap: usize,
+        budget: Arc<Budget>,
+    ) -> Hub {
+        let mut inner = Inner {
+            next_id: 1,
+            replay: VecDeque::new(),
+            keys: Vec::new(),
+            key_of: HashMap::new(),
+            index: Vec::new(),
+            finished: false,
+        };
+        let mut recovered = recovered;
+        recovered.sort_by(|a, b| {
+            let first = |k: &FileKind| *k != FileKind::Boot;
+            (first(&a.1), &a.0, &a.1).cmp(&(first(&b.1), &b.0, &b.1))
+        });
+        for (node, kind, count) in recovered {
+            let key = inner.key(&node, &kind);
+            inner.append(key, count);
+            inner.next_id += count;
+        }
+        let (newest, _) = watch::channel(inner.next_id - 1);
         Hub {
             shared: Arc::new(Shared {
-                inner: Mutex::new(Inner {
-                    next_id: base + 1,
-                    replay: VecDeque::new(),
-                }),
+                inner: Mutex::new(inner),
                 cap: cap.max(1),
                 budget,
                 newest,
+                staged: Staged {
+                    run_id: run_id.to_owned(),
+                    dir,
+                },
             }),
         }
     }
 
-    /// Publishes a record; `data` is its `LiveRecord` JSON on one line.
-    pub fn publish(&self, kind: &str, data: String) {
+    /// Publishes the record just staged as `node`'s next file of `kind`; `data` is its
+    /// `LiveRecord` JSON on one line. Called with the node's sequence lock held, so a node's
+    /// files of a kind are published in their numbers' order.
+    pub fn publish(&self, node: &str, kind: &FileKind, data: String) {
         let s = &self.shared;
         let mut inner = lock(&s.inner);
         let id = inner.next_id;
         inner.next_id += 1;
+        let key = inner.key(node, kind);
+        inner.append(key, 1);
         let size = data.len() as u64;
         inner.replay.push_back(Arc::new(LiveItem {
             id,
-            kind: kind.to_owned(),
+            kind: kind.staged_stem(),
             data,
         }));
         s.budget.used.fetch_add(size, Ordering::Relaxed);
@@ -137,10 +242,16 @@ impl Hub {
         s.newest.send_replace(id);
     }
 
+    /// Marks the run's bundle as written: a subscriber that has read every record is sent
+    /// `end`, and its stream closes.
+    pub fn finish(&self) {
+        lock(&self.shared.inner).finished = true;
+        self.shared.newest.send_modify(|_| {});
+    }
+
     /// Empties the replay buffer, returning its bytes to the budget, unless someone is
-    /// subscribed; called once the run's bundle is written, which holds every record. A
-    /// subscriber resuming from before is then told how many it lagged, as after a restart.
-    /// Returns whether the buffer was emptied.
+    /// subscribed; called once the run's bundle is written. Later subscribers read the run
+    /// back from staging. Returns whether the buffer was emptied.
     pub fn release_unwatched(&self) -> bool {
         let s = &self.shared;
         // Under the buffer's lock: `subscribe` registers its receiver under the same lock.
@@ -158,15 +269,36 @@ impl Hub {
         WeakHub(Arc::downgrade(&self.shared))
     }
 
-    /// Subscribes, starting after stream id `from` (`None`: only records from now on).
+    /// Subscribes, starting after stream id `from` (`Some(0)`: the run from its first record;
+    /// `None`: only records from now on). An id past the last one is read as the last one.
     pub fn subscribe(&self, from: Option<u64>) -> Subscription {
         let inner = lock(&self.shared.inner);
         let rx = self.shared.newest.subscribe();
-        Subscription {
+        let cursor = from.map_or(inner.next_id, |f| f.saturating_add(1).min(inner.next_id));
+        let mut sub = Subscription {
             shared: self.shared.clone(),
-            cursor: from.map_or(inner.next_id, |f| f.saturating_add(1)),
+            cursor,
+            at: (0, 0),
+            counts: HashMap::new(),
             rx,
+            ended: false,
+        };
+        // Every id before the cursor counted, so the n-th file of a key is known from here on.
+        let mut skip = cursor - 1;
+        for &(key, n) in &inner.index {
+            if skip == 0 {
+                break;
+            }
+            let take = skip.min(u64::from(n));
+            *sub.counts.entry(key).or_default() += take;
+            skip -= take;
+            if take < u64::from(n) {
+                sub.at.1 = take as u32;
+                break;
+            }
+            sub.at.0 += 1;
         }
+        sub
     }
 }
 
@@ -181,34 +313,124 @@ impl Drop for Shared {
 /// A subscriber's view of a run's stream.
 pub struct Subscription {
     shared: Arc<Shared>,
+    /// The next id to deliver.
     cursor: u64,
+    /// The cursor's place in the index: (entry, offset in it).
+    at: (usize, u32),
+    /// Per key, the ids before the cursor.
+    counts: HashMap<u32, u64>,
     rx: watch::Receiver<u64>,
+    ended: bool,
+}
+
+/// A record to read back from staging: its id, whose file and which.
+struct ReadBack {
+    id: u64,
+    key: Key,
+    n: u64,
 }
 
 impl Subscription {
+    /// Moves the cursor past one id (there is one); returns its key.
+    fn step(&mut self, inner: &Inner) -> u32 {
+        while inner.index[self.at.0].1 <= self.at.1 {
+            self.at = (self.at.0 + 1, 0);
+        }
+        let key = inner.index[self.at.0].0;
+        self.at.1 += 1;
+        *self.counts.entry(key).or_default() += 1;
+        self.cursor += 1;
+        key
+    }
+
     /// The next delivery; `None` when the stream is closed.
     pub async fn next(&mut self) -> Option<Delivery> {
         loop {
-            {
-                let inner = lock(&self.shared.inner);
-                let oldest = inner.replay.front().map_or(inner.next_id, |i| i.id);
-                if self.cursor < oldest {
-                    let skipped = oldest - self.cursor;
-                    self.cursor = oldest;
-                    return Some(Delivery::Lagged { skipped });
-                }
-                if self.cursor < inner.next_id {
-                    let item = inner.replay[(self.cursor - oldest) as usize].clone();
-                    self.cursor += 1;
-                    return Some(Delivery::Item(item));
-                }
+            if self.ended {
+                return None;
             }
-            // A record published after the look above has already changed the value.
+            let shared = self.shared.clone();
+            let back = {
+                let inner = lock(&shared.inner);
+                if self.cursor < inner.next_id {
+                    let id = self.cursor;
+                    let key = self.step(&inner);
+                    let oldest = inner.replay.front().map_or(inner.next_id, |i| i.id);
+                    if id >= oldest {
+                        return Some(Delivery::Item(inner.replay[(id - oldest) as usize].clone()));
+                    }
+                    Some(ReadBack {
+                        id,
+                        key: inner.keys[key as usize].clone(),
+                        n: self.counts[&key],
+                    })
+                } else if inner.finished {
+                    self.ended = true;
+                    return Some(Delivery::End {
+                        last: inner.next_id - 1,
+                    });
+                } else {
+                    None
+                }
+            };
+            if let Some(back) = back {
+                let read =
+                    tokio::task::spawn_blocking(move || read_back(&shared.staged, &back)).await;
+                return Some(match read {
+                    Ok(Some(item)) => Delivery::Item(Arc::new(item)),
+                    _ => Delivery::Lagged { skipped: 1 },
+                });
+            }
+            // A record published (or the end marked) after the look above has already changed
+            // the value.
             if self.rx.changed().await.is_err() {
                 return None;
             }
         }
     }
+}
+
+/// A staged record read back as the stream sent it; `None` when its file is gone or does not
+/// read. Blocking.
+fn read_back(staged: &Staged, back: &ReadBack) -> Option<LiveItem> {
+    let dir = staged.dir.join(&back.key.node);
+    let (bytes, encoding, modified) =
+        [Encoding::Json, Encoding::Protobuf]
+            .into_iter()
+            .find_map(|encoding| {
+                let path = dir.join(layout::staged_name_as(&back.key.kind, back.n, encoding));
+                let meta = std::fs::symlink_metadata(&path).ok()?;
+                if !meta.is_file() {
+                    return None;
+                }
+                let bytes = std::fs::read(&path).ok()?;
+                Some((bytes, encoding, meta.modified().ok()))
+            })?;
+    let text = diagwire::binary::json_text(encoding, back.key.kind.record_kind(), &bytes).ok()?;
+    let body: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let recv_ms = modified
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64);
+    let stem = back.key.kind.staged_stem();
+    let record = LiveRecord::new(
+        &staged.run_id,
+        &back.key.node,
+        live_kind(&stem),
+        recv_ms,
+        back.n,
+        diagwire::Json(body),
+    );
+    Some(LiveItem {
+        id: back.id,
+        kind: stem,
+        data: serde_json::to_string(&record).ok()?,
+    })
+}
+
+/// The `LiveRecord` kind of a staged stem (`boot`, `events`, …, `vastai_<kind>`).
+pub fn live_kind(stem: &str) -> diagwire::v1::collector::RecordKind {
+    serde_json::from_value(serde_json::Value::String(stem.to_owned()))
+        .unwrap_or(diagwire::v1::collector::RecordKind::Other(stem.to_owned()))
 }
 
 /// Locks a std mutex, recovering the data of a lock poisoned by a panicking holder (the
@@ -221,90 +443,215 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
-    fn ids(hub: &Hub, from: Option<u64>, take: usize) -> Vec<String> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let mut sub = hub.subscribe(from);
-        rt.block_on(async {
-            let mut out = Vec::new();
-            for _ in 0..take {
-                match sub.next().await {
-                    Some(Delivery::Item(i)) => out.push(i.id.to_string()),
-                    Some(Delivery::Lagged { skipped }) => out.push(format!("lagged {skipped}")),
-                    None => break,
+    /// A run's stream over a staging directory of its own; `post` stages a file and publishes
+    /// it, as the ingest route does.
+    struct Run {
+        dir: tempfile::TempDir,
+        hub: Hub,
+        budget: Arc<Budget>,
+        numbers: HashMap<(String, FileKind), u64>,
+    }
+
+    impl Run {
+        fn new(cap: usize, budget: u64, recovered: &[(&str, FileKind, u64)]) -> Run {
+            let dir = tempfile::tempdir().unwrap();
+            let budget = Budget::new(budget);
+            let mut numbers = HashMap::new();
+            for (node, kind, count) in recovered {
+                for n in 1..=*count {
+                    stage(dir.path(), node, kind, n);
                 }
+                numbers.insert((node.to_string(), kind.clone()), *count);
             }
-            out
-        })
+            let hub = Hub::new(
+                "r",
+                dir.path().to_path_buf(),
+                recovered
+                    .iter()
+                    .map(|(node, kind, n)| (node.to_string(), kind.clone(), *n))
+                    .collect(),
+                cap,
+                budget.clone(),
+            );
+            Run {
+                dir,
+                hub,
+                budget,
+                numbers,
+            }
+        }
+
+        fn post(&mut self, node: &str, kind: FileKind) {
+            let n = self.numbers.entry((node.into(), kind.clone())).or_default();
+            *n += 1;
+            stage(self.dir.path(), node, &kind, *n);
+            self.hub.publish(node, &kind, format!("{node}/{}", *n));
+        }
+
+        /// What a subscriber from `from` is delivered, up to `take` deliveries: `<node>/<n>#<id>`
+        /// per record (read back from staging or from the buffer alike), `lagged N`, `end`.
+        fn read(&self, sub: &mut Subscription, take: usize) -> Vec<String> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let mut out = Vec::new();
+                for _ in 0..take {
+                    let next = tokio::time::timeout(std::time::Duration::from_secs(5), sub.next());
+                    match next.await.ok().flatten() {
+                        Some(Delivery::Item(i)) => out.push(format!("{}#{}", shown(&i.data), i.id)),
+                        Some(Delivery::Lagged { skipped }) => out.push(format!("lagged {skipped}")),
+                        Some(Delivery::End { last }) => out.push(format!("end {last}")),
+                        None => break,
+                    }
+                }
+                out
+            })
+        }
+
+        fn from(&self, from: Option<u64>, take: usize) -> Vec<String> {
+            let mut sub = self.hub.subscribe(from);
+            self.read(&mut sub, take)
+        }
+    }
+
+    /// A staged file holding `"<node>/<n>"`, the record of the test.
+    fn stage(dir: &std::path::Path, node: &str, kind: &FileKind, n: u64) {
+        let at = dir.join(node);
+        std::fs::create_dir_all(&at).unwrap();
+        let body = serde_json::to_string(&format!("{node}/{n}")).unwrap();
+        std::fs::write(at.join(layout::staged_name(kind, n)), body).unwrap();
+    }
+
+    /// A delivery's record: the buffer's holds `<node>/<n>`, a read-back one the `LiveRecord`
+    /// whose body is that text.
+    fn shown(data: &str) -> String {
+        match serde_json::from_str::<LiveRecord>(data) {
+            Ok(r) => {
+                assert_eq!(
+                    r.body.0,
+                    serde_json::json!(format!("{}/{}", r.node_id, r.seq))
+                );
+                r.body.0.as_str().unwrap().to_owned()
+            }
+            Err(_) => data.to_owned(),
+        }
     }
 
     #[test]
-    fn resuming_replays_what_is_kept_and_says_what_is_not() {
-        let hub = Hub::new(10, 3, Budget::new(1 << 20));
-        for i in 0..5 {
-            hub.publish("events", i.to_string());
+    fn a_subscriber_from_before_the_buffer_reads_the_older_records_back_from_staging() {
+        let mut run = Run::new(3, 1 << 20, &[]);
+        for _ in 0..3 {
+            run.post("a", FileKind::Events);
+            run.post("b", FileKind::Events);
         }
-        // Ids 11..=15; the replay buffer holds 13, 14, 15.
-        assert_eq!(ids(&hub, Some(13), 2), ["14", "15"]);
-        assert_eq!(ids(&hub, Some(10), 4), ["lagged 2", "13", "14", "15"]);
-        // A subscriber from before a restart (ids up to 10 on disk, none kept).
-        assert_eq!(ids(&hub, Some(4), 2), ["lagged 8", "13"]);
+        // Ids 1..=6; the buffer holds 4, 5, 6.
+        let all = ["a/1#1", "b/1#2", "a/2#3", "b/2#4", "a/3#5", "b/3#6"];
+        assert_eq!(run.from(Some(0), 6), all);
+        assert_eq!(run.from(Some(2), 4), all[2..]);
+        assert_eq!(run.from(Some(4), 2), all[4..]);
+        let mut later = run.hub.subscribe(Some(99));
+        run.post("a", FileKind::Events);
+        assert_eq!(
+            run.read(&mut later, 1),
+            ["a/4#7"],
+            "an id past the last is the last"
+        );
+    }
+
+    #[test]
+    fn a_subscriber_that_falls_behind_reads_back_what_the_buffer_dropped() {
+        let mut run = Run::new(2, 1 << 20, &[]);
+        let mut sub = run.hub.subscribe(None);
+        for _ in 0..5 {
+            run.post("a", FileKind::Boot);
+        }
+        assert_eq!(
+            run.read(&mut sub, 5),
+            ["a/1#1", "a/2#2", "a/3#3", "a/4#4", "a/5#5"]
+        );
     }
 
     #[test]
     fn the_byte_budget_bounds_every_run_together() {
-        let budget = Budget::new(10);
-        let a = Hub::new(0, 100, budget.clone());
+        let mut a = Run::new(100, 6, &[]);
         for _ in 0..5 {
-            a.publish("boot", "xxxx".into());
+            a.post("a", FileKind::Boot);
         }
         assert_eq!(
-            budget.used.load(Ordering::Relaxed),
-            8,
-            "two records of four bytes fit"
+            a.budget.used.load(Ordering::Relaxed),
+            6,
+            "two records of three bytes fit"
         );
-        assert_eq!(ids(&a, Some(0), 2), ["lagged 3", "4"]);
-        drop(a);
+        assert_eq!(a.from(Some(0), 5).len(), 5, "the others are read back");
+        let Run { hub, budget, .. } = a;
+        drop(hub);
         assert_eq!(budget.used.load(Ordering::Relaxed), 0);
     }
 
     #[test]
-    fn a_written_bundle_frees_an_unwatched_buffer_and_resumers_are_told() {
-        let budget = Budget::new(1 << 20);
-        let hub = Hub::new(0, 100, budget.clone());
-        for i in 0..4 {
-            hub.publish("boot", i.to_string());
+    fn a_written_bundle_frees_an_unwatched_buffer_and_later_subscribers_read_staging() {
+        let mut run = Run::new(100, 1 << 20, &[]);
+        for _ in 0..4 {
+            run.post("a", FileKind::Events);
         }
-        let watcher = hub.subscribe(Some(0));
-        assert!(!hub.release_unwatched(), "a subscriber keeps the buffer");
-        assert_eq!(budget.used.load(Ordering::Relaxed), 4);
+        let watcher = run.hub.subscribe(Some(0));
+        assert!(
+            !run.hub.release_unwatched(),
+            "a subscriber keeps the buffer"
+        );
         drop(watcher);
-        assert!(hub.release_unwatched());
-        assert_eq!(budget.used.load(Ordering::Relaxed), 0);
-        hub.publish("boot", "late".into());
-        assert_eq!(ids(&hub, Some(0), 2), ["lagged 4", "5"]);
+        assert!(run.hub.release_unwatched());
+        assert_eq!(run.budget.used.load(Ordering::Relaxed), 0);
+        assert_eq!(run.from(Some(0), 4), ["a/1#1", "a/2#2", "a/3#3", "a/4#4"]);
     }
 
     #[test]
-    fn a_subscriber_that_falls_behind_is_told() {
-        let hub = Hub::new(0, 2, Budget::new(1 << 20));
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let mut sub = hub.subscribe(None);
-        for i in 0..5 {
-            hub.publish("boot", i.to_string());
+    fn records_staged_before_a_restart_come_first_boot_records_before_the_rest() {
+        let mut run = Run::new(
+            100,
+            1 << 20,
+            &[
+                ("b", FileKind::Events, 2),
+                ("a", FileKind::Events, 1),
+                ("b", FileKind::Boot, 1),
+                ("a", FileKind::Boot, 1),
+            ],
+        );
+        run.post("a", FileKind::Events);
+        assert_eq!(
+            run.from(Some(0), 6),
+            ["a/1#1", "b/1#2", "a/1#3", "b/1#4", "b/2#5", "a/2#6"]
+        );
+    }
+
+    #[test]
+    fn a_staged_file_that_is_gone_is_announced_as_lagged() {
+        let mut run = Run::new(1, 1 << 20, &[]);
+        for _ in 0..3 {
+            run.post("a", FileKind::Snapshot);
         }
-        let got = rt.block_on(async {
-            let mut out = Vec::new();
-            for _ in 0..3 {
-                out.push(sub.next().await);
-            }
-            out
-        });
-        assert_eq!(got[0], Some(Delivery::Lagged { skipped: 3 }));
-        assert!(matches!(&got[1], Some(Delivery::Item(i)) if i.id == 4));
-        assert!(matches!(&got[2], Some(Delivery::Item(i)) if i.id == 5));
+        std::fs::remove_file(
+            run.dir
+                .path()
+                .join("a")
+                .join(layout::staged_name(&FileKind::Snapshot, 2)),
+        )
+        .unwrap();
+        assert_eq!(run.from(Some(0), 3), ["a/1#1", "lagged 1", "a/3#3"]);
+    }
+
+    #[test]
+    fn once_the_bundle_is_written_a_subscriber_that_read_everything_is_sent_end() {
+        let mut run = Run::new(100, 1 << 20, &[]);
+        let mut early = run.hub.subscribe(Some(0));
+        run.post("a", FileKind::Boot);
+        run.post("a", FileKind::Finalize);
+        run.hub.finish();
+        let want = ["a/1#1", "a/1#2", "end 2"];
+        assert_eq!(run.read(&mut early, 4), want, "then the stream closes");
+        assert_eq!(run.from(Some(0), 4), want);
+        assert_eq!(run.from(None, 4), ["end 2"]);
     }
 }

@@ -15,6 +15,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use diagwire::layout::{self, FileKind};
+use diagwire::quarantine::{Why, WhyProblem};
 use diagwire::v1::{ClockEcho, ErrorBody, Hints, LiveRecord, PostAck, RunNodeSummary, RunSummary};
 use http_body_util::BodyExt;
 
@@ -271,7 +272,11 @@ async fn ingest(
     let outcome = tokio::task::spawn_blocking(move || -> Result<Outcome, StoreError> {
         let c = worker;
         let (Some(kind), Some(verdict)) = (kind2, verdict) else {
-            let why = serde_json::json!({ "route": kind_name, "problem": "unknown record kind" });
+            let why = why_json(Why {
+                route: kind_name.clone(),
+                problem: Some("unknown record kind".into()),
+                ..Why::default()
+            });
             let at = c.store.quarantine(
                 &run2,
                 &node2,
@@ -297,10 +302,17 @@ async fn ingest(
             None => "bin",
         };
         let keep = |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &[DoorProblem]| {
-            let why = serde_json::json!({
-                "route": stem,
-                "content_type": content_type,
-                "problems": problems,
+            let why = why_json(Why {
+                route: stem.clone(),
+                content_type: content_type.clone(),
+                problems: problems
+                    .iter()
+                    .map(|p| WhyProblem {
+                        pointer: p.pointer.clone(),
+                        message: p.message.clone(),
+                    })
+                    .collect(),
+                problem: None,
             });
             c.store.quarantine(
                 &run2,
@@ -368,18 +380,15 @@ async fn ingest(
                         c.store.stage(&run2, &node2, &mut guard, &post)?
                     }
                 };
-                let live_kind: diagwire::v1::collector::RecordKind =
-                    serde_json::from_value(serde_json::Value::String(stem.clone()))
-                        .unwrap_or(diagwire::v1::collector::RecordKind::Other(stem.clone()));
                 let record = LiveRecord::new(
                     &run2.id,
                     &node2,
-                    live_kind,
+                    crate::live::live_kind(&stem),
                     recv_ms,
                     seq,
                     diagwire::Json(serde_json::Value::Null),
                 );
-                run2.live.publish(&stem, live_data(&record, &json));
+                run2.live.publish(&node2, &kind, live_data(&record, &json));
                 Ok(Outcome {
                     seq: Some(seq),
                     problems,
@@ -427,6 +436,7 @@ async fn ingest(
         let id = run_id.clone();
         match tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await {
             Ok(Ok(path)) => {
+                run.live.finish();
                 run.live.release_unwatched();
                 body = Some(serde_json::json!({ "bundle_path": path.display().to_string() }));
             }
@@ -633,6 +643,10 @@ async fn stream(
             Delivery::Lagged { skipped } => Event::default()
                 .event("lagged")
                 .data(format!("{{\"skipped\":{skipped}}}")),
+            Delivery::End { last } => Event::default()
+                .event("end")
+                .id(last.to_string())
+                .data(format!("{{\"last\":{last}}}")),
         };
         Some((Ok::<Event, Infallible>(event), sub))
     });
@@ -643,4 +657,10 @@ async fn stream(
                 .text("ping"),
         )
         .into_response()
+}
+
+/// A quarantined body's reason as its `.why.json` holds it (the library's shape, which readers
+/// of a bundle read).
+fn why_json(why: Why) -> serde_json::Value {
+    serde_json::to_value(why).expect("OK because a reason always serializes")
 }

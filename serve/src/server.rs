@@ -59,6 +59,12 @@ pub async fn serve(
     }
 }
 
+/// The exit status of a collector that could not start or keep serving: 2, as every `diagwire`
+/// command that could not run.
+fn could_not_run() -> ExitCode {
+    ExitCode::from(2)
+}
+
 /// `diagwire serve`: opens the collector on `--root`, listens on `--listen`, prints
 /// `listening on ADDR` as the first line of standard output and serves until interrupted.
 pub fn run(args: &ServeArgs) -> ExitCode {
@@ -69,7 +75,7 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
+            return could_not_run();
         }
     };
     runtime.block_on(async {
@@ -77,18 +83,20 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("error: {}: {e}", args.root.display());
-                return ExitCode::FAILURE;
+                return could_not_run();
             }
         };
-        let listener = match TcpListener::bind(args.listen).await {
+        let listener = match TcpListener::bind(args.listen.as_str()).await {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("error: cannot listen on {}: {e}", args.listen);
-                return ExitCode::FAILURE;
+                return could_not_run();
             }
         };
-        let addr = listener.local_addr().map_or(args.listen, |a| a);
-        println!("listening on {addr}");
+        match listener.local_addr() {
+            Ok(addr) => println!("listening on {addr}"),
+            Err(_) => println!("listening on {}", args.listen),
+        }
         let _ = std::io::stdout().flush();
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
@@ -97,7 +105,7 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
-                ExitCode::FAILURE
+                could_not_run()
             }
         }
     })

@@ -20,7 +20,7 @@ use diagwire::layout::{self, Encoding, FileKind};
 
 use crate::config::Config;
 use crate::durable::Flushed;
-use crate::live::{Budget, Hub, WeakHub, lock};
+use crate::live::{Budget, Hub, Recovered, WeakHub, lock};
 
 /// Why a post could not be stored.
 #[derive(Debug)]
@@ -241,7 +241,7 @@ impl Store {
             for run_id in sorted_names(base, true)? {
                 let run = runs
                     .entry(run_id.clone())
-                    .or_insert_with(|| (RunAccount::default(), BTreeMap::new()));
+                    .or_insert_with(|| (RunAccount::default(), BTreeMap::new(), BTreeMap::new()));
                 for node in sorted_names(&base.join(&run_id), true)? {
                     let seq: &mut NodeSeq = run.1.entry(node.clone()).or_default();
                     let mut account = run.0.nodes.remove(&node).unwrap_or_default();
@@ -278,6 +278,8 @@ impl Store {
                             let next = seq.next.entry(kind.staged_stem()).or_insert(1);
                             *next = (*next).max(n + 1);
                             account.count(&kind);
+                            let highest = run.2.entry((node.clone(), kind)).or_insert(0);
+                            *highest = (*highest).max(n);
                         }
                         run.0.bytes += meta.len();
                         if let Some(ms) = meta
@@ -293,13 +295,13 @@ impl Store {
             }
         }
         let mut map = lock(&self.runs);
-        for (id, (account, seqs)) in runs {
-            let records: u64 = account
-                .nodes
-                .values()
-                .map(|n| n.files() - n.quarantined)
-                .sum();
-            let run = self.new_run(&id, self.new_hub(records));
+        for (id, (account, seqs, staged)) in runs {
+            let staged = staged.into_iter().map(|((node, kind), n)| (node, kind, n));
+            let hub = self.new_hub(&id, staged.collect());
+            if self.bundles.join(format!("{id}.tar.gz")).is_file() {
+                hub.finish();
+            }
+            let run = self.new_run(&id, hub);
             *lock(&run.account) = account;
             *lock(&run.seqs) = seqs
                 .into_iter()
@@ -313,8 +315,15 @@ impl Store {
         Ok(())
     }
 
-    fn new_hub(&self, live_base: u64) -> Hub {
-        Hub::new(live_base, self.config.live_replay, self.live_budget.clone())
+    /// The live stream of run `id`, whose records found on disk are `staged`.
+    fn new_hub(&self, id: &str, staged: Recovered) -> Hub {
+        Hub::new(
+            id,
+            self.staging.join(id),
+            staged,
+            self.config.live_replay,
+            self.live_budget.clone(),
+        )
     }
 
     fn new_run(&self, id: &str, live: Hub) -> Arc<Run> {
@@ -344,7 +353,7 @@ impl Store {
         if waiting.len() >= 64 {
             waiting.retain(|_, hub| !hub.is_gone());
         }
-        let hub = self.new_hub(0);
+        let hub = self.new_hub(id, Recovered::new());
         waiting.insert(id.to_owned(), hub.downgrade());
         hub
     }
@@ -374,7 +383,7 @@ impl Store {
         let waiting = lock(&self.waiting).remove(id);
         let hub = waiting
             .and_then(|hub| hub.upgrade())
-            .unwrap_or_else(|| self.new_hub(0));
+            .unwrap_or_else(|| self.new_hub(id, Recovered::new()));
         let run = self.new_run(id, hub);
         runs.insert(id.to_owned(), run.clone());
         Ok(run)

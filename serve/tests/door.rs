@@ -420,14 +420,16 @@ async fn quarantined_bodies_travel_with_the_bundle_and_its_validation_counts_the
         assert_eq!(kept.len(), 4, "two bodies and their reasons: {kept:?}");
         assert_eq!(report.invalid_records, 0, "{:?}", report.problems);
         assert_eq!(report.unreadable_files, 0, "{:?}", report.problems);
-        // Each kept file is reported outside the layout, and the folder as a directory the
-        // manifest does not list; nothing else is wrong.
-        assert_eq!(report.problem_count, 5, "{:?}", report.problems);
+        // Each kept body is one problem, located at the body, with the reason the collector
+        // recorded; nothing else is wrong.
+        assert_eq!(report.problem_count, 2, "{:?}", report.problems);
         assert!(
-            report
-                .problems
-                .iter()
-                .all(|p| p.to_string().contains("@quarantine")),
+            report.problems.iter().all(|p| {
+                p.location.file.contains("@quarantine/")
+                    && !p.location.file.ends_with(".why.json")
+                    && p.message
+                        .starts_with("quarantined at ingest: posted to /diag/")
+            }),
             "{:?}",
             report.problems
         );

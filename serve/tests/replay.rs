@@ -193,6 +193,7 @@ async fn replay(name: &str) {
                 assert_eq!(record.body.0, file, "{path}");
             }
             StreamEvent::Lagged { skipped } => panic!("the subscriber lagged by {skipped}"),
+            StreamEvent::End { last } => panic!("the stream ended at {last} before every record"),
         }
     }
 

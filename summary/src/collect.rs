@@ -193,6 +193,12 @@ pub fn summarize_walk(
         fn problem(&mut self, problem: &Problem) {
             self.pass.problem(problem);
         }
+        fn quarantined(&mut self, body: &diagwire::quarantine::Quarantined) {
+            self.pass.s.quarantined_total += 1;
+            if self.pass.s.quarantined.len() < MAX_LISTED {
+                self.pass.s.quarantined.push(body.clone());
+            }
+        }
     }
     let total = reader.file_count();
     let mut reading = Reading {
@@ -876,7 +882,8 @@ impl Pass {
 
     /// The run is what its records say it is: the manifest's run id, else the one run id the boot
     /// records agree on; the run directory's name only when the records say nothing. A name that
-    /// disagrees is a problem of the bundle, so a directory and its archive summarize alike.
+    /// disagrees is no problem (people rename the bundles they download; `validate` notes it), so
+    /// a directory, renamed or not, and its archive summarize alike.
     fn identify_run(&mut self) {
         let named = std::mem::take(&mut self.s.run_id);
         let boots: BTreeSet<&str> = self
@@ -885,30 +892,12 @@ impl Pass {
             .values()
             .filter_map(|n| n.boot.as_ref().map(|b| b.run_id.as_str()))
             .collect();
-        let (said, by) = match (&self.s.manifest, boots.len()) {
-            (Some(m), _) => (Some(m.run_id.clone()), "the manifest says"),
-            (None, 1) => (
-                boots.first().map(|r| (*r).to_owned()),
-                "the boot records say",
-            ),
-            _ => (None, ""),
+        let said = match (&self.s.manifest, boots.len()) {
+            (Some(m), _) => Some(m.run_id.clone()),
+            (None, 1) => boots.first().map(|r| (*r).to_owned()),
+            _ => None,
         };
-        match said {
-            Some(id) => {
-                if id != named {
-                    let problem = Problem::new(
-                        diagwire::ProblemKind::Manifest,
-                        diagwire::Location::file(&self.s.source),
-                        format!(
-                            "the run directory is named `{named}` but {by} the run is `{id}`; the summary follows the records"
-                        ),
-                    );
-                    self.problem(&problem);
-                }
-                self.s.run_id = id;
-            }
-            None => self.s.run_id = named,
-        }
+        self.s.run_id = said.unwrap_or(named);
     }
 
     fn finish(mut self) -> Summary {

@@ -386,6 +386,10 @@ pub struct Summary {
     pub problem_counts: BTreeMap<&'static str, u64>,
     /// The first located problems.
     pub problems: Vec<Problem>,
+    /// The first bodies the collector quarantined at ingest, with why.
+    pub quarantined: Vec<diagwire::quarantine::Quarantined>,
+    /// How many bodies it quarantined.
+    pub quarantined_total: u64,
     /// Why sections are empty.
     pub absent: Vec<Absence>,
     /// Unknown event types by tag.
@@ -408,15 +412,23 @@ pub struct Summary {
 
 /// The hosts of the run, one per node: `(label, Some(fields) | None without a boot record)`, each
 /// field (in [`crate::absence::HOST_FIELDS`] order) a value or why it is absent.
+/// A node's writer generation is the contract version its manifest entry declares, else the run's
+/// (a node of a run assembled from writers of several generations declares its own).
 pub fn hosts(s: &Summary) -> Vec<(String, Option<[Said; 9]>)> {
-    let generation = writer_generation(
-        s.manifest
-            .as_ref()
-            .and_then(|m| m.contract_version.as_deref()),
-    );
+    let run = s
+        .manifest
+        .as_ref()
+        .and_then(|m| m.contract_version.as_deref());
     s.nodes
         .values()
         .map(|n| {
+            let own = s.manifest.as_ref().and_then(|m| {
+                m.nodes
+                    .iter()
+                    .find(|e| e.label == n.label)
+                    .and_then(|e| e.contract_version.as_deref())
+            });
+            let generation = writer_generation(own.or(run));
             let fields = n.boot.as_ref().map(|b| host_fields(b, &generation));
             (n.label.clone(), fields)
         })

@@ -12,7 +12,7 @@ use crate::model::{Summary, hosts, run_span};
 
 /// The version of this JSON shape (a semantic version, bumped by the contract's rules: a new
 /// optional key is minor, a removed or retyped key is major).
-pub const FORMAT_VERSION: &str = "1.1.0";
+pub const FORMAT_VERSION: &str = "1.2.0";
 
 /// `diagwire summary --format json`: the post-incident summary of one bundle.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -446,6 +446,22 @@ pub struct Validation {
     pub by_kind: BTreeMap<&'static str, u64>,
     /// The first located problems.
     pub first: Vec<ProblemRow>,
+    /// Bodies the collector quarantined at ingest (each also one problem of kind `layout`).
+    /// Added in format 1.2.0.
+    pub quarantined: u64,
+    /// The first of them, with why the collector kept each aside.
+    pub quarantined_bodies: Vec<QuarantinedRow>,
+}
+
+/// A body the collector quarantined at ingest.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct QuarantinedRow {
+    /// The node id it was posted under.
+    pub node: String,
+    /// Its file as a person finds it (`archive!inner/path` inside an archive).
+    pub file: String,
+    /// Why the collector kept it aside, as its `.why.json` records it (escaped).
+    pub why: String,
 }
 
 /// One located problem.
@@ -758,6 +774,16 @@ impl SummaryOutput {
                         record: p.location.record,
                         pointer: p.location.pointer.clone(),
                         message: p.message.clone(),
+                    })
+                    .collect(),
+                quarantined: s.quarantined_total,
+                quarantined_bodies: s
+                    .quarantined
+                    .iter()
+                    .map(|q| QuarantinedRow {
+                        node: q.node.clone(),
+                        file: q.location.clone(),
+                        why: q.why.clone(),
                     })
                     .collect(),
             },

@@ -460,6 +460,30 @@ pub fn markdown(s: &Summary) -> String {
         let _ = writeln!(o, "- `{}`", clean(&p.to_string()));
     }
     o.push('\n');
+    if s.quarantined_total > 0 {
+        let _ = writeln!(
+            o,
+            "### Quarantined at ingest\n\n{} body(ies) the collector kept aside because they were not records of their kind (each one problem above):\n",
+            s.quarantined_total
+        );
+        for q in &s.quarantined {
+            let _ = writeln!(
+                o,
+                "- `{}` (node `{}`): {}",
+                clean(&q.path),
+                clean(&q.node),
+                clean(&q.why)
+            );
+        }
+        if s.quarantined_total > s.quarantined.len() as u64 {
+            let _ = writeln!(
+                o,
+                "- … and {} more",
+                s.quarantined_total - s.quarantined.len() as u64
+            );
+        }
+        o.push('\n');
+    }
 
     o.push_str("## Absence\n\n");
     if s.absent.is_empty() {

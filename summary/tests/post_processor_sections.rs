@@ -412,12 +412,23 @@ fn rtt_buckets_show_acked_pending_and_p95() {
 }
 
 /// One way a value can be absent, and how the summary must say it.
+/// The contract versions a manifest declares.
+#[derive(Clone, Copy, PartialEq)]
+enum Declared {
+    /// The run's and the node's, with the writer (a current writer's).
+    Run,
+    /// The node's only: a run of writers of several generations, one of which declares none.
+    Node,
+    /// None, and no writer (a legacy writer's).
+    Neither,
+}
+
 struct AbsentCase {
     name: &'static str,
     /// Changes the boot record of the node under test (node 1, role `stage`).
     boot: fn(&mut Identity),
-    /// Whether the manifest keeps `contract_version` and `writer` (false: a legacy writer's).
-    declared: bool,
+    /// Which contract versions the manifest declares.
+    declared: Declared,
     /// Fragments the Markdown must hold.
     md: &'static [&'static str],
     /// (JSON pointer, value) pairs the JSON must hold.
@@ -447,7 +458,7 @@ fn absent_values_are_said_in_words_not_question_marks() {
                 b.host_provider_source = Some(ValueSource::Derived);
                 b.hostname = Some("nuc".into());
             },
-            declared: true,
+            declared: Declared::Run,
             md: &[
                 "- `stage-0`: rental not applicable (a `local` host has no provider rental), ip, dc, country not applicable (a `local` host has no cloud provider metadata), container not reported (`$CONTAINER_ID` was not set; not in a container), hostname nuc, relay not reported (iroh had not picked a home relay at boot), iroh not reported (the binary does not link iroh or did not record its version), git not reported (not provided at build or launch time)",
             ],
@@ -460,7 +471,7 @@ fn absent_values_are_said_in_words_not_question_marks() {
         AbsentCase {
             name: "a vast.ai host whose orchestrator forwarded no rental",
             boot: vastai,
-            declared: true,
+            declared: Declared::Run,
             md: &[
                 "- `stage-0`: rental not reported (the orchestrator did not forward one), ip 203.0.113.1",
             ],
@@ -472,7 +483,7 @@ fn absent_values_are_said_in_words_not_question_marks() {
                 vastai(b);
                 b.provider_contract_id_source = Some(ValueSource::Unavailable);
             },
-            declared: true,
+            declared: Declared::Run,
             md: &[
                 "- `stage-0`: rental unavailable (the writer could not ask the orchestrator for it), ip",
             ],
@@ -486,7 +497,7 @@ fn absent_values_are_said_in_words_not_question_marks() {
                 b.role = "relay".into();
                 b.home_relay_url_at_boot = None;
             },
-            declared: true,
+            declared: Declared::Run,
             md: &["relay not applicable (a relay server has no home relay of its own)"],
             json: &[
                 ("/hosts/0/absent/0/field", "relay"),
@@ -494,9 +505,22 @@ fn absent_values_are_said_in_words_not_question_marks() {
             ],
         },
         AbsentCase {
+            name: "a newer node in a run of several generations reads as its own generation",
+            boot: vastai,
+            declared: Declared::Node,
+            md: &[
+                "- contract version: not reported by this writer generation (a contract 1.0.0 writer; the field came in 1.1.0; read the bundle as contract 1.0.0)",
+                "- `stage-0`: rental not reported (the orchestrator did not forward one), ip 203.0.113.1",
+            ],
+            json: &[
+                ("/run/absent/0/field", "contract_version"),
+                ("/hosts/0/absent/0/kind", "not_reported"),
+            ],
+        },
+        AbsentCase {
             name: "a writer older than contract 1.1.0",
             boot: vastai,
-            declared: false,
+            declared: Declared::Neither,
             md: &[
                 "- contract version: not reported by this writer generation (a contract 1.0.0 writer; the field came in 1.1.0; read the bundle as contract 1.0.0)",
                 "- writer: not reported by this writer generation (a contract 1.0.0 writer; the field came in 1.1.0; in practice the swactor collector)",
@@ -517,9 +541,16 @@ fn absent_values_are_said_in_words_not_question_marks() {
         r.w.boot(&b);
         let dir = tempfile::tempdir().expect("temp dir");
         let mut done = r.w.finish();
-        if !c.declared {
+        if c.declared != Declared::Run {
+            // A writer older than contract 1.1.0 declares no version, for the run or a node; in
+            // a run of several generations the newer nodes still declare theirs.
             done.manifest.contract_version = None;
             done.manifest.writer = None;
+            if c.declared == Declared::Neither {
+                for node in &mut done.manifest.nodes {
+                    node.contract_version = None;
+                }
+            }
             done.contents.insert_json("MANIFEST.json", &done.manifest);
         }
         let path = diagwire::bundle::output::write_dir(&done.contents, dir.path()).expect("write");

@@ -529,7 +529,9 @@ pub fn store_staged(
 /// `vastai_records` is written for every node. `run_start_collector_ms` and `run_end_collector_ms` are
 /// the earliest and latest modification times of the record files, in ms since the epoch: staging
 /// keeps no receive times, and the collector writes each file when it receives the POST; `null` when
-/// there are no files. `contract_version` is this crate's and `writer` is `writer`. Nodes are sorted
+/// there are no files. `contract_version` is what the records prove
+/// ([`Writer::declare_from_records`]: per node the newest generation its records prove, the run the
+/// oldest, none for a 1.0.0 writer) and `writer` is `writer`. Nodes are sorted
 /// by label, then id; a node directory without a record file is reported and left out.
 ///
 /// A file that does not parse as its kind is copied and reported; a post still being stored by
@@ -553,6 +555,7 @@ pub fn assemble(
     let run_dir = staging_root.join(run_id);
     let mut problems = Vec::new();
     let mut bundle = Writer::new(run_id, writer);
+    bundle.declare_from_records();
     let mut span: Option<(u64, u64)> = None;
 
     for entry in sorted_entries(&run_dir)? {

@@ -14,8 +14,10 @@
 //! A file that cannot be read, a file that breaks its shape and a record its type refuses are each
 //! a located [`Problem`] (`archive.tar.gz!<inner path>`, the record's index, its line and column,
 //! and a JSON pointer when an [`Explain`] hook says where in the record), handed to every consumer;
-//! the walk goes on, so one bad file or record never costs the records around it. Files outside the
-//! layout are skipped (validation reports them).
+//! the walk goes on, so one bad file or record never costs the records around it. A body the
+//! collector quarantined is one problem, as validation reports it ([`crate::quarantine`]), and is
+//! handed to [`Consumer::quarantined`]; other files outside the layout are skipped (validation
+//! reports them).
 
 use std::io::Read;
 
@@ -23,6 +25,7 @@ use super::read::BundleReader;
 use crate::frame::{Frames, frame};
 use crate::layout::{Encoding, Role};
 use crate::problem::{Location, Problem, ProblemKind};
+use crate::quarantine::{Pairing, Quarantined};
 use crate::scan::Position;
 use crate::v1::{Record, RecordKind};
 
@@ -52,6 +55,9 @@ pub trait Consumer {
     fn record(&mut self, item: &Item<'_>);
     /// A file or record that cannot be read, located.
     fn problem(&mut self, problem: &Problem);
+    /// A body the collector quarantined at ingest (also handed to [`Consumer::problem`] as its
+    /// one problem).
+    fn quarantined(&mut self, _body: &Quarantined) {}
 }
 
 /// Says where in a record, and why, its type refuses it: one `(kind, JSON pointer, message)` per
@@ -114,6 +120,7 @@ pub fn walk_into(
         n => n,
     };
     let mut walked = Walked::default();
+    let mut quarantine = Pairing::default();
     for file in reader.stream() {
         let mut file = match file {
             Ok(f) => f,
@@ -124,12 +131,18 @@ pub fn walk_into(
                 continue;
             }
         };
+        let location = file.location.clone();
+        let path = file.path.clone();
+        if let Some(found) = quarantine.take(&path, &location, &mut file) {
+            for body in found {
+                hand_quarantined(&body, &mut walked, consumers);
+            }
+            continue;
+        }
         let Some(kind) = file.role.record_kind() else {
             continue;
         };
         walked.files += 1;
-        let location = file.location.clone();
-        let path = file.path.clone();
         let node = file.node.clone();
         let role = file.role.clone();
         let mut typed = Typed {
@@ -175,7 +188,20 @@ pub fn walk_into(
         }
         typed.end();
     }
+    for body in quarantine.finish() {
+        hand_quarantined(&body, &mut walked, consumers);
+    }
     walked
+}
+
+/// Hands a quarantined body to every consumer: its one problem, and the body itself.
+fn hand_quarantined(body: &Quarantined, walked: &mut Walked, consumers: &mut [&mut dyn Consumer]) {
+    walked.problems += 1;
+    let problem = body.problem();
+    for c in consumers.iter_mut() {
+        c.problem(&problem);
+        c.quarantined(body);
+    }
 }
 
 /// Decodes what framing hands on and hands it to the consumers.

@@ -134,6 +134,13 @@ impl StreamWriter {
         self.plan.run_id()
     }
 
+    /// Declares what the records of files added as they are prove (see
+    /// [`super::Writer::declare_from_records`]).
+    pub fn declare_from_records(&mut self) -> &mut Self {
+        self.plan.declare_from_records();
+        self
+    }
+
     /// Adds a boot record of the node it names; the last one added is the node's `boot.json`.
     pub fn boot(&mut self, identity: &Identity) -> io::Result<&mut Self> {
         let node = identity.node_id_hex.0.clone();
@@ -285,6 +292,7 @@ impl StreamWriter {
         bytes: &[u8],
     ) -> io::Result<&mut Self> {
         self.end_events()?;
+        self.plan.examine(node, &kind, encoding, bytes);
         let body = self.spool_bytes(bytes)?;
         let replaced = self.plan.push_file(node, kind, seq, encoding, body, || {
             boot_identity(encoding, bytes)

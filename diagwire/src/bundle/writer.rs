@@ -56,6 +56,9 @@ pub(super) struct Plan<B> {
     /// How the records added with the typed methods are written.
     #[cfg_attr(not(feature = "proto"), allow(dead_code))]
     pub(super) encoding: Encoding,
+    /// Whether files added as they are declare what their records prove (see
+    /// [`Writer::declare_from_records`]).
+    declare_from_records: bool,
 }
 
 /// One record file of a node.
@@ -74,6 +77,9 @@ struct NodeFiles<B> {
     files: Vec<NodeFile<B>>,
     /// Whether every file came from this crate's types (then the node wrote this contract version).
     typed: bool,
+    /// The newest contract version the records of its files added as they are prove
+    /// ([`crate::generation::proven`]); `None` while they prove nothing beyond 1.0.0.
+    proven: Option<&'static str>,
 }
 
 impl<B> NodeFiles<B> {
@@ -106,7 +112,32 @@ impl<B> Plan<B> {
             problems: Vec::new(),
             extra: Extra::default(),
             encoding: Encoding::Json,
+            declare_from_records: false,
         }
+    }
+
+    pub(super) fn declare_from_records(&mut self) {
+        self.declare_from_records = true;
+    }
+
+    /// Notes what a file added as it is proves of its node's contract generation, when the plan
+    /// declares from records. A node already proven as new as any mark can be is not read again.
+    pub(super) fn examine(
+        &mut self,
+        node: &str,
+        kind: &FileKind,
+        encoding: Encoding,
+        bytes: &[u8],
+    ) {
+        if !self.declare_from_records || matches!(kind, FileKind::Vastai(_)) {
+            return;
+        }
+        let n = self.node(node);
+        if n.proven == Some(crate::generation::newest_mark()) {
+            return;
+        }
+        let proven = crate::generation::proven_file(kind, encoding, bytes);
+        n.proven = crate::generation::newer(n.proven, proven);
     }
 
     pub(super) fn run_id(&self) -> &str {
@@ -216,6 +247,7 @@ impl<B> Plan<B> {
                 boot: None,
                 files: Vec::new(),
                 typed: true,
+                proven: None,
             })
     }
 
@@ -273,9 +305,33 @@ impl<B> Plan<B> {
         }));
         let mut files = Vec::new();
         let mut entries = Vec::new();
+        // The run's contract version: this crate's, or with declarations from records the oldest
+        // generation of a node that wrote contract records (none when one is a 1.0.0 writer).
+        let mut run_version = Some(CONTRACT_VERSION.to_owned());
+        let mut first = true;
         for ((id, node), label) in self.nodes.into_iter().zip(labels) {
-            entries.push(manifest_node(&id, &label, &node));
+            let entry = manifest_node(&id, &label, &node, self.declare_from_records);
+            if self.declare_from_records && !only_vastai(&node) {
+                let version = entry.contract_version.clone();
+                run_version = match (first, run_version, version) {
+                    (true, _, v) => v,
+                    (false, Some(a), Some(b)) => {
+                        Some(if crate::generation::cmp_versions(&b, &a).is_lt() {
+                            b
+                        } else {
+                            a
+                        })
+                    }
+                    _ => None,
+                };
+                first = false;
+            }
+            entries.push(entry);
             place(&mut files, &label, node.files);
+        }
+        if self.declare_from_records && first {
+            // No node wrote contract records: nothing proves a generation.
+            run_version = None;
         }
         entries.sort_by(|a, b| (&a.label, &a.node_id_hex.0).cmp(&(&b.label, &b.node_id_hex.0)));
         let mut manifest = Manifest::new(self.run_id.clone());
@@ -283,7 +339,7 @@ impl<B> Plan<B> {
         manifest.run_end_collector_ms = self.span.map(|(_, hi)| hi);
         manifest.finalize_received = entries.iter().any(|n| n.finalize_recorded);
         manifest.nodes = entries;
-        manifest.contract_version = Some(CONTRACT_VERSION.to_owned());
+        manifest.contract_version = run_version;
         manifest.writer = Some(self.writer);
         manifest.extra.extend(self.extra.0);
         Laid {
@@ -315,6 +371,16 @@ impl Writer {
     /// The run id.
     pub fn run_id(&self) -> &str {
         self.plan.run_id()
+    }
+
+    /// Makes the manifest declare, for files added as they are ([`Writer::add_file`]), what their
+    /// records prove rather than this crate's contract version: each such node the newest
+    /// generation its records prove ([`crate::generation::declared`]; none for a node whose
+    /// records prove nothing beyond 1.0.0), and the run the oldest of its nodes' (none when one
+    /// declares none). How collector assembly declares a run (`docs/collector.md`).
+    pub fn declare_from_records(&mut self) -> &mut Self {
+        self.plan.declare_from_records();
+        self
     }
 
     /// Adds a boot record of the node it names; the last one added is the node's `boot.json`.
@@ -388,6 +454,7 @@ impl Writer {
         bytes: Vec<u8>,
     ) {
         let boot = boot_identity(encoding, &bytes);
+        self.plan.examine(node, &kind, encoding, &bytes);
         self.plan
             .push_file(node, kind, seq, encoding, bytes, move || boot);
     }
@@ -429,8 +496,22 @@ impl Writer {
     }
 }
 
-/// The manifest entry of a node, from its files.
-fn manifest_node<B>(id: &str, label: &str, node: &NodeFiles<B>) -> ManifestNode {
+/// Whether a node posted vast.ai records only (a monitoring producer, which declares no contract
+/// version of its own).
+fn only_vastai<B>(node: &NodeFiles<B>) -> bool {
+    node.files
+        .iter()
+        .all(|f| matches!(f.kind, FileKind::Vastai(_)))
+}
+
+/// The manifest entry of a node, from its files; with `from_records`, a node with files added as
+/// they are declares what their records prove ([`crate::generation::declared`]).
+fn manifest_node<B>(
+    id: &str,
+    label: &str,
+    node: &NodeFiles<B>,
+    from_records: bool,
+) -> ManifestNode {
     let count =
         |f: &dyn Fn(&FileKind) -> bool| node.files.iter().filter(|n| f(&n.kind)).count() as u64;
     let mut entry = ManifestNode::new(NodeIdHex(id.to_owned()), label);
@@ -443,12 +524,12 @@ fn manifest_node<B>(id: &str, label: &str, node: &NodeFiles<B>) -> ManifestNode 
     entry.snapshots = count(&|k| *k == FileKind::Snapshot);
     entry.finalize_recorded = count(&|k| *k == FileKind::Finalize) > 0;
     entry.vastai_records = Some(count(&|k| matches!(k, FileKind::Vastai(_))));
-    let only_vastai = node
-        .files
-        .iter()
-        .all(|f| matches!(f.kind, FileKind::Vastai(_)));
-    if node.typed && !only_vastai {
-        entry.contract_version = Some(CONTRACT_VERSION.to_owned());
+    if !only_vastai(node) {
+        if node.typed {
+            entry.contract_version = Some(CONTRACT_VERSION.to_owned());
+        } else if from_records {
+            entry.contract_version = crate::generation::declared(node.proven);
+        }
     }
     entry
 }

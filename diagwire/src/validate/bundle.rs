@@ -7,12 +7,15 @@
 //!   match the files (a file that is present but could not be read counts as present: its read
 //!   problem says why), every node directory is listed, `finalize_received` matches;
 //! * the manifest against the boot records: node id, role and stage index of each node, and the
-//!   run id of both against the run directory's name;
+//!   run id of each boot record against the manifest's (a run directory named otherwise than the
+//!   manifest's run id is a note, not a problem: the manifest is the bundle's identity, and people
+//!   rename the bundles they download);
 //! * each directory's name against the label the layout gives its boot record;
 //! * the sequence numbers of each node's numbered files run from 1 without a gap (each missing
 //!   file is named);
 //! * every file outside the layout is reported, with the canonical name when it only spells a
-//!   sequence number differently.
+//!   sequence number differently; a body the collector quarantined (`@quarantine/`) is one problem,
+//!   "quarantined at ingest" with the reason its `.why.json` records ([`crate::quarantine`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -21,6 +24,7 @@ use super::{Checker, Options, Report};
 use crate::bundle::read::{BundleReader, Limits, ReadError};
 use crate::layout::{self, Encoding, FileKind, Role};
 use crate::problem::{Location, Problem, ProblemKind};
+use crate::quarantine::Pairing;
 use crate::v1::{Identity, Manifest, Record};
 use crate::validate::Validators;
 
@@ -148,8 +152,9 @@ impl Checker<'_> {
         report: &mut Report,
     ) {
         let options = self.options;
-        let run_id = reader.run_id().to_owned();
+        let dir_name = reader.dir_name().to_owned();
         let mut seen = Seen::default();
+        let mut quarantine = Pairing::default();
         let mut stream = reader.stream();
         while let Some(item) = stream.next() {
             let (done, size) = stream.progress();
@@ -173,6 +178,12 @@ impl Checker<'_> {
                 if let Some(p) = location.strip_suffix(rel.as_str()) {
                     seen.prefix = Some(p.to_owned());
                 }
+            }
+            if let Some(found) = quarantine.take(&rel, &location, &mut file) {
+                for body in found {
+                    report.push(&options, body.problem());
+                }
+                continue;
             }
             let (at, twice) = seen.exists(&rel);
             if let Some(first) = twice {
@@ -205,11 +216,17 @@ impl Checker<'_> {
             }
         }
         drop(stream);
+        for body in quarantine.finish() {
+            report.push(&options, body.problem());
+        }
         let mut out = Vec::new();
         match &seen.manifest {
             Some((file, m)) => {
                 manifest_against_files(file, m, &seen, &mut out);
-                manifest_against_boots(file, m, &run_id, &seen, &mut out);
+                if let Some(note) = renamed(file, m, &dir_name) {
+                    report.notes.push(note);
+                }
+                manifest_against_boots(file, m, &seen, &mut out);
             }
             None if !seen.manifest_present => out.push(Problem::new(
                 ProblemKind::Manifest,
@@ -381,27 +398,24 @@ fn manifest_against_files(file: &str, m: &Manifest, seen: &Seen, out: &mut Vec<P
     }
 }
 
-/// The manifest against the run directory's name and each node's latest boot record.
-fn manifest_against_boots(
-    file: &str,
-    m: &Manifest,
-    run_dir: &str,
-    seen: &Seen,
-    out: &mut Vec<Problem>,
-) {
-    // The run id names the run directory; an archive whose top is the run directory names it
-    // after the archive, which a person may have renamed.
+/// The note that the run directory is named otherwise than the run its manifest names (an
+/// archive whose top is the run directory has no directory name to say it of).
+fn renamed(file: &str, m: &Manifest, run_dir: &str) -> Option<Problem> {
     let named_after_archive = file.ends_with(&format!("!{}", layout::MANIFEST));
-    if !named_after_archive && m.run_id != run_dir {
-        out.push(Problem::new(
+    (!named_after_archive && m.run_id != run_dir).then(|| {
+        Problem::new(
             ProblemKind::Manifest,
             Location::record(file, 0, "/run_id"),
             format!(
-                "manifest says run `{}`, the run directory is `{run_dir}`",
+                "the run directory is named `{run_dir}`, the run is `{}` (the manifest's run id, which every tool reports): a renamed bundle",
                 m.run_id
             ),
-        ));
-    }
+        )
+    })
+}
+
+/// The manifest against each node's latest boot record.
+fn manifest_against_boots(file: &str, m: &Manifest, seen: &Seen, out: &mut Vec<Problem>) {
     for (i, node) in m.nodes.iter().enumerate() {
         let Some((boot_file, boot)) = seen
             .nodes

@@ -80,6 +80,9 @@ pub struct Report {
     pub problem_count: usize,
     /// What was left out, per file.
     pub omitted: Vec<Omitted>,
+    /// What is worth saying but is no problem: a run directory named otherwise than the run it
+    /// holds (a renamed bundle; its manifest says which run it is).
+    pub notes: Vec<Problem>,
 }
 
 /// What the caps left out of one file's problems.
@@ -103,6 +106,7 @@ impl Report {
         self.problems.extend(other.problems);
         self.problem_count += other.problem_count;
         self.omitted.extend(other.omitted);
+        self.notes.extend(other.notes);
     }
 
     /// Whether nothing is wrong.

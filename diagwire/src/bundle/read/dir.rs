@@ -7,7 +7,9 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::run_dir::{find_run_dir, strip_run_dir};
-use super::{BundleReader, Layout, Limits, ReadError, ReadErrorKind, too_large_file};
+use super::{
+    BundleReader, Layout, Limits, ReadError, ReadErrorKind, manifest_run_id, too_large_file,
+};
 
 /// One entry of a directory's listing: a file to read, or why it is not read.
 #[derive(Debug)]
@@ -140,13 +142,23 @@ pub(super) fn open_dir(path: &Path, limits: Limits) -> Result<BundleReader, Read
     };
     items.sort_by(|a, b| a.0.cmp(&b.0));
     let items: Vec<DirItem> = items.into_iter().map(|(_, item)| item).collect();
-    let run_id = fs::canonicalize(&run_dir)
+    let dir_name = fs::canonicalize(&run_dir)
         .ok()
         .as_deref()
         .and_then(Path::file_name)
         .or_else(|| run_dir.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| run_dir.display().to_string());
+    // The manifest, read as the iteration reads it, names the run.
+    let run_id = items
+        .iter()
+        .find_map(|item| match item {
+            DirItem::File { rel, full, .. } if rel == "MANIFEST.json" => Some(full),
+            _ => None,
+        })
+        .and_then(|full| read_dir_file(full, limits, limits.max_file_bytes).ok())
+        .and_then(|bytes| manifest_run_id(&bytes))
+        .unwrap_or_else(|| dir_name.clone());
     let file_count = items
         .iter()
         .filter(|i| matches!(i, DirItem::File { .. }))
@@ -161,6 +173,7 @@ pub(super) fn open_dir(path: &Path, limits: Limits) -> Result<BundleReader, Read
     Ok(BundleReader {
         source: path.to_path_buf(),
         run_id,
+        dir_name,
         limits,
         layout: Layout::Dir(items),
         tail,

@@ -12,7 +12,7 @@ use super::inflate::stream_of;
 use super::run_dir::{find_run_dir, strip_run_dir};
 use super::spill::{Spill, SpillWriter};
 use super::tar_reader::{RawEntry, Walker, is_directory, normalize_entry_name};
-use super::{BundleReader, Layout, Limits, ReadError, ReadErrorKind};
+use super::{BundleReader, Layout, Limits, ReadError, ReadErrorKind, manifest_run_id};
 
 /// The first two bytes of every gzip member.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -119,6 +119,9 @@ pub(super) fn open_archive_keeping(
     let mut ended = false;
     // The failure that ended the pass inside an entry.
     let mut broken: Option<ReadError> = None;
+    // The run id each `MANIFEST.json` where a run directory may be names (the last copy's), read
+    // in this pass so that the reader knows the run before yielding a file.
+    let mut manifest_runs: HashMap<String, Option<String>> = HashMap::new();
     loop {
         let entry = match walker.next_entry() {
             Ok(Some(entry)) => entry,
@@ -177,6 +180,12 @@ pub(super) fn open_archive_keeping(
             other => other,
         });
         let mut item = item.unwrap_or(Indexed::Quiet);
+        let manifest = match &item {
+            Indexed::File { name, size, .. } if may_be_manifest(name) => {
+                Some((name.clone(), *size))
+            }
+            _ => None,
+        };
         if let Indexed::File { at, .. } = &mut item {
             *at = match &spill {
                 Some(spill) => spill.offset(),
@@ -208,12 +217,26 @@ pub(super) fn open_archive_keeping(
                 .as_mut()
                 .expect("OK because `keeping` says it is there");
             walker.skip = left;
-            walker
-                .copy_data(entry.size, &mut |bytes| spill.write(bytes))
-                .and_then(|()| {
-                    let padding = std::mem::take(&mut walker.skip);
-                    walker.discard(padding)
-                })
+            match manifest {
+                // A manifest is read whole (it is within the per-file limit) so that the run id it
+                // names is known at open, and kept like any other file.
+                Some((name, size)) => walker.read_data(size).map(|bytes| {
+                    manifest_runs.insert(name, manifest_run_id(&bytes));
+                    spill.write(&bytes);
+                }),
+                None => walker.copy_data(entry.size, &mut |bytes| spill.write(bytes)),
+            }
+            .and_then(|()| {
+                let padding = std::mem::take(&mut walker.skip);
+                walker.discard(padding)
+            })
+        } else if let Some((name, size)) = manifest {
+            walker.skip = left;
+            walker.read_data(size).and_then(|bytes| {
+                manifest_runs.insert(name, manifest_run_id(&bytes));
+                let padding = std::mem::take(&mut walker.skip);
+                walker.discard(padding)
+            })
         } else {
             walker.discard(left)
         };
@@ -358,16 +381,25 @@ pub(super) fn open_archive_keeping(
             ArchiveAction::Error(_) => 0,
         })
         .sum();
-    let run_id = match run_dir {
+    let manifest_run = run_dir.as_deref().and_then(|dir| {
+        let name = match dir {
+            "" => "MANIFEST.json".to_owned(),
+            dir => format!("{dir}/MANIFEST.json"),
+        };
+        manifest_runs.remove(&name).flatten()
+    });
+    let dir_name = match run_dir {
         Some(run_dir) if !run_dir.is_empty() => match run_dir.rsplit_once('/') {
             Some((_, name)) => name.to_owned(),
             None => run_dir,
         },
         _ => archive_stem(path),
     };
+    let run_id = manifest_run.unwrap_or_else(|| dir_name.clone());
     Ok(BundleReader {
         source: path.to_path_buf(),
         run_id,
+        dir_name,
         limits,
         layout: Layout::Archive {
             gzip,
@@ -381,6 +413,12 @@ pub(super) fn open_archive_keeping(
         file_count,
         file_bytes,
     })
+}
+
+/// Whether an entry is a `MANIFEST.json` where a run directory may be (the top, or at most two
+/// levels down).
+fn may_be_manifest(name: &str) -> bool {
+    (name == "MANIFEST.json" || name.ends_with("/MANIFEST.json")) && name.matches('/').count() <= 2
 }
 
 /// What a file that is neither a gzip'd nor a plain tar archive is, from its first bytes.

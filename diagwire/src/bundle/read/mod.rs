@@ -5,8 +5,12 @@
 //! the one holding `MANIFEST.json`: the directory or archive top itself, or a directory at most two
 //! levels down (`<run_id>/` in a collector tarball, or inside one wrapping directory); it must be
 //! the only one. A bundle without a manifest but with node directories is still opened, so that the
-//! manifest check can report what is missing. The run id is the name of the run directory, or for
-//! an archive whose top is the run directory, the archive's file name without `.tar.gz`.
+//! manifest check can report what is missing. The run id is the bundle's identity, its manifest's
+//! `run_id` (when the manifest reads as JSON and its `run_id` is one plain path component, as a
+//! run directory's name is), so a renamed directory or archive reads as the run it holds; only
+//! without such a manifest is it the name of the run directory, or for an archive whose top is the
+//! run directory, the archive's file name without `.tar.gz` ([`BundleReader::dir_name`] is that
+//! name either way).
 //!
 //! [`BundleReader::files`] then yields the regular files of the run directory one at a time, so
 //! memory holds one file's bytes at most. Files are yielded sorted by path, from a directory and from
@@ -221,6 +225,7 @@ impl BundleFile {
 pub struct BundleReader {
     source: PathBuf,
     run_id: String,
+    dir_name: String,
     limits: Limits,
     layout: Layout,
     /// Problems with the bundle as a whole, yielded after the files.
@@ -276,7 +281,7 @@ impl Read for StreamFile {
     }
 }
 
-pub use record_file::{RecordFile, open_record_file};
+pub use record_file::{Links, RecordFile, open_record_file, open_record_file_with};
 
 /// What the first look found, for the iteration to go through.
 #[derive(Debug)]
@@ -315,9 +320,16 @@ impl BundleReader {
         }
     }
 
-    /// The run id: the name of the run directory.
+    /// The run id: the manifest's `run_id` when the manifest reads and names one that is a plain
+    /// path component, else [`BundleReader::dir_name`].
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// The name of the run directory (for an archive whose top is the run directory, the
+    /// archive's file name without `.tar.gz`), which a person may have renamed.
+    pub fn dir_name(&self) -> &str {
+        &self.dir_name
     }
 
     /// The path the bundle was opened from.
@@ -366,6 +378,19 @@ pub fn read_all(
         }
     }
     Ok((contents, errors))
+}
+
+/// The run id a manifest's bytes name: its `run_id`, when the bytes are a JSON object whose
+/// `run_id` is a string that is one plain path component (what a writer would accept as the name
+/// of the run directory). Nothing else of the manifest is kept.
+pub(super) fn manifest_run_id(bytes: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct RunId {
+        run_id: String,
+    }
+    let RunId { run_id } = serde_json::from_slice(bytes).ok()?;
+    super::output::check_run_id(&run_id).ok()?;
+    Some(run_id)
 }
 
 pub(super) fn too_large_file(location: String, size: u64, limits: Limits) -> ReadError {
