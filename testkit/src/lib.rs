@@ -1,9 +1,11 @@
 //! Test support for the workspace, kept out of the library crates: [`scenario`] generates the
 //! bundles of a synthetic run that the tests and benchmarks of `diagwire-check` (and the CLI's
-//! `check` and `parity` tests) write and read; [`bench`] holds what the hand-run benchmarks share.
+//! `check` and `parity` tests) write and read; [`orders`] archives one bundle with its members in
+//! different orders; [`bench`] holds what the hand-run benchmarks share.
 //! The crate is a dev-dependency only and is never
 //! published.
 
 pub mod bench;
 pub mod bundles;
+pub mod orders;
 pub mod scenario;

@@ -10,7 +10,7 @@ pub(super) struct Node {
     /// The normalized name with each `/` turned into a NUL byte (which no name holds), so that
     /// sorting the keys puts every path right before the paths inside it. The name and the
     /// location are rebuilt from it for the few entries that conflict: an archive may hold
-    /// hundreds of thousands of entries, and this list lives until the first pass ends.
+    /// hundreds of thousands of entries, and this list lives until the pass ends.
     key: Box<[u8]>,
     dir: bool,
     /// The entry's index among the indexed entries, which is also its place in the archive.

@@ -1,22 +1,23 @@
-//! The first pass over an archive: recognizing it by its magic bytes, judging each entry from its
-//! header, finding the run directory, keeping the last copy of a duplicate, and the list of files
-//! and errors the second pass (`iter.rs`) goes through.
+//! The one pass over an archive: recognizing it by its magic bytes, judging each entry from its
+//! header, keeping each regular file's data (`spill.rs`), finding the run directory, keeping the
+//! last copy of a duplicate, and the list of files and errors, in path order, that `iter.rs` yields.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek};
 use std::path::Path;
 
 use super::conflicts::{Node, path_conflicts};
-use super::inflate::open_stream;
+use super::inflate::stream_of;
 use super::run_dir::{find_run_dir, strip_run_dir};
+use super::spill::{Spill, SpillWriter};
 use super::tar_reader::{RawEntry, Walker, is_directory, normalize_entry_name};
 use super::{BundleReader, Layout, Limits, ReadError, ReadErrorKind, manifest_run_id};
 
 /// The first two bytes of every gzip member.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// One entry of the run directory the second pass yields: a file to read or an error.
+/// One entry of the run directory to yield: a file to read or an error.
 #[derive(Debug)]
 pub(super) struct ArchiveItem {
     /// Where the entry's data starts in the uncompressed tar stream: identifies the entry.
@@ -31,16 +32,19 @@ pub(super) enum ArchiveAction {
         rel: String,
         size: u64,
         location: String,
+        /// Where its data is in the pass's [`Spill`].
+        at: u64,
     },
     Error(ReadError),
 }
 
-/// What the first pass learned about one entry.
+/// What the pass learned about one entry.
 enum Indexed {
     File {
         name: String,
         size: u64,
         location: String,
+        at: u64,
     },
     /// A regular file over the per-file limit: an error, but it still tells where the run
     /// directory is.
@@ -54,21 +58,31 @@ enum Indexed {
 }
 
 pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
+    open_archive_keeping(path, limits, true)
+}
+
+/// [`open_archive`]; `keep` false for a pass that does not keep the files' data (what happens when
+/// no temporary file can be written), so that they are read by another pass.
+pub(super) fn open_archive_keeping(
+    path: &Path,
+    limits: Limits,
+    keep: bool,
+) -> Result<BundleReader, ReadError> {
     let here = path.display().to_string();
     let io_error = |e: io::Error| ReadError::new(ReadErrorKind::Io, &here, e.to_string());
     let mut magic = [0u8; 512];
     let mut got = 0;
-    {
-        let mut file = File::open(path).map_err(io_error)?;
-        while got < magic.len() {
-            match file.read(&mut magic[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io_error(e)),
-            }
+    // Opened once: the pass reads from the start again through the same handle.
+    let mut file = File::open(path).map_err(io_error)?;
+    while got < magic.len() {
+        match file.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(e)),
         }
     }
+    file.seek(io::SeekFrom::Start(0)).map_err(io_error)?;
     let gzip = if got >= 2 && magic[..2] == GZIP_MAGIC {
         true
     } else if got == 512 && &magic[257..262] == b"ustar" {
@@ -81,8 +95,21 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
         ));
     };
 
-    // First pass: index every entry.
-    let stream = open_stream(path, gzip).map_err(io_error)?;
+    // The one pass: index every entry, and keep the data of the regular files where they can be
+    // read again in any order (a plain tar is read in place).
+    let mut source = if gzip {
+        None
+    } else {
+        Some(file.try_clone().map_err(io_error)?)
+    };
+    let mut spill = gzip.then(SpillWriter::new);
+    if !keep {
+        if let Some(spill) = &mut spill {
+            spill.stop();
+        }
+        source = None;
+    }
+    let stream = stream_of(file, gzip).map_err(io_error)?;
     let mut walker = Walker::new(stream, limits);
     let mut indexed: Vec<(u64, Indexed)> = Vec::new();
     // The paths of the entries, to find paths that are both a file and a directory.
@@ -90,7 +117,7 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
     let mut tail: Vec<ReadError> = Vec::new();
     let mut entries = 0usize;
     let mut ended = false;
-    // The failure that ended the first pass inside an entry.
+    // The failure that ended the pass inside an entry.
     let mut broken: Option<ReadError> = None;
     // The run id each `MANIFEST.json` where a run directory may be names (the last copy's), read
     // in this pass so that the reader knows the run before yielding a file.
@@ -152,14 +179,23 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
             },
             other => other,
         });
+        let mut item = item.unwrap_or(Indexed::Quiet);
         let manifest = match &item {
-            Some(Indexed::File { name, size, .. }) if may_be_manifest(name) => {
+            Indexed::File { name, size, .. } if may_be_manifest(name) => {
                 Some((name.clone(), *size))
             }
             _ => None,
         };
+        if let Indexed::File { at, .. } = &mut item {
+            *at = match &spill {
+                Some(spill) => spill.offset(),
+                None => entry.data_pos,
+            };
+        }
+        let keeping =
+            matches!(item, Indexed::File { .. }) && spill.as_ref().is_some_and(|s| s.active());
         let at = indexed.len();
-        indexed.push((entry.data_pos, item.unwrap_or(Indexed::Quiet)));
+        indexed.push((entry.data_pos, item));
         if let Some(name) = &usable {
             let dir = is_directory(&entry);
             nodes.push(Node::new(name, dir, at, &shown));
@@ -176,6 +212,24 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
                     entry.size, limits.max_total_bytes
                 ),
             ))
+        } else if keeping {
+            let spill = spill
+                .as_mut()
+                .expect("OK because `keeping` says it is there");
+            walker.skip = left;
+            match manifest {
+                // A manifest is read whole (it is within the per-file limit) so that the run id it
+                // names is known at open, and kept like any other file.
+                Some((name, size)) => walker.read_data(size).map(|bytes| {
+                    manifest_runs.insert(name, manifest_run_id(&bytes));
+                    spill.write(&bytes);
+                }),
+                None => walker.copy_data(entry.size, &mut |bytes| spill.write(bytes)),
+            }
+            .and_then(|()| {
+                let padding = std::mem::take(&mut walker.skip);
+                walker.discard(padding)
+            })
         } else if let Some((name, size)) = manifest {
             walker.skip = left;
             walker.read_data(size).and_then(|bytes| {
@@ -235,7 +289,7 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
                 )
             };
             if broken.iter().chain(&tail).any(capped) {
-                // A cap stopped the first pass before the run directory showed: the bundle opens,
+                // A cap stopped the pass before the run directory showed: the bundle opens,
                 // yields no file, and reports the cap like any other archive past it.
                 None
             } else {
@@ -285,6 +339,7 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
                 name,
                 size,
                 location,
+                at,
             } => match inside(&name) {
                 None => None,
                 Some(rel) if !is_last_copy[i] => Some(ArchiveAction::Error(
@@ -299,6 +354,7 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
                     rel,
                     size,
                     location,
+                    at,
                 }),
             },
         };
@@ -345,7 +401,14 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
         run_id,
         dir_name,
         limits,
-        layout: Layout::Archive { gzip, items },
+        layout: Layout::Archive {
+            gzip,
+            items,
+            spill: match spill {
+                Some(spill) => spill.finish(),
+                None => source.take().map(Spill::Source),
+            },
+        },
         tail,
         file_count,
         file_bytes,
@@ -431,6 +494,7 @@ fn classify_entry(entry: &RawEntry, location: &str, limits: Limits) -> Option<In
                     name,
                     size: entry.size,
                     location: location.to_owned(),
+                    at: 0,
                 })
             }
         }

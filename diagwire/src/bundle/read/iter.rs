@@ -1,17 +1,19 @@
 //! Yielding the files: a directory's files read one at a time within the total cap, an archive's
-//! in a second pass matched to the first pass's index, and the problems with the bundle as a whole
-//! last.
+//! from the data its one pass kept (or, when it could keep none, by another pass matched to its
+//! index), and the problems with the bundle as a whole last.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
 
-/// The most bytes of files met before their turn that an archive read out of its order keeps in
-/// memory; past it, the files are read again by a new pass over the archive.
+/// Without the data of the one pass (no temporary file could be written): the most bytes of files
+/// met before their turn that an archive read out of its order keeps in memory; past it, the files
+/// are read again by a new pass over the archive.
 pub(super) const EARLY_BYTES: u64 = 32 << 20;
 
 use super::dir::{DirItem, read_dir_file};
 use super::index::{ArchiveAction, ArchiveItem};
 use super::inflate::{Fail, open_stream};
+use super::spill::Spill;
 use super::tar_reader::Walker;
 use super::{
     BundleFile, BundleReader, Layout, ReadError, ReadErrorKind, Stream, StreamFile, too_large_total,
@@ -39,7 +41,7 @@ impl Iterator for Stream<'_> {
 }
 
 /// The iteration over a bundle's files: where it is in the layout and the tail, the bytes read from
-/// a directory, and the open second pass over an archive.
+/// a directory, and the open second pass over an archive that kept no data.
 pub(super) struct Files<'a> {
     reader: &'a BundleReader,
     /// The next item of the layout.
@@ -48,7 +50,7 @@ pub(super) struct Files<'a> {
     tail_next: usize,
     /// Bytes read so far from a directory.
     dir_total: u64,
-    /// The second pass over an archive, and the data position of the last entry it read.
+    /// The second pass over an archive that kept no data, and the data position of the last entry it read.
     walker: Option<Walker>,
     walker_at: u64,
     /// For an archive read in path order rather than archive order: the data positions of the
@@ -68,7 +70,9 @@ impl Iterator for Files<'_> {
         if !self.stopped {
             let item = match &self.reader.layout {
                 Layout::Dir(items) => self.next_dir(items),
-                Layout::Archive { gzip, items } => self.next_archive(*gzip, items),
+                Layout::Archive { gzip, items, spill } => {
+                    self.next_archive(*gzip, items, spill.as_ref())
+                }
             };
             if item.is_some() {
                 return item;
@@ -128,22 +132,29 @@ impl<'a> Files<'a> {
         &mut self,
         gzip: bool,
         items: &[ArchiveItem],
+        spill: Option<&Spill>,
     ) -> Option<Result<BundleFile, ReadError>> {
         let item = items.get(self.next)?;
         self.next += 1;
-        let (rel, size, location) = match &item.what {
+        let (rel, size, location, at) = match &item.what {
             ArchiveAction::Error(e) => return Some(Err(e.clone())),
             ArchiveAction::File {
                 rel,
                 size,
                 location,
-            } => (rel, *size, location),
+                at,
+            } => (rel, *size, location, *at),
         };
-        let result = self.read_archive_file(gzip, items, item.data_pos, size);
+        let result = match spill {
+            Some(spill) => spill
+                .read(at, size)
+                .map_err(|e| (ReadErrorKind::Io, e.to_string())),
+            None => self.read_archive_file(gzip, items, item.data_pos, size),
+        };
         Some(match result {
             Ok(bytes) => Ok(BundleFile::new(rel.clone(), location.clone(), bytes)),
             Err((kind, message)) => {
-                // The archive changed or broke since the first pass: stop here.
+                // The archive changed or broke since it was opened: stop here.
                 self.next = items.len();
                 self.walker = None;
                 Err(ReadError::new(kind, location.clone(), message).about(rel.clone()))
@@ -209,5 +220,87 @@ impl<'a> Files<'a> {
                 self.early.insert(entry.data_pos, bytes);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::super::index::open_archive_keeping;
+    use super::super::{BundleReader, Limits};
+
+    /// A gzip'd or plain tar of `run-1/<name>` entries in the order given, each `size` bytes of
+    /// its name's first letter.
+    fn archive(names: &[&str], size: usize, gzip: bool) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for name in names {
+            let data = vec![name.as_bytes()[0]; size];
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_entry_type(tar::EntryType::Regular);
+            tar.append_data(&mut header, format!("run-1/{name}"), &data[..])
+                .expect("append");
+        }
+        let tar = tar.into_inner().expect("tar");
+        if !gzip {
+            return tar;
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&tar).expect("gzip");
+        gz.finish().expect("gzip")
+    }
+
+    const SORTED: [&str; 5] = [
+        "MANIFEST.json",
+        "a/events/events-000001.json",
+        "a/events/events-000002.json",
+        "b/boot.json",
+        "c/boot.json",
+    ];
+
+    /// Opens the archive of `SORTED` in reverse order with `open`, and checks it yields `SORTED`
+    /// in path order, each file whole.
+    fn check_reverse(size: usize, gzip: bool, open: fn(&std::path::Path) -> BundleReader) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("run-1.tar.gz");
+        let reversed: Vec<&str> = SORTED.iter().rev().copied().collect();
+        std::fs::write(&path, archive(&reversed, size, gzip)).expect("write");
+        let mut reader = open(&path);
+        let got: Vec<(String, usize, u8)> = reader
+            .files()
+            .map(|f| f.expect("file"))
+            .map(|f| (f.path, f.bytes.len(), f.bytes[0]))
+            .collect();
+        let want: Vec<(String, usize, u8)> = SORTED
+            .iter()
+            .map(|n| (n.to_string(), size, n.as_bytes()[0]))
+            .collect();
+        assert_eq!(got, want, "{size} bytes each, gzip {gzip}");
+    }
+
+    fn without_keeping(path: &std::path::Path) -> BundleReader {
+        open_archive_keeping(path, Limits::default(), false).expect("opens")
+    }
+
+    fn by_default(path: &std::path::Path) -> BundleReader {
+        BundleReader::open(path, Limits::default()).expect("opens")
+    }
+
+    #[test]
+    fn without_a_place_to_keep_the_files_those_met_early_are_kept_in_memory() {
+        check_reverse(100, true, without_keeping);
+    }
+
+    #[test]
+    fn without_a_place_to_keep_the_files_those_beyond_the_memory_budget_are_read_by_another_pass() {
+        // Five files of 12 MiB in reverse order: only two fit the 32 MiB kept in memory.
+        check_reverse(12 << 20, true, without_keeping);
+    }
+
+    #[test]
+    fn a_plain_tar_is_read_in_place_in_path_order() {
+        check_reverse(3 << 20, false, by_default);
     }
 }

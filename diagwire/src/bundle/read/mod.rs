@@ -14,20 +14,33 @@
 //!
 //! [`BundleReader::files`] then yields the regular files of the run directory one at a time, so
 //! memory holds one file's bytes at most. Files are yielded sorted by path, from a directory and from
-//! an archive alike, so a bundle reads the same record for record whatever holds it. An archive in
-//! path order (as [`super::output::write_tar_gz`] and the collector write them) is read in one
-//! pass; one in another order (`tar czf` of a directory) is read in path order by keeping files met
-//! before their turn in memory (32 MiB at most) and, past that, by another pass over the archive. An archive is read twice: a first pass, when opening, indexes the entries, finds the
-//! run directory, the duplicates and the paths that are both a file and a directory; a second
-//! pass, during iteration, yields the files. (One pass would not do: the last copy of a duplicate
-//! wins, a second run directory makes the archive ambiguous, and [`BundleReader::file_count`] and
-//! [`Stream::progress`] are known before the first file; all of that needs the whole index.)
+//! an archive alike, whatever order the archive holds them in (name order as the collector and
+//! [`super::output::write_tar_gz`] write it, the order of `tar czf` of a directory, any other), so a
+//! bundle reads the same, record for record and report for report, whatever holds it.
 //!
-//! Gzip data is inflated on a thread of its own in both passes, which hands the tar reader chunks
-//! of 256 KiB through a bounded channel (a few chunks wait at most, so memory stays bounded), so
-//! that inflating overlaps with what the consumer does with each file; dropping the reader stops
-//! the thread. A gzip file of several members (RFC 1952; `cat a.gz b.gz`, the tar stream split
-//! anywhere) is one stream, as `gzip -d` and `tar xzf` read it.
+//! An archive is read once, in its own order, when it is opened: the one pass indexes the entries
+//! (what each is, the duplicates, the paths that are both a file and a directory, where the run
+//! directory is) and keeps the data of the regular files until their turn, so that nothing is
+//! inflated twice and no file is sought behind the pass. A gzip'd archive's file data is kept in
+//! memory while it is at most 4 MiB and in an unnamed temporary file past that (on disk, at most
+//! what [`Limits::max_total_bytes`] lets the archive expand to; the system deletes it when the
+//! reader is dropped); a plain tar's is read where it is in the archive. Iterating again reads it
+//! from there. When no temporary file can be written (no writable temporary directory, a full
+//! disk), the files are read by another pass over the archive instead, those met before their turn
+//! kept in memory up to 32 MiB and the rest read by a pass each. Why the whole pass comes before
+//! the first file: the last copy of a duplicate wins, a second run directory anywhere makes the
+//! archive ambiguous, a manifest at the end of the archive still decides where the run directory
+//! is, and [`BundleReader::file_count`] and [`Stream::progress`] are known before the first file;
+//! every consumer (validation, summary, the behavioural checks, coverage, parity, conversion,
+//! export, upgrade) then reads each file once, in path order, and needs no change for an archive
+//! out of order. Memory holds the index (a few hundred bytes an entry) and one file, whatever the
+//! order of the members (a manifest that comes last included).
+//!
+//! Gzip data is inflated on a thread of its own, which hands the tar reader chunks of 256 KiB
+//! through a bounded channel (a few chunks wait at most, so memory stays bounded), so that inflating
+//! overlaps with indexing and keeping the data; dropping the reader stops the thread. A gzip file
+//! of several members (RFC 1952; `cat a.gz b.gz`, the tar stream split anywhere) is one stream, as
+//! `gzip -d` and `tar xzf` read it.
 //!
 //! Nothing is trusted. Every problem is a [`ReadError`] with a [`ReadErrorKind`] and a location
 //! (the bundle path, `<bundle>!<entry name>` for an archive entry, or the file path inside a
@@ -49,7 +62,8 @@
 //!   not one; a header whose size field is not a number is a [`ReadErrorKind::Tar`] at that entry,
 //!   where reading stops (where the next header starts is unknown);
 //! * devices, fifos and sparse files are reported and never opened;
-//! * an archive holding the same path twice yields the last copy and reports the earlier ones;
+//! * an archive holding the same path twice yields the last copy (the last in the archive's order)
+//!   and reports the earlier ones, each at the place of its path;
 //! * an archive holding one path both as a regular file and as a directory (a directory entry, or
 //!   the parent of another entry), which extracting would turn from one into the other, is
 //!   [`ReadErrorKind::PathConflict`] at the later of the two entries; the files are still yielded;
@@ -63,10 +77,11 @@
 //!
 //! The reader is divided by job: `dir.rs` lists and reads a directory bundle, `run_dir.rs` finds the
 //! run directory in a listing, `inflate.rs` inflates gzip data on its own thread, `tar_reader.rs` reads
-//! tar headers and data, `index.rs` makes the first pass over an archive (what each entry is,
-//! duplicates, where the run directory is), `conflicts.rs` finds paths that are both a file and a
-//! directory, `iter.rs` yields the files (the second pass), and `record_file.rs` opens a single
-//! record file with the same caution.
+//! tar headers and data, `index.rs` makes the one pass over an archive (what each entry is,
+//! duplicates, where the run directory is, the files' data kept), `spill.rs` keeps that data,
+//! `conflicts.rs` finds paths that are both a file and a directory, `iter.rs` yields the files (from
+//! what the pass kept, or by another pass without it), and `record_file.rs` opens a single record
+//! file with the same caution.
 
 mod conflicts;
 mod dir;
@@ -75,6 +90,7 @@ mod inflate;
 mod iter;
 mod record_file;
 mod run_dir;
+mod spill;
 mod tar_reader;
 
 use std::fmt;
@@ -271,14 +287,20 @@ pub use record_file::{Links, RecordFile, open_record_file, open_record_file_with
 #[derive(Debug)]
 enum Layout {
     Dir(Vec<DirItem>),
-    Archive { gzip: bool, items: Vec<ArchiveItem> },
+    Archive {
+        gzip: bool,
+        items: Vec<ArchiveItem>,
+        /// The data of the files, kept by the pass; `None` when it could not be kept, and the
+        /// files are read by another pass over the archive.
+        spill: Option<spill::Spill>,
+    },
 }
 
 impl BundleReader {
     /// Opens a bundle: a directory (the run directory itself, or a directory holding exactly one run
     /// directory with `MANIFEST.json`) or a gzip'd or plain tar archive, recognized by its magic
     /// bytes (see the module documentation for where the run directory may be). Reads the
-    /// directory listing, or makes the first pass over the archive.
+    /// directory listing, or makes the one pass over the archive.
     pub fn open(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
         let here = path.display().to_string();
         let meta = fs::metadata(path).map_err(|e| match e.kind() {

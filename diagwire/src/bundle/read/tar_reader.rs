@@ -17,6 +17,8 @@ const BLOCK: u64 = 512;
 const MAX_NAME_BYTES: usize = 4096;
 /// The largest PAX extended header accepted.
 const MAX_PAX_BYTES: u64 = 64 * 1024;
+/// The bytes [`Walker::copy_data`] hands over at a time.
+const COPY_BYTES: usize = 64 * 1024;
 
 /// One logical archive entry: extension headers (GNU long names, PAX) already applied.
 pub(super) struct RawEntry {
@@ -59,6 +61,8 @@ pub(super) struct Walker {
     /// Bytes of the current entry (data and padding) not read yet.
     pub(super) skip: u64,
     max_total: u64,
+    /// The buffer [`Walker::copy_data`] reads through.
+    copy_buf: Vec<u8>,
 }
 
 impl Walker {
@@ -68,6 +72,7 @@ impl Walker {
             pos: 0,
             skip: 0,
             max_total: limits.max_total_bytes,
+            copy_buf: Vec::new(),
         }
     }
 
@@ -323,6 +328,36 @@ impl Walker {
         let data = self.read_vec(size)?;
         self.skip -= size;
         Ok(data)
+    }
+
+    /// Hands the data of the entry just returned by [`Walker::next_entry`] to `sink` piece by
+    /// piece, so that memory never holds it whole.
+    pub(super) fn copy_data(&mut self, size: u64, sink: &mut dyn FnMut(&[u8])) -> Result<(), Fail> {
+        self.check_total(size)?;
+        let mut buf = std::mem::take(&mut self.copy_buf);
+        buf.resize(COPY_BYTES, 0);
+        let mut left = size;
+        let mut result = Ok(());
+        while left > 0 {
+            let want = left.min(COPY_BYTES as u64) as usize;
+            match self.fill(&mut buf[..want]) {
+                Ok(got) => {
+                    sink(&buf[..got]);
+                    left -= got as u64;
+                    self.skip -= got as u64;
+                    if got < want {
+                        result = Err(truncated());
+                        break;
+                    }
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.copy_buf = buf;
+        result
     }
 
     /// Reads what follows the end-of-archive marker, so that the gzip trailer is checked.

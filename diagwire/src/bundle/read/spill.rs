@@ -1,0 +1,187 @@
+//! Where the one pass over an archive leaves the data of its files, so that they can be yielded in
+//! path order without inflating the archive again: the uncompressed data of a gzip'd archive's
+//! files, in memory up to [`MEMORY_BYTES`] and past that in an unnamed temporary file (`tempfile`,
+//! deleted by the system when closed, even after a crash); for a plain tar, the archive itself, read
+//! at the offsets of its entries.
+//!
+//! The temporary file holds at most what [`super::Limits::max_total_bytes`] lets the archive expand
+//! to, on disk, not in memory. When it cannot be made or written (no writable temporary directory, a
+//! full disk), the pass goes on without it and the files are read by another pass over the archive.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+
+/// The most file data kept in memory before it goes to a temporary file.
+pub(super) const MEMORY_BYTES: usize = 4 << 20;
+
+/// The data of an archive's files, by offset.
+pub(super) enum Spill {
+    /// A gzip'd archive's file data, small enough to stay in memory.
+    Memory(Vec<u8>),
+    /// A gzip'd archive's file data, in a temporary file.
+    Temp(File),
+    /// A plain tar: its entries' data read where it is in the archive.
+    Source(File),
+}
+
+impl fmt::Debug for Spill {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Spill::Memory(bytes) => write!(f, "Spill::Memory({} bytes)", bytes.len()),
+            Spill::Temp(_) => f.write_str("Spill::Temp"),
+            Spill::Source(_) => f.write_str("Spill::Source"),
+        }
+    }
+}
+
+impl Spill {
+    /// The `size` bytes at `at`. A short read means the archive (a plain tar, read in place)
+    /// changed since the pass: an error.
+    pub(super) fn read(&self, at: u64, size: u64) -> io::Result<Vec<u8>> {
+        let len = usize::try_from(size).map_err(|_| io::Error::other("too large"))?;
+        let short = || {
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the archive changed while it was being read",
+            )
+        };
+        match self {
+            Spill::Memory(bytes) => {
+                let start = usize::try_from(at).map_err(|_| short())?;
+                bytes
+                    .get(start..start.saturating_add(len))
+                    .map(<[u8]>::to_vec)
+                    .ok_or_else(short)
+            }
+            Spill::Temp(file) | Spill::Source(file) => {
+                let mut file = file;
+                file.seek(SeekFrom::Start(at))?;
+                let mut bytes = Vec::with_capacity(len);
+                file.take(size).read_to_end(&mut bytes)?;
+                if bytes.len() < len {
+                    return Err(short());
+                }
+                Ok(bytes)
+            }
+        }
+    }
+}
+
+/// Collects a gzip'd archive's file data during the pass. A failure to write ends the collecting:
+/// [`SpillWriter::finish`] then has nothing.
+pub(super) struct SpillWriter {
+    store: Option<Store>,
+    len: u64,
+}
+
+enum Store {
+    Memory(Vec<u8>),
+    Temp(BufWriter<File>),
+}
+
+impl SpillWriter {
+    pub(super) fn new() -> Self {
+        SpillWriter {
+            store: Some(Store::Memory(Vec::new())),
+            len: 0,
+        }
+    }
+
+    /// Stops collecting, as a failure to write does.
+    pub(super) fn stop(&mut self) {
+        self.store = None;
+    }
+
+    /// Whether data is still being collected.
+    pub(super) fn active(&self) -> bool {
+        self.store.is_some()
+    }
+
+    /// The offset the next bytes written get.
+    pub(super) fn offset(&self) -> u64 {
+        self.len
+    }
+
+    /// Appends `bytes`; on a failure, stops collecting.
+    pub(super) fn write(&mut self, bytes: &[u8]) {
+        let Some(store) = &mut self.store else {
+            return;
+        };
+        let ok = match store {
+            Store::Memory(kept) if kept.len() + bytes.len() <= MEMORY_BYTES => {
+                kept.extend_from_slice(bytes);
+                true
+            }
+            Store::Memory(kept) => {
+                let moved = tempfile::tempfile().and_then(|file| {
+                    let mut out = BufWriter::with_capacity(256 << 10, file);
+                    out.write_all(kept)?;
+                    out.write_all(bytes)?;
+                    Ok(out)
+                });
+                match moved {
+                    Ok(out) => {
+                        *store = Store::Temp(out);
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+            Store::Temp(out) => out.write_all(bytes).is_ok(),
+        };
+        if ok {
+            self.len += bytes.len() as u64;
+        } else {
+            self.store = None;
+        }
+    }
+
+    /// The data collected, or `None` when collecting failed.
+    pub(super) fn finish(self) -> Option<Spill> {
+        match self.store? {
+            Store::Memory(kept) => Some(Spill::Memory(kept)),
+            Store::Temp(out) => out.into_inner().ok().map(Spill::Temp),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_past_the_memory_budget_goes_to_a_temporary_file_and_reads_back() {
+        let mut spill = SpillWriter::new();
+        let small: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+        let large: Vec<u8> = (0..MEMORY_BYTES as u32 + 10)
+            .map(|i| (i % 241) as u8)
+            .collect();
+        let at_small = spill.offset();
+        spill.write(&small);
+        let at_large = spill.offset();
+        spill.write(&large);
+        let spill = spill.finish().expect("the data is kept");
+        assert!(matches!(spill, Spill::Temp(_)), "{spill:?}");
+        assert_eq!(spill.read(at_small, small.len() as u64).unwrap(), small);
+        assert_eq!(spill.read(at_large, large.len() as u64).unwrap(), large);
+        assert_eq!(
+            spill
+                .read(at_large, large.len() as u64 + 1)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::UnexpectedEof
+        );
+    }
+
+    #[test]
+    fn data_within_the_memory_budget_stays_in_memory() {
+        let mut spill = SpillWriter::new();
+        spill.write(b"abc");
+        spill.write(b"defg");
+        let spill = spill.finish().expect("the data is kept");
+        assert!(matches!(spill, Spill::Memory(_)), "{spill:?}");
+        assert_eq!(spill.read(3, 4).unwrap(), b"defg");
+        assert!(spill.read(5, 4).is_err());
+    }
+}
