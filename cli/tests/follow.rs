@@ -426,31 +426,9 @@ mod live_stream {
         let (mut child, lines) =
             follow(Path::new(&url), &["--format", "json", "--settle", "500ms"]);
         std::thread::sleep(Duration::from_millis(300));
-        let node_of = |label: &str| -> String {
-            let boot: Value = serde_json::from_slice(
-                &std::fs::read(source.join(label).join("boot.json")).unwrap(),
-            )
-            .unwrap();
-            boot["node_id_hex"].as_str().unwrap().to_owned()
-        };
         let mut seen: Vec<Value> = Vec::new();
         let mut found = false;
-        for file in publishing_order(&source) {
-            let rel = file
-                .strip_prefix(&source)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let Some((label, rest)) = rel.split_once('/') else {
-                continue;
-            };
-            let route = match rest.split('/').next().unwrap() {
-                r if r.starts_with("boot") => "/diag/boot",
-                r if r.starts_with("events") => "/diag/events",
-                r if r.starts_with("snapshot") => "/diag/snapshot",
-                r if r.starts_with("finalize") => "/diag/finalize",
-                _ => continue,
-            };
+        for (route, node, file) in posts(&source) {
             if route == "/diag/finalize" && !found {
                 let start = Instant::now();
                 while !found && start.elapsed() < PATIENCE {
@@ -462,14 +440,8 @@ mod live_stream {
                 }
                 assert!(found, "no finding before the finalize: {seen:?}");
             }
-            let status = post(
-                &addr,
-                route,
-                &run,
-                &node_of(label),
-                &std::fs::read(&file).unwrap(),
-            );
-            assert!(status.contains("200"), "{rel}: {status}");
+            let status = post(&addr, route, &run, &node, &std::fs::read(&file).unwrap());
+            assert!(status.contains("200"), "{}: {status}", file.display());
         }
         let code = exit_code(&mut child);
         drop(server);
