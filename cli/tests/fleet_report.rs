@@ -8,11 +8,8 @@
 //! program named by `CHROMIUM`); where there is none it fails, unless `DIAGWIRE_SKIP_BROWSER=1`
 //! says to skip it.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 mod common;
-use common::{diagwire, repo, text};
+use common::{diagwire, text};
 
 #[cfg(not(feature = "fleet"))]
 #[test]
@@ -27,7 +24,10 @@ fn without_the_feature_the_command_says_how_to_build_it() {
 #[cfg(feature = "fleet")]
 mod with_fleet {
     use super::*;
+    use common::repo;
     use serde_json::Value;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
 
     /// A dataset of `bundles`, exported with the command.
     fn dataset(bundles: &[&Path]) -> tempfile::TempDir {

@@ -4,7 +4,10 @@
 //! parses back to the same value. One case per output family, each run as the real binary and
 //! held to one check; and no command module writes JSON but through the one escaping writer.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{copy_tree, repo};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use diagwire_runtime::text::is_hidden;
@@ -13,28 +16,8 @@ use serde_json::Value;
 /// What the cases put where the output will quote it.
 const HOSTILE: &str = "x\u{9b}31m\u{7f}\u{85}\u{2028}\u{202e}\u{2066}y";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
 /// The example bundle the cases read.
 const RUN: &str = "n3-relay-flap-oldest";
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
-}
 
 /// The example bundle under a folder named [`HOSTILE`]: the path the output names.
 fn bundle_under_hostile_folder(dir: &Path) -> Vec<String> {

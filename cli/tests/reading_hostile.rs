@@ -7,17 +7,13 @@
 //! The commands share one reading path (`diagwire::bundle::records`), so what this table guards is
 //! that every one of them is on it, and stays there.
 
+mod common;
+
+use common::{copy_tree, repo};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
 
 /// A reading command: its arguments around the bundle (`{b}`) and the exit status it must end
 /// with on a bundle that has a problem (`None`: any documented status, 0, 1 or 2).
@@ -114,21 +110,8 @@ const EVENTS: &str = "stage-0/events/events-000001.json";
 
 fn example_copy(scratch: &Path) -> PathBuf {
     let to = scratch.join("n3-relay-flap");
-    copy_dir(&repo().join("examples/bundles/n3-relay-flap"), &to);
+    copy_tree(&repo().join("examples/bundles/n3-relay-flap"), &to);
     to
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read dir") {
-        let e = e.expect("entry");
-        let target = to.join(e.file_name());
-        if e.file_type().expect("type").is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).expect("copy");
-        }
-    }
 }
 
 fn with_events(scratch: &Path, bytes: &[u8]) -> PathBuf {

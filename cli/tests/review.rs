@@ -3,7 +3,10 @@
 //! that the readers really refuse or misread, a pull request is reviewed against its git base, and
 //! `review --catalog` (formerly `rules`) prints the rule catalog.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{copy_tree, repo};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use diagwire::v1::{Event, EventRecord, RecordKind};
@@ -27,13 +30,6 @@ fn drop_str(arr: &mut J, value: &str) {
     arr.as_arr_mut()
         .expect("an array")
         .retain(|v| v.as_str() != Some(value));
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
 }
 
 fn diagwire(dir: &Path, args: &[&str]) -> Output {
@@ -322,19 +318,6 @@ fn scratch_repo() -> tempfile::TempDir {
         ],
     );
     dir
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
 }
 
 fn git(dir: &Path, args: &[&str]) {

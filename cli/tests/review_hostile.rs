@@ -3,6 +3,9 @@
 //! run through the binary with a time limit and checked by one function for its exit status, a
 //! message, no raw control character in anything printed, and the report's own structure.
 
+mod common;
+
+use common::{copy_tree, repo};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,13 +15,6 @@ use serde_json::{Value, json};
 
 /// What a case may take at most (the tool's own work is a few seconds in a debug build).
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
 
 /// The output of a run that ended in time: status, standard output, standard error.
 struct Run {
@@ -185,19 +181,6 @@ fn scratch_repo(dir: &Path) {
             .output()
             .expect("git");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
     }
 }
 

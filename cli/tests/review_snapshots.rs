@@ -7,15 +7,11 @@
 //! current schemas, so a change to them changes these two: rewrite them with
 //! `UPDATE_SNAPSHOTS=1 cargo test -p diagwire-cli --test review_snapshots` and read the difference.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
+use common::repo;
+use std::path::Path;
+use std::process::Command;
 
 /// Exit status and standard output of the binary run at the repository's root.
 fn run(args: &[&str]) -> (Option<i32>, String) {

@@ -1,8 +1,11 @@
 //! `diagwire serve`: with the feature `serve` it starts the collector on the given address and
 //! prints where it listens; without it, it says how to get it.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
+mod common;
+
+#[cfg(feature = "serve")]
+use std::io::{Read, Write};
+use std::process::Command;
 
 #[test]
 fn serve_runs_the_collector_or_says_how_to_build_it() {
@@ -12,38 +15,10 @@ fn serve_runs_the_collector_or_says_how_to_build_it() {
 }
 
 /// Starts `diagwire serve --listen LISTEN`, asks it for its runs, and stops it.
+#[cfg(feature = "serve")]
 fn serves_on(listen: &str) {
     let root = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
-        .args([
-            "serve",
-            "--listen",
-            listen,
-            "--finalize-wait",
-            "100ms",
-            "--root",
-        ])
-        .arg(root.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if !cfg!(feature = "serve") {
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("--features serve"), "{err}");
-        return;
-    }
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
+    let (collector, addr) = common::collector::serve_on(root.path(), listen);
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
@@ -51,10 +26,23 @@ fn serves_on(listen: &str) {
         .unwrap();
     let mut reply = String::new();
     s.read_to_string(&mut reply).unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(collector);
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(reply.ends_with("[]"), "{reply}");
+}
+
+/// Without the feature `serve`, the command says how to build it, with exit status 2.
+#[cfg(not(feature = "serve"))]
+fn serves_on(listen: &str) {
+    let root = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_diagwire"))
+        .args(["serve", "--listen", listen, "--root"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--features serve"), "{err}");
 }
 
 #[test]

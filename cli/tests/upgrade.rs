@@ -2,16 +2,12 @@
 //! maps and lists is the library's, specified in `upgrade/tests/upgrade/`; here the command must
 //! write exactly the library's bundle and print exactly its list.
 
+mod common;
+
+use common::{repo, text};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
 
 /// `compat-tests/fixtures/sim-prod-shape/n3-basic`: three nodes, a restart, a crash, `sim/` files.
 fn fixture() -> PathBuf {
@@ -25,10 +21,6 @@ fn diagwire(args: &[&Path]) -> Output {
         .current_dir(repo())
         .output()
         .expect("run diagwire")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// The command writes the library's files under OUT/<run id>, prints each item not mapped on a

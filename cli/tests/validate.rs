@@ -4,15 +4,10 @@
 //! reports in detail is tested in the library (`validate_files`, `validate_bundle`); here each case
 //! runs the binary through [`check`].
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
+use common::repo;
+use std::process::Command;
 
 /// A file the case writes before running, relative to its scratch directory.
 struct Input {

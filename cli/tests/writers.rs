@@ -3,6 +3,9 @@
 //! checks: its exit status, a phrase of its message, nothing changed under the work folder but
 //! what the case may write, and no raw `ESC` in what it prints.
 
+mod common;
+
+use common::{copy_tree, repo};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs;
@@ -15,13 +18,6 @@ use diagwire::bundle::read::{Limits, read_all};
 
 /// The longest a case may run.
 const TIMEOUT: Duration = Duration::from_secs(120);
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
 
 /// The example bundle the cases convert (a small one).
 const RUN: &str = "n3-relay-flap-oldest";
@@ -76,19 +72,6 @@ fn work() -> Work {
         std::os::unix::fs::symlink(root.join("elsewhere"), root.join("linkdir")).expect("symlink");
     }
     Work { _dir: dir, root }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).expect("mkdir");
-    for entry in fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 /// Every path under `root` with what it is: a link's target, a file's bytes, or a directory.

@@ -249,11 +249,17 @@ pub mod collector {
 
     /// Starts `diagwire serve` on a free loopback port over `root`; returns it and its address.
     pub fn serve(root: &Path) -> (Reaped, String) {
+        serve_on(root, "127.0.0.1:0")
+    }
+
+    /// Starts `diagwire serve --listen LISTEN` over `root`; returns it and the address it says
+    /// it listens on.
+    pub fn serve_on(root: &Path, listen: &str) -> (Reaped, String) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire"))
             .args([
                 "serve",
                 "--listen",
-                "127.0.0.1:0",
+                listen,
                 "--finalize-wait",
                 "100ms",
                 "--root",
