@@ -212,50 +212,26 @@ pub fn changelog(date: Option<&str>, since: Option<&str>) -> ExitCode {
 /// Refuses a `--date` that is not a real calendar date written `YYYY-MM-DD`: the date goes into
 /// the changelog's heading, so nothing else may.
 pub fn check_date(d: &str) -> Result<(), String> {
-    let refuse = || format!("--date {d}: not a date written YYYY-MM-DD");
-    let b = d.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return Err(refuse());
+    let shaped = d.len() == 10
+        && d.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
+    if !shaped {
+        return Err(format!("--date {d}: not a date written YYYY-MM-DD"));
     }
-    let num = |r: std::ops::Range<usize>| -> Result<u32, String> {
-        if b[r.clone()].iter().all(u8::is_ascii_digit) {
-            d[r].parse().map_err(|_| refuse())
-        } else {
-            Err(refuse())
-        }
-    };
-    let (y, m, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return Err(format!("--date {d}: month {m} does not exist")),
-    };
-    if day == 0 || day > days {
-        return Err(format!("--date {d}: day {day} of month {m} does not exist"));
-    }
-    Ok(())
+    humantime::parse_rfc3339(&format!("{d}T00:00:00Z"))
+        .map(drop)
+        .map_err(|_| format!("--date {d}: no such day in the calendar"))
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.
 fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let days = (secs / 86_400) as i64;
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    now[..10].to_owned()
 }
 
 /// What `diagwire rules`, the former spelling of `diagwire review --catalog`, says on standard error.

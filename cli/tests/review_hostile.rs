@@ -521,7 +521,7 @@ const CASES: &[Case] = &[
         setup: |_| {},
         args: &["changelog", "--date", "2026-02-30"],
         code: 2,
-        says: "--date 2026-02-30: day 30 of month 2 does not exist",
+        says: "--date 2026-02-30: no such day in the calendar",
         report: nothing,
     },
     Case {
