@@ -48,15 +48,6 @@ async fn spawn(root: &Path) -> (Child, SocketAddr) {
     (child, addr)
 }
 
-fn example(path: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples/bundles/n3-relay-flap")
-            .join(path),
-    )
-    .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_collector_loses_no_acknowledged_post() {
     bounded(60, async {

@@ -11,15 +11,6 @@ use diagwire::layout::Encoding;
 use diagwire::v1::RecordKind;
 use diagwire_serve::client::Connection;
 
-fn example(path: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples/bundles/n3-relay-flap")
-            .join(path),
-    )
-    .unwrap()
-}
-
 fn boot() -> Vec<u8> {
     example("stage-0/boot.json")
 }

@@ -20,15 +20,6 @@ use diagwire_serve::Config;
 use diagwire_serve::client::{Connection, StreamEvent, subscribe};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn example(path: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples/bundles/n3-relay-flap")
-            .join(path),
-    )
-    .unwrap()
-}
-
 /// The run and node id of the example's stage 0, whose records the cases post.
 fn ids() -> (String, String) {
     let boot: serde_json::Value = serde_json::from_slice(&example("stage-0/boot.json")).unwrap();

@@ -29,6 +29,14 @@ impl Drop for Server {
     }
 }
 
+/// The bytes of `path` in the example bundle `examples/bundles/n3-relay-flap`.
+pub fn example(path: &str) -> Vec<u8> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/bundles/n3-relay-flap")
+        .join(path);
+    std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
 /// A configuration for tests: a short finalize wait.
 pub fn config(root: &Path) -> Config {
     let mut config = Config::new(root);
