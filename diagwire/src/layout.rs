@@ -419,3 +419,73 @@ pub fn assign_labels(nodes: &[(String, String)]) -> (Vec<String>, Vec<(String, S
     }
     (out, renamed)
 }
+
+/// How a bundle's files go back to a collector as its nodes posted them (`diagwire replay` and
+/// the tests that stand in for nodes): each node's posts in the node's own order, and the
+/// finalizes, which go last, after every node's other posts.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PostPlan {
+    /// Per node label (in label order), its posts in order: its boot records (numbered ones by
+    /// number, the latest last), then its events, snapshots and vast.ai files by number (at one
+    /// number in that order).
+    pub nodes: Vec<(String, Vec<(FileKind, String)>)>,
+    /// The finalize records (per node by label: numbered ones by number, the latest last).
+    pub finalizes: Vec<(String, FileKind, String)>,
+}
+
+impl PostPlan {
+    /// The plan for the bundle-relative `paths` (`/`-separated, as [`parse_bundle_path`] reads
+    /// them); the manifest and files outside the layout are not posts and are left out.
+    pub fn of<'a>(paths: impl IntoIterator<Item = &'a str>) -> PostPlan {
+        // Sort key within a node: phase (boot, the rest, finalize), number (a latest file after
+        // every numbered one), kind, path.
+        type Key = (u8, u64, u8, String);
+        let mut by_node: std::collections::BTreeMap<String, Vec<(Key, FileKind)>> =
+            std::collections::BTreeMap::new();
+        for path in paths {
+            let at = parse_bundle_path(path);
+            let (Some(label), Some(kind)) = (at.node, at.role.file_kind().cloned()) else {
+                continue;
+            };
+            let number = match at.role {
+                Role::Numbered(_, n) => n,
+                _ => u64::MAX,
+            };
+            let (phase, rank) = match kind {
+                FileKind::Boot => (0, 0),
+                FileKind::Events => (1, 0),
+                FileKind::Snapshot => (1, 1),
+                FileKind::Vastai(_) => (1, 2),
+                FileKind::Finalize => (2, 0),
+            };
+            by_node
+                .entry(label)
+                .or_default()
+                .push(((phase, number, rank, path.to_owned()), kind));
+        }
+        let mut plan = PostPlan::default();
+        for (label, mut posts) in by_node {
+            posts.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut own = Vec::new();
+            for ((phase, _, _, path), kind) in posts {
+                if phase == 2 {
+                    plan.finalizes.push((label.clone(), kind, path));
+                } else {
+                    own.push((kind, path));
+                }
+            }
+            plan.nodes.push((label, own));
+        }
+        plan
+    }
+
+    /// How many posts the plan makes.
+    pub fn len(&self) -> usize {
+        self.nodes.iter().map(|(_, p)| p.len()).sum::<usize>() + self.finalizes.len()
+    }
+
+    /// Whether the plan makes no post.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

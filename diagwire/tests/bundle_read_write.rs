@@ -776,3 +776,67 @@ fn a_read_error_becomes_a_read_problem_at_the_same_place() {
     assert_eq!(problem.to_string(), shown);
     assert_eq!(problem.kind.as_str(), "read.not_found");
 }
+
+// The layout: the order a bundle's files go back to a collector as their nodes posted them
+
+/// The files at `paths` (in any order) are posted as `nodes` (per node label, its paths in
+/// order) and then `finalizes` (their paths in order).
+#[track_caller]
+fn check_post_plan(paths: &[&str], nodes: &[(&str, &[&str])], finalizes: &[&str]) {
+    use diagwire::layout::PostPlan;
+    for order in [paths.to_vec(), paths.iter().rev().copied().collect()] {
+        let plan = PostPlan::of(order.iter().copied());
+        let got: Vec<(&str, Vec<&str>)> = plan
+            .nodes
+            .iter()
+            .map(|(label, posts)| {
+                (
+                    label.as_str(),
+                    posts.iter().map(|(_, p)| p.as_str()).collect(),
+                )
+            })
+            .collect();
+        let want: Vec<(&str, Vec<&str>)> = nodes.iter().map(|(l, p)| (*l, p.to_vec())).collect();
+        assert_eq!(got, want);
+        let got: Vec<&str> = plan.finalizes.iter().map(|(_, _, p)| p.as_str()).collect();
+        assert_eq!(got, finalizes);
+        assert_eq!(
+            plan.len(),
+            want.iter().map(|(_, p)| p.len()).sum::<usize>() + finalizes.len()
+        );
+    }
+}
+
+/// `name: [paths] => [(node, [posts])], [finalizes];`
+macro_rules! post_plans {
+    ($($name:ident: [$($path:expr),* $(,)?] => [$(($node:expr, [$($post:expr),* $(,)?])),* $(,)?], [$($fin:expr),* $(,)?];)*) => {$(
+        #[test]
+        fn $name() {
+            check_post_plan(&[$($path),*], &[$(($node, &[$($post),*])),*], &[$($fin),*]);
+        }
+    )*};
+}
+
+post_plans! {
+    a_node_posts_its_boot_first_then_its_files_by_number_events_before_the_snapshot: [
+        "n/snapshots/snapshot-000001.json", "n/events/events-000002.json",
+        "n/events/events-000001.json", "n/boot.json", "n/snapshots/snapshot-000002.json",
+    ] => [("n", [
+        "n/boot.json", "n/events/events-000001.json", "n/snapshots/snapshot-000001.json",
+        "n/events/events-000002.json", "n/snapshots/snapshot-000002.json",
+    ])], [];
+    earlier_boots_go_by_number_before_the_latest: [
+        "n/boot.json", "n/boot/boot-000002.json", "n/boot/boot-000001.json",
+    ] => [("n", ["n/boot/boot-000001.json", "n/boot/boot-000002.json", "n/boot.json"])], [];
+    vastai_files_go_by_number_after_the_events_and_snapshot_of_that_number: [
+        "n/vastai/vastai_sample-000001.json", "n/events/events-000001.json", "n/boot.json",
+    ] => [("n", ["n/boot.json", "n/events/events-000001.json", "n/vastai/vastai_sample-000001.json"])], [];
+    finalizes_go_after_every_node_s_posts_by_node_then_number: [
+        "b/finalize.json", "a/finalize.json", "b/boot.json", "a/boot.json",
+        "a/finalize/finalize-000001.json",
+    ] => [("a", ["a/boot.json"]), ("b", ["b/boot.json"])],
+       ["a/finalize/finalize-000001.json", "a/finalize.json", "b/finalize.json"];
+    the_manifest_and_files_outside_the_layout_are_not_posts: [
+        "MANIFEST.json", "n/boot.json", "n/notes.txt", "README",
+    ] => [("n", ["n/boot.json"])], [];
+}

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use common::*;
 use diagwire::bundle::BundleContents;
 use diagwire::bundle::read::{Limits, read_all};
-use diagwire::layout::{FileKind, Role, parse_bundle_path};
+use diagwire::layout::parse_bundle_path;
 use diagwire::v1::Manifest;
 use diagwire_serve::client::Connection;
 use serde_json::Value;
@@ -100,34 +100,14 @@ fn mixed() -> Original {
 async fn post_and_serve(original: &Original, server: &Server, out: &Path) -> PathBuf {
     let run = original.manifest.run_id.clone();
     let mut conn = Connection::new(server.addr);
-    let mut finalize = None;
-    for node in &original.manifest.nodes {
-        let mut posts = Vec::new();
-        for (rel, bytes) in &original.contents.files {
-            let at = parse_bundle_path(rel);
-            if at.node.as_deref() != Some(node.label.as_str()) {
-                continue;
-            }
-            let (route, order) = match at.role {
-                Role::Latest(FileKind::Boot) => ("boot", (0, u64::MAX)),
-                Role::Numbered(FileKind::Boot, n) => ("boot", (0, n)),
-                Role::Numbered(FileKind::Events, n) => ("events", (1, n)),
-                Role::Numbered(FileKind::Snapshot, n) => ("snapshot", (1, n)),
-                Role::Latest(FileKind::Finalize) => {
-                    finalize = Some((node.node_id_hex.0.clone(), bytes.clone()));
-                    continue;
-                }
-                other => panic!("{rel}: {other:?}"),
-            };
-            posts.push((order, route, bytes.clone()));
-        }
-        posts.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        for (_, route, body) in posts {
+    let (nodes, mut finalizes) = node_posts(&original.contents, &original.manifest);
+    for (node, posts) in nodes {
+        for (route, body) in posts {
             let reply = conn
                 .post(
-                    route,
+                    &route,
                     &run,
-                    &node.node_id_hex.0,
+                    &node,
                     1,
                     "application/json",
                     Bytes::from(body),
@@ -142,7 +122,8 @@ async fn post_and_serve(original: &Original, server: &Server, out: &Path) -> Pat
             );
         }
     }
-    let (finalizer, body) = finalize.expect("the run has a finalize record");
+    assert_eq!(finalizes.len(), 1, "the run has one finalize record");
+    let (finalizer, body) = finalizes.remove(0);
     assert_eq!(
         post(&mut conn, "finalize", &run, &finalizer, &body)
             .await

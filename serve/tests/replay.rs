@@ -10,23 +10,9 @@ use std::path::Path;
 use bytes::Bytes;
 use common::*;
 use diagwire::bundle::read::{Limits, read_all};
-use diagwire::layout::{FileKind, Role, parse_bundle_path};
+use diagwire::layout::{FileKind, Role};
 use diagwire::v1::Manifest;
 use diagwire_serve::client::{Connection, StreamEvent, subscribe};
-
-/// A post: its route and body.
-type Post = (&'static str, Vec<u8>);
-
-/// The route a file of a bundle was posted to, and its place in the node's order.
-fn route(role: &Role) -> Option<(&'static str, u64)> {
-    match role {
-        Role::Latest(FileKind::Boot) => Some(("boot", u64::MAX)),
-        Role::Numbered(FileKind::Boot, n) => Some(("boot", *n)),
-        Role::Numbered(FileKind::Events, n) => Some(("events", *n)),
-        Role::Numbered(FileKind::Snapshot, n) => Some(("snapshot", *n)),
-        _ => None,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_bundle_replayed_as_posts_comes_back_whole_and_valid() {
@@ -44,35 +30,10 @@ async fn replay(name: &str) {
     let root = tempfile::tempdir().unwrap();
     let server = start(config(root.path())).await;
 
-    // Per node, its posts in order: boots first (earlier ones by number, the latest last), then
-    // events batches and snapshots by number; the finalize of the orchestrator after everyone.
-    let mut plans: Vec<(String, Vec<Post>)> = Vec::new();
-    let mut finalize = None;
-    let mut posts = 0;
-    for node in &manifest.nodes {
-        let mut plan = Vec::new();
-        for (path, bytes) in &original.files {
-            let parsed = parse_bundle_path(path);
-            if parsed.node.as_deref() != Some(node.label.as_str()) {
-                continue;
-            }
-            if parsed.role == Role::Latest(FileKind::Finalize) {
-                finalize = Some((node.node_id_hex.0.clone(), bytes.clone()));
-                continue;
-            }
-            let (kind, order) = route(&parsed.role).unwrap_or_else(|| panic!("{path}"));
-            let rank = if kind == "boot" { 0 } else { 1 };
-            plan.push(((rank, order, kind), bytes.clone()));
-        }
-        plan.sort_by(|a, b| a.0.cmp(&b.0));
-        posts += plan.len();
-        plans.push((
-            node.node_id_hex.0.clone(),
-            plan.into_iter().map(|((_, _, k), b)| (k, b)).collect(),
-        ));
-    }
-    let (finalizer, finalize_body) = finalize.expect("the bundle has a finalize record");
-    posts += 1;
+    let (plans, mut finalizes) = node_posts(&original, &manifest);
+    assert_eq!(finalizes.len(), 1, "the run has one finalize record");
+    let posts = plans.iter().map(|(_, p)| p.len()).sum::<usize>() + 1;
+    let (finalizer, finalize_body) = finalizes.remove(0);
 
     let mut stream = subscribe(&format!("http://{}/diag/stream/{run}", server.addr), None)
         .await
@@ -86,7 +47,7 @@ async fn replay(name: &str) {
             for (i, (kind, body)) in plan.into_iter().enumerate() {
                 let reply = conn
                     .post(
-                        kind,
+                        &kind,
                         &run,
                         &node,
                         1_000 + i as u64,

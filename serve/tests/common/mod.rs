@@ -37,6 +37,43 @@ pub fn example(path: &str) -> Vec<u8> {
     std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
+/// A node's posts: its node id and, in order, each post's route (`boot`, `events`, …) and body.
+pub type NodePosts = (String, Vec<(String, Vec<u8>)>);
+
+/// The posts that send the bundle `contents` (whose manifest is `manifest`) back as its nodes
+/// made them, in the library's [`PostPlan`](diagwire::layout::PostPlan) order: each node's own
+/// posts, then the finalizes (node id and body) to be made after every other post.
+pub fn node_posts(
+    contents: &BundleContents,
+    manifest: &diagwire::v1::Manifest,
+) -> (Vec<NodePosts>, Vec<(String, Vec<u8>)>) {
+    let plan = diagwire::layout::PostPlan::of(contents.files.keys().map(String::as_str));
+    let id_of = |label: &str| -> String {
+        let node = manifest.nodes.iter().find(|n| n.label == label);
+        node.unwrap_or_else(|| panic!("node directory {label} is not in the manifest"))
+            .node_id_hex
+            .0
+            .clone()
+    };
+    let body = |path: &str| contents.files[path].clone();
+    let nodes = plan
+        .nodes
+        .iter()
+        .map(|(label, posts)| {
+            let posts = posts
+                .iter()
+                .map(|(kind, path)| (kind.staged_stem(), body(path)));
+            (id_of(label), posts.collect())
+        })
+        .collect();
+    let finalizes = plan
+        .finalizes
+        .iter()
+        .map(|(label, _, path)| (id_of(label), body(path)))
+        .collect();
+    (nodes, finalizes)
+}
+
 /// A configuration for tests: a short finalize wait.
 pub fn config(root: &Path) -> Config {
     let mut config = Config::new(root);
