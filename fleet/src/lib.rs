@@ -26,6 +26,7 @@ pub mod dataset;
 pub mod evolve;
 pub mod export;
 pub mod footers;
+pub mod format;
 pub mod leaves;
 pub mod query;
 pub mod report;

@@ -17,7 +17,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::evolve::EvolvingParquet;
+use crate::format::EvolvingParquet;
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
