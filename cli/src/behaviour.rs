@@ -63,10 +63,8 @@ pub fn check(
     }
     let rulebook = Rulebook::builtin();
     let need_coverage = show_coverage || baseline.is_some() || fail_below.is_some();
-    let walk = diagwire::bundle::records::Walk {
-        explain: Some(&crate::validate::explain),
-        ..Default::default()
-    };
+    let verdict = crate::validate::bundle_verdict();
+    let walk = crate::validate::walk(verdict.as_ref());
     let checked = match diagwire_check::check_bundle_walk(
         bundle,
         Limits::default(),
