@@ -22,10 +22,7 @@ pub enum Format {
     Json,
 }
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
-}
+use crate::fail;
 
 /// Prints `output` as pretty JSON, through a `serde_json::Value` so that keys come out sorted.
 fn print_json<T: Serialize>(output: &T) {

@@ -29,10 +29,7 @@ pub enum View {
     Timeline,
 }
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {}", render::clean(message));
-    ExitCode::from(2)
-}
+use crate::fail;
 
 fn progress_bar(files: usize) -> Option<indicatif::ProgressBar> {
     (std::io::stderr().is_terminal() && files >= 200).then(|| {

@@ -154,10 +154,7 @@ fn read_error(kind: ReadErrorKind, location: &str, message: impl Into<String>) -
 pub fn run(args: Args) -> ExitCode {
     let validators = match Validators::new() {
         Ok(v) => v,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return crate::fail(&e.to_string()),
     };
     let options = Options {
         cross_check: args.cross_check,

@@ -37,7 +37,7 @@ fn fields() -> Vec<Field> {
                     m["run_id"] = Value::from(format!("{RUN}{v}{FORGED}"));
                 })
             },
-            carried: |check, v| check["run_id"] == Value::from(format!("{RUN}{v}{FORGED}")),
+            carried: |check, v| check["run_id"] == format!("{RUN}{v}{FORGED}"),
         },
         Field {
             name: "node directory",
