@@ -268,7 +268,8 @@ pub const CATALOG_FORMAT_VERSION: &str = "1.0.0";
 /// `diagwire review --catalog --format json`: the rule catalog.
 #[derive(serde::Serialize, schemars::JsonSchema)]
 pub struct CatalogOutput {
-    /// The version of this shape.
+    /// The version of this JSON shape.
+    #[schemars(extend("const" = CATALOG_FORMAT_VERSION))]
     pub format_version: &'static str,
     /// Every rule, in the catalog's order.
     pub rules: Vec<CatalogRule>,
