@@ -1,6 +1,7 @@
 //! A value from a bundle never reaches a terminal raw: a hostile run id, node directory or role
 //! (ESC `[31m`, the one-character CSI U+009B, the bidi override U+202E, a line break) printed by
-//! `check` (Markdown and JSON) and `summary` (Markdown) comes out escaped by the one rule of
+//! `check` (Markdown and JSON), its follow lines (`check --follow`, both formats) and `summary`
+//! (Markdown) comes out escaped by the one rule of
 //! `diagwire::problem::printable`; JSON stays valid and keeps the value intact.
 
 mod common;
@@ -113,6 +114,24 @@ fn run(args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("UTF-8")
 }
 
+/// `check --follow` of the finished bundle directory `dir` (it settles 200 ms after its
+/// finalize record): its lines. Killed past 60 s.
+fn follow(dir: &str, format: &str) -> String {
+    let args = [
+        "check", "--follow", dir, "--settle", "200ms", "--format", format,
+    ];
+    let os: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let out = common::diagwire_within(&os, std::time::Duration::from_secs(60));
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "{args:?}: {:?}\n{}",
+        out.status,
+        common::text(&out.stderr)
+    );
+    check_escaped(&common::text(&out.stderr), &format!("{args:?} (stderr)"));
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
 #[test]
 fn hostile_record_values_reach_no_terminal_raw() {
     for field in fields() {
@@ -133,6 +152,15 @@ fn hostile_record_values_reach_no_terminal_raw() {
                 (field.carried)(&parsed["check"], value),
                 "{what}: the value is not intact in check's JSON"
             );
+            for format in ["md", "json"] {
+                let lines = follow(shown, format);
+                check_escaped(&lines, &format!("{what}: check --follow --format {format}"));
+                if format == "json" {
+                    for line in lines.lines() {
+                        serde_json::from_str::<Value>(line).expect("each follow line is JSON");
+                    }
+                }
+            }
             let summary = run(&["summary", shown, "--format", "md"]);
             check_escaped(&summary, &format!("{what}: summary"));
             // Not vacuous: the value is shown, escaped.
