@@ -211,4 +211,7 @@ impl diagwire::bundle::records::Consumer for Monitor<'_> {
     fn problem(&mut self, problem: &Problem) {
         self.checker.problem(problem);
     }
+    fn omitted(&mut self, problems: usize) {
+        self.checker.omitted(problems as u64);
+    }
 }

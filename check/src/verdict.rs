@@ -2,6 +2,7 @@
 //! to check, so a rule that saw nothing is never mistaken for one that passed.
 
 use diagwire::Location;
+use diagwire::problem::printable;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -39,7 +40,6 @@ impl Finding {
     /// The finding as one Markdown line (its witness records after it, one line each), control
     /// characters escaped: what a live follow prints the moment the finding is decided.
     pub fn to_markdown_line(&self) -> String {
-        use diagwire::problem::printable;
         let mut s = format!(
             "* **{}** `{}` at `{}`: {}",
             self.level.as_str(),
@@ -164,11 +164,13 @@ impl CheckReport {
             .filter(|r| r.status() == Status::NotExercised)
     }
 
-    /// The report as Markdown: a verdict, the findings, and the rule coverage table.
+    /// The report as Markdown: a verdict, the findings, and the rule coverage table. Every value
+    /// from the bundle (its path, run id, locations, messages, witnesses) is escaped
+    /// ([`printable`]).
     pub fn to_markdown(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
-        let _ = writeln!(s, "# Behaviour check of `{}`\n", self.bundle);
+        let _ = writeln!(s, "# Behaviour check of `{}`\n", printable(&self.bundle));
         let exercised = self
             .rules
             .iter()
@@ -177,8 +179,8 @@ impl CheckReport {
         let _ = writeln!(
             s,
             "Run `{}`, contract {}: {} record(s) read, {} unreadable. {} of {} rule(s) had something to check; {}.\n",
-            self.run_id,
-            self.contract_version,
+            printable(&self.run_id),
+            printable(&self.contract_version),
             self.records,
             self.unreadable,
             exercised,
@@ -205,9 +207,19 @@ impl CheckReport {
                     r.findings_total
                 );
                 for f in r.findings.iter().take(MARKDOWN_FINDINGS) {
-                    let _ = writeln!(s, "* `{}`: {}", f.location, f.message);
+                    let _ = writeln!(
+                        s,
+                        "* `{}`: {}",
+                        printable(&f.location.to_string()),
+                        printable(&f.message)
+                    );
                     for w in &f.witness {
-                        let _ = writeln!(s, "  * `{}`: `{}`", w.location, compact(&w.value, 400));
+                        let _ = writeln!(
+                            s,
+                            "  * `{}`: `{}`",
+                            printable(&w.location.to_string()),
+                            printable(&compact(&w.value, 400))
+                        );
                     }
                 }
                 let shown = r.findings.len().min(MARKDOWN_FINDINGS) as u64;

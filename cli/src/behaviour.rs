@@ -22,10 +22,7 @@ pub enum Format {
     Json,
 }
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
-}
+use crate::fail;
 
 /// Prints `output` as pretty JSON, through a `serde_json::Value` so that keys come out sorted.
 fn print_json<T: Serialize>(output: &T) {
@@ -63,10 +60,8 @@ pub fn check(
     }
     let rulebook = Rulebook::builtin();
     let need_coverage = show_coverage || baseline.is_some() || fail_below.is_some();
-    let walk = diagwire::bundle::records::Walk {
-        explain: Some(&crate::validate::explain),
-        ..Default::default()
-    };
+    let verdict = crate::validate::bundle_verdict();
+    let walk = crate::validate::walk(verdict.as_ref());
     let checked = match diagwire_check::check_bundle_walk(
         bundle,
         Limits::default(),

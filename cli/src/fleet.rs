@@ -30,12 +30,11 @@ pub enum ReportFormat {
 
 #[cfg(not(feature = "fleet"))]
 fn missing(command: &str) -> ExitCode {
-    eprintln!(
-        "diagwire {command}: this binary was built without the feature `fleet` (DataFusion, arrow, \
-         parquet); build it with `cargo build -p diagwire-cli --features fleet` \
+    crate::fail(&format!(
+        "`diagwire {command}` needs the feature `fleet` (DataFusion, arrow, parquet), which this \
+         binary was built without; build it with `cargo build -p diagwire-cli --features fleet` \
          (or `cargo install --path cli --features fleet`)"
-    );
-    ExitCode::from(2)
+    ))
 }
 
 /// `diagwire export BUNDLE… --to DATASET`.
@@ -102,10 +101,7 @@ pub fn export(bundles: &[PathBuf], to: &Path, no_compact: bool) -> ExitCode {
                 ExitCode::from(1)
             }
         }
-        Err(e) => {
-            eprintln!("diagwire export: {e}");
-            ExitCode::from(2)
-        }
+        Err(e) => crate::fail(&format!("{e}")),
     }
 }
 
@@ -113,21 +109,17 @@ pub fn export(bundles: &[PathBuf], to: &Path, no_compact: bool) -> ExitCode {
 #[cfg(feature = "fleet")]
 pub fn compact(dataset: &Path) -> ExitCode {
     if !dataset.join(diagwire_fleet::dataset::INDEX).is_file() {
-        eprintln!(
-            "diagwire compact: {}: not a dataset (no _dataset.json)",
-            diagwire::problem::printable(&dataset.display().to_string())
-        );
-        return ExitCode::from(2);
+        return crate::fail(&format!(
+            "{}: not a dataset (no _dataset.json)",
+            dataset.display()
+        ));
     }
     match diagwire_fleet::dataset::compact(dataset) {
         Ok(n) => {
             println!("compacted {n} partition(s)");
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("diagwire compact: {e}");
-            ExitCode::from(2)
-        }
+        Err(e) => crate::fail(&format!("{e}")),
     }
 }
 
@@ -155,16 +147,11 @@ pub fn query(
             ExitCode::SUCCESS
         }
         Err(e) => {
-            let message = diagwire::problem::printable(&e.message);
             if e.at != "query" {
-                eprintln!("diagwire query: {e}");
-            } else if e.message.starts_with(query::READ_ONLY) {
-                // The sentence names the command already.
-                eprintln!("{message}");
+                crate::fail(&e.to_string())
             } else {
-                eprintln!("diagwire query: {message}");
+                crate::fail(&e.message)
             }
-            ExitCode::from(2)
         }
     }
 }
@@ -177,8 +164,7 @@ pub fn report(dataset: &Path, format: ReportFormat, out: Option<&Path>) -> ExitC
     let report = match diagwire_fleet::report::report(dataset) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("diagwire fleet: {e}");
-            return ExitCode::from(2);
+            return crate::fail(&format!("{e}"));
         }
     };
     let text = match format {
@@ -187,22 +173,14 @@ pub fn report(dataset: &Path, format: ReportFormat, out: Option<&Path>) -> ExitC
         ReportFormat::Json => match diagwire::problem::json_pretty(&report) {
             Ok(t) => t + "\n",
             Err(e) => {
-                eprintln!("diagwire fleet: {e}");
-                return ExitCode::from(2);
+                return crate::fail(&format!("{e}"));
             }
         },
     };
     match out {
         Some(path) => match std::fs::write(path, text) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!(
-                    "diagwire fleet: {}: {}",
-                    diagwire::problem::printable(&path.display().to_string()),
-                    diagwire::problem::printable(&e.to_string())
-                );
-                ExitCode::from(2)
-            }
+            Err(e) => crate::fail(&format!("{}: {e}", path.display())),
         },
         None => {
             use std::io::Write;

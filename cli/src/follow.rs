@@ -136,10 +136,7 @@ pub fn follow(path: &Path, until: Until, format: Format) -> ExitCode {
         };
     match source {
         Ok(source) => run(source, until, format, &stop, started),
-        Err(e) => {
-            eprintln!("error: {}", printable(&e));
-            ExitCode::from(2)
-        }
+        Err(e) => crate::fail(&e),
     }
 }
 
@@ -159,8 +156,7 @@ fn run(
             if said && status {
                 clear_status();
             }
-            eprintln!("error: {}", printable(&e));
-            return ExitCode::from(2);
+            return crate::fail(&e);
         }
         if source.name().is_some() {
             break None;

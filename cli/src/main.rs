@@ -253,6 +253,7 @@ enum Command {
     /// limit (a large events file is split into several numbered ones). OUT must not be a symbolic
     /// link, the input or inside it; the run directory (or archive) appears only once it is
     /// complete. Each file is written as it is made, so memory stays bounded whatever the input.
+    /// Exit status: 0 when everything was mapped, 1 when items were not (listed), 2 on an error.
     Upgrade {
         /// The simulator's bundle directory.
         input: PathBuf,
@@ -490,7 +491,14 @@ const NO_SERVE: &str = "this diagwire was built without the collector (the featu
 which adds tokio and axum); build it with `cargo build -p diagwire-cli --features serve`, run \
 `cargo run -p diagwire-cli --features serve -- serve …`, or use the `diagwire-serve` binary";
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+/// The one error printer of every command: a command that could not run says why on standard
+/// error as `error: <message>`, escaped by `printable` (a line break of a message continues it on
+/// an indented line, so no value can start a line of its own), and exits with status 2.
+pub fn fail(message: &str) -> ExitCode {
+    let lines: Vec<String> = message
+        .split('\n')
+        .map(|l| diagwire::problem::printable(l).into_owned())
+        .collect();
+    eprintln!("error: {}", lines.join("\n  "));
     ExitCode::from(2)
 }

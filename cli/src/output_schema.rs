@@ -49,6 +49,12 @@ pub const OUTPUTS: &[Output] = &[
         schema: || schemars::schema_for!(diagwire_review::output::ReviewOutput),
     },
     Output {
+        name: "review-catalog",
+        command: "diagwire review --catalog --format json",
+        version: crate::review::CATALOG_FORMAT_VERSION,
+        schema: || schemars::schema_for!(crate::review::CatalogOutput),
+    },
+    Output {
         name: "check",
         command: "diagwire check --format json",
         version: diagwire_check::output::FORMAT_VERSION,

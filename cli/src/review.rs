@@ -94,9 +94,9 @@ fn emit(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
+/// The one error printer ([`crate::fail`]), with the review's name markers written as backticks.
 fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {}", md::terminal(message));
-    ExitCode::from(2)
+    crate::fail(&md::plain(message))
 }
 
 /// `diagwire diff OLD NEW`: exit 0 when the change needs at most a minor bump and every change is
@@ -238,22 +238,56 @@ fn today() -> String {
 pub const RULES_DEPRECATED: &str =
     "`diagwire rules` is deprecated: use `diagwire review --catalog`";
 
+/// The version of `review --catalog --format json`'s shape.
+pub const CATALOG_FORMAT_VERSION: &str = "1.0.0";
+
+/// `diagwire review --catalog --format json`: the rule catalog.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct CatalogOutput {
+    /// The version of this JSON shape.
+    #[schemars(extend("const" = CATALOG_FORMAT_VERSION))]
+    pub format_version: &'static str,
+    /// Every rule, in the catalog's order.
+    pub rules: Vec<CatalogRule>,
+}
+
+/// One rule of the catalog.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct CatalogRule {
+    /// The rule's stable id.
+    pub id: &'static str,
+    /// What change it names.
+    pub title: &'static str,
+    /// The version bump it needs (`patch`, `minor`, `major`).
+    pub bump: &'static str,
+    /// What an old reader does with new records.
+    pub old_reader_on_new_records: &'static str,
+    /// What a new reader does with old records.
+    pub new_reader_on_old_records: &'static str,
+    /// Why.
+    pub why: &'static str,
+}
+
 /// `diagwire review --catalog`: the rule catalog.
 pub fn catalog(format: Format) -> ExitCode {
     match format {
         Format::Md => print!("{}", report::catalog_md()),
         Format::Json => {
-            let rules: Vec<serde_json::Value> = diagwire_review::catalog::ALL
-                .iter()
-                .map(|r| {
-                    serde_json::json!({
-                        "id": r.id, "title": r.title, "bump": r.bump.as_str(),
-                        "old_reader_on_new_records": r.old_reader.as_str(),
-                        "new_reader_on_old_records": r.new_reader.as_str(), "why": r.why,
+            let out = CatalogOutput {
+                format_version: CATALOG_FORMAT_VERSION,
+                rules: diagwire_review::catalog::ALL
+                    .iter()
+                    .map(|r| CatalogRule {
+                        id: r.id,
+                        title: r.title,
+                        bump: r.bump.as_str(),
+                        old_reader_on_new_records: r.old_reader.as_str(),
+                        new_reader_on_old_records: r.new_reader.as_str(),
+                        why: r.why,
                     })
-                })
-                .collect();
-            println!("{}", json_pretty(&rules).unwrap_or_default());
+                    .collect(),
+            };
+            println!("{}", json_pretty(&out).unwrap_or_default());
         }
     }
     ExitCode::SUCCESS

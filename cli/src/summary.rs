@@ -29,10 +29,7 @@ pub enum View {
     Timeline,
 }
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {}", render::clean(message));
-    ExitCode::from(2)
-}
+use crate::fail;
 
 fn progress_bar(files: usize) -> Option<indicatif::ProgressBar> {
     (std::io::stderr().is_terminal() && files >= 200).then(|| {
@@ -110,14 +107,16 @@ pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) 
             b.set_position(done as u64);
         }
     };
-    let summary = match summarize_walk(bundle, Limits::default(), explained(), &mut tick) {
+    let verdict = crate::validate::bundle_verdict();
+    let walk = crate::validate::walk(verdict.as_ref());
+    let summary = match summarize_walk(bundle, Limits::default(), walk, &mut tick) {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
     };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let found: u64 = summary.problem_counts.values().sum();
+    let found = summary.problem_total();
     let written = match format {
         Format::Md => emit(out.as_deref(), &render::markdown(&summary)),
         // Written as it is made: the JSON of a long run is large.
@@ -172,9 +171,17 @@ impl Problems {
 
 /// `diagwire compare A B`.
 pub fn compare(a: &Path, b: &Path) -> ExitCode {
+    let (va, vb) = (
+        crate::validate::bundle_verdict(),
+        crate::validate::bundle_verdict(),
+    );
+    let (wa, wb) = (
+        crate::validate::walk(va.as_ref()),
+        crate::validate::walk(vb.as_ref()),
+    );
     let (sa, sb) = match (
-        summarize_walk(a, Limits::default(), explained(), &mut |_, _| {}),
-        summarize_walk(b, Limits::default(), explained(), &mut |_, _| {}),
+        summarize_walk(a, Limits::default(), wa, &mut |_, _| {}),
+        summarize_walk(b, Limits::default(), wb, &mut |_, _| {}),
     ) {
         (Ok(x), Ok(y)) => (x, y),
         (Err(e), _) | (_, Err(e)) => return fail(&e.to_string()),
@@ -185,12 +192,4 @@ pub fn compare(a: &Path, b: &Path) -> ExitCode {
         return ExitCode::from(1);
     }
     written
-}
-
-/// The walk of the summary commands: a refused record's problem says where in it, as `validate`.
-fn explained() -> diagwire::bundle::records::Walk<'static> {
-    diagwire::bundle::records::Walk {
-        explain: Some(&crate::validate::explain),
-        ..Default::default()
-    }
 }

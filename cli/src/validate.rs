@@ -14,6 +14,7 @@ use diagwire::Problem;
 use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind};
 use diagwire::problem::{json_pretty, printable};
 use diagwire::v1::RecordKind;
+use diagwire::validate::bundle::BundleVerdict;
 use diagwire::validate::{Checker, Options, Report, Validators};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -153,10 +154,7 @@ fn read_error(kind: ReadErrorKind, location: &str, message: impl Into<String>) -
 pub fn run(args: Args) -> ExitCode {
     let validators = match Validators::new() {
         Ok(v) => v,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return crate::fail(&e.to_string()),
     };
     let options = Options {
         cross_check: args.cross_check,
@@ -503,14 +501,39 @@ fn print_json(outcomes: &[(PathBuf, Outcome)]) {
     );
 }
 
-/// Where and why a record the types refuse breaks its schema, for the reading commands other than
-/// `validate` (their walk's `Explain` hook): the validators are built on the first refused record
-/// only, so a clean bundle never pays for them.
-pub fn explain(kind: RecordKind, text: &str) -> Vec<(diagwire::ProblemKind, String, String)> {
+/// The validators, compiled once for the process (`None` only if the contract's own schemas do
+/// not compile, which a test of the library rules out).
+fn validators() -> Option<&'static Validators> {
     static VALIDATORS: std::sync::OnceLock<Option<Validators>> = std::sync::OnceLock::new();
-    VALIDATORS
-        .get_or_init(|| Validators::new().ok())
-        .as_ref()
+    VALIDATORS.get_or_init(|| Validators::new().ok()).as_ref()
+}
+
+/// Where and why a refused record breaks its schema, for a record walk without a verdict.
+pub fn explain(kind: RecordKind, text: &str) -> Vec<(diagwire::ProblemKind, String, String)> {
+    validators()
         .map(|v| v.explain(kind, text))
         .unwrap_or_default()
+}
+
+/// The bundle's validation with the options `validate` checks a bundle with, to run in the pass
+/// of a record walk (`summary`, `compare`, `check`): the problems those commands report are then
+/// `validate`'s, counted alike.
+pub fn bundle_verdict() -> Option<std::cell::RefCell<BundleVerdict<'static>>> {
+    let options = Options {
+        max_record_bytes: usize::try_from(Limits::default().max_file_bytes).unwrap_or(usize::MAX),
+        ..Options::default()
+    };
+    validators().map(|v| std::cell::RefCell::new(BundleVerdict::new(v, options)))
+}
+
+/// The walk of a command that reads a bundle's records: with `verdict` (from [`bundle_verdict`])
+/// its problems are the bundle's validation; a refused record says where in it either way.
+pub fn walk<'a>(
+    verdict: Option<&'a std::cell::RefCell<BundleVerdict<'static>>>,
+) -> diagwire::bundle::records::Walk<'a> {
+    diagwire::bundle::records::Walk {
+        explain: Some(&explain),
+        verdict: verdict.map(|v| v as &std::cell::RefCell<dyn diagwire::bundle::records::Verdict>),
+        ..Default::default()
+    }
 }

@@ -159,7 +159,7 @@ mod with_fleet {
         assert_eq!(out.status.code(), Some(2), "{}", case.name);
         let err = text(&out.stderr);
         assert!(
-            err.starts_with("diagwire fleet: ") && err.contains(&*path.to_string_lossy()),
+            err.starts_with("error: ") && err.contains(&*path.to_string_lossy()),
             "{}: {err}",
             case.name
         );

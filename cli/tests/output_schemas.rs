@@ -98,6 +98,10 @@ const TREE_COMMANDS: &[(&str, &[&str])] = &[
     ("diff", &["diff", "1.0.0", "current", "--format", "json"]),
     ("diff", &["diff", "1.1.0", "1.2.0", "--format", "json"]),
     ("review", &["review", "--format", "json"]),
+    (
+        "review-catalog",
+        &["review", "--catalog", "--format", "json"],
+    ),
 ];
 
 #[test]

@@ -17,7 +17,8 @@ use diagwire_runtime::text::is_hidden;
 use serde_json::Value;
 
 /// What a refused statement's error says first.
-const READ_ONLY: &str = "diagwire query runs only reading statements (SELECT, WITH, EXPLAIN …): ";
+const READ_ONLY: &str =
+    "error: diagwire query runs only reading statements (SELECT, WITH, EXPLAIN …): ";
 
 /// A dataset of one example bundle in `DIR/data`, exported with the command.
 fn dataset() -> tempfile::TempDir {
@@ -418,7 +419,7 @@ fn check_heavy(data: &Path, case: &Heavy) {
         out.status
     );
     assert!(
-        err.starts_with("diagwire query: ") && err.contains(case.says),
+        err.starts_with("error: ") && err.contains(case.says),
         "{}: {err}",
         case.name
     );

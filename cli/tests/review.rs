@@ -435,6 +435,8 @@ fn review_catalog_prints_the_rule_catalog_in_both_formats() {
     let json = diagwire(&repo(), &["review", "--catalog", "--format", "json"]);
     assert_eq!(json.status.code(), Some(0), "{}", text(&json));
     let v: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(v["format_version"], "1.0.0");
+    let v = &v["rules"];
     let ids: Vec<&str> = v
         .as_array()
         .expect("a list of rules")

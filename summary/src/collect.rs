@@ -193,6 +193,9 @@ pub fn summarize_walk(
         fn problem(&mut self, problem: &Problem) {
             self.pass.problem(problem);
         }
+        fn omitted(&mut self, problems: usize) {
+            self.pass.s.problems_omitted += problems as u64;
+        }
         fn quarantined(&mut self, body: &diagwire::quarantine::Quarantined) {
             self.pass.s.quarantined_total += 1;
             if self.pass.s.quarantined.len() < MAX_LISTED {

@@ -386,6 +386,8 @@ pub struct Summary {
     pub problem_counts: BTreeMap<&'static str, u64>,
     /// The first located problems.
     pub problems: Vec<Problem>,
+    /// Problems the bundle's validation found and did not keep (its caps), so counted in no kind.
+    pub problems_omitted: u64,
     /// The first bodies the collector quarantined at ingest, with why.
     pub quarantined: Vec<diagwire::quarantine::Quarantined>,
     /// How many bodies it quarantined.
@@ -408,6 +410,13 @@ pub struct Summary {
     pub drop_series: BTreeMap<(String, String), Series>,
     /// First and last wall clock seen in any record.
     pub span_ms: Option<(u64, u64)>,
+}
+
+impl Summary {
+    /// Every problem found reading the bundle: those counted by kind and those left out.
+    pub fn problem_total(&self) -> u64 {
+        self.problem_counts.values().sum::<u64>() + self.problems_omitted
+    }
 }
 
 /// The hosts of the run, one per node: `(label, Some(fields) | None without a boot record)`, each

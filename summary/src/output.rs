@@ -762,7 +762,7 @@ impl SummaryOutput {
                 .collect(),
             validation: Validation {
                 records: s.records,
-                problems: s.problem_counts.values().sum(),
+                problems: s.problem_total(),
                 by_kind: s.problem_counts.clone(),
                 first: s
                     .problems

@@ -451,7 +451,7 @@ pub fn markdown(s: &Summary) -> String {
     }
 
     o.push_str("## Validation\n\n");
-    let problems: u64 = s.problem_counts.values().sum();
+    let problems = s.problem_total();
     let _ = writeln!(o, "{} record(s) read, {problems} problem(s).", s.records);
     for (kind, n) in &s.problem_counts {
         let _ = writeln!(o, "- {kind}: {n}");

@@ -394,7 +394,7 @@ impl Coverage {
             c.percent(),
             c.event_types_seen,
             c.event_types_total,
-            self.contract_version,
+            diagwire::problem::printable(&self.contract_version),
             self.records,
             if self.unreadable > 0 {
                 format!(" ({} unreadable)", self.unreadable)
@@ -408,7 +408,7 @@ impl Coverage {
             "| record kind / event type | {} |",
             roles
                 .iter()
-                .map(|r| format!("{r} ({})", self.roles[*r].nodes.len()))
+                .map(|r| format!("{} ({})", cell(r), self.roles[*r].nodes.len()))
                 .collect::<Vec<_>>()
                 .join(" | ")
         );
@@ -430,7 +430,7 @@ impl Coverage {
                         .to_string()
                 })
                 .collect();
-            let _ = writeln!(s, "| **{k}** | {} |", cells.join(" | "));
+            let _ = writeln!(s, "| **{}** | {} |", cell(k), cells.join(" | "));
         }
         let types: BTreeSet<&String> = self
             .roles
@@ -456,7 +456,8 @@ impl Coverage {
                 .any(|r| r.unknown_event_types.contains_key(t));
             let _ = writeln!(
                 s,
-                "| {t}{} | {} |",
+                "| {}{} | {} |",
+                cell(t),
                 if unknown {
                     " (not in the contract)"
                 } else {
@@ -552,6 +553,12 @@ impl Coverage {
         }
         s
     }
+}
+
+/// A value from the bundle (a role, an event type) in a Markdown table cell: escaped, its `|`
+/// too, so it can neither reach the terminal raw nor add a column.
+fn cell(s: &str) -> String {
+    diagwire::problem::printable(s).replace('|', "\\|")
 }
 
 /// A struct instance as the counting sees it, whichever walk found it.

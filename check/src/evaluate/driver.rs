@@ -196,6 +196,13 @@ impl<'c> Checker<'c> {
         self.give(&Input::Problem(p));
     }
 
+    /// Takes the count of problems the bundle's validation found and did not keep (each is a
+    /// finding of `bundle.readable`, counted without being listed).
+    pub fn omitted(&mut self, problems: u64) {
+        self.unreadable += problems;
+        self.give(&Input::Omitted(problems));
+    }
+
     /// Takes the next record of the walk.
     pub fn record(&mut self, item: &Item<'_>) {
         // The records of a file share its location, but for their index.
@@ -562,5 +569,8 @@ impl diagwire::bundle::records::Consumer for Checker<'_> {
     }
     fn problem(&mut self, problem: &Problem) {
         Checker::problem(self, problem)
+    }
+    fn omitted(&mut self, problems: usize) {
+        Checker::omitted(self, problems as u64)
     }
 }

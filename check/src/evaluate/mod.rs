@@ -88,6 +88,8 @@ pub(crate) struct Reads {
 pub(crate) enum Input<'a> {
     /// A file or record that could not be read.
     Problem(&'a Problem),
+    /// Problems the bundle's validation found beyond those it kept (its caps).
+    Omitted(u64),
     /// A record of any kind (before its kind's own input, if any).
     Record,
     /// A boot record of a node.

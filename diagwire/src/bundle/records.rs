@@ -16,12 +16,19 @@
 //! and a JSON pointer when an [`Explain`] hook says where in the record), handed to every consumer;
 //! the walk goes on, so one bad file or record never costs the records around it. A body the
 //! collector quarantined is one problem, as validation reports it ([`crate::quarantine`]), and is
-//! handed to [`Consumer::quarantined`]; other files outside the layout are skipped (validation
-//! reports them).
+//! handed to [`Consumer::quarantined`]; other files outside the layout are skipped.
+//!
+//! With a [`Verdict`] ([`Walk::verdict`]; the validation's `BundleVerdict`), the bundle's
+//! validation runs in the same pass, on the same bytes: its problems (files outside the layout and
+//! the parts of the bundle against each other too) are the ones handed to the consumers, and the
+//! walk's own are not, so every reader reports what `diagwire validate` reports. A refused
+//! record's text is then decoded twice (by the walk, to hand on the records around it, and by the
+//! validation), never read twice.
 
+use std::cell::RefCell;
 use std::io::Read;
 
-use super::read::BundleReader;
+use super::read::{BundleReader, ReadError};
 use crate::frame::{Frames, frame};
 use crate::layout::{Encoding, Role};
 use crate::problem::{Location, Problem, ProblemKind};
@@ -58,6 +65,26 @@ pub trait Consumer {
     /// A body the collector quarantined at ingest (also handed to [`Consumer::problem`] as its
     /// one problem).
     fn quarantined(&mut self, _body: &Quarantined) {}
+    /// At the end of a walk with a [`Verdict`]: how many problems it found beyond those it kept
+    /// and handed on (its caps), so a consumer counts every problem.
+    fn omitted(&mut self, _problems: usize) {}
+}
+
+/// A bundle's validation run in the walk's pass ([`Walk::verdict`];
+/// `diagwire::validate::bundle::BundleVerdict` with the feature `validate`): it sees every entry
+/// and file the walk reads, and its problems are the ones handed to the consumers (the walk's own
+/// are not), so every reader of a bundle reports what `diagwire validate` reports.
+pub trait Verdict {
+    /// The walk starts on `reader`.
+    fn begin(&mut self, reader: &BundleReader);
+    /// An entry the reader could not yield: the problems kept of it.
+    fn entry(&mut self, error: &ReadError) -> Vec<Problem>;
+    /// A file of the run directory (`path` inside it, shown as `location`) and its bytes: the
+    /// problems kept of it.
+    fn file(&mut self, path: &str, location: &str, bytes: &[u8]) -> Vec<Problem>;
+    /// The walk has ended: the problems kept of the bundle as a whole, and how many problems
+    /// were found in all and not kept.
+    fn finish(&mut self) -> (Vec<Problem>, usize);
 }
 
 /// Says where in a record, and why, its type refuses it: one `(kind, JSON pointer, message)` per
@@ -72,6 +99,9 @@ pub struct Walk<'a> {
     pub max_record_bytes: usize,
     /// Where and why a refused record breaks its schema.
     pub explain: Option<Explain<'a>>,
+    /// The bundle's validation, run in the same pass: when set, its problems are the ones the
+    /// consumers get (and `explain` is not asked).
+    pub verdict: Option<&'a RefCell<dyn Verdict + 'a>>,
 }
 
 /// What a walk went through.
@@ -121,25 +151,34 @@ pub fn walk_into(
     };
     let mut walked = Walked::default();
     let mut quarantine = Pairing::default();
+    let verdict = settings.verdict;
+    if let Some(v) = verdict {
+        v.borrow_mut().begin(reader);
+    }
     for file in reader.stream() {
         let mut file = match file {
             Ok(f) => f,
             Err(e) => {
-                walked.problems += 1;
-                let problem: Problem = e.into();
-                consumers.iter_mut().for_each(|c| c.problem(&problem));
+                let problems = match verdict {
+                    Some(v) => v.borrow_mut().entry(&e),
+                    None => vec![e.into()],
+                };
+                hand_all(&problems, &mut walked, consumers);
                 continue;
             }
         };
         let location = file.location.clone();
         let path = file.path.clone();
+        let judged = verdict.map(|v| v.borrow_mut().file(&path, &location, file.contents()));
         if let Some(found) = quarantine.take(&path, &location, &mut file) {
             for body in found {
-                hand_quarantined(&body, &mut walked, consumers);
+                hand_quarantined(&body, verdict.is_none(), &mut walked, consumers);
             }
+            hand_all(&judged.unwrap_or_default(), &mut walked, consumers);
             continue;
         }
         let Some(kind) = file.role.record_kind() else {
+            hand_all(&judged.unwrap_or_default(), &mut walked, consumers);
             continue;
         };
         walked.files += 1;
@@ -152,6 +191,7 @@ pub fn walk_into(
             location: &location,
             positions: file.encoding == Encoding::Json,
             explain: settings.explain,
+            muted: verdict.is_some(),
             consumers: &mut *consumers,
             walked: &mut walked,
             found: 0,
@@ -187,19 +227,45 @@ pub fn walk_into(
             ));
         }
         typed.end();
+        hand_all(&judged.unwrap_or_default(), &mut walked, consumers);
     }
     for body in quarantine.finish() {
-        hand_quarantined(&body, &mut walked, consumers);
+        hand_quarantined(&body, verdict.is_none(), &mut walked, consumers);
+    }
+    if let Some(v) = verdict {
+        let (problems, omitted) = v.borrow_mut().finish();
+        hand_all(&problems, &mut walked, consumers);
+        if omitted > 0 {
+            consumers.iter_mut().for_each(|c| c.omitted(omitted));
+        }
     }
     walked
 }
 
-/// Hands a quarantined body to every consumer: its one problem, and the body itself.
-fn hand_quarantined(body: &Quarantined, walked: &mut Walked, consumers: &mut [&mut dyn Consumer]) {
-    walked.problems += 1;
+/// Hands problems to every consumer.
+fn hand_all(problems: &[Problem], walked: &mut Walked, consumers: &mut [&mut dyn Consumer]) {
+    for problem in problems {
+        walked.problems += 1;
+        consumers.iter_mut().for_each(|c| c.problem(problem));
+    }
+}
+
+/// Hands a quarantined body to every consumer: its one problem (unless a verdict hands it), and
+/// the body itself.
+fn hand_quarantined(
+    body: &Quarantined,
+    with_problem: bool,
+    walked: &mut Walked,
+    consumers: &mut [&mut dyn Consumer],
+) {
     let problem = body.problem();
+    if with_problem {
+        walked.problems += 1;
+    }
     for c in consumers.iter_mut() {
-        c.problem(&problem);
+        if with_problem {
+            c.problem(&problem);
+        }
         c.quarantined(body);
     }
 }
@@ -213,6 +279,8 @@ struct Typed<'w, 'c> {
     /// Whether lines and columns point into the file (not for a binary file's decoded text).
     positions: bool,
     explain: Option<Explain<'w>>,
+    /// Whether a [`Verdict`] says what is wrong instead (the walk's own problems are not handed).
+    muted: bool,
     consumers: &'w mut [&'c mut dyn Consumer],
     walked: &'w mut Walked,
     /// Problems found in this file, and how many of them were not handed on (past
@@ -230,6 +298,9 @@ pub const MAX_PROBLEMS_PER_FILE: usize = 20;
 
 impl Typed<'_, '_> {
     fn hand(&mut self, problem: Problem) {
+        if self.muted {
+            return;
+        }
         self.found += 1;
         if self.found > MAX_PROBLEMS_PER_FILE {
             self.omitted += 1;
@@ -376,7 +447,7 @@ impl Frames for Typed<'_, '_> {
             }
             Err(e) => {
                 // Explaining costs a schema validation: only for a problem that is handed on.
-                let reasons = match self.found < MAX_PROBLEMS_PER_FILE {
+                let reasons = match !self.muted && self.found < MAX_PROBLEMS_PER_FILE {
                     true => self.explain.map(|f| f(kind, text)).unwrap_or_default(),
                     false => Vec::new(),
                 };

@@ -23,6 +23,13 @@ use crate::{CONTRACT_VERSION, Extra, NodeIdHex};
 
 /// A bundle being written: add records per node, then [`Writer::finish`]. Holds every file in
 /// memory until then; [`super::StreamWriter`] writes each file out as it is made.
+///
+/// What its manifest declares follows the one rule of `docs/collector.md` ("What the manifest
+/// declares"): a writer declares the newest contract it can vouch for. Records added with the
+/// typed methods are built with this crate's types, so their node declares [`CONTRACT_VERSION`];
+/// files added as they are, with [`Writer::declare_from_records`] (collector assembly), declare
+/// what their records prove, a lower bound of their writer's contract. The run declares the
+/// oldest of its nodes'.
 #[derive(Debug, Clone)]
 pub struct Writer {
     plan: Plan<Vec<u8>>,

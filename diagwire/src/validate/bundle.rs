@@ -18,10 +18,12 @@
 //!   "quarantined at ingest" with the reason its `.why.json` records ([`crate::quarantine`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Read;
 use std::path::Path;
 
 use super::{Checker, Options, Report};
 use crate::bundle::read::{BundleReader, Limits, ReadError};
+use crate::bundle::records::Verdict;
 use crate::layout::{self, Encoding, FileKind, Role};
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::quarantine::Pairing;
@@ -151,82 +153,141 @@ impl Checker<'_> {
         progress: Progress<'_>,
         report: &mut Report,
     ) {
-        let options = self.options;
-        let dir_name = reader.dir_name().to_owned();
-        let mut seen = Seen::default();
-        let mut quarantine = Pairing::default();
+        let mut verdict = BundleVerdict::new(self.validators, self.options);
+        verdict.begin_with(reader);
         let mut stream = reader.stream();
         while let Some(item) = stream.next() {
             let (done, size) = stream.progress();
             progress(done, size);
-            let mut file = match item {
-                Ok(f) => f,
-                Err(e) => {
-                    if let Some(rel) = &e.path {
-                        let (_, twice) = seen.exists(rel);
-                        if let Some(first) = twice {
-                            report.push(&options, written_twice(&e.location, &first));
-                        }
-                    }
-                    report.push(&options, e.into());
-                    continue;
-                }
-            };
-            let rel = file.path.to_owned();
-            let location = file.location.to_owned();
-            if seen.prefix.is_none() {
-                if let Some(p) = location.strip_suffix(rel.as_str()) {
-                    seen.prefix = Some(p.to_owned());
-                }
-            }
-            if let Some(found) = quarantine.take(&rel, &location, &mut file) {
-                for body in found {
-                    report.push(&options, body.problem());
-                }
-                continue;
-            }
-            let (at, twice) = seen.exists(&rel);
-            if let Some(first) = twice {
-                report.push(&options, written_twice(&location, &first));
-            }
-            let Some(kind) = at.role.record_kind() else {
-                report.push(
-                    &options,
-                    Problem::new(ProblemKind::Layout, Location::file(&location), stray(&rel)),
-                );
-                continue;
-            };
-            let keep = matches!(at.role, Role::Manifest | Role::Latest(FileKind::Boot));
-            let checked = match at.encoding {
-                Encoding::Json => {
+            match item {
+                Ok(mut file) => {
                     let size = file.size;
-                    self.check_reader_keep(&location, kind, Some(size), &mut file, keep, report)
+                    let (path, location) = (file.path.clone(), file.location.clone());
+                    verdict.take_file(&path, &location, Some(size), &mut file);
                 }
-                Encoding::Protobuf => self.check_binary(&location, kind, &mut file, keep, report),
-            };
-            match (checked, at.node) {
-                (Ok(Some(Record::Manifest(m))), _) => seen.manifest = Some((location, m)),
-                (Ok(Some(Record::Boot(b))), Some(node)) => {
-                    if let Some(n) = seen.nodes.get_mut(&node) {
-                        n.boot_record = Some((location, b));
-                    }
-                }
-                // A read error inside the file is yielded by the stream next.
-                _ => {}
+                Err(e) => verdict.take_entry(e),
             }
         }
         drop(stream);
-        for body in quarantine.finish() {
+        verdict.end();
+        report.merge(verdict.report);
+    }
+}
+
+/// A bundle's validation as its files go by, the one computation of what is wrong with a bundle:
+/// [`Checker::check_bundle`] (`diagwire validate`) feeds it from the reader's stream, and the
+/// record walk of `summary` and `check` feeds it in the same pass that decodes their records
+/// ([`crate::bundle::records::Walk::verdict`]), so the three report the same problems, counted
+/// alike, reading the bundle once.
+pub struct BundleVerdict<'v> {
+    checker: Checker<'v>,
+    dir_name: String,
+    seen: Seen,
+    quarantine: Pairing,
+    report: Report,
+}
+
+impl<'v> BundleVerdict<'v> {
+    /// A verdict checking records with `validators`, capped as `options` say.
+    pub fn new(validators: &'v Validators, options: Options) -> Self {
+        BundleVerdict {
+            checker: Checker::new(validators, options),
+            dir_name: String::new(),
+            seen: Seen::default(),
+            quarantine: Pairing::default(),
+            report: Report::default(),
+        }
+    }
+
+    /// What it found so far (everything, once the walk has ended).
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    /// What it found.
+    pub fn into_report(self) -> Report {
+        self.report
+    }
+
+    fn begin_with(&mut self, reader: &BundleReader) {
+        self.dir_name = reader.dir_name().to_owned();
+    }
+
+    /// An entry the reader could not yield.
+    fn take_entry(&mut self, e: ReadError) {
+        let options = self.checker.options;
+        if let Some(rel) = &e.path {
+            let (_, twice) = self.seen.exists(rel);
+            if let Some(first) = twice {
+                self.report
+                    .push(&options, written_twice(&e.location, &first));
+            }
+        }
+        self.report.push(&options, e.into());
+    }
+
+    /// A file of the run directory at `rel`, shown as `location`, of `size` bytes when known.
+    fn take_file(&mut self, rel: &str, location: &str, size: Option<u64>, file: &mut dyn Read) {
+        let options = self.checker.options;
+        let (seen, report) = (&mut self.seen, &mut self.report);
+        if seen.prefix.is_none() {
+            if let Some(p) = location.strip_suffix(rel) {
+                seen.prefix = Some(p.to_owned());
+            }
+        }
+        if let Some(found) = self.quarantine.take(rel, location, &mut *file) {
+            for body in found {
+                report.push(&options, body.problem());
+            }
+            return;
+        }
+        let (at, twice) = seen.exists(rel);
+        if let Some(first) = twice {
+            report.push(&options, written_twice(location, &first));
+        }
+        let Some(kind) = at.role.record_kind() else {
+            report.push(
+                &options,
+                Problem::new(ProblemKind::Layout, Location::file(location), stray(rel)),
+            );
+            return;
+        };
+        let keep = matches!(at.role, Role::Manifest | Role::Latest(FileKind::Boot));
+        let checked = match at.encoding {
+            Encoding::Json => self
+                .checker
+                .check_reader_keep(location, kind, size, file, keep, report),
+            Encoding::Protobuf => self
+                .checker
+                .check_binary(location, kind, file, keep, report),
+        };
+        match (checked, at.node) {
+            (Ok(Some(Record::Manifest(m))), _) => seen.manifest = Some((location.to_owned(), m)),
+            (Ok(Some(Record::Boot(b))), Some(node)) => {
+                if let Some(n) = seen.nodes.get_mut(&node) {
+                    n.boot_record = Some((location.to_owned(), b));
+                }
+            }
+            // A read error inside the file is yielded by the stream next.
+            _ => {}
+        }
+    }
+
+    /// The end of the bundle: the parts against each other.
+    fn end(&mut self) {
+        let options = self.checker.options;
+        let (seen, report) = (&self.seen, &mut self.report);
+        for body in std::mem::take(&mut self.quarantine).finish() {
             report.push(&options, body.problem());
         }
         let mut out = Vec::new();
         match &seen.manifest {
             Some((file, m)) => {
-                manifest_against_files(file, m, &seen, &mut out);
-                if let Some(note) = renamed(file, m, &dir_name) {
+                manifest_against_files(file, m, seen, &mut out);
+                if let Some(note) = renamed(file, m, &self.dir_name) {
                     report.notes.push(note);
                 }
-                manifest_against_boots(file, m, &seen, &mut out);
+                manifest_against_boots(file, m, seen, &mut out);
             }
             None if !seen.manifest_present => out.push(Problem::new(
                 ProblemKind::Manifest,
@@ -236,11 +297,39 @@ impl Checker<'_> {
             // Its problems are reported already.
             None => {}
         }
-        labels_against_boots(&seen, &mut out);
-        sequence_gaps(&seen, &mut out);
+        labels_against_boots(seen, &mut out);
+        sequence_gaps(seen, &mut out);
         for p in out {
             report.push(&options, p);
         }
+    }
+
+    /// Runs `take` and returns the problems it kept.
+    fn kept(&mut self, take: impl FnOnce(&mut Self)) -> Vec<Problem> {
+        let before = self.report.problems.len();
+        take(self);
+        self.report.problems[before..].to_vec()
+    }
+}
+
+impl Verdict for BundleVerdict<'_> {
+    fn begin(&mut self, reader: &BundleReader) {
+        self.begin_with(reader);
+    }
+
+    fn entry(&mut self, error: &ReadError) -> Vec<Problem> {
+        self.kept(|v| v.take_entry(error.clone()))
+    }
+
+    fn file(&mut self, path: &str, location: &str, bytes: &[u8]) -> Vec<Problem> {
+        let size = Some(bytes.len() as u64);
+        self.kept(|v| v.take_file(path, location, size, &mut &bytes[..]))
+    }
+
+    fn finish(&mut self) -> (Vec<Problem>, usize) {
+        let kept = self.kept(Self::end);
+        let omitted = self.report.problem_count - self.report.problems.len();
+        (kept, omitted)
     }
 }
 
