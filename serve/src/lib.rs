@@ -10,6 +10,7 @@
 pub mod assembly;
 pub mod client;
 pub mod config;
+pub mod dedupe;
 pub mod door;
 pub mod durable;
 pub mod live;

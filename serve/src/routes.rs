@@ -146,6 +146,8 @@ struct Outcome {
     problems: Vec<DoorProblem>,
     quarantined: Option<String>,
     unreadable: Option<String>,
+    /// Records left out as already staged: (nothing new was staged, how many).
+    deduplicated: Option<(bool, u64)>,
 }
 
 async fn ingest(
@@ -294,6 +296,7 @@ async fn ingest(
                 problems: Vec::new(),
                 quarantined: Some(at),
                 unreadable: None,
+                deduplicated: None,
             });
         };
         let stem = kind.staged_stem();
@@ -340,6 +343,7 @@ async fn ingest(
                     problems,
                     quarantined: Some(at),
                     unreadable: Some(message),
+                    deduplicated: None,
                 })
             }
             Verdict::NotARecord(problems) => {
@@ -350,6 +354,7 @@ async fn ingest(
                     problems,
                     quarantined: Some(at),
                     unreadable: None,
+                    deduplicated: None,
                 })
             }
             Verdict::Stage {
@@ -364,6 +369,34 @@ async fn ingest(
                     None
                 } else {
                     Some(keep(&c, &mut guard, &problems)?)
+                };
+                // What the node staged already is left out (`crate::dedupe`).
+                let plan = if c.config.dedupe {
+                    guard.dedupe.plan(&kind, &json)
+                } else {
+                    crate::dedupe::Plan::default()
+                };
+                let mut problems = problems;
+                problems.extend(plan.conflicts.iter().cloned());
+                if plan.duplicate {
+                    drop(early);
+                    guard.dedupe.commit(&plan, 0, c.config.dedupe_window);
+                    crate::dedupe::count(&run2, &node2, &plan);
+                    return Ok(Outcome {
+                        seq: plan.seq,
+                        problems,
+                        quarantined,
+                        unreadable: None,
+                        deduplicated: Some((true, plan.left_out)),
+                    });
+                }
+                let (staged, encoding, json) = match plan.kept.clone() {
+                    Some(kept) => (
+                        Some(kept.clone().into_bytes()),
+                        layout::Encoding::Json,
+                        kept,
+                    ),
+                    None => (staged, encoding, json),
                 };
                 let post = Post {
                     kind: &kind,
@@ -388,12 +421,17 @@ async fn ingest(
                     seq,
                     diagwire::Json(serde_json::Value::Null),
                 );
+                if c.config.dedupe {
+                    guard.dedupe.commit(&plan, seq, c.config.dedupe_window);
+                    crate::dedupe::count(&run2, &node2, &plan);
+                }
                 run2.live.publish(&node2, &kind, live_data(&record, &json));
                 Ok(Outcome {
                     seq: Some(seq),
                     problems,
                     quarantined,
                     unreadable: None,
+                    deduplicated: (plan.left_out > 0).then_some((false, plan.left_out)),
                 })
             }
         }
@@ -468,6 +506,10 @@ async fn ingest(
     if let Some(seq) = outcome.seq {
         ack.extra.0.insert("seq".into(), seq.into());
     }
+    if let Some((duplicate, left_out)) = outcome.deduplicated {
+        ack.extra.0.insert("duplicate".into(), duplicate.into());
+        ack.extra.0.insert("deduplicated".into(), left_out.into());
+    }
     json_reply(StatusCode::OK, &ack)
 }
 
@@ -531,6 +573,7 @@ async fn runs(State(c): State<Arc<Collector>>) -> Response {
                         .0
                         .insert("quarantined".into(), n.quarantined.into());
                 }
+                crate::dedupe::list(&mut node.extra.0, n);
                 node
             })
             .collect();
