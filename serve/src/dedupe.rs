@@ -184,7 +184,11 @@ fn value_hash(v: &Value) -> u64 {
         match v {
             Value::Null => 0u8.hash(h),
             Value::Bool(b) => (1u8, b).hash(h),
-            Value::Number(n) => (2u8, n.to_string()).hash(h),
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => (2u8, u).hash(h),
+                (None, Some(i)) => (6u8, i).hash(h),
+                _ => (7u8, n.as_f64().map(f64::to_bits)).hash(h),
+            },
             Value::String(s) => (3u8, s).hash(h),
             Value::Array(a) => {
                 (4u8, a.len()).hash(h);
@@ -192,11 +196,19 @@ fn value_hash(v: &Value) -> u64 {
             }
             Value::Object(m) => {
                 (5u8, m.len()).hash(h);
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort_unstable();
-                for k in keys {
-                    k.hash(h);
-                    walk(&m[k], h);
+                // serde_json's map is sorted unless a crate turns its insertion order on.
+                if m.keys().zip(m.keys().skip(1)).all(|(a, b)| a < b) {
+                    for (k, v) in m {
+                        k.hash(h);
+                        walk(v, h);
+                    }
+                } else {
+                    let mut keys: Vec<&String> = m.keys().collect();
+                    keys.sort_unstable();
+                    for k in keys {
+                        k.hash(h);
+                        walk(&m[k], h);
+                    }
                 }
             }
         }
@@ -206,16 +218,208 @@ fn value_hash(v: &Value) -> u64 {
     h.finish()
 }
 
+/// What identifies an event, read with its hash in one pass over its text (no JSON value is
+/// built: an events batch of 512 records is hashed record by record as it is read).
+#[derive(Debug, Default)]
+struct EventIdentity {
+    hash: u64,
+    monotonic_seq: Option<u64>,
+    wall_ms: Option<u64>,
+    clock_sample: bool,
+}
+
+/// The hash of a JSON text, the same for equal values whatever their key order and spacing (an
+/// object's entries are combined by a commutative sum); at the top level it also reads the
+/// envelope fields an event is identified by.
+struct HashSeed {
+    top: bool,
+}
+
+/// A hashed value, and the scalar it is when the top level asked for it.
+#[derive(Default)]
+struct Hashed {
+    hash: u64,
+    number: Option<u64>,
+    text: Option<String>,
+    identity: Option<EventIdentity>,
+}
+
+fn hashed(hash: u64) -> Hashed {
+    Hashed {
+        hash,
+        ..Hashed::default()
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for HashSeed {
+    type Value = Hashed;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Hashed, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for HashSeed {
+    type Value = Hashed;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_unit<E>(self) -> Result<Hashed, E> {
+        Ok(hashed(join(0, 0, 0)))
+    }
+    fn visit_none<E>(self) -> Result<Hashed, E> {
+        Ok(hashed(join(0, 0, 0)))
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Hashed, E> {
+        Ok(hashed(join(1, u64::from(b), 0)))
+    }
+    fn visit_u64<E>(self, u: u64) -> Result<Hashed, E> {
+        let mut h = hashed(join(2, u, 0));
+        h.number = Some(u);
+        Ok(h)
+    }
+    fn visit_i64<E: serde::de::Error>(self, i: i64) -> Result<Hashed, E> {
+        match u64::try_from(i) {
+            Ok(u) => self.visit_u64(u),
+            Err(_) => Ok(hashed(join(6, i as u64, 0))),
+        }
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<Hashed, E> {
+        Ok(hashed(join(7, f.to_bits(), 0)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Hashed, E> {
+        let mut h = hashed(join(3, bytes_hash(s.as_bytes()), 0));
+        if self.top {
+            h.text = Some(s.to_owned());
+        }
+        Ok(h)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Hashed, A::Error> {
+        let (mut h, mut n) = (join(4, 0, 0), 0u64);
+        while let Some(x) = seq.next_element_seed(HashSeed { top: false })? {
+            h = join(4, h, x.hash);
+            n += 1;
+        }
+        Ok(hashed(join(4, h, n)))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Hashed, A::Error> {
+        let (mut sum, mut n) = (0u64, 0u64);
+        let mut id = EventIdentity::default();
+        let mut is_custom = false;
+        while let Some((key, which)) = map.next_key_seed(KeySeed)? {
+            let top = self.top && which != 0;
+            let v = map.next_value_seed(HashSeed { top })?;
+            if top {
+                match which {
+                    1 => id.monotonic_seq = v.number,
+                    2 => id.wall_ms = v.number,
+                    3 => is_custom = v.text.as_deref() == Some("Custom"),
+                    _ => id.clock_sample = v.text.as_deref() == Some("clock_sample"),
+                }
+            }
+            sum = sum.wrapping_add(join(8, key, v.hash));
+            n += 1;
+        }
+        id.clock_sample &= is_custom;
+        id.hash = join(5, sum, n);
+        Ok(Hashed {
+            hash: id.hash,
+            identity: self.top.then_some(id),
+            ..Hashed::default()
+        })
+    }
+}
+
+/// An object's key, read without a copy: its hash, and which envelope field it is (1
+/// `monotonic_seq`, 2 `wall_ms`, 3 `type`, 4 `kind`, else 0).
+struct KeySeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeySeed {
+    type Value = (u64, u8);
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(u64, u8), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for KeySeed {
+    type Value = (u64, u8);
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E>(self, s: &str) -> Result<(u64, u8), E> {
+        let which = match s {
+            "monotonic_seq" => 1,
+            "wall_ms" => 2,
+            "type" => 3,
+            "kind" => 4,
+            _ => 0,
+        };
+        Ok((bytes_hash(s.as_bytes()), which))
+    }
+}
+
+/// Each record of an events batch: its identity and hash (`None` for a record that is not a JSON
+/// object), in one pass over the batch; `None` when the batch is not a JSON array.
+fn batch_identities(text: &str) -> Option<Vec<Option<EventIdentity>>> {
+    struct Batch;
+    impl<'de> serde::de::Visitor<'de> for Batch {
+        type Value = Vec<Option<EventIdentity>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an events batch")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4_096));
+            while let Some(x) = seq.next_element_seed(HashSeed { top: true })? {
+                out.push(x.identity);
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::Deserializer::deserialize_seq(&mut de, Batch).ok()
+}
+
+/// An event's identity and hash, `None` when its text is not a JSON object.
+#[cfg(test)]
+fn event_identity(text: &str) -> Option<EventIdentity> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(HashSeed { top: true }, &mut de)
+        .ok()?
+        .identity
+}
+
+/// murmur3's finalizer: spreads every bit of `x` over the result.
+fn mix(x: u64) -> u64 {
+    let x = (x ^ (x >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let x = (x ^ (x >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// Two hashes (and a tag) into one, order-sensitive.
+fn join(tag: u64, a: u64, b: u64) -> u64 {
+    mix(a.rotate_left(23) ^ b ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// The hash of bytes, eight at a time (cheap enough for every key and string of a 512-record
+/// batch; a record's hash needs no resistance to crafted collisions, only a node's own records
+/// are compared).
+fn bytes_hash(b: &[u8]) -> u64 {
+    let mut h = mix(b.len() as u64 ^ 0xcbf2_9ce4_8422_2325);
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        h = mix(h ^ u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mix(h ^ u64::from_le_bytes(last))
+}
+
 fn key_hash(parts: &impl Hash) -> u64 {
     let mut h = DefaultHasher::new();
     parts.hash(&mut h);
     h.finish()
-}
-
-/// A clock sample: its `monotonic_seq` is the HTTP sink's own counter (`docs/legacy-wire.md`).
-fn is_clock_sample(v: &Value) -> bool {
-    v.get("type").and_then(Value::as_str) == Some("Custom")
-        && v.get("kind").and_then(Value::as_str) == Some("clock_sample")
 }
 
 fn field(v: &Value, name: &str) -> Option<u64> {
@@ -359,23 +563,22 @@ impl NodeDedupe {
 
     fn plan_events(&self, json: &str) -> Plan {
         let mut plan = Plan::default();
-        let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(json) else {
+        let Some(items) = batch_identities(json) else {
             return plan;
         };
-        let mut kept: Vec<&str> = Vec::with_capacity(items.len());
+        // Whether each record is kept.
+        let mut kept: Vec<bool> = Vec::with_capacity(items.len());
         // Records of this very post, by (incarnation, seq): a batch that repeats a record.
         let mut here: HashMap<(Option<usize>, bool, u64), u64> = HashMap::new();
         for (i, item) in items.iter().enumerate() {
-            let identity = serde_json::from_str::<Value>(item.get())
-                .ok()
-                .and_then(|v| Some((field(&v, "monotonic_seq")?, field(&v, "wall_ms")?, v)));
-            let Some((seq, wall_ms, v)) = identity else {
-                kept.push(item.get());
+            let identity = item
+                .as_ref()
+                .and_then(|e| Some((e.monotonic_seq?, e.wall_ms?, e.hash, e.clock_sample)));
+            let Some((seq, wall_ms, hash, clock)) = identity else {
+                kept.push(true);
                 continue;
             };
-            let hash = value_hash(&v);
             let epoch = self.epoch_of(wall_ms);
-            let clock = is_clock_sample(&v);
             let note = Note::Event {
                 wall_ms,
                 clock,
@@ -385,6 +588,7 @@ impl NodeDedupe {
             if let Some(&h) = here.get(&(epoch, clock, seq)) {
                 if h == hash {
                     plan.left_out += 1;
+                    kept.push(false);
                 } else {
                     plan.conflicts.push(DoorProblem {
                         pointer: format!("/{i}"),
@@ -392,7 +596,7 @@ impl NodeDedupe {
                             "event {seq} has the identity of an earlier record of this batch with other content; both are kept"
                         ),
                     });
-                    kept.push(item.get());
+                    kept.push(true);
                     plan.notes.push(note);
                 }
                 continue;
@@ -403,6 +607,7 @@ impl NodeDedupe {
             match stream.map(|s| (s.recent.get(&seq), s.staged.contains(seq))) {
                 Some((Some(seen), _)) if seen.hash == hash => {
                     plan.left_out += 1;
+                    kept.push(false);
                     plan.seq = Some(plan.seq.map_or(seen.file, |s| s.max(seen.file)));
                 }
                 Some((Some(seen), _)) => {
@@ -412,22 +617,32 @@ impl NodeDedupe {
                         *seen,
                         &FileKind::Events,
                     ));
-                    kept.push(item.get());
+                    kept.push(true);
                     plan.notes.push(note);
                 }
                 // Staged before the window: a retry (its content is no longer remembered).
-                Some((None, true)) => plan.left_out += 1,
+                Some((None, true)) => {
+                    plan.left_out += 1;
+                    kept.push(false);
+                }
                 _ => {
-                    kept.push(item.get());
+                    kept.push(true);
                     plan.notes.push(note);
                 }
             }
         }
         if plan.left_out > 0 {
-            if kept.is_empty() {
+            if !kept.contains(&true) {
                 plan.duplicate = true;
-            } else {
-                plan.kept = Some(format!("[{}]", kept.join(",")));
+            } else if let Ok(raw) = serde_json::from_str::<Vec<&RawValue>>(json) {
+                // The records kept, as posted, in order (read again only in this case).
+                let texts: Vec<&str> = raw
+                    .iter()
+                    .zip(&kept)
+                    .filter(|(_, k)| **k)
+                    .map(|(r, _)| r.get())
+                    .collect();
+                plan.kept = Some(format!("[{}]", texts.join(",")));
             }
         }
         plan
@@ -586,6 +801,28 @@ mod tests {
         }
         assert_eq!(r.0.len(), MAX_RANGES);
         assert!(!r.contains(1), "the lowest ranges are forgotten");
+    }
+
+    #[test]
+    fn an_event_is_read_with_its_identity_and_hashed_whatever_its_key_order() {
+        let a = event_identity(
+            r#"{"type":"Custom","kind":"clock_sample","monotonic_seq":3,"wall_ms":9,"fields":{"a":[1,-2,1.5]}}"#,
+        )
+        .unwrap();
+        let b = event_identity(
+            r#"{ "fields": {"a": [1, -2, 1.5]}, "wall_ms": 9, "monotonic_seq": 3, "kind": "clock_sample", "type": "Custom" }"#,
+        )
+        .unwrap();
+        let c = event_identity(r#"{"type":"Custom","kind":"x","monotonic_seq":3,"wall_ms":9}"#)
+            .unwrap();
+        assert_eq!(
+            (a.monotonic_seq, a.wall_ms, a.clock_sample),
+            (Some(3), Some(9), true)
+        );
+        assert_eq!(a.hash, b.hash);
+        assert!(!c.clock_sample);
+        assert_ne!(a.hash, c.hash);
+        assert!(event_identity("[1]").is_none());
     }
 
     #[test]
