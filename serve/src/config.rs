@@ -139,6 +139,13 @@ pub struct ServeArgs {
     /// is then stored twice).
     #[arg(long)]
     pub no_dedupe: bool,
+    /// Which log lines to write to standard error, as `RUST_LOG` says it (`info` for one line
+    /// per request; `warn` unless given here or in `RUST_LOG`).
+    #[arg(long, value_name = "FILTER")]
+    pub log: Option<String>,
+    /// How log lines are written: `text`, or `json` (one JSON object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 }
 
 impl ServeArgs {
