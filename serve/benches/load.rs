@@ -2,7 +2,8 @@
 //! [--seconds S] [--rounds R] [--nodes 10,100,1000] [--soak-seconds S] [--no-table]`): a collector on
 //! 127.0.0.1 (fsync on, in a temporary root) and N simulated nodes, each on its own keep-alive
 //! connection, posting a boot, then events batches of 1 to 512 records with a snapshot every
-//! tenth post, and a finalize at the end of each phase.
+//! tenth post, and a finalize at the end of each phase. Each node numbers its events on (and
+//! gives each snapshot its own id), as a node does, so no post repeats a staged record.
 //!
 //! Per N and per validation setting (on, then off, alternating, R rounds of each in the same
 //! run, so a machine shared with other work loads both alike) it reports accepted posts/s, MB/s,
@@ -12,7 +13,9 @@
 //! a second each (paced). The ratios on/off are of the posts and CPU time summed over the
 //! rounds. A soak phase, when asked for, posts paced for its length (it stops by itself) and
 //! compares the posts acknowledged with the files on disk and the process's resident memory
-//! over time.
+//! over time. A last table compares idempotent ingest on and off (validation on): 100 nodes
+//! posting back to back into one run, alternating over the rounds, and the ratio of posts/s on/off
+//! (`--no-dedupe-table` leaves it out).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,6 +31,7 @@ struct Args {
     nodes: Vec<usize>,
     soak_seconds: u64,
     table: bool,
+    dedupe_table: bool,
 }
 
 fn args() -> Args {
@@ -37,6 +41,7 @@ fn args() -> Args {
         nodes: vec![10, 100, 1000],
         soak_seconds: 0,
         table: true,
+        dedupe_table: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -44,6 +49,7 @@ fn args() -> Args {
             "--seconds" => a.seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(10),
             "--rounds" => a.rounds = it.next().and_then(|v| v.parse().ok()).unwrap_or(1).max(1),
             "--no-table" => a.table = false,
+            "--no-dedupe-table" => a.dedupe_table = false,
             "--soak-seconds" => {
                 a.soak_seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(0)
             }
@@ -61,11 +67,12 @@ fn args() -> Args {
     a
 }
 
-/// What the nodes post: a boot, events batches of several sizes, a snapshot.
+/// What the nodes post: a boot, events batches of several sizes, a snapshot (the records a node
+/// renumbers before each post).
 struct Bodies {
     boot: Bytes,
-    batches: Vec<Bytes>,
-    snapshot: Bytes,
+    batches: Vec<Vec<serde_json::Value>>,
+    snapshot: serde_json::Value,
 }
 
 fn bodies() -> Bodies {
@@ -80,15 +87,13 @@ fn bodies() -> Bodies {
     }
     let batches = [1usize, 16, 64, 512]
         .iter()
-        .map(|&size| {
-            let items: Vec<&serde_json::Value> = pool.iter().cycle().take(size).collect();
-            Bytes::from(serde_json::to_vec(&items).unwrap())
-        })
+        .map(|&size| pool.iter().cycle().take(size).cloned().collect())
         .collect();
+    let snapshot = std::fs::read(dir.join("snapshots/snapshot-000001.json")).unwrap();
     Bodies {
         boot: Bytes::from(std::fs::read(dir.join("boot.json")).unwrap()),
         batches,
-        snapshot: Bytes::from(std::fs::read(dir.join("snapshots/snapshot-000001.json")).unwrap()),
+        snapshot: serde_json::from_slice(&snapshot).unwrap(),
     }
 }
 
@@ -113,17 +118,25 @@ async fn node(
     let mut tally = Tally::default();
     tokio::time::sleep(offset).await;
     let mut i = 0u64;
+    let mut seq = 0u64;
     let mut next = Instant::now();
     while Instant::now() < until {
         let (kind, body) = if i == 0 {
             ("boot", bodies.boot.clone())
         } else if i % 10 == 0 {
-            ("snapshot", bodies.snapshot.clone())
-        } else {
+            let mut snapshot = bodies.snapshot.clone();
+            snapshot["snapshot_id"] = format!("load-{i}").into();
             (
-                "events",
-                bodies.batches[(i as usize) % bodies.batches.len()].clone(),
+                "snapshot",
+                Bytes::from(serde_json::to_vec(&snapshot).unwrap()),
             )
+        } else {
+            let mut batch = bodies.batches[(i as usize) % bodies.batches.len()].clone();
+            for record in &mut batch {
+                seq += 1;
+                record["monotonic_seq"] = seq.into();
+            }
+            ("events", Bytes::from(serde_json::to_vec(&batch).unwrap()))
         };
         let len = body.len() as u64;
         let start = Instant::now();
@@ -265,9 +278,9 @@ fn main() {
     let args = args();
     let bodies = Arc::new(bodies());
     println!(
-        "load: batches of {:?} bytes, snapshot {} bytes; {} s per phase; fsync on",
-        bodies.batches.iter().map(Bytes::len).collect::<Vec<_>>(),
-        bodies.snapshot.len(),
+        "load: batches of {:?} records, snapshot {} bytes; {} s per phase; fsync on",
+        bodies.batches.iter().map(Vec::len).collect::<Vec<_>>(),
+        bodies.snapshot.to_string().len(),
         args.seconds
     );
     fsync_baseline();
@@ -298,7 +311,7 @@ fn main() {
         let mut sums = [(0u64, 0f64, 0f64); 2];
         for _ in 0..args.rounds {
             for validate in [true, false] {
-                let (root, server, addr) = server(validate);
+                let (root, server, addr) = server(validate, true);
                 let run = if pace.is_some() { "paced" } else { "load" };
                 let p = phase(&clients, addr, run, nodes, args.seconds, pace, &bodies);
                 print_row(nodes, validate, mode, &p);
@@ -317,8 +330,11 @@ fn main() {
             cpu(sums[0]) / cpu(sums[1]),
         );
     }
+    if args.dedupe_table {
+        dedupe_table(&clients, &args, &bodies);
+    }
     if args.soak_seconds > 0 {
-        let (root, server, addr) = server(true);
+        let (root, server, addr) = server(true, true);
         let start = Instant::now();
         let mut acked = 0;
         let mut minute = 0;
@@ -350,6 +366,42 @@ fn main() {
         }
         drop(server);
     }
+}
+
+/// Idempotent ingest on and off (validation on): 100 nodes posting back to back into one run,
+/// alternating over the rounds; the ratio of posts/s on/off.
+fn dedupe_table(clients: &tokio::runtime::Runtime, args: &Args, bodies: &Arc<Bodies>) {
+    println!(
+        "| nodes | dedupe | posts | posts/s | p50 ack ms | p99 ack ms | CPU ms/post | failed |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    // (posts, seconds) summed over the rounds, on and off.
+    let mut sums = [(0u64, 0f64); 2];
+    for _ in 0..args.rounds {
+        for dedupe in [true, false] {
+            let (root, server, addr) = server(true, dedupe);
+            let p = phase(clients, addr, "dedupe", 100, args.seconds, None, bodies);
+            println!(
+                "| 100 | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
+                if dedupe { "on" } else { "off" },
+                p.posts,
+                p.posts_per_s,
+                p.p50_ms,
+                p.p99_ms,
+                p.cpu_s * 1e3 / p.posts.max(1) as f64,
+                p.failed
+            );
+            let sum = &mut sums[usize::from(!dedupe)];
+            sum.0 += p.posts;
+            sum.1 += p.elapsed_s;
+            drop((server, root));
+        }
+    }
+    let rate = |s: (u64, f64)| s.0 as f64 / s.1;
+    println!(
+        "dedupe on/off, 100 nodes in one run: posts/s ratio {:.2}",
+        rate(sums[0]) / rate(sums[1])
+    );
 }
 
 /// What the disk alone costs: a small file written, flushed, linked into place and its directory
@@ -413,6 +465,7 @@ fn cpu_s() -> f64 {
 /// root, stopped when the returned guard is dropped.
 fn server(
     validate: bool,
+    dedupe: bool,
 ) -> (
     tempfile::TempDir,
     std::sync::mpsc::Sender<()>,
@@ -421,6 +474,7 @@ fn server(
     let root = tempfile::tempdir().unwrap();
     let mut config = Config::new(root.path());
     config.validate = validate;
+    config.dedupe = dedupe;
     config.finalize_wait = Duration::ZERO;
     config.limits.max_runs = 100_000;
     // Nodes posting back to back fill a run's default 1 GiB within seconds on a fast disk.

@@ -74,6 +74,12 @@ pub struct Config {
     pub writer_name: String,
     /// A test hook called before every durable write.
     pub write_fault: Option<WriteFault>,
+    /// Whether a post repeating records already staged for its (run, node) stages nothing new
+    /// (idempotent ingest, `crate::dedupe`). On unless turned off (`--no-dedupe`).
+    pub dedupe: bool,
+    /// How many of a node's latest events are remembered with their content (and staging
+    /// number), for each node (`crate::dedupe::EVENT_WINDOW` unless set).
+    pub dedupe_window: usize,
 }
 
 impl Config {
@@ -88,6 +94,8 @@ impl Config {
             live_budget_bytes: 64 << 20,
             writer_name: "diagwire-serve".into(),
             write_fault: None,
+            dedupe: true,
+            dedupe_window: crate::dedupe::EVENT_WINDOW,
         }
     }
 }
@@ -102,6 +110,8 @@ impl std::fmt::Debug for Config {
             .field("live_replay", &self.live_replay)
             .field("live_budget_bytes", &self.live_budget_bytes)
             .field("write_fault", &self.write_fault.is_some())
+            .field("dedupe", &self.dedupe)
+            .field("dedupe_window", &self.dedupe_window)
             .finish()
     }
 }
@@ -125,6 +135,17 @@ pub struct ServeArgs {
     /// Store every JSON body as posted, without parsing it as its record kind.
     #[arg(long)]
     pub no_validate: bool,
+    /// Stage every post, even one repeating records already staged for its node (a node's retry
+    /// is then stored twice).
+    #[arg(long)]
+    pub no_dedupe: bool,
+    /// Which log lines to write to standard error, as `RUST_LOG` says it (`info` for one line
+    /// per request; `warn` unless given here or in `RUST_LOG`).
+    #[arg(long, value_name = "FILTER")]
+    pub log: Option<String>,
+    /// How log lines are written: `text`, or `json` (one JSON object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 }
 
 impl ServeArgs {
@@ -133,6 +154,7 @@ impl ServeArgs {
         let mut config = Config::new(&self.root);
         config.finalize_wait = self.finalize_wait;
         config.validate = !self.no_validate;
+        config.dedupe = !self.no_dedupe;
         config
     }
 }

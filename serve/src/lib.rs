@@ -6,13 +6,16 @@
 //! runs it on a listener with the collector's time-outs and connection limit; [`run`] is the
 //! command (`diagwire serve`, and the `diagwire-serve` binary). [`client`] holds a small HTTP
 //! client: the poster the tests and the load generator use, and a live-stream subscriber.
+//! [`observe`] holds the request log and the metrics of `GET /metrics`.
 
 pub mod assembly;
 pub mod client;
 pub mod config;
+pub mod dedupe;
 pub mod door;
 pub mod durable;
 pub mod live;
+pub mod observe;
 pub mod routes;
 pub mod server;
 pub mod store;
@@ -33,6 +36,8 @@ pub struct Collector {
     pub config: Arc<Config>,
     /// Staging, quarantine, bundles and the accounting.
     pub store: store::Store,
+    /// The metrics `GET /metrics` serves.
+    pub metrics: observe::Metrics,
     validators: Validators,
 }
 
@@ -45,6 +50,7 @@ impl Collector {
         Ok(Arc::new(Collector {
             config,
             store,
+            metrics: observe::Metrics::new(),
             validators,
         }))
     }

@@ -33,7 +33,12 @@ pub fn router(collector: Arc<Collector>) -> Router {
         .route("/diag/bundle/{run_id}", get(bundle))
         .route("/diag/stream/{run_id}", get(stream))
         .route("/diag/{kind}", post(ingest))
+        .route("/metrics", get(crate::observe::metrics))
         .layer(DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn_with_state(
+            collector.clone(),
+            crate::observe::layer,
+        ))
         .with_state(collector)
 }
 
@@ -146,6 +151,8 @@ struct Outcome {
     problems: Vec<DoorProblem>,
     quarantined: Option<String>,
     unreadable: Option<String>,
+    /// Records left out as already staged: (nothing new was staged, how many, conflicts kept).
+    deduplicated: Option<(bool, u64, u64)>,
 }
 
 async fn ingest(
@@ -269,136 +276,175 @@ async fn ingest(
     };
     let worker = c.clone();
     let (run2, node2, kind2) = (run.clone(), node.clone(), kind.clone());
-    let outcome = tokio::task::spawn_blocking(move || -> Result<Outcome, StoreError> {
-        let c = worker;
-        let (Some(kind), Some(verdict)) = (kind2, verdict) else {
-            let why = why_json(Why {
-                route: kind_name.clone(),
-                problem: Some("unknown record kind".into()),
-                ..Why::default()
-            });
-            let at = c.store.quarantine(
-                &run2,
-                &node2,
-                &mut guard,
-                &Quarantined {
-                    kind: &kind_name,
-                    body: &bytes,
-                    extension: "bin",
-                    why,
-                    recv_ms,
-                },
-            )?;
-            return Ok(Outcome {
-                seq: None,
-                problems: Vec::new(),
-                quarantined: Some(at),
-                unreadable: None,
-            });
-        };
-        let stem = kind.staged_stem();
-        let ext = match encoding {
-            Some(e) => e.extension(),
-            None => "bin",
-        };
-        let keep = |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &[DoorProblem]| {
-            let why = why_json(Why {
-                route: stem.clone(),
-                content_type: content_type.clone(),
-                problems: problems
-                    .iter()
-                    .map(|p| WhyProblem {
-                        pointer: p.pointer.clone(),
-                        message: p.message.clone(),
-                    })
-                    .collect(),
-                problem: None,
-            });
-            c.store.quarantine(
-                &run2,
-                &node2,
-                guard,
-                &Quarantined {
-                    kind: &stem,
-                    body: &bytes,
-                    extension: ext,
-                    why,
-                    recv_ms,
-                },
-            )
-        };
-        match verdict {
-            Verdict::Unreadable(message) => {
-                drop(early);
-                let problems = vec![DoorProblem {
-                    pointer: String::new(),
-                    message: message.clone(),
-                }];
-                let at = keep(&c, &mut guard, &problems)?;
-                Ok(Outcome {
-                    seq: None,
-                    problems,
-                    quarantined: Some(at),
-                    unreadable: Some(message),
-                })
-            }
-            Verdict::NotARecord(problems) => {
-                drop(early);
-                let at = keep(&c, &mut guard, &problems)?;
-                Ok(Outcome {
-                    seq: None,
-                    problems,
-                    quarantined: Some(at),
-                    unreadable: None,
-                })
-            }
-            Verdict::Stage {
-                bytes: staged,
-                encoding,
-                json,
-                problems,
-            } => {
-                // The body as posted goes to quarantine first, so a crash between the two never
-                // leaves the left-out records nowhere.
-                let quarantined = if problems.is_empty() {
-                    None
-                } else {
-                    Some(keep(&c, &mut guard, &problems)?)
-                };
-                let post = Post {
-                    kind: &kind,
-                    bytes: staged.as_deref().unwrap_or(&bytes),
-                    encoding,
-                    recv_ms,
-                };
-                let seq = match (staged.is_none(), early) {
-                    (true, Some(flushed)) => {
-                        c.store.commit(&run2, &node2, &mut guard, flushed?, &post)?
-                    }
-                    (_, early) => {
-                        drop(early);
-                        c.store.stage(&run2, &node2, &mut guard, &post)?
-                    }
-                };
-                let record = LiveRecord::new(
-                    &run2.id,
+    let outcome =
+        tokio::task::spawn_blocking(move || -> Result<Outcome, StoreError> {
+            let c = worker;
+            let (Some(kind), Some(verdict)) = (kind2, verdict) else {
+                let why = why_json(Why {
+                    route: kind_name.clone(),
+                    problem: Some("unknown record kind".into()),
+                    ..Why::default()
+                });
+                let at = c.store.quarantine(
+                    &run2,
                     &node2,
-                    crate::live::live_kind(&stem),
-                    recv_ms,
-                    seq,
-                    diagwire::Json(serde_json::Value::Null),
-                );
-                run2.live.publish(&node2, &kind, live_data(&record, &json));
-                Ok(Outcome {
-                    seq: Some(seq),
-                    problems,
-                    quarantined,
+                    &mut guard,
+                    &Quarantined {
+                        kind: &kind_name,
+                        body: &bytes,
+                        extension: "bin",
+                        why,
+                        recv_ms,
+                    },
+                )?;
+                return Ok(Outcome {
+                    seq: None,
+                    problems: Vec::new(),
+                    quarantined: Some(at),
                     unreadable: None,
-                })
+                    deduplicated: None,
+                });
+            };
+            let stem = kind.staged_stem();
+            let ext = match encoding {
+                Some(e) => e.extension(),
+                None => "bin",
+            };
+            let keep =
+                |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &[DoorProblem]| {
+                    let why = why_json(Why {
+                        route: stem.clone(),
+                        content_type: content_type.clone(),
+                        problems: problems
+                            .iter()
+                            .map(|p| WhyProblem {
+                                pointer: p.pointer.clone(),
+                                message: p.message.clone(),
+                            })
+                            .collect(),
+                        problem: None,
+                    });
+                    c.store.quarantine(
+                        &run2,
+                        &node2,
+                        guard,
+                        &Quarantined {
+                            kind: &stem,
+                            body: &bytes,
+                            extension: ext,
+                            why,
+                            recv_ms,
+                        },
+                    )
+                };
+            match verdict {
+                Verdict::Unreadable(message) => {
+                    drop(early);
+                    let problems = vec![DoorProblem {
+                        pointer: String::new(),
+                        message: message.clone(),
+                    }];
+                    let at = keep(&c, &mut guard, &problems)?;
+                    Ok(Outcome {
+                        seq: None,
+                        problems,
+                        quarantined: Some(at),
+                        unreadable: Some(message),
+                        deduplicated: None,
+                    })
+                }
+                Verdict::NotARecord(problems) => {
+                    drop(early);
+                    let at = keep(&c, &mut guard, &problems)?;
+                    Ok(Outcome {
+                        seq: None,
+                        problems,
+                        quarantined: Some(at),
+                        unreadable: None,
+                        deduplicated: None,
+                    })
+                }
+                Verdict::Stage {
+                    bytes: staged,
+                    encoding,
+                    json,
+                    problems,
+                } => {
+                    // The body as posted goes to quarantine first, so a crash between the two never
+                    // leaves the left-out records nowhere.
+                    let quarantined = if problems.is_empty() {
+                        None
+                    } else {
+                        Some(keep(&c, &mut guard, &problems)?)
+                    };
+                    // What the node staged already is left out (`crate::dedupe`).
+                    let plan = if c.config.dedupe {
+                        guard.dedupe.plan(&kind, &json)
+                    } else {
+                        crate::dedupe::Plan::default()
+                    };
+                    let mut problems = problems;
+                    problems.extend(plan.conflicts.iter().cloned());
+                    if plan.duplicate {
+                        drop(early);
+                        guard.dedupe.commit(&plan, 0, c.config.dedupe_window);
+                        crate::dedupe::count(&run2, &node2, &plan);
+                        return Ok(Outcome {
+                            seq: plan.seq,
+                            problems,
+                            quarantined,
+                            unreadable: None,
+                            deduplicated: Some((true, plan.left_out, 0)),
+                        });
+                    }
+                    let (staged, encoding, json) = match plan.kept.clone() {
+                        Some(kept) => (
+                            Some(kept.clone().into_bytes()),
+                            layout::Encoding::Json,
+                            kept,
+                        ),
+                        None => (staged, encoding, json),
+                    };
+                    let post = Post {
+                        kind: &kind,
+                        bytes: staged.as_deref().unwrap_or(&bytes),
+                        encoding,
+                        recv_ms,
+                    };
+                    let seq = match (staged.is_none(), early) {
+                        (true, Some(flushed)) => {
+                            c.store.commit(&run2, &node2, &mut guard, flushed?, &post)?
+                        }
+                        (_, early) => {
+                            drop(early);
+                            c.store.stage(&run2, &node2, &mut guard, &post)?
+                        }
+                    };
+                    let record = LiveRecord::new(
+                        &run2.id,
+                        &node2,
+                        crate::live::live_kind(&stem),
+                        recv_ms,
+                        seq,
+                        diagwire::Json(serde_json::Value::Null),
+                    );
+                    if c.config.dedupe {
+                        guard.dedupe.commit(&plan, seq, c.config.dedupe_window);
+                        crate::dedupe::count(&run2, &node2, &plan);
+                    }
+                    run2.live.publish(&node2, &kind, live_data(&record, &json));
+                    Ok(Outcome {
+                        seq: Some(seq),
+                        problems,
+                        quarantined,
+                        unreadable: None,
+                        deduplicated: (plan.left_out > 0 || !plan.conflicts.is_empty())
+                            .then_some((false, plan.left_out, plan.conflicts.len() as u64)),
+                    })
+                }
             }
-        }
-    })
-    .await;
+        })
+        .await;
     let outcome = match outcome {
         Ok(Ok(o)) => o,
         Ok(Err(e)) => return store_error(e),
@@ -409,23 +455,34 @@ async fn ingest(
             );
         }
     };
+    // What the request's log line and metrics say of the post (`crate::observe`).
+    let posted = crate::observe::Posted {
+        seq: outcome.seq,
+        deduplicated: outcome.deduplicated.map_or(0, |d| d.1),
+        conflicts: outcome.deduplicated.map_or(0, |d| d.2),
+        quarantined: outcome.quarantined.clone(),
+    };
+    let with_posted = |mut r: Response| {
+        r.extensions_mut().insert(posted.clone());
+        r
+    };
     if kind.is_none() {
-        return error(
+        return with_posted(error(
             StatusCode::NOT_FOUND,
             format!(
                 "unknown record kind; the body is kept as {}",
                 outcome.quarantined.unwrap_or_default()
             ),
-        );
+        ));
     }
     if let Some(message) = outcome.unreadable {
-        return error(
+        return with_posted(error(
             StatusCode::BAD_REQUEST,
             format!(
                 "{message}; the body is kept as {}",
                 outcome.quarantined.unwrap_or_default()
             ),
-        );
+        ));
     }
     let mut body = None;
     if kind == Some(FileKind::Finalize) {
@@ -434,7 +491,11 @@ async fn ingest(
         let _assembling = run.assembly.lock().await;
         let worker = c.clone();
         let id = run_id.clone();
-        match tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await {
+        let started = std::time::Instant::now();
+        let written = tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await;
+        let ok = matches!(written, Ok(Ok(_)));
+        c.metrics.assembled(&run_id, started.elapsed(), ok);
+        match written {
             Ok(Ok(path)) => {
                 run.live.finish();
                 run.live.release_unwatched();
@@ -468,7 +529,11 @@ async fn ingest(
     if let Some(seq) = outcome.seq {
         ack.extra.0.insert("seq".into(), seq.into());
     }
-    json_reply(StatusCode::OK, &ack)
+    if let Some((duplicate, left_out, _)) = outcome.deduplicated.filter(|d| d.1 > 0) {
+        ack.extra.0.insert("duplicate".into(), duplicate.into());
+        ack.extra.0.insert("deduplicated".into(), left_out.into());
+    }
+    with_posted(json_reply(StatusCode::OK, &ack))
 }
 
 /// A `LiveRecord`'s JSON with `body` the stored record's text: the record is written with a
@@ -531,6 +596,7 @@ async fn runs(State(c): State<Arc<Collector>>) -> Response {
                         .0
                         .insert("quarantined".into(), n.quarantined.into());
                 }
+                crate::dedupe::list(&mut node.extra.0, n);
                 node
             })
             .collect();
@@ -562,11 +628,16 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
     };
     let worker = c.clone();
     let id = run_id.clone();
+    let started = std::time::Instant::now();
     let served = tokio::task::spawn_blocking(move || {
         let file = worker.bundle_file(&id)?;
         file.map(|f| f.metadata().map(|m| (f, m.len()))).transpose()
     })
     .await;
+    if matches!(served, Ok(Ok(Some(_))) | Ok(Err(_))) {
+        c.metrics
+            .assembled(&run_id, started.elapsed(), matches!(served, Ok(Ok(_))));
+    }
     match served {
         Ok(Ok(Some((file, len)))) => (
             StatusCode::OK,
@@ -634,21 +705,29 @@ async fn stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     let sub = c.store.live(&run_id).subscribe(query.from.or(last_event));
-    let events = futures_util::stream::unfold(sub, |mut sub| async move {
+    let counted = (
+        crate::observe::Subscribed::new(c.clone()),
+        c.clone(),
+        run_id,
+    );
+    let events = futures_util::stream::unfold((sub, counted), |(mut sub, counted)| async move {
         let event = match sub.next().await? {
             Delivery::Item(item) => Event::default()
                 .event(item.kind.as_str())
                 .id(item.id.to_string())
                 .data(item.data.as_str()),
-            Delivery::Lagged { skipped } => Event::default()
-                .event("lagged")
-                .data(format!("{{\"skipped\":{skipped}}}")),
+            Delivery::Lagged { skipped } => {
+                counted.1.metrics.lagged(&counted.2, skipped);
+                Event::default()
+                    .event("lagged")
+                    .data(format!("{{\"skipped\":{skipped}}}"))
+            }
             Delivery::End { last } => Event::default()
                 .event("end")
                 .id(last.to_string())
                 .data(format!("{{\"last\":{last}}}")),
         };
-        Some((Ok::<Event, Infallible>(event), sub))
+        Some((Ok::<Event, Infallible>(event), (sub, counted)))
     });
     Sse::new(events)
         .keep_alive(

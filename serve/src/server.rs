@@ -68,6 +68,10 @@ fn could_not_run() -> ExitCode {
 /// `diagwire serve`: opens the collector on `--root`, listens on `--listen`, prints
 /// `listening on ADDR` as the first line of standard output and serves until interrupted.
 pub fn run(args: &ServeArgs) -> ExitCode {
+    if let Err(e) = crate::observe::init_logging(args.log.as_deref(), args.log_format == "json") {
+        eprintln!("error: {e}");
+        return could_not_run();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -54,6 +54,10 @@ pub struct NodeAccount {
     pub vastai: u64,
     /// Quarantined posts.
     pub quarantined: u64,
+    /// Records left out as already staged (since the collector opened).
+    pub deduplicated: u64,
+    /// Records staged with the identity of an earlier record of other content.
+    pub conflicts: u64,
 }
 
 impl NodeAccount {
@@ -109,6 +113,8 @@ impl RunAccount {
 pub struct NodeSeq {
     next: BTreeMap<String, u64>,
     next_quarantine: u64,
+    /// What the node staged, to leave out what it posts again.
+    pub dedupe: crate::dedupe::NodeDedupe,
 }
 
 impl NodeSeq {
@@ -290,6 +296,11 @@ impl Store {
                             run.0.saw(ms.as_millis() as u64);
                         }
                     }
+                    if !quarantine && self.config.dedupe {
+                        seq.dedupe =
+                            crate::dedupe::NodeDedupe::rebuild(&dir, self.config.dedupe_window)?;
+                        account.conflicts = seq.dedupe.conflicts;
+                    }
                     run.0.nodes.insert(node, account);
                 }
             }
@@ -410,6 +421,7 @@ impl Store {
         let s = Arc::new(tokio::sync::Mutex::new(NodeSeq {
             next: BTreeMap::new(),
             next_quarantine: 1,
+            dedupe: Default::default(),
         }));
         seqs.insert(node.to_owned(), s.clone());
         Ok(s)

@@ -77,9 +77,14 @@ async fn a_killed_collector_loses_no_acknowledged_post() {
                     .await;
                 assert_eq!(r.map(|r| r.status).ok(), Some(200));
                 for i in 0..100_000u64 {
-                    // Each batch is told apart by a record field the contract keeps.
+                    // Each batch is told apart by a record field the contract keeps, and its
+                    // records are numbered after the previous batch's, as a node numbers them.
                     let mut batch: serde_json::Value = serde_json::from_slice(&events).unwrap();
                     batch[0]["crash_test_post"] = i.into();
+                    for record in batch.as_array_mut().unwrap() {
+                        let seq = record["monotonic_seq"].as_u64().unwrap();
+                        record["monotonic_seq"] = (seq + (i + 1) * 1_000_000).into();
+                    }
                     let body = serde_json::to_vec(&batch).unwrap();
                     match conn
                         .post(

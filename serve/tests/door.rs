@@ -44,6 +44,8 @@ fn with_unknowns() -> Vec<u8> {
     first["field_from_the_future"] = serde_json::json!({ "a": 1 });
     let mut unknown_type = first.clone();
     unknown_type["type"] = serde_json::json!("event_from_the_future");
+    // A record of its own (the same number with other content would be a conflict).
+    unknown_type["monotonic_seq"] = serde_json::json!(1_000_000);
     b.as_array_mut().unwrap().push(unknown_type);
     serde_json::to_vec(&b).unwrap()
 }

@@ -20,6 +20,14 @@ use diagwire_serve::Config;
 use diagwire_serve::client::{Connection, StreamEvent, subscribe};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// The node's snapshot number `i` (its own id and time), made from `snapshot`.
+fn nth_snapshot(snapshot: &[u8], i: u64) -> Vec<u8> {
+    let mut s: serde_json::Value = serde_json::from_slice(snapshot).unwrap();
+    s["snapshot_id"] = format!("hostile-{i}").into();
+    s["wall_ms"] = (s["wall_ms"].as_u64().unwrap() + i).into();
+    serde_json::to_vec(&s).unwrap()
+}
+
 /// The run and node id of the example's stage 0, whose records the cases post.
 fn ids() -> (String, String) {
     let boot: serde_json::Value = serde_json::from_slice(&example("stage-0/boot.json")).unwrap();
@@ -310,7 +318,15 @@ async fn check(case: Case) -> Result<(), String> {
             let finalize = br#"{"exit_reason":"full"}"#;
             let first = post(&mut conn, "finalize", &run, &node, finalize).await;
             status(Some(first.status), 200)?;
-            let again = post(&mut conn, "finalize", &run, &node, finalize).await;
+            // Another finalize (the same one again would be a retry, acknowledged as staged).
+            let again = post(
+                &mut conn,
+                "finalize",
+                &run,
+                &node,
+                br#"{"exit_reason":"again"}"#,
+            )
+            .await;
             status(Some(again.status), 413).map_err(|e| format!("a second finalize: {e}"))?;
             let finals = served_finalizes(&mut conn, &run).await?;
             if finals != 1 {
@@ -374,10 +390,16 @@ async fn check(case: Case) -> Result<(), String> {
                 .await
             });
             let mut acked = 0;
-            for _ in 0..6 {
-                if post(&mut conn, "snapshot", &run, &node, &snapshot)
-                    .await
-                    .status
+            for i in 0..6 {
+                if post(
+                    &mut conn,
+                    "snapshot",
+                    &run,
+                    &node,
+                    &nth_snapshot(&snapshot, i),
+                )
+                .await
+                .status
                     == 200
                 {
                     acked += 1;
@@ -386,10 +408,16 @@ async fn check(case: Case) -> Result<(), String> {
             }
             let fin = finalize.await.unwrap().map_err(|e| e.to_string())?;
             status(Some(fin.status), 200)?;
-            for _ in 0..2 {
-                if post(&mut conn, "snapshot", &run, &node, &snapshot)
-                    .await
-                    .status
+            for i in 6..8 {
+                if post(
+                    &mut conn,
+                    "snapshot",
+                    &run,
+                    &node,
+                    &nth_snapshot(&snapshot, i),
+                )
+                .await
+                .status
                     == 200
                 {
                     acked += 1;

@@ -21,15 +21,29 @@ fn batch(copies: usize) -> Vec<u8> {
         .unwrap(),
     )
     .unwrap();
-    let items: Vec<serde_json::Value> = (0..copies)
-        .flat_map(|_| one.as_array().unwrap().clone())
+    // Each copy's records numbered apart, as a node numbers its events.
+    let items: Vec<serde_json::Value> = (0..copies as u64)
+        .flat_map(|k| {
+            let mut copy = one.as_array().unwrap().clone();
+            for r in &mut copy {
+                r["monotonic_seq"] = (r["monotonic_seq"].as_u64().unwrap() + k * 1_000).into();
+            }
+            copy
+        })
         .collect();
     serde_json::to_vec(&items).unwrap()
 }
 
 async fn post_batches(addr: std::net::SocketAddr, run: &str, n: usize, body: &[u8]) {
+    static BATCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let mut conn = Connection::new(addr);
     for i in 0..n {
+        // Each batch's records numbered after the previous batch's, as a node numbers them.
+        let offset = BATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) * 1_000_000;
+        let mut records: serde_json::Value = serde_json::from_slice(body).unwrap();
+        for r in records.as_array_mut().unwrap() {
+            r["monotonic_seq"] = (r["monotonic_seq"].as_u64().unwrap() + offset).into();
+        }
         let r = conn
             .post(
                 "events",
@@ -37,7 +51,7 @@ async fn post_batches(addr: std::net::SocketAddr, run: &str, n: usize, body: &[u
                 "n1",
                 i as u64,
                 "application/json",
-                Bytes::copy_from_slice(body),
+                Bytes::from(serde_json::to_vec(&records).unwrap()),
             )
             .await
             .unwrap();

@@ -1,0 +1,836 @@
+//! Exactly once at the collector: a post that repeats records already staged for its (run, node)
+//! stages nothing new (`docs/collector.md`, "Idempotent ingest", says what identifies each record
+//! kind and what the bounds are).
+//!
+//! Per node the collector keeps [`NodeDedupe`], under the node's sequence lock: its last
+//! [`MAX_BOOTS`] incarnations (a boot's `process_start_unix_ms` and `boot_sequence`), each with the
+//! `monotonic_seq` values of its events as a set of ranges (at most [`MAX_RANGES`]) and the last
+//! `window` of them with their content hash and staging number, and its finalize; the last
+//! [`SNAPSHOT_WINDOW`] snapshot and [`VASTAI_WINDOW`] vast.ai record identities. A post is first
+//! planned against that state ([`NodeDedupe::plan`], nothing changes), then, once its file is
+//! durable, recorded ([`NodeDedupe::commit`]), so a post that failed to store leaves no trace and
+//! its retry is staged. At open the state is rebuilt from each node's staged files
+//! ([`NodeDedupe::rebuild`]). The range set is written here rather than taken from a crate
+//! because it forgets its oldest ranges past a bound, which the range crates do not do.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::Path;
+
+use diagwire::layout::{self, Encoding, FileKind};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::door::DoorProblem;
+
+/// Incarnations (boots) remembered per node; an older one is forgotten with its events.
+pub const MAX_BOOTS: usize = 8;
+/// Ranges of staged `monotonic_seq` values remembered per incarnation; past it the lowest range
+/// is forgotten.
+pub const MAX_RANGES: usize = 64;
+/// Snapshot identities remembered per node.
+pub const SNAPSHOT_WINDOW: usize = 256;
+/// vast.ai record identities remembered per node.
+pub const VASTAI_WINDOW: usize = 1_024;
+/// Events remembered with their content per incarnation once a newer boot took over.
+pub const OLD_EVENT_WINDOW: usize = 256;
+/// Events remembered with their content for a node's current incarnation, by default.
+pub const EVENT_WINDOW: usize = 1_024;
+
+/// A record already staged: the hash of its JSON value and the staging number of its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    hash: u64,
+    file: u64,
+}
+
+/// A boot's identity: `process_start_unix_ms`, `boot_sequence`.
+type BootKey = (u64, u64);
+
+/// Staged `monotonic_seq` values as inclusive ranges, start → end.
+#[derive(Debug, Default)]
+struct Ranges(BTreeMap<u64, u64>);
+
+impl Ranges {
+    fn contains(&self, s: u64) -> bool {
+        self.0.range(..=s).next_back().is_some_and(|(_, &e)| e >= s)
+    }
+
+    fn insert(&mut self, s: u64) {
+        if self.contains(s) {
+            return;
+        }
+        let below = self
+            .0
+            .range(..s)
+            .next_back()
+            .map(|(&a, &e)| (a, e))
+            .filter(|&(_, e)| e.checked_add(1) == Some(s));
+        let above = s
+            .checked_add(1)
+            .and_then(|n| self.0.get(&n).map(|&e| (n, e)));
+        let (start, end) = match (below, above) {
+            (Some((a, _)), Some((n, e))) => {
+                self.0.remove(&n);
+                (a, e)
+            }
+            (Some((a, _)), None) => (a, s),
+            (None, Some((n, e))) => {
+                self.0.remove(&n);
+                (s, e)
+            }
+            (None, None) => (s, s),
+        };
+        self.0.insert(start, end);
+        while self.0.len() > MAX_RANGES {
+            self.0.pop_first();
+        }
+    }
+}
+
+/// The events of one incarnation.
+#[derive(Debug, Default)]
+struct Epoch {
+    staged: Ranges,
+    recent: BTreeMap<u64, Seen>,
+}
+
+impl Epoch {
+    fn trim(&mut self, window: usize) {
+        while self.recent.len() > window {
+            self.recent.pop_first();
+        }
+    }
+}
+
+/// One incarnation of a node: its boot (none for the records a node posted before any boot).
+#[derive(Debug, Default)]
+struct Incarnation {
+    key: Option<BootKey>,
+    boot: Option<Seen>,
+    /// The node's events, and apart its clock samples, which have a counter of their own.
+    events: [Epoch; 2],
+    finalize: Option<Seen>,
+}
+
+/// Identities remembered first in, first out.
+#[derive(Debug, Default)]
+struct Fifo {
+    map: HashMap<u64, Seen>,
+    order: VecDeque<u64>,
+}
+
+impl Fifo {
+    fn insert(&mut self, key: u64, seen: Seen, cap: usize) {
+        if self.map.insert(key, seen).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > cap {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+    }
+}
+
+/// What the collector remembers of one node's staged records.
+#[derive(Debug, Default)]
+pub struct NodeDedupe {
+    incarnations: VecDeque<Incarnation>,
+    snapshots: Fifo,
+    vastai: Fifo,
+    /// Records left out as already staged since the collector opened.
+    pub deduplicated: u64,
+    /// Records staged although a record with their identity and other content was staged before
+    /// (counted again from staging when the collector opens).
+    pub conflicts: u64,
+}
+
+/// An identity to remember once the post is durable.
+#[derive(Debug, Clone)]
+enum Note {
+    Boot(BootKey, u64),
+    Event {
+        wall_ms: u64,
+        clock: bool,
+        seq: u64,
+        hash: u64,
+    },
+    Snapshot(u64, u64),
+    Vastai(u64, u64),
+    Finalize(u64),
+}
+
+/// What to do with a post.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Every record of the post is staged already: stage nothing, acknowledge.
+    pub duplicate: bool,
+    /// An events batch of which only some records are new: the batch of those, as JSON text, to
+    /// stage instead of the body.
+    pub kept: Option<String>,
+    /// Records left out as already staged.
+    pub left_out: u64,
+    /// The staging number of the (last) matching record already staged, when known.
+    pub seq: Option<u64>,
+    /// Records kept although a record of the same identity with other content was staged.
+    pub conflicts: Vec<DoorProblem>,
+    notes: Vec<Note>,
+}
+
+/// The hash of a JSON value, the same for equal values whatever their key order and spacing.
+fn value_hash(v: &Value) -> u64 {
+    fn walk(v: &Value, h: &mut DefaultHasher) {
+        match v {
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => (2u8, u).hash(h),
+                (None, Some(i)) => (6u8, i).hash(h),
+                _ => (7u8, n.as_f64().map(f64::to_bits)).hash(h),
+            },
+            Value::String(s) => (3u8, s).hash(h),
+            Value::Array(a) => {
+                (4u8, a.len()).hash(h);
+                a.iter().for_each(|x| walk(x, h));
+            }
+            Value::Object(m) => {
+                (5u8, m.len()).hash(h);
+                // serde_json's map is sorted unless a crate turns its insertion order on.
+                if m.keys().zip(m.keys().skip(1)).all(|(a, b)| a < b) {
+                    for (k, v) in m {
+                        k.hash(h);
+                        walk(v, h);
+                    }
+                } else {
+                    let mut keys: Vec<&String> = m.keys().collect();
+                    keys.sort_unstable();
+                    for k in keys {
+                        k.hash(h);
+                        walk(&m[k], h);
+                    }
+                }
+            }
+        }
+    }
+    let mut h = DefaultHasher::new();
+    walk(v, &mut h);
+    h.finish()
+}
+
+/// What identifies an event, read with its hash in one pass over its text (no JSON value is
+/// built: an events batch of 512 records is hashed record by record as it is read).
+#[derive(Debug, Default)]
+struct EventIdentity {
+    hash: u64,
+    monotonic_seq: Option<u64>,
+    wall_ms: Option<u64>,
+    clock_sample: bool,
+}
+
+/// The hash of a JSON text, the same for equal values whatever their key order and spacing (an
+/// object's entries are combined by a commutative sum); at the top level it also reads the
+/// envelope fields an event is identified by.
+struct HashSeed {
+    top: bool,
+}
+
+/// A hashed value, and the scalar it is when the top level asked for it.
+#[derive(Default)]
+struct Hashed {
+    hash: u64,
+    number: Option<u64>,
+    text: Option<String>,
+    identity: Option<EventIdentity>,
+}
+
+fn hashed(hash: u64) -> Hashed {
+    Hashed {
+        hash,
+        ..Hashed::default()
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for HashSeed {
+    type Value = Hashed;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Hashed, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for HashSeed {
+    type Value = Hashed;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_unit<E>(self) -> Result<Hashed, E> {
+        Ok(hashed(join(0, 0, 0)))
+    }
+    fn visit_none<E>(self) -> Result<Hashed, E> {
+        Ok(hashed(join(0, 0, 0)))
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Hashed, E> {
+        Ok(hashed(join(1, u64::from(b), 0)))
+    }
+    fn visit_u64<E>(self, u: u64) -> Result<Hashed, E> {
+        let mut h = hashed(join(2, u, 0));
+        h.number = Some(u);
+        Ok(h)
+    }
+    fn visit_i64<E: serde::de::Error>(self, i: i64) -> Result<Hashed, E> {
+        match u64::try_from(i) {
+            Ok(u) => self.visit_u64(u),
+            Err(_) => Ok(hashed(join(6, i as u64, 0))),
+        }
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<Hashed, E> {
+        Ok(hashed(join(7, f.to_bits(), 0)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Hashed, E> {
+        let mut h = hashed(join(3, bytes_hash(s.as_bytes()), 0));
+        if self.top {
+            h.text = Some(s.to_owned());
+        }
+        Ok(h)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Hashed, A::Error> {
+        let (mut h, mut n) = (join(4, 0, 0), 0u64);
+        while let Some(x) = seq.next_element_seed(HashSeed { top: false })? {
+            h = join(4, h, x.hash);
+            n += 1;
+        }
+        Ok(hashed(join(4, h, n)))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Hashed, A::Error> {
+        let (mut sum, mut n) = (0u64, 0u64);
+        let mut id = EventIdentity::default();
+        let mut is_custom = false;
+        while let Some((key, which)) = map.next_key_seed(KeySeed)? {
+            let top = self.top && which != 0;
+            let v = map.next_value_seed(HashSeed { top })?;
+            if top {
+                match which {
+                    1 => id.monotonic_seq = v.number,
+                    2 => id.wall_ms = v.number,
+                    3 => is_custom = v.text.as_deref() == Some("Custom"),
+                    _ => id.clock_sample = v.text.as_deref() == Some("clock_sample"),
+                }
+            }
+            sum = sum.wrapping_add(join(8, key, v.hash));
+            n += 1;
+        }
+        id.clock_sample &= is_custom;
+        id.hash = join(5, sum, n);
+        Ok(Hashed {
+            hash: id.hash,
+            identity: self.top.then_some(id),
+            ..Hashed::default()
+        })
+    }
+}
+
+/// An object's key, read without a copy: its hash, and which envelope field it is (1
+/// `monotonic_seq`, 2 `wall_ms`, 3 `type`, 4 `kind`, else 0).
+struct KeySeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeySeed {
+    type Value = (u64, u8);
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(u64, u8), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for KeySeed {
+    type Value = (u64, u8);
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E>(self, s: &str) -> Result<(u64, u8), E> {
+        let which = match s {
+            "monotonic_seq" => 1,
+            "wall_ms" => 2,
+            "type" => 3,
+            "kind" => 4,
+            _ => 0,
+        };
+        Ok((bytes_hash(s.as_bytes()), which))
+    }
+}
+
+/// Each record of an events batch: its identity and hash (`None` for a record that is not a JSON
+/// object), in one pass over the batch; `None` when the batch is not a JSON array.
+fn batch_identities(text: &str) -> Option<Vec<Option<EventIdentity>>> {
+    struct Batch;
+    impl<'de> serde::de::Visitor<'de> for Batch {
+        type Value = Vec<Option<EventIdentity>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an events batch")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4_096));
+            while let Some(x) = seq.next_element_seed(HashSeed { top: true })? {
+                out.push(x.identity);
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::Deserializer::deserialize_seq(&mut de, Batch).ok()
+}
+
+/// An event's identity and hash, `None` when its text is not a JSON object.
+#[cfg(test)]
+fn event_identity(text: &str) -> Option<EventIdentity> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(HashSeed { top: true }, &mut de)
+        .ok()?
+        .identity
+}
+
+/// murmur3's finalizer: spreads every bit of `x` over the result.
+fn mix(x: u64) -> u64 {
+    let x = (x ^ (x >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let x = (x ^ (x >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// Two hashes (and a tag) into one, order-sensitive.
+fn join(tag: u64, a: u64, b: u64) -> u64 {
+    mix(a.rotate_left(23) ^ b ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// The hash of bytes, eight at a time (cheap enough for every key and string of a 512-record
+/// batch; a record's hash needs no resistance to crafted collisions, only a node's own records
+/// are compared).
+fn bytes_hash(b: &[u8]) -> u64 {
+    let mut h = mix(b.len() as u64 ^ 0xcbf2_9ce4_8422_2325);
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        h = mix(h ^ u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mix(h ^ u64::from_le_bytes(last))
+}
+
+fn key_hash(parts: &impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
+}
+
+fn field(v: &Value, name: &str) -> Option<u64> {
+    v.get(name).and_then(Value::as_u64)
+}
+
+fn conflict(pointer: String, what: &str, seen: Seen, kind: &FileKind) -> DoorProblem {
+    DoorProblem {
+        pointer,
+        message: format!(
+            "{what} has the identity of a record staged in {} with other content; both are kept",
+            layout::staged_name_as(kind, seen.file, Encoding::Json)
+        ),
+    }
+}
+
+impl NodeDedupe {
+    /// The incarnation the node's events of `wall_ms` belong to: the latest boot that started at
+    /// or before it, else the current one.
+    fn epoch_of(&self, wall_ms: u64) -> Option<usize> {
+        let mut best: Option<(u64, usize)> = None;
+        for (i, inc) in self.incarnations.iter().enumerate() {
+            if let Some((start, _)) = inc.key {
+                if start <= wall_ms && best.is_none_or(|(b, _)| start >= b) {
+                    best = Some((start, i));
+                }
+            }
+        }
+        best.map(|(_, i)| i)
+            .or_else(|| self.incarnations.len().checked_sub(1))
+    }
+
+    fn boot_of(&self, key: BootKey) -> Option<&Incarnation> {
+        self.incarnations.iter().find(|i| i.key == Some(key))
+    }
+
+    /// Plans a post of `kind` whose stored record is `json` (the door's text). Changes nothing.
+    pub fn plan(&self, kind: &FileKind, json: &str) -> Plan {
+        let mut plan = Plan::default();
+        let single =
+            |plan: &mut Plan, seen: Option<Seen>, hash: u64, note: Note, what: &str| match seen {
+                Some(s) if s.hash == hash => {
+                    plan.duplicate = true;
+                    plan.left_out = 1;
+                    plan.seq = Some(s.file);
+                }
+                Some(s) => {
+                    plan.conflicts.push(conflict(String::new(), what, s, kind));
+                    plan.notes.push(note);
+                }
+                None => plan.notes.push(note),
+            };
+        match kind {
+            FileKind::Events => return self.plan_events(json),
+            FileKind::Boot => {
+                let Ok(v) = serde_json::from_str::<Value>(json) else {
+                    return plan;
+                };
+                let (Some(start), Some(n)) = (
+                    field(&v, "process_start_unix_ms"),
+                    field(&v, "boot_sequence"),
+                ) else {
+                    return plan;
+                };
+                let hash = value_hash(&v);
+                let seen = self.boot_of((start, n)).and_then(|i| i.boot);
+                single(
+                    &mut plan,
+                    seen,
+                    hash,
+                    Note::Boot((start, n), hash),
+                    "this boot",
+                );
+            }
+            FileKind::Snapshot => {
+                let Ok(v) = serde_json::from_str::<Value>(json) else {
+                    return plan;
+                };
+                let (Some(id), Some(wall)) = (
+                    v.get("snapshot_id").and_then(Value::as_str),
+                    field(&v, "wall_ms"),
+                ) else {
+                    return plan;
+                };
+                let identity = v.get("identity");
+                let boot = identity
+                    .map(|i| (field(i, "process_start_unix_ms"), field(i, "boot_sequence")));
+                let key = key_hash(&(id, wall, boot));
+                let hash = value_hash(&v);
+                let seen = self.snapshots.map.get(&key).copied();
+                single(
+                    &mut plan,
+                    seen,
+                    hash,
+                    Note::Snapshot(key, hash),
+                    "this snapshot",
+                );
+            }
+            FileKind::Finalize => {
+                let Ok(v) = serde_json::from_str::<Value>(json) else {
+                    return plan;
+                };
+                let hash = value_hash(&v);
+                let seen = self.incarnations.back().and_then(|i| i.finalize);
+                single(
+                    &mut plan,
+                    seen,
+                    hash,
+                    Note::Finalize(hash),
+                    "this finalize (one per boot of the node)",
+                );
+            }
+            FileKind::Vastai(name) => {
+                let Ok(v) = serde_json::from_str::<Value>(json) else {
+                    return plan;
+                };
+                let (Some(seq), Some(wall)) = (field(&v, "seq"), field(&v, "wall_ms")) else {
+                    return plan;
+                };
+                let text = |k: &str| v.get(k).map(Value::to_string);
+                let key = key_hash(&(
+                    name.as_str(),
+                    text("vastai_node"),
+                    text("source"),
+                    seq,
+                    wall,
+                ));
+                let hash = value_hash(&v);
+                let seen = self.vastai.map.get(&key).copied();
+                single(
+                    &mut plan,
+                    seen,
+                    hash,
+                    Note::Vastai(key, hash),
+                    "this vast.ai record",
+                );
+            }
+        }
+        plan
+    }
+
+    fn plan_events(&self, json: &str) -> Plan {
+        let mut plan = Plan::default();
+        let Some(items) = batch_identities(json) else {
+            return plan;
+        };
+        // Whether each record is kept.
+        let mut kept: Vec<bool> = Vec::with_capacity(items.len());
+        // Records of this very post, by (incarnation, seq): a batch that repeats a record.
+        let mut here: HashMap<(Option<usize>, bool, u64), u64> = HashMap::new();
+        for (i, item) in items.iter().enumerate() {
+            let identity = item
+                .as_ref()
+                .and_then(|e| Some((e.monotonic_seq?, e.wall_ms?, e.hash, e.clock_sample)));
+            let Some((seq, wall_ms, hash, clock)) = identity else {
+                kept.push(true);
+                continue;
+            };
+            let epoch = self.epoch_of(wall_ms);
+            let note = Note::Event {
+                wall_ms,
+                clock,
+                seq,
+                hash,
+            };
+            if let Some(&h) = here.get(&(epoch, clock, seq)) {
+                if h == hash {
+                    plan.left_out += 1;
+                    kept.push(false);
+                } else {
+                    plan.conflicts.push(DoorProblem {
+                        pointer: format!("/{i}"),
+                        message: format!(
+                            "event {seq} has the identity of an earlier record of this batch with other content; both are kept"
+                        ),
+                    });
+                    kept.push(true);
+                    plan.notes.push(note);
+                }
+                continue;
+            }
+            here.insert((epoch, clock, seq), hash);
+            let inc = epoch.and_then(|e| self.incarnations.get(e));
+            let stream = inc.map(|inc| &inc.events[usize::from(clock)]);
+            match stream.map(|s| (s.recent.get(&seq), s.staged.contains(seq))) {
+                Some((Some(seen), _)) if seen.hash == hash => {
+                    plan.left_out += 1;
+                    kept.push(false);
+                    plan.seq = Some(plan.seq.map_or(seen.file, |s| s.max(seen.file)));
+                }
+                Some((Some(seen), _)) => {
+                    plan.conflicts.push(conflict(
+                        format!("/{i}"),
+                        &format!("event {seq}"),
+                        *seen,
+                        &FileKind::Events,
+                    ));
+                    kept.push(true);
+                    plan.notes.push(note);
+                }
+                // Staged before the window: a retry (its content is no longer remembered).
+                Some((None, true)) => {
+                    plan.left_out += 1;
+                    kept.push(false);
+                }
+                _ => {
+                    kept.push(true);
+                    plan.notes.push(note);
+                }
+            }
+        }
+        if plan.left_out > 0 {
+            if !kept.contains(&true) {
+                plan.duplicate = true;
+            } else if let Ok(raw) = serde_json::from_str::<Vec<&RawValue>>(json) {
+                // The records kept, as posted, in order (read again only in this case).
+                let texts: Vec<&str> = raw
+                    .iter()
+                    .zip(&kept)
+                    .filter(|(_, k)| **k)
+                    .map(|(r, _)| r.get())
+                    .collect();
+                plan.kept = Some(format!("[{}]", texts.join(",")));
+            }
+        }
+        plan
+    }
+
+    /// Records what `plan` staged under staging number `file` (for events, the file of the kept
+    /// records); `window` is the number of the current incarnation's events remembered with
+    /// their content.
+    pub fn commit(&mut self, plan: &Plan, file: u64, window: usize) {
+        self.deduplicated += plan.left_out;
+        self.conflicts += plan.conflicts.len() as u64;
+        for note in &plan.notes {
+            match *note {
+                Note::Boot(key, hash) => {
+                    let seen = Some(Seen { hash, file });
+                    if let Some(inc) = self.incarnations.iter_mut().find(|i| i.key == Some(key)) {
+                        inc.boot = seen;
+                        continue;
+                    }
+                    if self.incarnations.len() == 1 && self.incarnations[0].key.is_none() {
+                        // The records the node posted before its first boot are of that boot.
+                        self.incarnations[0].key = Some(key);
+                        self.incarnations[0].boot = seen;
+                        continue;
+                    }
+                    for old in self.incarnations.iter_mut().flat_map(|i| &mut i.events) {
+                        old.trim(OLD_EVENT_WINDOW);
+                    }
+                    self.incarnations.push_back(Incarnation {
+                        key: Some(key),
+                        boot: seen,
+                        ..Incarnation::default()
+                    });
+                    while self.incarnations.len() > MAX_BOOTS {
+                        self.incarnations.pop_front();
+                    }
+                }
+                Note::Event {
+                    wall_ms,
+                    clock,
+                    seq,
+                    hash,
+                } => {
+                    let e = match self.epoch_of(wall_ms) {
+                        Some(e) => e,
+                        None => {
+                            self.incarnations.push_back(Incarnation::default());
+                            0
+                        }
+                    };
+                    let current = e + 1 == self.incarnations.len();
+                    let events = &mut self.incarnations[e].events[usize::from(clock)];
+                    events.staged.insert(seq);
+                    events.recent.insert(seq, Seen { hash, file });
+                    events.trim(if current { window } else { OLD_EVENT_WINDOW });
+                }
+                Note::Snapshot(key, hash) => {
+                    self.snapshots
+                        .insert(key, Seen { hash, file }, SNAPSHOT_WINDOW)
+                }
+                Note::Vastai(key, hash) => {
+                    self.vastai.insert(key, Seen { hash, file }, VASTAI_WINDOW)
+                }
+                Note::Finalize(hash) => {
+                    if self.incarnations.is_empty() {
+                        self.incarnations.push_back(Incarnation::default());
+                    }
+                    if let Some(inc) = self.incarnations.back_mut() {
+                        inc.finalize = Some(Seen { hash, file });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The state of a node rebuilt from its staging directory: its staged files replayed in the
+    /// order they were stored (modification time; boots first among files of one instant, then
+    /// by number). Files that do not read as records are skipped. Reads one file at a time.
+    pub fn rebuild(dir: &Path, window: usize) -> std::io::Result<NodeDedupe> {
+        let mut files = Vec::new();
+        for name in crate::store::sorted_names(dir, false)? {
+            let Some((kind, n)) = layout::parse_staged_name(&name) else {
+                continue;
+            };
+            let encoding = match Encoding::split_name(&name) {
+                Some((_, e)) => e,
+                None => continue,
+            };
+            let modified = std::fs::metadata(dir.join(&name))
+                .and_then(|m| m.modified())
+                .ok();
+            let rank = u8::from(kind != FileKind::Boot);
+            files.push((modified, rank, n, kind, encoding, name));
+        }
+        files.sort_by_key(|a| (a.0, a.1, a.2));
+        let mut state = NodeDedupe::default();
+        for (_, _, n, kind, encoding, name) in files {
+            let Ok(bytes) = std::fs::read(dir.join(&name)) else {
+                continue;
+            };
+            let Ok(text) = diagwire::binary::json_text(encoding, kind.record_kind(), &bytes) else {
+                continue;
+            };
+            let Ok(text) = std::str::from_utf8(&text) else {
+                continue;
+            };
+            let plan = state.plan(&kind, text);
+            if !plan.duplicate {
+                state.commit(&plan, n, window);
+            }
+        }
+        // Counted again from what is staged; what was left out before the restart is not.
+        state.deduplicated = 0;
+        Ok(state)
+    }
+}
+
+/// Adds what `plan` left out and kept in conflict to the node's counts in `/diag/runs`.
+pub fn count(run: &crate::store::Run, node: &str, plan: &Plan) {
+    if plan.left_out == 0 && plan.conflicts.is_empty() {
+        return;
+    }
+    let mut account = crate::live::lock(&run.account);
+    let n = account.nodes.entry(node.to_owned()).or_default();
+    n.deduplicated += plan.left_out;
+    n.conflicts += plan.conflicts.len() as u64;
+}
+
+/// The node's dedupe counts as `/diag/runs` lists them: `deduplicated` and `conflicts`, each
+/// only when not zero.
+pub fn list(extra: &mut BTreeMap<String, Value>, account: &crate::store::NodeAccount) {
+    for (key, n) in [
+        ("deduplicated", account.deduplicated),
+        ("conflicts", account.conflicts),
+    ] {
+        if n > 0 {
+            extra.insert(key.into(), n.into());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_merge_and_forget_the_lowest_past_the_bound() {
+        let mut r = Ranges::default();
+        for s in [1, 3, 2, 5] {
+            r.insert(s);
+        }
+        assert_eq!(r.0, BTreeMap::from([(1, 3), (5, 5)]));
+        assert!(r.contains(2) && !r.contains(4) && r.contains(5));
+        for s in 0..(MAX_RANGES as u64 + 4) {
+            r.insert(10 + 2 * s);
+        }
+        assert_eq!(r.0.len(), MAX_RANGES);
+        assert!(!r.contains(1), "the lowest ranges are forgotten");
+    }
+
+    #[test]
+    fn an_event_is_read_with_its_identity_and_hashed_whatever_its_key_order() {
+        let a = event_identity(
+            r#"{"type":"Custom","kind":"clock_sample","monotonic_seq":3,"wall_ms":9,"fields":{"a":[1,-2,1.5]}}"#,
+        )
+        .unwrap();
+        let b = event_identity(
+            r#"{ "fields": {"a": [1, -2, 1.5]}, "wall_ms": 9, "monotonic_seq": 3, "kind": "clock_sample", "type": "Custom" }"#,
+        )
+        .unwrap();
+        let c = event_identity(r#"{"type":"Custom","kind":"x","monotonic_seq":3,"wall_ms":9}"#)
+            .unwrap();
+        assert_eq!(
+            (a.monotonic_seq, a.wall_ms, a.clock_sample),
+            (Some(3), Some(9), true)
+        );
+        assert_eq!(a.hash, b.hash);
+        assert!(!c.clock_sample);
+        assert_ne!(a.hash, c.hash);
+        assert!(event_identity("[1]").is_none());
+    }
+
+    #[test]
+    fn equal_values_hash_alike_whatever_their_key_order() {
+        let a: Value = serde_json::from_str(r#"{"a":1,"b":[true,null]}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{ "b": [true, null], "a": 1 }"#).unwrap();
+        let c: Value = serde_json::from_str(r#"{"a":2,"b":[true,null]}"#).unwrap();
+        assert_eq!(value_hash(&a), value_hash(&b));
+        assert_ne!(value_hash(&a), value_hash(&c));
+    }
+}
