@@ -370,18 +370,18 @@ async fn ingest(
                     json,
                     problems,
                 } => {
-                    // The body as posted goes to quarantine first, so a crash between the two never
-                    // leaves the left-out records nowhere.
-                    let quarantined = if problems.is_empty() {
-                        None
-                    } else {
-                        Some(keep(&c, &mut guard, &problems)?)
-                    };
                     // What the node staged already is left out (`crate::dedupe`).
                     let plan = if c.config.dedupe {
                         guard.dedupe.plan(&kind, &json)
                     } else {
                         crate::dedupe::Plan::default()
+                    };
+                    // The body as posted goes to quarantine first, so a crash between the two never
+                    // leaves the left-out records nowhere; a repeat of a staged post was kept then.
+                    let quarantined = if problems.is_empty() || plan.duplicate {
+                        None
+                    } else {
+                        Some(keep(&c, &mut guard, &problems)?)
                     };
                     let mut problems = problems;
                     problems.extend(plan.conflicts.iter().cloned());

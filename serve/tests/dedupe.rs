@@ -72,6 +72,16 @@ fn snapshot(n: u64) -> Value {
     s
 }
 
+/// A vast.ai host sample numbered `seq` by its producer.
+fn vastai(seq: u64) -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../compat-tests/fixtures/wire/vastai/host-sample-minimal.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    v["seq"] = seq.into();
+    v["wall_ms"] = (T0 + 1_000 * seq).into();
+    v
+}
+
 fn finalize() -> Value {
     json!({"exit_reason": "completed"})
 }
@@ -123,6 +133,8 @@ struct Served {
     events: Vec<(u64, String)>,
     snapshots: Vec<String>,
     finalizes: usize,
+    /// Each vast.ai record's `seq`.
+    vastai: Vec<u64>,
 }
 
 struct Case {
@@ -150,6 +162,7 @@ fn served(
         events,
         snapshots: snapshots.iter().map(|n| format!("3305bb24-{n}")).collect(),
         finalizes,
+        vastai: Vec::new(),
     }
 }
 
@@ -204,6 +217,21 @@ fn cases() -> Vec<Case> {
                 Post("snapshot", snapshot(2), repeat(2, 1)),
             ],
             served: served(vec![T0], vec![], &[1, 2], 0),
+            conflicts: 0,
+        },
+        Case {
+            name: "a retried vast.ai record is staged once",
+            dedupe: true,
+            steps: vec![
+                Post("boot", boot(T0), new(1)),
+                Post("vastai_host_sample", vastai(0), new(1)),
+                Post("vastai_host_sample", vastai(0), repeat(1, 1)),
+                Post("vastai_host_sample", vastai(1), new(2)),
+            ],
+            served: Served {
+                vastai: vec![0, 1],
+                ..served(vec![T0], vec![], &[], 0)
+            },
             conflicts: 0,
         },
         Case {
@@ -337,6 +365,7 @@ fn read_served(tar: &[u8]) -> Served {
         events: Vec::new(),
         snapshots: Vec::new(),
         finalizes: 0,
+        vastai: Vec::new(),
     };
     let mut latest_boot = None;
     for (path, bytes) in &bundle.files {
@@ -361,6 +390,7 @@ fn read_served(tar: &[u8]) -> Served {
             Role::Latest(FileKind::Finalize) | Role::Numbered(FileKind::Finalize, _) => {
                 out.finalizes += 1
             }
+            Role::Numbered(FileKind::Vastai(_), _) => out.vastai.push(v["seq"].as_u64().unwrap()),
             _ => {}
         }
     }
