@@ -139,8 +139,8 @@ pub struct ServeArgs {
     /// is then stored twice).
     #[arg(long)]
     pub no_dedupe: bool,
-    /// Which log lines to write to standard error, as `RUST_LOG` says it (`info` for one line
-    /// per request; `warn` unless given here or in `RUST_LOG`).
+    /// Which log lines to write to standard error, as `RUST_LOG` says it (`info`, one line per
+    /// request, unless given here or in `RUST_LOG`; `warn` for problems only).
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
     /// How log lines are written: `text`, or `json` (one JSON object per line).

@@ -340,12 +340,12 @@ pub async fn layer(State(c): State<Arc<Collector>>, request: Request, next: Next
 }
 
 /// Starts the process's log: `filter` as `RUST_LOG` writes it (`--log`; else `RUST_LOG`; else
-/// `warn`), to standard error, as text or one JSON object per line. A second call does nothing.
+/// `info`: a line per request), to standard error, as text or one JSON object per line. A second call does nothing.
 pub fn init_logging(filter: Option<&str>, json: bool) -> Result<(), String> {
     use tracing_subscriber::EnvFilter;
     let filter = match filter {
         Some(f) => EnvFilter::try_new(f).map_err(|e| format!("--log {f:?}: {e}"))?,
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -46,6 +46,7 @@ async fn spawn(root: &Path) -> (Child, SocketAddr) {
         ])
         .arg(root)
         .stdout(Stdio::piped())
+        .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
