@@ -293,8 +293,9 @@ impl Shared {
 }
 
 /// An emitter: a queue and the thread that posts what it holds. Dropping it stops the thread
-/// without waiting for acknowledgements (what is unsent goes to the spool); [`Emitter::finish`]
-/// waits first.
+/// without waiting for acknowledgements (a request in flight ends first, within
+/// [`Config::request_timeout`]; what is unsent stays in the spool, or is counted as dropped
+/// without one); [`Emitter::finish`] waits first.
 pub struct Emitter {
     tx: Sender<Msg>,
     wake: Sender<()>,

@@ -427,3 +427,114 @@ fn bad_ids_and_urls_are_refused_at_start() {
         assert!(!text.contains('\u{1b}'), "{text}");
     }
 }
+
+/// A scripted collector on 127.0.0.1: answers the requests it gets, in order, with `replies`
+/// (status, extra header line), then stops; returns its address and, when joined, the routes
+/// it was asked for.
+fn scripted(
+    replies: Vec<(u16, &'static str)>,
+) -> (std::net::SocketAddr, std::thread::JoinHandle<Vec<String>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let mut routes = Vec::new();
+        let mut replies = replies.into_iter();
+        'connections: while let Ok((stream, _)) = listener.accept() {
+            stream.set_read_timeout(Some(BOUND)).unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut stream = stream;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    continue 'connections;
+                }
+                routes.push(line.split(' ').nth(1).unwrap_or_default().to_owned());
+                let mut length = 0;
+                loop {
+                    let mut header = String::new();
+                    reader.read_line(&mut header).unwrap();
+                    if header.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = header.split_once(':') {
+                        if k.eq_ignore_ascii_case("content-length") {
+                            length = v.trim().parse().unwrap();
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let Some((status, header)) = replies.next() else {
+                    return routes;
+                };
+                let ack = br#"{"clock":{"node_send_ms_echoed":0,"collector_recv_ms":1,"collector_send_ms":1}}"#;
+                let reply = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{header}content-length: {}\r\n\r\n",
+                    ack.len()
+                );
+                stream.write_all(reply.as_bytes()).unwrap();
+                stream.write_all(ack).unwrap();
+                if replies.len() == 0 {
+                    return routes;
+                }
+            }
+        }
+        routes
+    });
+    (addr, handle)
+}
+
+/// How the emitter answers each status: retried (the same post again) or refused for good; a
+/// `Retry-After` is waited instead of the backoff (here an hour, which a flush within its bound
+/// could never wait out).
+#[test]
+fn statuses_are_retried_or_refused_and_retry_after_is_honoured() {
+    let cases: &[(&str, Vec<(u16, &'static str)>, u64, u64)] = &[
+        (
+            "503 with Retry-After",
+            vec![(503, "retry-after: 0\r\n"), (200, "")],
+            1,
+            0,
+        ),
+        (
+            "429 with Retry-After",
+            vec![(429, "retry-after: 0\r\n"), (200, "")],
+            1,
+            0,
+        ),
+        (
+            "500 then 502 with Retry-After",
+            vec![
+                (500, "retry-after: 0\r\n"),
+                (502, "retry-after: 0\r\n"),
+                (200, ""),
+            ],
+            2,
+            0,
+        ),
+        ("404 is final", vec![(404, "")], 0, 1),
+        ("413 is final", vec![(413, "")], 0, 1),
+    ];
+    for (name, replies, retried, rejected) in cases {
+        let (addr, server) = scripted(replies.clone());
+        let mut c = config(addr, "scripted", None);
+        c.backoff_initial = Duration::from_secs(3600);
+        c.backoff_max = Duration::from_secs(3600);
+        let emitter = Emitter::start(c).unwrap();
+        assert!(emitter.boot(boot("scripted")));
+        assert_eq!(emitter.flush(BOUND), Flushed::All, "{name}");
+        let stats = emitter.finish(BOUND);
+        assert_eq!(
+            (stats.retried, stats.rejected, stats.posted),
+            (*retried, *rejected, 1 - *rejected),
+            "{name}: {stats:?}"
+        );
+        let routes = server.join().unwrap();
+        assert_eq!(routes.len(), replies.len(), "{name}");
+        assert!(
+            routes.iter().all(|r| r == "/diag/boot"),
+            "{name}: {routes:?}"
+        );
+    }
+}
