@@ -428,12 +428,13 @@ fn bad_ids_and_urls_are_refused_at_start() {
     }
 }
 
+/// A scripted reply: a status and a header line (`""` for none).
+type Reply = (u16, &'static str);
+
 /// A scripted collector on 127.0.0.1: answers the requests it gets, in order, with `replies`
 /// (status, extra header line), then stops; returns its address and, when joined, the routes
 /// it was asked for.
-fn scripted(
-    replies: Vec<(u16, &'static str)>,
-) -> (std::net::SocketAddr, std::thread::JoinHandle<Vec<String>>) {
+fn scripted(replies: Vec<Reply>) -> (std::net::SocketAddr, std::thread::JoinHandle<Vec<String>>) {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -490,7 +491,8 @@ fn scripted(
 /// could never wait out).
 #[test]
 fn statuses_are_retried_or_refused_and_retry_after_is_honoured() {
-    let cases: &[(&str, Vec<(u16, &'static str)>, u64, u64)] = &[
+    // (case, the replies in order, retried, rejected)
+    let cases: &[(&str, Vec<Reply>, u64, u64)] = &[
         (
             "503 with Retry-After",
             vec![(503, "retry-after: 0\r\n"), (200, "")],
