@@ -124,6 +124,16 @@ fn check_delivered(server: &Server, run: &str, want: &[(String, Value)], posts: 
     }
 }
 
+/// Waits until `done` holds, looking every 10 ms, at most [`BOUND`]: a bound, not a deadline
+/// the test asserts.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < BOUND, "{what}: not within {BOUND:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn spool_files(dir: &Path, run: &str) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir.join(run))
         .map(|d| {
@@ -215,13 +225,15 @@ fn a_collector_down_at_start_gets_everything_from_the_spool() {
     let emitter =
         Emitter::start(config(format!("127.0.0.1:{port}"), run, Some(spool.path()))).unwrap();
     enqueue(&emitter, run, script, 1);
-    let pending = match emitter.flush(Duration::from_millis(300)) {
-        Flushed::TimedOut { pending } => pending,
-        Flushed::All => panic!("acknowledged with no collector"),
-    };
-    assert_eq!(pending as usize, posts(script));
+    assert!(matches!(
+        emitter.flush(Duration::from_millis(100)),
+        Flushed::TimedOut { .. }
+    ));
+    wait_until("every post spooled and the first one retried", || {
+        let stats = emitter.stats();
+        stats.pending as usize == posts(script) && stats.retried > 0
+    });
     assert_eq!(spool_files(spool.path(), run).len(), posts(script));
-    assert!(emitter.stats().retried > 0);
 
     let server = serve(root.path(), port);
     assert_eq!(emitter.flush(BOUND), Flushed::All);
