@@ -17,7 +17,7 @@ const GROUPS: &[(&str, &[&str])] = &[
             "validate", "summary", "check", "compare", "parity", "convert", "upgrade",
         ],
     ),
-    ("The collector", &["serve"]),
+    ("The collector", &["serve", "replay"]),
     (
         "The fleet dataset (feature `fleet`)",
         &["export", "compact", "query", "fleet"],

@@ -17,6 +17,7 @@ mod fleet;
 mod follow;
 mod help;
 mod output_schema;
+mod replay;
 mod review;
 mod summary;
 mod upgrade;
@@ -95,6 +96,32 @@ enum Command {
         /// The arguments `diagwire serve` takes (`--root DIR --listen ADDR [--finalize-wait D]`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
+    },
+    /// Post a bundle's records to a collector as its nodes would
+    ///
+    /// One emitter per node (nodes post concurrently), each node's records in its own order (its
+    /// boot records, events, snapshots, vast.ai records), every finalize last; each file posted as
+    /// it is. To move a run between collectors, load-test one, or reproduce an incident into a
+    /// live `check --follow` (`docs/collector.md`). BUNDLE is a directory or a `.tar.gz`. Exit
+    /// status 0 when every post was acknowledged, 1 when some were not (it says how many), 2 when
+    /// the replay could not run.
+    Replay {
+        /// The bundle.
+        bundle: PathBuf,
+        /// The collector's base URL (`http://HOST:PORT`, optionally with a base path).
+        #[arg(long, value_name = "URL")]
+        collector: String,
+        /// Post under this run id instead of the bundle's (boot records and snapshots name it
+        /// too; other records are posted unchanged).
+        #[arg(long, value_name = "ID")]
+        run_id: Option<String>,
+        /// Spool unacknowledged posts here, one folder per node id (the emitter's spool layout),
+        /// so a later replay with the same spool sends them first.
+        #[arg(long, value_name = "DIR")]
+        spool: Option<PathBuf>,
+        /// How long to wait for a node's acknowledgements (`30s`, `2m`).
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+        timeout: std::time::Duration,
     },
     /// The post-incident summary of a bundle (Markdown, JSON, HTML, TSV)
     ///
@@ -423,6 +450,19 @@ fn main() -> ExitCode {
         Command::Serve(args) => diagwire_serve::run(&args),
         #[cfg(not(feature = "serve"))]
         Command::Serve { .. } => fail(NO_SERVE),
+        Command::Replay {
+            bundle,
+            collector,
+            run_id,
+            spool,
+            timeout,
+        } => replay::replay(&replay::Args {
+            bundle,
+            collector,
+            run_id,
+            spool,
+            timeout,
+        }),
         Command::Summary {
             bundle,
             format,

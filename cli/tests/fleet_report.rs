@@ -80,7 +80,7 @@ mod with_fleet {
         // The oldest-generation example names no writer and declares no contract version.
         assert!(md.contains("not declared (read as 1.0.0)"), "{md}");
         assert!(
-            md.contains("| 1.2.1 | sim | diagwire-example | 0.1.0 | 1 |"),
+            md.contains("| 1.3.0 | sim | diagwire-example | 0.1.0 | 1 |"),
             "{md}"
         );
     }

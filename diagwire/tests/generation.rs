@@ -65,6 +65,11 @@ fn a_field_a_later_contract_added_proves_that_contract() {
         with(legacy_boot(), "provider_offer_id", Value::Null),
         Some("1.1.0"),
     );
+    check_proven(
+        "finalize",
+        json!({"exit_reason": "completed", "diag_records_dropped": 0}),
+        Some("1.3.0"),
+    );
 }
 
 #[test]
@@ -122,10 +127,11 @@ fn keys_and_types_no_contract_knows_prove_nothing() {
 
 #[test]
 fn a_node_declares_the_newest_patch_of_the_minor_its_records_prove() {
-    let cases: [(Option<&str>, Option<&str>); 3] = [
+    let cases: [(Option<&str>, Option<&str>); 4] = [
         (None, None),
         (Some("1.1.0"), Some("1.1.0")),
-        (Some("1.2.0"), Some(diagwire::CONTRACT_VERSION)),
+        (Some("1.2.0"), Some("1.2.0")),
+        (Some("1.3.0"), Some(diagwire::CONTRACT_VERSION)),
     ];
     for (records, want) in cases {
         assert_eq!(
@@ -137,7 +143,8 @@ fn a_node_declares_the_newest_patch_of_the_minor_its_records_prove() {
 }
 
 /// The example bundles: the oldest generation's records prove nothing beyond 1.0.0, the current
-/// generation's records prove 1.2.0 on every node.
+/// generation's records prove 1.3.0 on every node (its snapshots and finalize carry
+/// `diag_records_dropped`).
 #[test]
 fn the_example_bundles_prove_their_generation_node_by_node() {
     use diagwire::bundle::read::{Limits, read_all};
@@ -145,7 +152,7 @@ fn the_example_bundles_prove_their_generation_node_by_node() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/bundles");
     for (bundle, want) in [
         ("n3-relay-flap-oldest", None),
-        ("n3-relay-flap", Some("1.2.0")),
+        ("n3-relay-flap", Some("1.3.0")),
     ] {
         let (contents, errors) = read_all(&root.join(bundle), Limits::default()).unwrap();
         assert!(errors.is_empty(), "{errors:?}");

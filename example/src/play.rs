@@ -240,6 +240,11 @@ impl<'a> Run<'a> {
                     self.assemble_at = Some(recv + FINALIZE_WAIT + 38);
                     let mut finalize = Finalize::new();
                     finalize.exit_reason = Some(reason);
+                    // A current emitter reports its dropped records (none here); the oldest
+                    // generation's nodes did not count them.
+                    if self.generation == Generation::Current {
+                        finalize.diag_records_dropped = Some(0);
+                    }
                     self.nodes[n].finalize = Some(finalize);
                     self.nodes[n].done = true;
                 }

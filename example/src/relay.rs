@@ -132,6 +132,8 @@ impl Run<'_> {
         body.process = Some(process);
         body.relay_server = Some(server);
         let snapshot_id = format!("{}-{}", s.short(), node.snap_n);
-        Snapshot::new(identity, RUN_ID, snapshot_id, w, node.seq, trigger, body)
+        let mut snapshot = Snapshot::new(identity, RUN_ID, snapshot_id, w, node.seq, trigger, body);
+        snapshot.diag_records_dropped = Some(0);
+        snapshot
     }
 }

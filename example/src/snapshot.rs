@@ -407,7 +407,11 @@ impl Run<'_> {
             oldest_body(&mut body);
         }
         let snapshot_id = format!("{}-{}", s.short(), node.snap_n);
-        Snapshot::new(identity, run_id, snapshot_id, w, node.seq, trigger, body)
+        let mut snapshot = Snapshot::new(identity, run_id, snapshot_id, w, node.seq, trigger, body);
+        if generation == Generation::Current {
+            snapshot.diag_records_dropped = Some(0);
+        }
+        snapshot
     }
 }
 

@@ -47,7 +47,7 @@ fn example(name: &str) -> Original {
 }
 
 /// A run of both generations: the orchestrator and the relay of the current example (contract
-/// 1.2.1 writers) and the stages of the oldest (1.0.0 writers), with the manifest such a run's
+/// 1.3.0 writers) and the stages of the oldest (1.0.0 writers), with the manifest such a run's
 /// writers declare: each newer node its version, the run none (one of its writers declares none).
 fn mixed() -> Original {
     let (new, old) = (example("n3-relay-flap"), example("n3-relay-flap-oldest"));

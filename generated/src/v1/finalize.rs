@@ -18,6 +18,14 @@ pub struct Finalize {
     ///
     /// Absent: The sender gave no reason; the run still counts as finalized.
     pub exit_reason: Option<String>,
+    /// How many diagnostics records the sending node's emitter had dropped since it started, when this finalize was posted (its queue was full, or it stopped with records it could neither send nor spool); the same cumulative count as the snapshot's `diag_records_dropped`. Added in contract 1.3.0.
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `diag_records_dropped` — left out when absent.
+    ///
+    /// Absent: The writer does not count dropped records (every writer before contract 1.3.0, and swactor's own nodes): records may have been lost without a trace.
+    pub diag_records_dropped: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -30,4 +38,5 @@ impl Finalize {
 }
 ::diagwire_runtime::object!(Finalize, FinalizeDecoder, "Finalize" {
     exit_reason: Option<String> = "exit_reason" omit,
+    diag_records_dropped: Option<u64> = "diag_records_dropped" omit,
 } flat {} extra { extra });

@@ -5,7 +5,7 @@
 #[allow(unused_imports)]
 use super::*;
 impl ::diagwire_runtime::proto::Message for super::collector::PostAck {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "PostAck";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -74,7 +74,7 @@ impl ::diagwire_runtime::proto::Decode for super::collector::PostAck {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::collector::ClockEcho {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ClockEcho";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -194,7 +194,7 @@ impl ::diagwire_runtime::proto::Decode for super::collector::ClockEcho {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::collector::Hints {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Hints";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -260,7 +260,7 @@ impl ::diagwire_runtime::proto::Decode for super::collector::Hints {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::collector::ErrorBody {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ErrorBody";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -321,7 +321,7 @@ impl ::diagwire_runtime::proto::Decode for super::collector::ErrorBody {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::collector::RunSummary {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RunSummary";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -469,7 +469,7 @@ impl ::diagwire_runtime::proto::Decode for super::collector::RunSummary {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::collector::RunNodeSummary {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RunNodeSummary";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -609,7 +609,7 @@ impl ::diagwire_runtime::proto::Decode for super::collector::RunNodeSummary {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::collector::LiveRecord {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "LiveRecord";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -1114,7 +1114,7 @@ impl ::diagwire_runtime::proto::Decode for super::common::ProbeOutcome {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::EventRecord {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "EventRecord";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -1211,7 +1211,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::EventRecord {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::Event {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Event";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         match self {
@@ -1695,7 +1695,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::Event {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::SwimTransition {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimTransition";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -1793,7 +1793,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::SwimTransition {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::DialStarted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "DialStarted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -1884,7 +1884,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::DialStarted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::DialOutcome {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "DialOutcome";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -1984,7 +1984,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::DialOutcome {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::IrohConnTypeChanged {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "IrohConnTypeChanged";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -2071,7 +2071,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::IrohConnTypeChanged {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::RelayChanged {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RelayChanged";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -2151,7 +2151,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::RelayChanged {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::RelaySessionStateChanged {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RelaySessionStateChanged";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -2257,7 +2257,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::RelaySessionStateChange
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::RelaySessionOpened {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RelaySessionOpened";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -2342,7 +2342,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::RelaySessionOpened {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::RelaySessionClosed {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RelaySessionClosed";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -2543,7 +2543,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::RelaySessionClosed {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::GossipReceived {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "GossipReceived";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -2670,7 +2670,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::GossipReceived {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::SubprocessSpawned {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SubprocessSpawned";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -2783,7 +2783,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::SubprocessSpawned {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::SubprocessExited {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SubprocessExited";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -2949,7 +2949,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::SubprocessExited {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::SwimMetadataSent {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimMetadataSent";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3054,7 +3054,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::SwimMetadataSent {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::SwimMetadataReceived {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimMetadataReceived";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3159,7 +3159,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::SwimMetadataReceived {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ConnectionCacheHit {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ConnectionCacheHit";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3235,7 +3235,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ConnectionCacheHit {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ConnectionCacheMiss {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ConnectionCacheMiss";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3296,7 +3296,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ConnectionCacheMiss {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ConnectionCacheInvalidated {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ConnectionCacheInvalidated";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3387,7 +3387,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ConnectionCacheInvalida
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::NodeMapUpdate {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "NodeMapUpdate";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3504,7 +3504,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::NodeMapUpdate {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::MessageSent {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "MessageSent";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3628,7 +3628,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::MessageSent {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::MessageReceived {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "MessageReceived";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3752,7 +3752,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::MessageReceived {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ProbeSent {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ProbeSent";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3828,7 +3828,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ProbeSent {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ProbeReceived {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ProbeReceived";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -3930,7 +3930,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ProbeReceived {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::SwimProbeSent {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimProbeSent";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -4030,7 +4030,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::SwimProbeSent {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::SwimProbeAcked {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimProbeAcked";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -4219,7 +4219,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::SwimProbeAcked {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::SwimProbeTimedOut {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimProbeTimedOut";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -4408,7 +4408,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::SwimProbeTimedOut {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::SwimProbeLateAcked {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimProbeLateAcked";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -4547,7 +4547,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::SwimProbeLateAcked {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::InferenceResponseSent {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "InferenceResponseSent";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -4693,7 +4693,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::InferenceResponseSent {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::InferenceResponseReceived {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "InferenceResponseReceived";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -4819,7 +4819,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::InferenceResponseReceiv
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::HandshakeStarted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "HandshakeStarted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -4962,7 +4962,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::HandshakeStarted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::HandshakeOutcome {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "HandshakeOutcome";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5099,7 +5099,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::HandshakeOutcome {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::WirePacket {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "WirePacket";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5227,7 +5227,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::WirePacket {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::NodeStarted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "NodeStarted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5299,7 +5299,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::NodeStarted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::NodeAvailable {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "NodeAvailable";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5371,7 +5371,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::NodeAvailable {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::NodeFaulted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "NodeFaulted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5482,7 +5482,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::NodeFaulted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::PoolReady {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "PoolReady";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5556,7 +5556,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::PoolReady {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::RunPlanned {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RunPlanned";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5634,7 +5634,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::RunPlanned {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::StageProvisionStarted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "StageProvisionStarted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5729,7 +5729,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::StageProvisionStarted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::WeightsDownloadStarted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "WeightsDownloadStarted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5807,7 +5807,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::WeightsDownloadStarted 
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::WeightsDownloaded {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "WeightsDownloaded";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5885,7 +5885,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::WeightsDownloaded {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::WeightsLoaded {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "WeightsLoaded";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -5987,7 +5987,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::WeightsLoaded {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::EdgeProvisionStarted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "EdgeProvisionStarted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -6080,7 +6080,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::EdgeProvisionStarted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::EdgeReady {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "EdgeReady";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -6188,7 +6188,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::EdgeReady {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::StageReady {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "StageReady";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -6266,7 +6266,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::StageReady {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ReadinessBarrierPassed {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ReadinessBarrierPassed";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -6327,7 +6327,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ReadinessBarrierPassed 
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::PromptInjected {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "PromptInjected";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -6433,7 +6433,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::PromptInjected {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ObjectLoaded {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ObjectLoaded";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -6595,7 +6595,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ObjectLoaded {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ExecuteStepStarted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ExecuteStepStarted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -6721,7 +6721,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ExecuteStepStarted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ObjectProduced {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ObjectProduced";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -6883,7 +6883,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ObjectProduced {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::StepCompleted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "StepCompleted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7009,7 +7009,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::StepCompleted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::TokenReceived {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "TokenReceived";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7115,7 +7115,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::TokenReceived {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::RunCompleted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RunCompleted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7176,7 +7176,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::RunCompleted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::RunFaulted {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RunFaulted";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7310,7 +7310,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::RunFaulted {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::StopRunSent {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "StopRunSent";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7405,7 +7405,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::StopRunSent {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::StageStopped {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "StageStopped";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7483,7 +7483,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::StageStopped {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::RunTornDown {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RunTornDown";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7544,7 +7544,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::RunTornDown {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::FaultDetected {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "FaultDetected";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7741,7 +7741,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::FaultDetected {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::WirePacketL3 {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "WirePacketL3";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7831,7 +7831,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::WirePacketL3 {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::WirePacketL4 {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "WirePacketL4";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -7935,7 +7935,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::WirePacketL4 {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::WirePacketVia {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "WirePacketVia";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -8018,7 +8018,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::WirePacketVia {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ErrorEvent {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ErrorEvent";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -8105,7 +8105,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ErrorEvent {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::CustomEvent {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "CustomEvent";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -8155,7 +8155,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::CustomEvent {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::CustomPayload {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "CustomPayload";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         match self {
@@ -8271,7 +8271,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::CustomPayload {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::ClockSampleFields {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ClockSampleFields";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -8391,7 +8391,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::ClockSampleFields {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::IrohApiMissingFields {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "IrohApiMissingFields";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -8481,7 +8481,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::IrohApiMissingFields {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::RegisterNameFields {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RegisterNameFields";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -8618,7 +8618,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::RegisterNameFields {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::PpTokenEmittedFields {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "PpTokenEmittedFields";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -8724,7 +8724,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::PpTokenEmittedFields {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::PpActivationSentFields {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "PpActivationSentFields";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -8845,7 +8845,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::PpActivationSentFields 
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::PpActivationReceivedFields {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "PpActivationReceivedFields";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -8966,7 +8966,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::PpActivationReceivedFie
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::PpWorkerDispatchFields {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "PpWorkerDispatchFields";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -9084,7 +9084,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::PpWorkerDispatchFields 
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::PpWorkerCompleteFields {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "PpWorkerCompleteFields";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -9193,7 +9193,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::PpWorkerCompleteFields 
     }
 }
 impl ::diagwire_runtime::proto::Message for super::event::DialResult {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "DialResult";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         match self {
@@ -9896,7 +9896,7 @@ impl ::diagwire_runtime::proto::Decode for super::event::EcnCodepoint {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::finalize::Finalize {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Finalize";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -9909,17 +9909,34 @@ impl ::diagwire_runtime::proto::Message for super::finalize::Finalize {
                 &mut unknown,
             )?;
         }
+        if let Some(v) = &self.diag_records_dropped {
+            ::diagwire_runtime::proto::scalar(
+                v,
+                2u32,
+                "diag_records_dropped",
+                out,
+                &mut unknown,
+            )?;
+        }
         ::diagwire_runtime::proto::extra(&self.extra, &mut unknown)?;
         ::diagwire_runtime::proto::write_unknown(2047u32, unknown, out)
     }
     fn read_body(mut b: &[u8]) -> ::diagwire_runtime::proto::R<Self> {
         let mut f_exit_reason = Default::default();
+        let mut f_diag_records_dropped = Default::default();
         let mut extra = ::diagwire_runtime::Extra::default();
         while !b.is_empty() {
             let (n, wire) = ::diagwire_runtime::proto::read_key(&mut b)?;
             match n {
                 1u32 => {
                     ::diagwire_runtime::proto::once(&mut f_exit_reason, wire, &mut b)?
+                }
+                2u32 => {
+                    ::diagwire_runtime::proto::once(
+                        &mut f_diag_records_dropped,
+                        wire,
+                        &mut b,
+                    )?
                 }
                 2047u32 => {
                     for (k, v) in ::diagwire_runtime::proto::read_unknown(
@@ -9930,6 +9947,12 @@ impl ::diagwire_runtime::proto::Message for super::finalize::Finalize {
                             "exit_reason" => {
                                 ::diagwire_runtime::proto::from_json(&mut f_exit_reason, v)?
                             }
+                            "diag_records_dropped" => {
+                                ::diagwire_runtime::proto::from_json(
+                                    &mut f_diag_records_dropped,
+                                    v,
+                                )?
+                            }
                             _ => ::diagwire_runtime::proto::keep(&mut extra, k, v)?,
                         }
                     }
@@ -9939,6 +9962,9 @@ impl ::diagwire_runtime::proto::Message for super::finalize::Finalize {
         }
         Ok(super::finalize::Finalize {
             exit_reason: ::diagwire_runtime::proto::optional(f_exit_reason),
+            diag_records_dropped: ::diagwire_runtime::proto::optional(
+                f_diag_records_dropped,
+            ),
             extra,
         })
     }
@@ -9959,7 +9985,7 @@ impl ::diagwire_runtime::proto::Decode for super::finalize::Finalize {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::host::HostState {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "HostState";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -10039,7 +10065,7 @@ impl ::diagwire_runtime::proto::Decode for super::host::HostState {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::host::HostNetwork {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "HostNetwork";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -10228,7 +10254,7 @@ impl ::diagwire_runtime::proto::Decode for super::host::HostNetwork {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::host::NetInterface {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "NetInterface";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -10319,7 +10345,7 @@ impl ::diagwire_runtime::proto::Decode for super::host::NetInterface {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::host::InterfaceCounters {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "InterfaceCounters";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -10485,7 +10511,7 @@ impl ::diagwire_runtime::proto::Decode for super::host::InterfaceCounters {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::host::Route {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Route";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -10634,7 +10660,7 @@ impl ::diagwire_runtime::proto::Decode for super::host::RouteFamily {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::host::UdpSocket {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "UdpSocket";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -10742,7 +10768,7 @@ impl ::diagwire_runtime::proto::Decode for super::host::UdpSocket {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::host::UdpKernelStats {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "UdpKernelStats";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -10886,7 +10912,7 @@ impl ::diagwire_runtime::proto::Decode for super::host::UdpKernelStats {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::host::DnsResolution {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "DnsResolution";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -11035,7 +11061,7 @@ impl ::diagwire_runtime::proto::Decode for super::host::DnsResolution {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::identity::Identity {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Identity";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -11623,7 +11649,7 @@ impl ::diagwire_runtime::proto::Decode for super::identity::HostProvider {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::IrohState {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "IrohState";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -11828,7 +11854,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::IrohState {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::IrohPeer {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "IrohPeer";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -12025,7 +12051,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::IrohPeer {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::TransportAddr {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "TransportAddr";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -12148,7 +12174,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::AddrUsage {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::MetricSample {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "MetricSample";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -12231,7 +12257,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::MetricSample {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::MetricValue {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "MetricValue";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         match self {
@@ -12282,7 +12308,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::MetricValue {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::Histogram {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Histogram";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -12356,7 +12382,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::Histogram {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::ConnectionCache {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ConnectionCache";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -12565,7 +12591,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::ConnectionCache {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::RelaySession {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RelaySession";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -12872,7 +12898,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::ApiGap {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::FlowState {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "FlowState";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -13156,7 +13182,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::FlowState {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::NatBinding {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "NatBinding";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -13419,7 +13445,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::NatClass {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::LinkEstimate {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "LinkEstimate";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -13619,7 +13645,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::LinkEstimate {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::iroh::LinkApplied {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "LinkApplied";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -13783,7 +13809,7 @@ impl ::diagwire_runtime::proto::Decode for super::iroh::LinkApplied {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::manifest::Manifest {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Manifest";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -13962,7 +13988,7 @@ impl ::diagwire_runtime::proto::Decode for super::manifest::Manifest {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::manifest::BundleWriter {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "BundleWriter";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -14102,7 +14128,7 @@ impl ::diagwire_runtime::proto::Decode for super::manifest::WriterKind {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::manifest::ManifestNode {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ManifestNode";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -14333,7 +14359,7 @@ impl ::diagwire_runtime::proto::Decode for super::manifest::ManifestNode {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::snapshot::Snapshot {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Snapshot";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -14382,6 +14408,15 @@ impl ::diagwire_runtime::proto::Message for super::snapshot::Snapshot {
         if !::diagwire_runtime::proto::Encode::is_zero(&self.body) {
             ::diagwire_runtime::proto::Encode::field(&self.body, 7u32, out)?;
         }
+        if let Some(v) = &self.diag_records_dropped {
+            ::diagwire_runtime::proto::scalar(
+                v,
+                8u32,
+                "diag_records_dropped",
+                out,
+                &mut unknown,
+            )?;
+        }
         ::diagwire_runtime::proto::extra(&self.extra, &mut unknown)?;
         ::diagwire_runtime::proto::write_unknown(2047u32, unknown, out)
     }
@@ -14393,6 +14428,7 @@ impl ::diagwire_runtime::proto::Message for super::snapshot::Snapshot {
         let mut f_monotonic_seq = Default::default();
         let mut f_trigger = Default::default();
         let mut f_body = Default::default();
+        let mut f_diag_records_dropped = Default::default();
         let mut extra = ::diagwire_runtime::Extra::default();
         while !b.is_empty() {
             let (n, wire) = ::diagwire_runtime::proto::read_key(&mut b)?;
@@ -14408,6 +14444,13 @@ impl ::diagwire_runtime::proto::Message for super::snapshot::Snapshot {
                 }
                 6u32 => ::diagwire_runtime::proto::once(&mut f_trigger, wire, &mut b)?,
                 7u32 => ::diagwire_runtime::proto::once(&mut f_body, wire, &mut b)?,
+                8u32 => {
+                    ::diagwire_runtime::proto::once(
+                        &mut f_diag_records_dropped,
+                        wire,
+                        &mut b,
+                    )?
+                }
                 2047u32 => {
                     for (k, v) in ::diagwire_runtime::proto::read_unknown(
                         wire,
@@ -14432,6 +14475,12 @@ impl ::diagwire_runtime::proto::Message for super::snapshot::Snapshot {
                             }
                             "trigger" => return Err(::diagwire_runtime::proto::Bail),
                             "body" => return Err(::diagwire_runtime::proto::Bail),
+                            "diag_records_dropped" => {
+                                ::diagwire_runtime::proto::from_json(
+                                    &mut f_diag_records_dropped,
+                                    v,
+                                )?
+                            }
                             _ => ::diagwire_runtime::proto::keep(&mut extra, k, v)?,
                         }
                     }
@@ -14447,6 +14496,9 @@ impl ::diagwire_runtime::proto::Message for super::snapshot::Snapshot {
             monotonic_seq: ::diagwire_runtime::proto::required(f_monotonic_seq)?,
             trigger: ::diagwire_runtime::proto::required(f_trigger)?,
             body: ::diagwire_runtime::proto::required(f_body)?,
+            diag_records_dropped: ::diagwire_runtime::proto::optional(
+                f_diag_records_dropped,
+            ),
             extra,
         })
     }
@@ -14467,7 +14519,7 @@ impl ::diagwire_runtime::proto::Decode for super::snapshot::Snapshot {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::snapshot::SnapshotTrigger {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SnapshotTrigger";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         match self {
@@ -14519,7 +14571,7 @@ impl ::diagwire_runtime::proto::Decode for super::snapshot::SnapshotTrigger {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::snapshot::SnapshotBody {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SnapshotBody";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -14668,7 +14720,7 @@ impl ::diagwire_runtime::proto::Decode for super::snapshot::SnapshotBody {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::snapshot::PeerReachability {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "PeerReachability";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -15057,7 +15109,7 @@ impl ::diagwire_runtime::proto::Decode for super::snapshot::PeerReachability {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::snapshot::StateTransition {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "StateTransition";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -15155,7 +15207,7 @@ impl ::diagwire_runtime::proto::Decode for super::snapshot::StateTransition {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::swim::SwimState {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimState";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -15324,7 +15376,7 @@ impl ::diagwire_runtime::proto::Decode for super::swim::SwimState {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::swim::SwimConfig {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimConfig";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -15561,7 +15613,7 @@ impl ::diagwire_runtime::proto::Decode for super::swim::SwimConfig {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::swim::SwimPeer {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimPeer";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -15793,7 +15845,7 @@ impl ::diagwire_runtime::proto::Decode for super::swim::SwimPeer {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::swim::SwimMessage {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SwimMessage";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -15957,7 +16009,7 @@ impl ::diagwire_runtime::proto::Decode for super::swim::SwimMessageKind {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::swim::Registry {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Registry";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -16071,7 +16123,7 @@ impl ::diagwire_runtime::proto::Decode for super::swim::Registry {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::swim::RegistryEntry {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RegistryEntry";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -16235,7 +16287,7 @@ impl ::diagwire_runtime::proto::Decode for super::swim::RegistryEntry {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::ProbeState {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ProbeState";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -16310,7 +16362,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::ProbeState {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::Probe {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Probe";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -16534,7 +16586,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::Probe {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::VastaiContext {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "VastaiContext";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -16662,7 +16714,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::VastaiContext {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::ProcessStats {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ProcessStats";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -16793,7 +16845,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::ProcessStats {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::TokioStats {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "TokioStats";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -16903,7 +16955,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::TokioFlavor {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::RelayServer {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "RelayServer";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -17113,7 +17165,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::RelayServer {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::SubprocessState {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SubprocessState";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -17192,7 +17244,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::SubprocessState {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::Subprocess {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Subprocess";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -17482,7 +17534,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::SubprocessStatus {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::AppState {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "AppState";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -17904,7 +17956,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::CaptureGap {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::ActorState {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ActorState";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -17995,7 +18047,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::ActorState {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::ActorStats {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ActorStats";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -18212,7 +18264,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::ActorStats {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::tier3::SchedulerStats {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "SchedulerStats";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -18293,7 +18345,7 @@ impl ::diagwire_runtime::proto::Decode for super::tier3::SchedulerStats {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::VastaiRecord {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "VastaiRecord";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -18405,7 +18457,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::VastaiRecord {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::VastaiNodeRef {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "VastaiNodeRef";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -18541,7 +18593,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::VastaiSource {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::VastaiBody {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "VastaiBody";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         match self {
@@ -18601,7 +18653,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::VastaiBody {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::InstanceObservation {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "InstanceObservation";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -18960,7 +19012,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::InstanceObservation {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::HostSample {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "HostSample";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -19048,7 +19100,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::HostSample {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::CpuSample {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "CpuSample";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -19139,7 +19191,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::CpuSample {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::MemSample {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "MemSample";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -19263,7 +19315,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::MemSample {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::GpuSample {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "GpuSample";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -19417,7 +19469,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::GpuSample {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::DiskSample {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "DiskSample";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -19566,7 +19618,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::DiskSample {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::NetSample {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "NetSample";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -19707,7 +19759,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::NetSample {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::CgroupSample {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "CgroupSample";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -19825,7 +19877,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::CgroupSample {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::LogBatch {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "LogBatch";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -19893,7 +19945,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::LogBatch {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::LogLine {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "LogLine";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -20033,7 +20085,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::LogStream {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::LifecycleEvent {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "LifecycleEvent";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         match self {
@@ -20085,7 +20137,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::LifecycleEvent {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::DeployStart {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "DeployStart";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -20140,7 +20192,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::DeployStart {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::ContractLeased {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "ContractLeased";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;
@@ -20212,7 +20264,7 @@ impl ::diagwire_runtime::proto::Decode for super::vastai::ContractLeased {
     }
 }
 impl ::diagwire_runtime::proto::Message for super::vastai::Teardown {
-    const CONTRACT: &'static str = "1.2.1";
+    const CONTRACT: &'static str = "1.3.0";
     const NAME: &'static str = "Teardown";
     fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
         let mut unknown: ::diagwire_runtime::proto::Unknown = None;

@@ -557,6 +557,7 @@ pub static TYPES: &[TypeShape] = &[
         kind: K::Struct {
             fields: &[
                 F::new("exit_reason", V::Str, P::Omittable),
+                F::new("diag_records_dropped", V::Int(W::U64), P::Omittable).unit("count"),
             ],
             flatten: None,
             consts: &[],
@@ -1874,6 +1875,7 @@ pub static TYPES: &[TypeShape] = &[
                 F::new("monotonic_seq", V::Int(W::U64), P::Required).unit("sequence"),
                 F::new("trigger", V::Ref("SnapshotTrigger"), P::Required),
                 F::new("body", V::Ref("SnapshotBody"), P::Required),
+                F::new("diag_records_dropped", V::Int(W::U64), P::Omittable).unit("count"),
             ],
             flatten: None,
             consts: &[],

@@ -44,6 +44,14 @@ pub struct Snapshot {
     ///
     /// Wire: `body` — required.
     pub body: SnapshotBody,
+    /// How many diagnostics records (events, snapshots, vast.ai records) the node's emitter had dropped since it started, when this snapshot was posted: its queue was full, or it stopped with records it could neither send nor spool. Cumulative, so the latest snapshot or finalize of a node carries its run's total; records the node never enqueued are not counted. Added in contract 1.3.0.
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `diag_records_dropped` — left out when absent.
+    ///
+    /// Absent: The writer does not count dropped records (every writer before contract 1.3.0, and swactor's own nodes): records may have been lost without a trace.
+    pub diag_records_dropped: Option<u64>,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -67,6 +75,7 @@ impl Snapshot {
             monotonic_seq,
             trigger,
             body,
+            diag_records_dropped: None,
             extra: Default::default(),
         }
     }
@@ -79,6 +88,7 @@ impl Snapshot {
     monotonic_seq: u64 = "monotonic_seq" req,
     trigger: SnapshotTrigger = "trigger" req,
     body: SnapshotBody = "body" req,
+    diag_records_dropped: Option<u64> = "diag_records_dropped" omit,
 } flat {} extra { extra });
 /// Why a snapshot was taken: `Periodic` (the timer, every 5 s by default), `OnDemand` (the collector asked through a `snapshot_now` hint, or the orchestrator is about to finalize) or `Transition` (a local SWIM state change; `data` correlates it with the event). Unknown kinds from newer writers are kept as they are.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,231 @@
+//! `diagwire replay`: the example bundle, posted to a collector as its nodes would, comes back
+//! from it with the same records, node by node and kind by kind, and validates; a collector that
+//! is not there is a failure that says how many posts were not acknowledged; a bundle that
+//! cannot be read is a replay that cannot run.
+#![cfg(feature = "serve")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::collector::{serve, served};
+use common::{diagwire_within, repo, text};
+use diagwire::bundle::read::{Limits, read_all};
+use diagwire::layout::{Role, parse_bundle_path};
+use serde_json::Value;
+
+/// The longest one run of the binary may take.
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// A bundle's records: per node label and record kind, in order (numbered files by number, then
+/// the latest `boot.json`/`finalize.json`; an events file's records one by one).
+fn records(bundle: &Path) -> BTreeMap<(String, String), Vec<Value>> {
+    let (contents, errors) = read_all(bundle, Limits::default()).expect("the bundle reads");
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut numbered: BTreeMap<(String, String), BTreeMap<u64, Value>> = BTreeMap::new();
+    let mut latest: BTreeMap<(String, String), Value> = BTreeMap::new();
+    for (path, bytes) in &contents.files {
+        let at = parse_bundle_path(path);
+        let (Some(node), Some(kind)) = (at.node.clone(), at.role.file_kind()) else {
+            continue;
+        };
+        let key = (node, kind.staged_stem());
+        let value: Value = serde_json::from_slice(bytes).expect("a record file is JSON");
+        match at.role {
+            Role::Numbered(_, seq) => {
+                numbered.entry(key).or_default().insert(seq, value);
+            }
+            _ => {
+                latest.insert(key, value);
+            }
+        }
+    }
+    let mut out: BTreeMap<(String, String), Vec<Value>> = BTreeMap::new();
+    for (key, files) in numbered {
+        let list = out.entry(key.clone()).or_default();
+        for (_, value) in files {
+            match (key.1.as_str(), value) {
+                ("events", Value::Array(events)) => list.extend(events),
+                (_, value) => list.push(value),
+            }
+        }
+    }
+    for (key, value) in latest {
+        out.entry(key).or_default().push(value);
+    }
+    out
+}
+
+fn example() -> PathBuf {
+    repo().join("examples/bundles/n3-relay-flap")
+}
+
+/// The example bundle as a `.tar.gz` in `dir`.
+fn archived(dir: &Path) -> PathBuf {
+    let path = dir.join("n3-relay-flap.tar.gz");
+    let file = std::fs::File::create(&path).unwrap();
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gz);
+    tar.append_dir_all("n3-relay-flap", example()).unwrap();
+    tar.into_inner().unwrap().finish().unwrap();
+    path
+}
+
+/// Replays `bundle` into a fresh collector (as `run_id` when given) and checks the served
+/// bundle: the same records as the example, kind by kind and node by node, and valid.
+fn check_replayed(bundle: &Path, run_id: Option<&str>) {
+    let root = tempfile::tempdir().unwrap();
+    let (_collector, addr) = serve(root.path());
+    let url = format!("http://{addr}");
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "replay".as_ref(),
+        bundle.as_os_str(),
+        "--collector".as_ref(),
+        url.as_ref(),
+    ];
+    if let Some(id) = run_id {
+        args.push("--run-id".as_ref());
+        args.push(id.as_ref());
+    }
+    let out = diagwire_within(&args, LIMIT);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("acknowledged"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let served = served(root.path(), run_id.unwrap_or("n3-relay-flap"));
+    let (mut want, got) = (records(&example()), records(&served));
+    if let Some(id) = run_id {
+        // The records that name their run name the new one.
+        for ((_, kind), records) in want.iter_mut() {
+            if kind == "boot" || kind == "snapshot" {
+                for r in records {
+                    r["run_id"] = Value::from(id);
+                    if r.get("identity").is_some() {
+                        r["identity"]["run_id"] = Value::from(id);
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "the nodes and record kinds"
+    );
+    for (key, records) in &want {
+        assert_eq!(&got[key], records, "{key:?}");
+    }
+    let validated = diagwire_within(&["validate".as_ref(), served.as_os_str()], LIMIT);
+    assert_eq!(
+        validated.status.code(),
+        Some(0),
+        "{}{}",
+        text(&validated.stdout),
+        text(&validated.stderr)
+    );
+}
+
+#[test]
+fn a_replayed_directory_bundle_comes_back_with_the_same_records() {
+    check_replayed(&example(), None);
+}
+
+#[test]
+fn a_replayed_archive_under_another_run_id_comes_back_with_the_same_records() {
+    let dir = tempfile::tempdir().unwrap();
+    check_replayed(&archived(dir.path()), Some("moved-run"));
+}
+
+/// A collector that is not there: nothing is acknowledged, the replay says how many posts were
+/// not and exits 1; with `--spool`, the posts wait there, one folder per node.
+#[test]
+fn posts_a_collector_never_acknowledged_are_counted_and_kept_in_the_spool() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let spool = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = diagwire_within(
+        &[
+            "replay".as_ref(),
+            example().as_os_str(),
+            "--collector".as_ref(),
+            url.as_ref(),
+            "--timeout".as_ref(),
+            "200ms".as_ref(),
+            "--spool".as_ref(),
+            spool.path().as_os_str(),
+        ],
+        LIMIT,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let files: usize = std::fs::read_dir(example())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|node| walk(&node.path()))
+        .sum();
+    assert!(
+        stderr.contains(&format!("error: {files} posts were not acknowledged")),
+        "{files} files: {stderr}"
+    );
+    let spooled: usize = walk(spool.path());
+    assert_eq!(spooled, files, "every post is in the spool");
+}
+
+/// Files under `dir`, recursively.
+fn walk(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            if e.path().is_dir() {
+                walk(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+/// What cannot be replayed at all exits 2 with a located error: a bundle that is not there, a
+/// collector URL the emitter cannot post to.
+#[test]
+fn a_replay_that_cannot_run_exits_2() {
+    let missing = repo().join("examples/bundles/no-such-bundle");
+    let example = example();
+    let cases: &[(&[&std::ffi::OsStr], &str)] = &[
+        (
+            &[
+                "replay".as_ref(),
+                missing.as_os_str(),
+                "--collector".as_ref(),
+                "http://127.0.0.1:9".as_ref(),
+            ],
+            "no-such-bundle",
+        ),
+        (
+            &[
+                "replay".as_ref(),
+                example.as_os_str(),
+                "--collector".as_ref(),
+                "ftp://host".as_ref(),
+            ],
+            "collector URL \"ftp://host\"",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = diagwire_within(args, LIMIT);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(want), "{want}: {stderr}");
+    }
+}
