@@ -46,8 +46,7 @@ pub struct Args {
 }
 
 fn could_not_run(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
+    crate::fail(&message.to_string())
 }
 
 /// One node of the bundle: its emitter and what it was given.
@@ -108,7 +107,7 @@ pub fn replay(args: &Args) -> ExitCode {
         let file = match item {
             Ok(f) => f,
             Err(e) => {
-                eprintln!("error: {shown}: {e}");
+                eprintln!("not posted: {shown}: {}", printable(&e.to_string()));
                 unreadable += 1;
                 continue;
             }
@@ -137,7 +136,10 @@ pub fn replay(args: &Args) -> ExitCode {
                 match renamed(kind, at.encoding, &file.bytes, id) {
                     Ok(bytes) => bytes,
                     Err(e) => {
-                        eprintln!("error: {}: {e}", printable(&file.location));
+                        eprintln!(
+                            "not posted: {}",
+                            printable(&format!("{}: {e}", file.location))
+                        );
                         unreadable += 1;
                         continue;
                     }
@@ -207,7 +209,7 @@ pub fn replay(args: &Args) -> ExitCode {
     if missing > 0 || unreadable > 0 {
         if missing > 0 {
             eprintln!(
-                "error: {missing} posts were not acknowledged ({} refused by the collector, {} still \
+                "{missing} posts were not acknowledged ({} refused by the collector, {} still \
                  pending{})",
                 total.rejected,
                 total.pending,
@@ -219,7 +221,7 @@ pub fn replay(args: &Args) -> ExitCode {
             );
         }
         if unreadable > 0 {
-            eprintln!("error: {unreadable} files of the bundle could not be read");
+            eprintln!("{unreadable} files of the bundle could not be read");
         }
         return ExitCode::FAILURE;
     }

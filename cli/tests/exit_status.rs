@@ -256,6 +256,33 @@ fn rows() -> Vec<Row> {
             outcome: CouldNotRun,
             args: |_| strs(&["summary"]),
         },
+        Row {
+            command: "replay",
+            outcome: Found,
+            // Nothing listens on port 1: every post is left pending, and said so.
+            args: |_| {
+                strs(&[
+                    "replay",
+                    EXAMPLE,
+                    "--collector",
+                    "http://127.0.0.1:1",
+                    "--timeout",
+                    "1s",
+                ])
+            },
+        },
+        Row {
+            command: "replay",
+            outcome: CouldNotRun,
+            args: |p| {
+                vec![
+                    "replay".into(),
+                    s(&p.missing),
+                    "--collector".into(),
+                    "http://127.0.0.1:1".into(),
+                ]
+            },
+        },
     ]
 }
 

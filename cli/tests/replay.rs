@@ -174,7 +174,7 @@ fn posts_a_collector_never_acknowledged_are_counted_and_kept_in_the_spool() {
         .map(|node| walk(&node.path()))
         .sum();
     assert!(
-        stderr.contains(&format!("error: {files} posts were not acknowledged")),
+        stderr.contains(&format!("{files} posts were not acknowledged")),
         "{files} files: {stderr}"
     );
     let spooled: usize = walk(spool.path());
