@@ -8,8 +8,10 @@
 //! client: the poster the tests and the load generator use, and a live-stream subscriber.
 
 pub mod assembly;
+pub mod budget;
 pub mod client;
 pub mod config;
+pub mod confined;
 pub mod door;
 pub mod durable;
 pub mod live;
