@@ -47,14 +47,6 @@ pub struct Why {
     /// Why, when no pointer says where (`unknown record kind`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
-    /// How many more problems the body has than `problems` lists (a writer lists a bounded
-    /// number).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub problems_omitted: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl Why {
@@ -72,9 +64,6 @@ impl Why {
             } else {
                 out.push_str(&format!("at {}: {}", p.pointer, p.message));
             }
-        }
-        if self.problems_omitted > 0 {
-            out.push_str(&format!("; and {} more problems", self.problems_omitted));
         }
         out
     }

@@ -370,8 +370,8 @@ async fn ingest(
                     })
                     .collect(),
                 problem: None,
-                problems_omitted: problems.omitted,
             });
+            let why = with_omitted(why, problems.omitted);
             c.store.quarantine(
                 &run2,
                 &node2,
@@ -828,6 +828,17 @@ impl futures_util::Stream for Events {
             },
         }
     }
+}
+
+/// A reason with `problems_omitted`, how many problems its list leaves out, when any (a key
+/// the library's readers pass over).
+fn with_omitted(mut why: serde_json::Value, omitted: u64) -> serde_json::Value {
+    if omitted > 0 {
+        if let Some(map) = why.as_object_mut() {
+            map.insert("problems_omitted".into(), omitted.into());
+        }
+    }
+    why
 }
 
 /// A quarantined body's reason as its `.why.json` holds it (the library's shape, which readers

@@ -128,10 +128,10 @@ async fn the_collector_is_bounded_as_a_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_a_2_gib_address_space_cap_the_collector_answers_every_attack_and_keeps_serving() {
-    bounded(600, async {
+    bounded(1_200, async {
         let mut failures = Vec::new();
         for case in CAPPED {
-            if let Err(e) = bounded(240, check_capped(*case)).await {
+            if let Err(e) = bounded(400, check_capped(*case)).await {
                 failures.push(format!("{case:?}: {e}"));
             }
         }
@@ -152,8 +152,9 @@ async fn read_head(s: &mut TcpStream) -> Result<(u16, String), String> {
     let mut reply = Vec::new();
     let mut buf = [0u8; 1];
     while !reply.ends_with(b"\r\n\r\n") {
-        match tokio::time::timeout(Duration::from_secs(60), s.read(&mut buf)).await {
-            Err(_) => return Err("no reply within 60 s".into()),
+        // Generous: a debug build parses a 31 MiB body slowly on a shared machine.
+        match tokio::time::timeout(Duration::from_secs(240), s.read(&mut buf)).await {
+            Err(_) => return Err("no reply within 240 s".into()),
             Ok(Ok(0)) | Ok(Err(_)) => return Err("closed without a reply".into()),
             Ok(Ok(_)) => reply.push(buf[0]),
         }
