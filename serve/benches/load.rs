@@ -1,5 +1,5 @@
 //! The collector's load generator, run by hand (`cargo bench -p diagwire-serve --bench load --
-//! [--seconds S] [--rounds R] [--nodes 10,100,1000] [--soak-seconds S] [--no-table]`): a collector on
+//! [--seconds S] [--rounds R] [--nodes 10,100,1000] [--soak-seconds S] [--hostile] [--no-table]`): a collector on
 //! 127.0.0.1 (fsync on, in a temporary root) and N simulated nodes, each on its own keep-alive
 //! connection, posting a boot, then events batches of 1 to 512 records with a snapshot every
 //! tenth post, and a finalize at the end of each phase. Each node numbers its events on (and
@@ -13,8 +13,11 @@
 //! a second each (paced). The ratios on/off are of the posts and CPU time summed over the
 //! rounds. A soak phase, when asked for, posts paced for its length (it stops by itself) and
 //! compares the posts acknowledged with the files on disk and the process's resident memory
-//! over time. A last table compares idempotent ingest on and off (validation on): 100 nodes
-//! posting back to back into one run, alternating over the rounds, and the ratio of posts/s on/off
+//! over time; with `--hostile`, attackers post beside the nodes for its whole length (batches of
+//! a hundred thousand bad records, 4 MiB bodies, streams and bundle downloads that
+//! are never read), and what they were answered is printed with the memory. A last table
+//! compares idempotent ingest on and off (validation on): 100 nodes posting back to back into
+//! one run, alternating over the rounds, and the ratio of posts/s on/off
 //! (`--no-dedupe-table` leaves it out).
 
 use std::path::Path;
@@ -30,6 +33,7 @@ struct Args {
     rounds: usize,
     nodes: Vec<usize>,
     soak_seconds: u64,
+    hostile: bool,
     table: bool,
     dedupe_table: bool,
 }
@@ -40,6 +44,7 @@ fn args() -> Args {
         rounds: 1,
         nodes: vec![10, 100, 1000],
         soak_seconds: 0,
+        hostile: false,
         table: true,
         dedupe_table: true,
     };
@@ -50,6 +55,7 @@ fn args() -> Args {
             "--rounds" => a.rounds = it.next().and_then(|v| v.parse().ok()).unwrap_or(1).max(1),
             "--no-table" => a.table = false,
             "--no-dedupe-table" => a.dedupe_table = false,
+            "--hostile" => a.hostile = true,
             "--soak-seconds" => {
                 a.soak_seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(0)
             }
@@ -339,6 +345,13 @@ fn main() {
         let mut acked = 0;
         let mut minute = 0;
         println!("soak: 100 nodes, 1 post/s each, {} s", args.soak_seconds);
+        let answers = Arc::new(Answers::default());
+        let attackers = args.hostile.then(|| {
+            let until = start + Duration::from_secs(args.soak_seconds);
+            println!("  with attackers: 200 KB bad batches, 4 MiB bodies, streams and downloads never read");
+            let _guard = clients.enter();
+            hostile::spawn(addr, until, answers.clone())
+        });
         while start.elapsed().as_secs() < args.soak_seconds {
             let left = args.soak_seconds - start.elapsed().as_secs();
             let p = phase(
@@ -363,6 +376,16 @@ fn main() {
                 p.failed,
                 p.finalize_s
             );
+            if attackers.is_some() {
+                println!("    attackers: {}", answers.line());
+            }
+        }
+        if let Some(tasks) = attackers {
+            clients.block_on(async {
+                for t in tasks {
+                    let _ = t.await;
+                }
+            });
         }
         drop(server);
     }
@@ -504,4 +527,115 @@ fn server(
     });
     let addr = rx.recv().unwrap();
     (root, stop, addr)
+}
+
+/// What the attackers were answered, by status.
+#[derive(Default)]
+struct Answers {
+    ok: std::sync::atomic::AtomicU64,
+    busy: std::sync::atomic::AtomicU64,
+    other: std::sync::atomic::AtomicU64,
+    held: std::sync::atomic::AtomicU64,
+}
+
+impl Answers {
+    fn count(&self, status: u16) {
+        use std::sync::atomic::Ordering::Relaxed;
+        match status {
+            200 => self.ok.fetch_add(1, Relaxed),
+            503 => self.busy.fetch_add(1, Relaxed),
+            _ => self.other.fetch_add(1, Relaxed),
+        };
+    }
+
+    fn line(&self) -> String {
+        use std::sync::atomic::Ordering::Relaxed;
+        format!(
+            "200 {}, 503 {}, other {}, connections held unread {}",
+            self.ok.load(Relaxed),
+            self.busy.load(Relaxed),
+            self.other.load(Relaxed),
+            self.held.load(Relaxed)
+        )
+    }
+}
+
+/// Clients that attack the collector beside the nodes of the soak, each until `until`.
+mod hostile {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering::Relaxed;
+    use std::time::{Duration, Instant};
+
+    use bytes::Bytes;
+    use diagwire_serve::client::Connection;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
+    use tokio::task::JoinHandle;
+
+    use super::Answers;
+
+    pub fn spawn(addr: SocketAddr, until: Instant, answers: Arc<Answers>) -> Vec<JoinHandle<()>> {
+        let zeros = {
+            let mut b = b"[0".to_vec();
+            for _ in 1..100_000 {
+                b.extend_from_slice(b",0");
+            }
+            b.push(b']');
+            Bytes::from(b)
+        };
+        let large = Bytes::from(format!("[{}]", vec!["0"; 2 << 20].join(",")));
+        let posts = |body: Bytes, run: &'static str, pause: u64, answers: Arc<Answers>| async move {
+            let mut conn = Connection::new(addr);
+            let mut i = 0u64;
+            while Instant::now() < until {
+                i += 1;
+                let reply = conn
+                    .post(
+                        "events",
+                        &format!("{run}-{}", i % 50),
+                        "attacker",
+                        0,
+                        "application/json",
+                        body.clone(),
+                    )
+                    .await;
+                answers.count(reply.map_or(0, |r| r.status));
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
+        };
+        let unread = |path: &'static str, most: usize, answers: Arc<Answers>| async move {
+            let mut held = Vec::new();
+            let mut i = 0u64;
+            while Instant::now() < until {
+                i += 1;
+                if held.len() >= most {
+                    held.remove(0);
+                    answers.held.fetch_sub(1, Relaxed);
+                }
+                if let Ok(mut s) = TcpStream::connect(addr).await {
+                    let request = format!("GET {path}{} HTTP/1.1\r\nhost: t\r\n\r\n", i % 50);
+                    if s.write_all(request.as_bytes()).await.is_ok() {
+                        held.push(s);
+                        answers.held.fetch_add(1, Relaxed);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            answers.held.fetch_sub(held.len() as u64, Relaxed);
+        };
+        vec![
+            tokio::spawn(posts(zeros, "hostile-zeros", 0, answers.clone())),
+            tokio::spawn(posts(
+                large.clone(),
+                "hostile-large",
+                2_000,
+                answers.clone(),
+            )),
+            tokio::spawn(posts(large, "hostile-large", 2_000, answers.clone())),
+            tokio::spawn(unread("/diag/stream/hostile-large-", 300, answers.clone())),
+            tokio::spawn(unread("/diag/stream/never-posted-", 300, answers.clone())),
+            tokio::spawn(unread("/diag/bundle/hostile-large-", 20, answers)),
+        ]
+    }
 }

@@ -34,11 +34,18 @@ pub use diagwire::quarantine::QUARANTINE_DIR;
 /// Numbers the temporary names of assemblies running at once.
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-/// A name in `bundles/` for work in progress: hidden (a leading `.`), unique in this process,
-/// and removed at the next start when a crash left it.
+/// What the names of work in progress in `bundles/` start with: a character no run id has, so
+/// no bundle is ever taken for one.
+pub const WORK_PREFIX: char = '~';
+
+/// A name in `bundles/` for work in progress: starting with [`WORK_PREFIX`], unique in this
+/// process, and removed at the next start when a crash left it.
 fn temporary(bundles: &Path, run_id: &str, what: &str) -> PathBuf {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    bundles.join(format!(".{run_id}.{what}-{}-{n}", std::process::id()))
+    bundles.join(format!(
+        "{WORK_PREFIX}{run_id}.{what}-{}-{n}",
+        std::process::id()
+    ))
 }
 
 /// A folder removed with what it holds when dropped.
@@ -327,22 +334,32 @@ impl Collector {
     }
 
     /// What `GET /diag/bundle/{run_id}` serves, open for reading: the canonical tarball while
-    /// it still holds what staging and quarantine hold (the serve decision), else the bundle
-    /// just assembled; `None` when the run has no posts. Blocking.
-    pub fn bundle_file(&self, run_id: &str) -> io::Result<Option<File>> {
+    /// it still holds what staging and quarantine hold (the serve decision; then `true`), else
+    /// the bundle just assembled; `None` when the run has no posts. Blocking.
+    pub fn bundle_file(&self, run_id: &str) -> io::Result<Option<(File, bool)>> {
         let Some(fresh) = self.assemble_archive(run_id, false)? else {
             return Ok(None);
         };
         let path = self.store.bundles.join(format!("{run_id}.tar.gz"));
-        let cached = if path.is_file() {
+        let cached = if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
             Listing::of_archive(&path)
         } else {
             None
         };
         match decide(run_id, cached.as_ref(), &fresh.listing) {
             ServeDecision::NotFound => Ok(None),
-            ServeDecision::ServeCached => File::open(&path).map(Some),
-            ServeDecision::Resynthesize => fresh.open_and_forget().map(Some),
+            ServeDecision::ServeCached => self.canonical_file(run_id).map(|f| Some((f, true))),
+            ServeDecision::Resynthesize => fresh.open_and_forget().map(|f| Some((f, false))),
         }
+    }
+
+    /// The run's canonical tarball, opened without following a link. Blocking.
+    pub fn canonical_file(&self, run_id: &str) -> io::Result<File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.store.bundles.join(format!("{run_id}.tar.gz"));
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&path)
     }
 }

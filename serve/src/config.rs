@@ -11,8 +11,9 @@ use std::time::Duration;
 /// returns is the write's error. Tests inject a full disk (`ENOSPC`) through it.
 pub type WriteFault = Arc<dyn Fn(&Path) -> std::io::Result<()> + Send + Sync>;
 
-/// The collector's limits. Every one is answered with 413 when a post would pass it, except
-/// the time-outs (408 for a slow body; a connection whose headers are slow is closed).
+/// The collector's limits. The count limits are answered with 413 when a post would pass them,
+/// the memory budget and the places for streams and downloads with 503 and `Retry-After`, the
+/// time-outs with 408 (a slow body; a connection whose headers are slow is closed).
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Largest request body, in bytes (32 MiB, as swactor's collector).
@@ -34,6 +35,22 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// Time a client has to send a request's body once its headers arrived (408 after it).
     pub body_timeout: Duration,
+    /// The memory the collector holds for what requests bring, in bytes (512 MiB): bodies in
+    /// flight and their parse, stream read-backs and assemblies reserve from it, and the live
+    /// buffers keep `Config::live_budget_bytes` of it. A post that finds it spent is answered
+    /// 503 with `Retry-After`.
+    pub memory_budget_bytes: u64,
+    /// Most live streams (`GET /diag/stream`) served at once (1,024), well under
+    /// `max_connections`, so subscribers never take the places posters need; 503 past it.
+    pub max_streams: usize,
+    /// Most runs without a post that subscribers wait on at once (64); 503 past it.
+    pub max_waiting_runs: usize,
+    /// Most bundles assembled at once, finalizes and downloads together (2); others wait.
+    pub max_assemblies: usize,
+    /// Most bundle downloads (`GET /diag/bundle`) served at once (8); 503 past it.
+    pub max_downloads: usize,
+    /// Most problems a PostAck and a `.why.json` list (100); the rest are counted.
+    pub max_problems: usize,
 }
 
 impl Default for Limits {
@@ -48,6 +65,12 @@ impl Default for Limits {
             max_connections: 4_096,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            memory_budget_bytes: 512 << 20,
+            max_streams: 1_024,
+            max_waiting_runs: 64,
+            max_assemblies: 2,
+            max_downloads: 8,
+            max_problems: 100,
         }
     }
 }
@@ -68,8 +91,11 @@ pub struct Config {
     /// further behind (or resumes further back) has the older records read back from staging.
     pub live_replay: usize,
     /// The bytes the live streams of all runs keep together (each run drops its own oldest
-    /// records first).
+    /// records first), part of the memory budget.
     pub live_budget_bytes: u64,
+    /// The bytes one run's live stream keeps at most (16 MiB), so one run never takes the whole
+    /// live budget from the others.
+    pub live_run_bytes: u64,
     /// The name the collector writes into each manifest's `writer`.
     pub writer_name: String,
     /// A test hook called before every durable write.
@@ -92,6 +118,7 @@ impl Config {
             limits: Limits::default(),
             live_replay: 4_096,
             live_budget_bytes: 64 << 20,
+            live_run_bytes: 16 << 20,
             writer_name: "diagwire-serve".into(),
             write_fault: None,
             dedupe: true,
@@ -109,6 +136,7 @@ impl std::fmt::Debug for Config {
             .field("limits", &self.limits)
             .field("live_replay", &self.live_replay)
             .field("live_budget_bytes", &self.live_budget_bytes)
+            .field("live_run_bytes", &self.live_run_bytes)
             .field("write_fault", &self.write_fault.is_some())
             .field("dedupe", &self.dedupe)
             .field("dedupe_window", &self.dedupe_window)

@@ -19,6 +19,31 @@ pub struct DoorProblem {
     pub message: String,
 }
 
+/// The problems of a body: the first ones, each with where it is, and how many more there are.
+/// A writer lists a bounded number, so explaining a body costs what the listed problems cost,
+/// whatever the body holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Problems {
+    /// The problems listed (at most the collector's `max_problems`).
+    pub list: Vec<DoorProblem>,
+    /// Problems not listed; a left-out record that was not explained counts as one.
+    pub omitted: u64,
+}
+
+impl Problems {
+    fn one(pointer: String, message: String) -> Problems {
+        Problems {
+            list: vec![DoorProblem { pointer, message }],
+            omitted: 0,
+        }
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty() && self.omitted == 0
+    }
+}
+
 /// What to do with a body.
 #[derive(Debug)]
 pub enum Verdict {
@@ -34,14 +59,21 @@ pub enum Verdict {
         /// The stored record's JSON text, on one line.
         json: String,
         /// Records left out.
-        problems: Vec<DoorProblem>,
+        problems: Problems,
     },
     /// Valid JSON (or protobuf) that is not a record of its kind: quarantine, acknowledged.
-    NotARecord(Vec<DoorProblem>),
+    NotARecord(Problems),
     /// Not JSON, not UTF-8, protobuf that does not decode, or a content type that is neither:
     /// quarantine and 400.
     Unreadable(String),
 }
+
+/// The largest text the door explains with the schema (which holds the text as a JSON value);
+/// a larger one is explained by the typed parse's first error.
+pub const EXPLAIN_MAX_BYTES: usize = 1 << 20;
+
+/// The most problems one record's explanation lists.
+const PER_RECORD: usize = 16;
 
 /// The record kind checked for a route's file kind, and the kind of each element of its batch.
 fn kinds(kind: &FileKind) -> (RecordKind, Option<RecordKind>) {
@@ -51,15 +83,24 @@ fn kinds(kind: &FileKind) -> (RecordKind, Option<RecordKind>) {
     }
 }
 
+/// How the door reads bodies: whether it enforces the contract, the validators that explain a
+/// refused record with JSON pointers, and how many problems it lists.
+pub struct Door<'a> {
+    /// Off, every JSON body is staged as posted.
+    pub validate: bool,
+    /// The compiled schemas.
+    pub validators: &'a Validators,
+    /// The most problems listed for one body.
+    pub max_problems: usize,
+}
+
 /// Decides a body of `kind` posted with `content_type` (`None`: no header, read as JSON, as
-/// swactor's nodes always send JSON). `validators` explains a refused record with JSON pointers;
-/// with `validate` off every JSON body is staged as posted.
+/// swactor's nodes always send JSON).
 pub fn decide(
+    door: &Door<'_>,
     kind: &FileKind,
     content_type: Option<&str>,
     body: &[u8],
-    validate: bool,
-    validators: &Validators,
 ) -> Verdict {
     let encoding = match content_type {
         None => Encoding::Json,
@@ -94,48 +135,101 @@ pub fn decide(
         json: one_line(text),
         problems,
     };
-    let well_formed = if validate {
+    let well_formed = if door.validate {
         Record::parse(record_kind, text).is_ok()
     } else {
         false
     };
     if well_formed {
-        return stage(as_posted(body), encoding, text, Vec::new());
+        return stage(as_posted(body), encoding, text, Problems::default());
     }
     if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
         return Verdict::Unreadable(format!("the body is not JSON: {e}"));
     }
-    if !validate {
-        return stage(as_posted(body), encoding, text, Vec::new());
+    if !door.validate {
+        return stage(as_posted(body), encoding, text, Problems::default());
     }
-    let whole = explain(validators, record_kind, text, "");
+    let whole = || {
+        let mut problems = Problems::default();
+        explain(door, record_kind, text, "", &mut problems);
+        problems
+    };
     let Some(element) = element else {
-        return Verdict::NotARecord(whole);
+        return Verdict::NotARecord(whole());
     };
-    // An events batch: keep the records that parse, leave out (and list) the others.
-    let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) else {
-        return Verdict::NotARecord(whole);
+    // An events batch: keep the records that parse, leave out (and list) the others, one
+    // record at a time (the batch is never held as a list of its records).
+    let mut batch = Batch {
+        door,
+        element,
+        kept: String::with_capacity(text.len()),
+        good: 0,
+        problems: Problems::default(),
     };
-    let mut good = Vec::new();
-    let mut problems = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if Record::parse(element, item.get()).is_ok() {
-            good.push(item.get());
-        } else {
-            problems.extend(explain(validators, element, item.get(), &format!("/{i}")));
-        }
+    batch.kept.push('[');
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let read = serde::Deserializer::deserialize_seq(&mut reader, &mut batch);
+    if read.is_err() || reader.end().is_err() {
+        return Verdict::NotARecord(whole());
     }
-    if good.is_empty() || problems.is_empty() {
+    if batch.good == 0 || batch.problems.is_empty() {
         // Nothing to keep, or the batch fails as a whole although each record parses.
-        return Verdict::NotARecord(if problems.is_empty() { whole } else { problems });
+        return Verdict::NotARecord(if batch.problems.is_empty() {
+            whole()
+        } else {
+            batch.problems
+        });
     }
-    let kept = format!("[{}]", good.join(","));
-    let line = one_line(&kept);
+    batch.kept.push(']');
+    let line = one_line(&batch.kept);
     Verdict::Stage {
-        bytes: Some(kept.into_bytes()),
+        bytes: Some(batch.kept.into_bytes()),
         encoding: Encoding::Json,
         json: line,
-        problems,
+        problems: batch.problems,
+    }
+}
+
+/// An events batch read one record at a time: the good records' text, the problems of the bad.
+struct Batch<'a, 'v> {
+    door: &'a Door<'v>,
+    element: RecordKind,
+    kept: String,
+    good: u64,
+    problems: Problems,
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut Batch<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of event records")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0u64;
+        while let Some(item) = seq.next_element::<&'de RawValue>()? {
+            let text = item.get();
+            if Record::parse(self.element, text).is_ok() {
+                if self.good > 0 {
+                    self.kept.push(',');
+                }
+                self.kept.push_str(text);
+                self.good += 1;
+            } else if self.problems.list.len() < self.door.max_problems {
+                explain(
+                    self.door,
+                    self.element,
+                    text,
+                    &format!("/{i}"),
+                    &mut self.problems,
+                );
+            } else {
+                self.problems.omitted += 1;
+            }
+            i += 1;
+        }
+        Ok(())
     }
 }
 
@@ -149,31 +243,41 @@ fn one_line(text: &str) -> String {
     }
 }
 
-/// Where and why `text` is not a record of `kind`, each pointer prefixed with `prefix`.
-fn explain(
-    validators: &Validators,
-    kind: RecordKind,
-    text: &str,
-    prefix: &str,
-) -> Vec<DoorProblem> {
-    let mut out: Vec<DoorProblem> = validators
-        .explain(kind, text)
-        .into_iter()
-        .take(16)
-        .map(|(_, pointer, message)| DoorProblem {
+/// Where and why `text` is not a record of `kind`, each pointer prefixed with `prefix`, added
+/// to `out` within the door's limit (what does not fit is counted). A text over
+/// [`EXPLAIN_MAX_BYTES`] is explained by the typed parse alone.
+fn explain(door: &Door<'_>, kind: RecordKind, text: &str, prefix: &str, out: &mut Problems) {
+    let room = door
+        .max_problems
+        .saturating_sub(out.list.len())
+        .min(PER_RECORD);
+    let (found, more) = if text.len() <= EXPLAIN_MAX_BYTES && room > 0 {
+        door.validators.explain_first(kind, text, room)
+    } else {
+        (Vec::new(), false)
+    };
+    let had = out.list.len();
+    out.list
+        .extend(found.into_iter().map(|(_, pointer, message)| DoorProblem {
             pointer: format!("{prefix}{pointer}"),
             message: diagwire::problem::printable(&message).into_owned(),
-        })
-        .collect();
-    if out.is_empty() {
+        }));
+    if more {
+        out.omitted += 1;
+    }
+    if out.list.len() == had {
         let message = match Record::parse(kind, text) {
             Err(e) => format!("not a {kind} record: {e}"),
             Ok(_) => format!("not a {kind} record"),
         };
-        out.push(DoorProblem {
-            pointer: prefix.to_owned(),
-            message: diagwire::problem::printable(&message).into_owned(),
-        });
+        let problem = Problems::one(
+            prefix.to_owned(),
+            diagwire::problem::printable(&message).into_owned(),
+        );
+        if room > 0 {
+            out.list.extend(problem.list);
+        } else {
+            out.omitted += 1;
+        }
     }
-    out
 }

@@ -2,43 +2,40 @@
 //! same body: [`Flushed::write`] writes the bytes under a hidden temporary name beside the target
 //! and flushes them (`fsync`); [`Flushed::commit`] links the file to its staged name (never
 //! replacing one), removes the temporary name and flushes the directory. The library's
-//! `PendingFile` does the same in one call; the collector needs the steps apart. A file that is
-//! never committed is removed when dropped, and one a crash left (`.<name>.partial-…`) is removed
-//! when the collector starts and skipped by assembly, so no staged name ever holds a torn file.
+//! `PendingFile` does the same in one call; the collector needs the steps apart, and opens every
+//! folder and file without following links ([`crate::confined`]). A file that is never committed
+//! is removed when dropped, and one a crash left (`.<name>.partial-…`) is removed when the
+//! collector starts and skipped by assembly, so no staged name ever holds a torn file.
 
-use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use diagwire::bundle::target::{create_dir_durable, sync_dir};
+use crate::confined::{Dir, Root, temporary_name};
 
 /// Bytes written and flushed under a temporary name, waiting to be linked to their staged name.
 #[derive(Debug)]
 pub struct Flushed {
-    tmp: Option<PathBuf>,
+    dir: Dir,
+    tmp: Option<String>,
+    name: String,
     target: PathBuf,
 }
 
 impl Flushed {
-    /// Creates `target`'s directory durably when missing, then writes `bytes` under a new
-    /// temporary name beside `target` and flushes them.
-    pub fn write(target: &Path, bytes: &[u8]) -> io::Result<Flushed> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let dir = target.parent().unwrap_or(Path::new("."));
-        create_dir_durable(dir)?;
+    /// Creates `target`'s directory durably when missing (under `root`, no link followed), then
+    /// writes `bytes` under a new temporary name beside `target` and flushes them.
+    pub fn write(root: &Root, target: &Path, bytes: &[u8]) -> io::Result<Flushed> {
+        let dir = root.dir(target.parent().unwrap_or(Path::new(".")), true)?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let tmp = dir.join(format!(
-            ".{name}.partial-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let tmp = temporary_name(&name);
+        let mut file = dir.create_new(&tmp)?;
         let flushed = Flushed {
+            dir,
             tmp: Some(tmp),
+            name,
             target: target.to_path_buf(),
         };
         file.write_all(bytes)?;
@@ -55,17 +52,17 @@ impl Flushed {
     /// name and flushes the directory: once this returns, the staged file survives a crash whole.
     pub fn commit(mut self) -> io::Result<()> {
         let tmp = self.tmp.take().unwrap_or_default();
-        let linked = fs::hard_link(&tmp, &self.target);
-        let _ = fs::remove_file(&tmp);
+        let linked = self.dir.link(&tmp, &self.name);
+        let _ = self.dir.remove(&tmp);
         linked?;
-        sync_dir(self.target.parent().unwrap_or(Path::new(".")))
+        self.dir.sync()
     }
 }
 
 impl Drop for Flushed {
     fn drop(&mut self) {
         if let Some(tmp) = self.tmp.take() {
-            let _ = fs::remove_file(tmp);
+            let _ = self.dir.remove(&tmp);
         }
     }
 }

@@ -9,8 +9,10 @@
 //! [`observe`] holds the request log and the metrics of `GET /metrics`.
 
 pub mod assembly;
+pub mod budget;
 pub mod client;
 pub mod config;
+pub mod confined;
 pub mod dedupe;
 pub mod door;
 pub mod durable;

@@ -24,15 +24,41 @@ use diagwire::v1::LiveRecord;
 use tokio::sync::watch;
 
 /// One accepted record, ready to send: its stream id, its kind (the SSE event name) and its
-/// `LiveRecord` JSON.
+/// Server-Sent Event, written once and shared by every subscriber (a subscriber that does not
+/// read holds a reference to it, never a copy).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveItem {
     /// The run-wide stream id.
     pub id: u64,
     /// The record kind (`events`, `snapshot`, …).
     pub kind: String,
-    /// The `LiveRecord` as JSON text, on one line.
-    pub data: String,
+    /// The event as sent: `event: <kind>`, `id: <id>`, `data: <LiveRecord JSON on one line>`.
+    pub frame: bytes::Bytes,
+    data_at: usize,
+}
+
+impl LiveItem {
+    /// The item of stream id `id`, whose `LiveRecord` JSON is `data` (one line).
+    pub fn new(id: u64, kind: String, data: &str) -> LiveItem {
+        let head = format!("event: {kind}\nid: {id}\ndata: ");
+        let mut frame = Vec::with_capacity(head.len() + data.len() + 2);
+        frame.extend_from_slice(head.as_bytes());
+        frame.extend_from_slice(data.as_bytes());
+        frame.extend_from_slice(b"\n\n");
+        LiveItem {
+            id,
+            kind,
+            frame: frame.into(),
+            data_at: head.len(),
+        }
+    }
+
+    /// The `LiveRecord` JSON.
+    pub fn data(&self) -> &str {
+        let end = self.frame.len().saturating_sub(2);
+        std::str::from_utf8(self.frame.get(self.data_at..end).unwrap_or_default())
+            .unwrap_or_default()
+    }
 }
 
 /// What a subscriber receives.
@@ -88,6 +114,8 @@ struct Inner {
     index: Vec<(u32, u32)>,
     /// Whether the run's bundle is written (subscribers that read everything are sent `end`).
     finished: bool,
+    /// The bytes `replay` holds.
+    bytes: u64,
 }
 
 impl Inner {
@@ -135,6 +163,14 @@ struct Shared {
     inner: Mutex<Inner>,
     cap: usize,
     budget: Arc<Budget>,
+    /// The most bytes this run's buffer holds.
+    run_bytes: u64,
+    /// Where read-backs reserve their memory.
+    bounds: Arc<crate::budget::Bounds>,
+    /// The record read back last, shared by the subscribers that ask for it after (one read
+    /// of a large record for every subscriber behind, not one each); read-backs of the run
+    /// take turns under this lock.
+    read_back: tokio::sync::Mutex<Option<Arc<LiveItem>>>,
     newest: watch::Sender<u64>,
     staged: Staged,
 }
@@ -172,13 +208,15 @@ impl Hub {
     /// The stream of run `run_id`, whose staged files are under `dir` (`staging/<run_id>`),
     /// keeping up to `cap` records within `budget`. `recovered` are the files already staged
     /// (per node and kind, the highest number): they take the first ids, every node's boot
-    /// records first, then each node's files by kind and number.
+    /// records first, then each node's files by kind and number. The run's buffer holds at
+    /// most `run_bytes` (its share of `budget`); read-backs reserve memory from `bounds`.
     pub fn new(
         run_id: &str,
         dir: PathBuf,
         recovered: Recovered,
-        cap: usize,
+        (cap, run_bytes): (usize, u64),
         budget: Arc<Budget>,
+        bounds: Arc<crate::budget::Bounds>,
     ) -> Hub {
         let mut inner = Inner {
             next_id: 1,
@@ -187,6 +225,7 @@ impl Hub {
             key_of: HashMap::new(),
             index: Vec::new(),
             finished: false,
+            bytes: 0,
         };
         let mut recovered = recovered;
         recovered.sort_by(|a, b| {
@@ -204,6 +243,9 @@ impl Hub {
                 inner: Mutex::new(inner),
                 cap: cap.max(1),
                 budget,
+                run_bytes,
+                bounds,
+                read_back: tokio::sync::Mutex::new(None),
                 newest,
                 staged: Staged {
                     run_id: run_id.to_owned(),
@@ -223,20 +265,22 @@ impl Hub {
         inner.next_id += 1;
         let key = inner.key(node, kind);
         inner.append(key, 1);
-        let size = data.len() as u64;
-        inner.replay.push_back(Arc::new(LiveItem {
-            id,
-            kind: kind.staged_stem(),
-            data,
-        }));
+        let item = LiveItem::new(id, kind.staged_stem(), &data);
+        drop(data);
+        let size = item.frame.len() as u64;
+        inner.replay.push_back(Arc::new(item));
+        inner.bytes += size;
         s.budget.used.fetch_add(size, Ordering::Relaxed);
+        // The run's own oldest records go first: past its count, past its share of the budget,
+        // or while the budget of every run together is passed.
         while inner.replay.len() > s.cap
+            || (inner.bytes > s.run_bytes && !inner.replay.is_empty())
             || (s.budget.used.load(Ordering::Relaxed) > s.budget.max && !inner.replay.is_empty())
         {
             if let Some(old) = inner.replay.pop_front() {
-                s.budget
-                    .used
-                    .fetch_sub(old.data.len() as u64, Ordering::Relaxed);
+                let size = old.frame.len() as u64;
+                inner.bytes -= size;
+                s.budget.used.fetch_sub(size, Ordering::Relaxed);
             }
         }
         s.newest.send_replace(id);
@@ -249,6 +293,11 @@ impl Hub {
         self.shared.newest.send_modify(|_| {});
     }
 
+    /// Whether the run's bundle is written.
+    pub fn is_finished(&self) -> bool {
+        lock(&self.shared.inner).finished
+    }
+
     /// Empties the replay buffer, returning its bytes to the budget, unless someone is
     /// subscribed; called once the run's bundle is written. Later subscribers read the run
     /// back from staging. Returns whether the buffer was emptied.
@@ -259,7 +308,11 @@ impl Hub {
         if s.newest.receiver_count() > 0 {
             return false;
         }
-        let bytes: u64 = inner.replay.drain(..).map(|i| i.data.len() as u64).sum();
+        let bytes: u64 = inner.replay.drain(..).map(|i| i.frame.len() as u64).sum();
+        inner.bytes = 0;
+        if let Ok(mut last) = s.read_back.try_lock() {
+            *last = None;
+        }
         s.budget.used.fetch_sub(bytes, Ordering::Relaxed);
         true
     }
@@ -305,7 +358,7 @@ impl Hub {
 impl Drop for Shared {
     fn drop(&mut self) {
         let inner = lock(&self.inner);
-        let bytes: u64 = inner.replay.iter().map(|i| i.data.len() as u64).sum();
+        let bytes: u64 = inner.replay.iter().map(|i| i.frame.len() as u64).sum();
         self.budget.used.fetch_sub(bytes, Ordering::Relaxed);
     }
 }
@@ -374,10 +427,28 @@ impl Subscription {
                 }
             };
             if let Some(back) = back {
+                let mut last = shared.read_back.lock().await;
+                if let Some(item) = last.as_ref().filter(|i| i.id == back.id) {
+                    return Some(Delivery::Item(item.clone()));
+                }
+                // The file's size first, then its memory reserved, then the read.
+                let (sized, key, n) = (shared.clone(), back.key.clone(), back.n);
+                let size = tokio::task::spawn_blocking(move || staged_size(&sized.staged, &key, n))
+                    .await
+                    .unwrap_or(0);
+                let _memory = shared
+                    .bounds
+                    .reserve(crate::budget::read_back_cost(size))
+                    .await;
+                let staged = shared.clone();
                 let read =
-                    tokio::task::spawn_blocking(move || read_back(&shared.staged, &back)).await;
+                    tokio::task::spawn_blocking(move || read_back(&staged.staged, &back)).await;
                 return Some(match read {
-                    Ok(Some(item)) => Delivery::Item(Arc::new(item)),
+                    Ok(Some(item)) => {
+                        let item = Arc::new(item);
+                        *last = Some(item.clone());
+                        Delivery::Item(item)
+                    }
                     _ => Delivery::Lagged { skipped: 1 },
                 });
             }
@@ -388,6 +459,21 @@ impl Subscription {
             }
         }
     }
+}
+
+/// The size of a staged record's file (0 when it is not there). Blocking.
+fn staged_size(staged: &Staged, key: &Key, n: u64) -> u64 {
+    let dir = staged.dir.join(&key.node);
+    [Encoding::Json, Encoding::Protobuf]
+        .into_iter()
+        .find_map(|encoding| {
+            let path = dir.join(layout::staged_name_as(&key.kind, n, encoding));
+            std::fs::symlink_metadata(path)
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| m.len())
+        })
+        .unwrap_or(0)
 }
 
 /// A staged record read back as the stream sent it; `None` when its file is gone or does not
@@ -420,11 +506,8 @@ fn read_back(staged: &Staged, back: &ReadBack) -> Option<LiveItem> {
         back.n,
         diagwire::Json(body),
     );
-    Some(LiveItem {
-        id: back.id,
-        kind: stem,
-        data: serde_json::to_string(&record).ok()?,
-    })
+    let data = serde_json::to_string(&record).ok()?;
+    Some(LiveItem::new(back.id, stem, &data))
 }
 
 /// The `LiveRecord` kind of a staged stem (`boot`, `events`, …, `vastai_<kind>`).
@@ -463,6 +546,10 @@ mod tests {
                 }
                 numbers.insert((node.to_string(), kind.clone()), *count);
             }
+            let bounds = Arc::new(crate::budget::Bounds::new(
+                &crate::config::Limits::default(),
+                0,
+            ));
             let hub = Hub::new(
                 "r",
                 dir.path().to_path_buf(),
@@ -470,8 +557,9 @@ mod tests {
                     .iter()
                     .map(|(node, kind, n)| (node.to_string(), kind.clone(), *n))
                     .collect(),
-                cap,
+                (cap, u64::MAX),
                 budget.clone(),
+                bounds,
             );
             Run {
                 dir,
@@ -500,7 +588,9 @@ mod tests {
                 for _ in 0..take {
                     let next = tokio::time::timeout(std::time::Duration::from_secs(5), sub.next());
                     match next.await.ok().flatten() {
-                        Some(Delivery::Item(i)) => out.push(format!("{}#{}", shown(&i.data), i.id)),
+                        Some(Delivery::Item(i)) => {
+                            out.push(format!("{}#{}", shown(i.data()), i.id))
+                        }
                         Some(Delivery::Lagged { skipped }) => out.push(format!("lagged {skipped}")),
                         Some(Delivery::End { last }) => out.push(format!("end {last}")),
                         None => break,
@@ -573,21 +663,70 @@ mod tests {
         );
     }
 
+    /// The bytes one test record takes in a buffer (ids and numbers of one digit).
+    fn record_bytes() -> u64 {
+        LiveItem::new(1, "boot".into(), "a/1").frame.len() as u64
+    }
+
     #[test]
     fn the_byte_budget_bounds_every_run_together() {
-        let mut a = Run::new(100, 6, &[]);
+        let unit = record_bytes();
+        let mut a = Run::new(100, 2 * unit, &[]);
         for _ in 0..5 {
             a.post("a", FileKind::Boot);
         }
         assert_eq!(
             a.budget.used.load(Ordering::Relaxed),
-            6,
-            "two records of three bytes fit"
+            2 * unit,
+            "two records fit"
         );
         assert_eq!(a.from(Some(0), 5).len(), 5, "the others are read back");
         let Run { hub, budget, .. } = a;
         drop(hub);
         assert_eq!(budget.used.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn one_run_keeps_at_most_its_share_and_leaves_the_rest_of_the_budget_to_others() {
+        let unit = record_bytes();
+        let budget = Budget::new(10 * unit);
+        let bounds = Arc::new(crate::budget::Bounds::new(
+            &crate::config::Limits::default(),
+            0,
+        ));
+        let hub = |id: &str| {
+            let dir = std::env::temp_dir().join(format!("diagwire-live-share-{id}"));
+            Hub::new(
+                id,
+                dir,
+                Recovered::new(),
+                (100, 3 * unit),
+                budget.clone(),
+                bounds.clone(),
+            )
+        };
+        let (greedy, other) = (hub("greedy"), hub("other"));
+        for _ in 0..9 {
+            greedy.publish("a", &FileKind::Boot, "a/1".into());
+        }
+        assert_eq!(
+            budget.used.load(Ordering::Relaxed),
+            3 * unit,
+            "the greedy run's share"
+        );
+        let mut sub = other.subscribe(None);
+        other.publish("b", &FileKind::Boot, "b/1".into());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let got = rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(5), sub.next()).await
+        });
+        match got {
+            Ok(Some(Delivery::Item(item))) => assert_eq!(item.data(), "b/1", "from the buffer"),
+            other => panic!("the other run's record is not in its buffer: {other:?}"),
+        }
     }
 
     #[test]

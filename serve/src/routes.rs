@@ -4,6 +4,7 @@
 //! embeddable axum [`Router`].
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -11,7 +12,6 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use diagwire::layout::{self, FileKind};
@@ -20,7 +20,8 @@ use diagwire::v1::{ClockEcho, ErrorBody, Hints, LiveRecord, PostAck, RunNodeSumm
 use http_body_util::BodyExt;
 
 use crate::Collector;
-use crate::door::{self, DoorProblem, Verdict};
+use crate::budget::{Bounds, Place, Reserved, post_cost};
+use crate::door::{self, Door, Problems, Verdict};
 use crate::live::Delivery;
 use crate::live::lock;
 use crate::store::{Post, Quarantined, StoreError};
@@ -70,6 +71,19 @@ fn store_error(e: StoreError) -> Response {
     }
 }
 
+/// `503` with `Retry-After`: the memory budget or the places asked for are spent for now. The
+/// connection is closed after it (a body not read is not drained).
+fn busy(bounds: &Bounds, message: impl Into<String>) -> Response {
+    let mut response = error(StatusCode::SERVICE_UNAVAILABLE, message);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(bounds.retry_after.as_secs().max(1)),
+    );
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 /// Reads an id header: present, not empty, at most `max` bytes, and one safe path component
 /// (`[A-Za-z0-9._-]`, not `.` or `..`), so the id names its staging directory unchanged.
 fn id_header(headers: &HeaderMap, name: &str, max: usize) -> Result<String, String> {
@@ -109,14 +123,17 @@ fn route_kind(kind: &str) -> Option<FileKind> {
     }
 }
 
-/// Reads a body of at most `max` bytes within `timeout`: 413 without reading further when the
-/// declared length or the bytes read pass the limit, 408 when the client is too slow.
+/// Reads a body of at most `max` bytes within `timeout`, with the memory it costs reserved
+/// from the budget first: 413 without reading further when the declared length or the bytes
+/// read pass the limit, 408 when the client is too slow, 503 when the budget does not hold it
+/// (a body without a declared length reserves as it arrives, a MiB at a time).
 async fn read_body(
     body: Body,
     headers: &HeaderMap,
     max: usize,
     timeout: Duration,
-) -> Result<Bytes, Response> {
+    bounds: &Bounds,
+) -> Result<(Bytes, Vec<Reserved>), Response> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -127,28 +144,67 @@ async fn read_body(
             format!("the body is larger than {max} bytes"),
         ));
     }
-    let limited = http_body_util::Limited::new(body, max);
-    match tokio::time::timeout(timeout, limited.collect()).await {
+    let spent = |bounds: &Bounds| {
+        busy(
+            bounds,
+            format!(
+                "the collector's memory for bodies in flight ({} bytes) is spent; retry later",
+                bounds.memory_bytes()
+            ),
+        )
+    };
+    const STEP: u64 = 1 << 20;
+    let mut covered = declared.unwrap_or(STEP);
+    let mut reserved = match bounds.try_reserve(post_cost(covered)) {
+        Some(r) => vec![r],
+        None => return Err(spent(bounds)),
+    };
+    let mut bytes = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    let mut body = body;
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                error(
+                    StatusCode::BAD_REQUEST,
+                    format!("the body could not be read: {e}"),
+                )
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if bytes.len() + data.len() > max {
+                return Err(error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the body is larger than {max} bytes"),
+                ));
+            }
+            let need = (bytes.len() + data.len()) as u64;
+            if need > covered {
+                let more = (need - covered).max(STEP);
+                match bounds.try_reserve(more.saturating_mul(4)) {
+                    Some(r) => reserved.push(r),
+                    None => return Err(spent(bounds)),
+                }
+                covered += more;
+            }
+            bytes.extend_from_slice(&data);
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(timeout, read).await {
         Err(_) => Err(error(
             StatusCode::REQUEST_TIMEOUT,
             format!("the body did not arrive within {} ms", timeout.as_millis()),
         )),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the body is larger than {max} bytes"),
-        )),
-        Ok(Err(e)) => Err(error(
-            StatusCode::BAD_REQUEST,
-            format!("the body could not be read: {e}"),
-        )),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(r)) => Err(r),
+        Ok(Ok(())) => Ok((Bytes::from(bytes), reserved)),
     }
 }
 
 /// What one post came to, for its reply.
 struct Outcome {
     seq: Option<u64>,
-    problems: Vec<DoorProblem>,
+    problems: Problems,
     quarantined: Option<String>,
     unreadable: Option<String>,
     /// Records left out as already staged: (nothing new was staged, how many, conflicts kept).
@@ -189,11 +245,12 @@ async fn ingest(
     if kind.is_none() && !keep_unknown {
         return error(StatusCode::NOT_FOUND, "unknown record kind");
     }
-    let bytes = match read_body(
+    let (bytes, _memory) = match read_body(
         body,
         &parts.headers,
         limits.max_body_bytes,
         limits.body_timeout,
+        &c.store.bounds,
     )
     .await
     {
@@ -242,13 +299,12 @@ async fn ingest(
             let (c, kind, bytes, ct) =
                 (c.clone(), kind.clone(), bytes.clone(), content_type.clone());
             let decide = tokio::task::spawn_blocking(move || {
-                door::decide(
-                    &kind,
-                    ct.as_deref(),
-                    &bytes,
-                    c.config.validate,
-                    &c.validators,
-                )
+                let door = Door {
+                    validate: c.config.validate,
+                    validators: &c.validators,
+                    max_problems: c.config.limits.max_problems,
+                };
+                door::decide(&door, &kind, ct.as_deref(), &bytes)
             });
             match decide.await {
                 Ok(v) => Some(v),
@@ -299,7 +355,7 @@ async fn ingest(
                 )?;
                 return Ok(Outcome {
                     seq: None,
-                    problems: Vec::new(),
+                    problems: Problems::default(),
                     quarantined: Some(at),
                     unreadable: None,
                     deduplicated: None,
@@ -310,40 +366,44 @@ async fn ingest(
                 Some(e) => e.extension(),
                 None => "bin",
             };
-            let keep =
-                |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &[DoorProblem]| {
-                    let why = why_json(Why {
-                        route: stem.clone(),
-                        content_type: content_type.clone(),
-                        problems: problems
-                            .iter()
-                            .map(|p| WhyProblem {
-                                pointer: p.pointer.clone(),
-                                message: p.message.clone(),
-                            })
-                            .collect(),
-                        problem: None,
-                    });
-                    c.store.quarantine(
-                        &run2,
-                        &node2,
-                        guard,
-                        &Quarantined {
-                            kind: &stem,
-                            body: &bytes,
-                            extension: ext,
-                            why,
-                            recv_ms,
-                        },
-                    )
-                };
+            let keep = |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &Problems| {
+                let why = why_json(Why {
+                    route: stem.clone(),
+                    content_type: content_type.clone(),
+                    problems: problems
+                        .list
+                        .iter()
+                        .map(|p| WhyProblem {
+                            pointer: p.pointer.clone(),
+                            message: p.message.clone(),
+                        })
+                        .collect(),
+                    problem: None,
+                });
+                let why = with_omitted(why, problems.omitted);
+                c.store.quarantine(
+                    &run2,
+                    &node2,
+                    guard,
+                    &Quarantined {
+                        kind: &stem,
+                        body: &bytes,
+                        extension: ext,
+                        why,
+                        recv_ms,
+                    },
+                )
+            };
             match verdict {
                 Verdict::Unreadable(message) => {
                     drop(early);
-                    let problems = vec![DoorProblem {
-                        pointer: String::new(),
-                        message: message.clone(),
-                    }];
+                    let problems = Problems {
+                        list: vec![door::DoorProblem {
+                            pointer: String::new(),
+                            message: message.clone(),
+                        }],
+                        omitted: 0,
+                    };
                     let at = keep(&c, &mut guard, &problems)?;
                     Ok(Outcome {
                         seq: None,
@@ -384,7 +444,7 @@ async fn ingest(
                         Some(keep(&c, &mut guard, &problems)?)
                     };
                     let mut problems = problems;
-                    problems.extend(plan.conflicts.iter().cloned());
+                    problems.list.extend(plan.conflicts.iter().cloned());
                     if plan.duplicate {
                         drop(early);
                         guard.dedupe.commit(&plan, 0, c.config.dedupe_window);
@@ -489,14 +549,27 @@ async fn ingest(
         run.hint_all();
         tokio::time::sleep(c.config.finalize_wait).await;
         let _assembling = run.assembly.lock().await;
-        let worker = c.clone();
-        let id = run_id.clone();
-        let started = std::time::Instant::now();
-        let written = tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await;
-        let ok = matches!(written, Ok(Ok(_)));
-        c.metrics.assembled(&run_id, started.elapsed(), ok);
+        // Finalizes of one run are coalesced: one that finds the canonical tarball holding the
+        // run as it is now (another finalize just wrote it) answers with it.
+        let generation = run.generation();
+        let canonical = c.store.bundles.join(format!("{run_id}.tar.gz"));
+        let written = if run.bundled_at(generation) && is_plain_file(&canonical) {
+            Ok(Ok(canonical))
+        } else {
+            let Some(_place) = c.store.bounds.assembly().await else {
+                return busy(&c.store.bounds, "no place to assemble the bundle in");
+            };
+            let worker = c.clone();
+            let id = run_id.clone();
+            let started = std::time::Instant::now();
+            let written = tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await;
+            let ok = matches!(written, Ok(Ok(_)));
+            c.metrics.assembled(&run_id, started.elapsed(), ok);
+            written
+        };
         match written {
             Ok(Ok(path)) => {
+                run.set_bundled(generation);
                 run.live.finish();
                 run.live.release_unwatched();
                 body = Some(serde_json::json!({ "bundle_path": path.display().to_string() }));
@@ -517,11 +590,16 @@ async fn ingest(
         ack.hints = Some(hints);
     }
     ack.body = body.map(diagwire::Json);
-    if !outcome.problems.is_empty() {
+    if !outcome.problems.list.is_empty() {
         ack.extra.0.insert(
             "problems".into(),
-            serde_json::to_value(&outcome.problems).unwrap_or_default(),
+            serde_json::to_value(&outcome.problems.list).unwrap_or_default(),
         );
+    }
+    if outcome.problems.omitted > 0 {
+        ack.extra
+            .0
+            .insert("problems_omitted".into(), outcome.problems.omitted.into());
     }
     if let Some(at) = outcome.quarantined {
         ack.extra.0.insert("quarantined".into(), at.into());
@@ -615,47 +693,87 @@ async fn runs(State(c): State<Arc<Collector>>) -> Response {
     json_reply(StatusCode::OK, &listing)
 }
 
+/// Whether `path` is a regular file itself (not a link to one).
+fn is_plain_file(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
+
 async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> Response {
     if layout::sanitize_component(&run_id) != run_id || run_id.len() > c.config.limits.max_id_bytes
     {
         return error(StatusCode::NOT_FOUND, "no staging for this run");
     }
+    // A bounded number of downloads at once: each may hold an assembled bundle on disk until
+    // its client has read it.
+    let Some(place) = c.store.bounds.download() else {
+        return busy(&c.store.bounds, "every place for bundle downloads is taken");
+    };
     // One assembly of a run at a time, finalizes included: each writes a whole bundle to disk.
     let run = c.store.run(&run_id);
     let _assembling = match &run {
         Some(run) => Some(run.assembly.lock().await),
         None => None,
     };
+    let generation = run.as_ref().map(|r| r.generation());
+    let current = run
+        .as_ref()
+        .zip(generation)
+        .is_some_and(|(r, g)| r.bundled_at(g));
+    // Assembling holds memory and a place; serving the current canonical tarball holds neither.
+    let _assembly = if current {
+        None
+    } else {
+        match c.store.bounds.assembly().await {
+            Some(a) => Some(a),
+            None => return busy(&c.store.bounds, "no place to assemble the bundle in"),
+        }
+    };
     let worker = c.clone();
     let id = run_id.clone();
     let started = std::time::Instant::now();
     let served = tokio::task::spawn_blocking(move || {
-        let file = worker.bundle_file(&id)?;
-        file.map(|f| f.metadata().map(|m| (f, m.len()))).transpose()
+        let file = if current {
+            worker.canonical_file(&id).map(|f| Some((f, true)))
+        } else {
+            worker.bundle_file(&id)
+        }?;
+        file.map(|(f, cached)| f.metadata().map(|m| (f, m.len(), cached)))
+            .transpose()
     })
     .await;
-    if matches!(served, Ok(Ok(Some(_))) | Ok(Err(_))) {
+    // An assembly is measured; a download of the current canonical tarball assembles nothing.
+    let assembled = match &served {
+        Ok(Ok(Some((_, _, cached)))) => !cached,
+        Ok(Err(_)) => true,
+        _ => false,
+    };
+    if assembled {
         c.metrics
             .assembled(&run_id, started.elapsed(), matches!(served, Ok(Ok(_))));
     }
     match served {
-        Ok(Ok(Some((file, len)))) => (
-            StatusCode::OK,
-            [
-                (
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/gzip"),
-                ),
-                (
-                    header::CONTENT_DISPOSITION,
-                    HeaderValue::from_str(&format!("attachment; filename=\"{run_id}.tar.gz\""))
-                        .unwrap_or(HeaderValue::from_static("attachment")),
-                ),
-                (header::CONTENT_LENGTH, HeaderValue::from(len)),
-            ],
-            file_body(file),
-        )
-            .into_response(),
+        Ok(Ok(Some((file, len, cached)))) => {
+            if let (true, Some(run), Some(g)) = (cached, &run, generation) {
+                run.set_bundled(g);
+            }
+            (
+                StatusCode::OK,
+                [
+                    (
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/gzip"),
+                    ),
+                    (
+                        header::CONTENT_DISPOSITION,
+                        HeaderValue::from_str(&format!("attachment; filename=\"{run_id}.tar.gz\""))
+                            .unwrap_or(HeaderValue::from_static("attachment")),
+                    ),
+                    (header::CONTENT_LENGTH, HeaderValue::from(len)),
+                ],
+                file_body(file, place),
+            )
+                .into_response()
+        }
         Ok(Ok(None)) => error(StatusCode::NOT_FOUND, "no staging for this run"),
         Ok(Err(e)) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -666,17 +784,20 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
 }
 
 /// A body read from an open file in chunks as the client takes them, so a bundle is never held
-/// whole in memory.
-fn file_body(file: std::fs::File) -> Body {
+/// whole in memory; the download's place is given back when it ends.
+fn file_body(file: std::fs::File, place: Place) -> Body {
     let file = tokio::fs::File::from_std(file);
-    let chunks = futures_util::stream::unfold(Some(file), |file| async move {
-        let mut file = file?;
+    let chunks = futures_util::stream::unfold(Some((file, place)), |file| async move {
+        let (mut file, place) = file?;
         let mut buf = vec![0u8; 64 << 10];
         match tokio::io::AsyncReadExt::read(&mut file, &mut buf).await {
             Ok(0) => None,
             Ok(n) => {
                 buf.truncate(n);
-                Some((Ok::<Bytes, std::io::Error>(Bytes::from(buf)), Some(file)))
+                Some((
+                    Ok::<Bytes, std::io::Error>(Bytes::from(buf)),
+                    Some((file, place)),
+                ))
             }
             Err(e) => Some((Err(e), None)),
         }
@@ -704,38 +825,104 @@ async fn stream(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let sub = c.store.live(&run_id).subscribe(query.from.or(last_event));
+    // Streams have places of their own, fewer than the connections, so posters always have room.
+    let Some(place) = c.store.bounds.stream() else {
+        return busy(&c.store.bounds, "every place for live streams is taken");
+    };
+    let Some(hub) = c.store.live(&run_id) else {
+        return busy(
+            &c.store.bounds,
+            "too many streams wait for runs that have no post yet",
+        );
+    };
+    let sub = hub.subscribe(query.from.or(last_event));
     let counted = (
         crate::observe::Subscribed::new(c.clone()),
         c.clone(),
         run_id,
     );
     let events = futures_util::stream::unfold((sub, counted), |(mut sub, counted)| async move {
-        let event = match sub.next().await? {
-            Delivery::Item(item) => Event::default()
-                .event(item.kind.as_str())
-                .id(item.id.to_string())
-                .data(item.data.as_str()),
+        let frame = match sub.next().await? {
+            Delivery::Item(item) => item.frame.clone(),
             Delivery::Lagged { skipped } => {
                 counted.1.metrics.lagged(&counted.2, skipped);
-                Event::default()
-                    .event("lagged")
-                    .data(format!("{{\"skipped\":{skipped}}}"))
+                Bytes::from(format!(
+                    "event: lagged\ndata: {{\"skipped\":{skipped}}}\n\n"
+                ))
             }
-            Delivery::End { last } => Event::default()
-                .event("end")
-                .id(last.to_string())
-                .data(format!("{{\"last\":{last}}}")),
+            Delivery::End { last } => Bytes::from(format!(
+                "event: end\nid: {last}\ndata: {{\"last\":{last}}}\n\n"
+            )),
         };
-        Some((Ok::<Event, Infallible>(event), (sub, counted)))
+        Some((frame, (sub, counted)))
     });
-    Sse::new(events)
-        .keep_alive(
-            KeepAlive::new()
-                .interval(Duration::from_secs(15))
-                .text("ping"),
-        )
+    let body = Events {
+        events: Box::pin(events),
+        ping: Box::pin(tokio::time::sleep(PING)),
+        _place: place,
+    };
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        Body::from_stream(body),
+    )
         .into_response()
+}
+
+/// How long a stream stays quiet before a `ping` comment.
+const PING: Duration = Duration::from_secs(15);
+
+/// A live stream's body: each delivery's Server-Sent Event (a record's is the buffer's bytes,
+/// shared by every subscriber, never copied per subscriber), and a `ping` comment after
+/// [`PING`] without one. Holds the stream's place until the subscriber goes.
+struct Events {
+    events: std::pin::Pin<Box<dyn futures_util::Stream<Item = Bytes> + Send>>,
+    ping: std::pin::Pin<Box<tokio::time::Sleep>>,
+    _place: Place,
+}
+
+impl futures_util::Stream for Events {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        match self.events.as_mut().poll_next(cx) {
+            Poll::Ready(Some(frame)) => {
+                let at = tokio::time::Instant::now() + PING;
+                self.ping.as_mut().reset(at);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => match self.ping.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    let at = tokio::time::Instant::now() + PING;
+                    self.ping.as_mut().reset(at);
+                    Poll::Ready(Some(Ok(Bytes::from_static(b":ping\n\n"))))
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+/// A reason with `problems_omitted`, how many problems its list leaves out, when any (a key
+/// the library's readers pass over).
+fn with_omitted(mut why: serde_json::Value, omitted: u64) -> serde_json::Value {
+    if omitted > 0 {
+        if let Some(map) = why.as_object_mut() {
+            map.insert("problems_omitted".into(), omitted.into());
+        }
+    }
+    why
 }
 
 /// A quarantined body's reason as its `.why.json` holds it (the library's shape, which readers

@@ -11,11 +11,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use diagwire::bundle::target::{PendingFile, create_dir_durable};
+use diagwire::bundle::target::create_dir_durable;
 use diagwire::layout::{self, Encoding, FileKind};
 
 use crate::config::Config;
@@ -92,6 +92,8 @@ pub struct RunAccount {
     pub end_ms: Option<u64>,
     /// Bytes of staged and quarantined files.
     pub bytes: u64,
+    /// Bytes reserved by posts being written (counted against the run's limit with `bytes`).
+    pub reserved: u64,
 }
 
 impl RunAccount {
@@ -141,6 +143,30 @@ pub struct Run {
     pub live: Hub,
     /// Held while the run's bundle is assembled and written.
     pub assembly: tokio::sync::Mutex<()>,
+    /// One more at each staged or quarantined file.
+    generation: std::sync::atomic::AtomicU64,
+    /// The generation the canonical tarball holds, when known (set under `assembly`).
+    bundled: Mutex<Option<u64>>,
+}
+
+/// Bytes a post reserved against its run's limit before writing them, given back when dropped
+/// (by then they are counted as written, or nothing was).
+pub struct Room {
+    run: Arc<Run>,
+    bytes: u64,
+}
+
+impl Drop for Room {
+    fn drop(&mut self) {
+        let mut account = lock(&self.run.account);
+        account.reserved = account.reserved.saturating_sub(self.bytes);
+    }
+}
+
+/// A post flushed under its temporary name ([`Flushed`]) with the room it reserved.
+pub struct Reserved {
+    flushed: Flushed,
+    _room: Room,
 }
 
 impl Run {
@@ -153,6 +179,27 @@ impl Run {
     /// Takes the hint queued for a node, if any (delivered once).
     pub fn take_hint(&self, node: &str) -> bool {
         lock(&self.hints).remove(node)
+    }
+
+    /// What the run's staging and quarantine are at: one more at each file written.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn wrote(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the canonical tarball holds the run as it is at `generation` (known when this
+    /// collector wrote it or checked it since it started).
+    pub fn bundled_at(&self, generation: u64) -> bool {
+        *lock(&self.bundled) == Some(generation)
+    }
+
+    /// Records that the canonical tarball holds the run as it was at `generation`.
+    pub fn set_bundled(&self, generation: u64) {
+        *lock(&self.bundled) = Some(generation);
     }
 }
 
@@ -168,12 +215,16 @@ pub struct Store {
     pub quarantine: PathBuf,
     /// `root/bundles`.
     pub bundles: PathBuf,
+    /// The root, held open: every post is written under it without following a link.
+    root: crate::confined::Root,
     runs: Mutex<BTreeMap<String, Arc<Run>>>,
     /// The live streams of runs that have subscribers but no post yet (taken by the run at its
     /// first post). Held weakly: a stream goes when its last subscriber does, and such runs take
     /// none of the places for runs.
     waiting: Mutex<BTreeMap<String, WeakHub>>,
     live_budget: Arc<Budget>,
+    /// The memory budget and the places for streams, assemblies and downloads.
+    pub bounds: Arc<crate::budget::Bounds>,
 }
 
 /// A post to store.
@@ -217,10 +268,16 @@ impl Store {
             create_dir_durable(dir)?;
         }
         // Work in progress a crash left in `bundles/` (assemblies, tarballs never moved into
-        // place): hidden names, never served.
+        // place): names starting with `~`, which no run id has (`.` may start one, so the
+        // bundle of run `.x` is never taken for work in progress). An older collector's hidden
+        // work in progress never ended in `.tar.gz`, which every bundle does.
         for entry in fs::read_dir(&bundles)? {
             let entry = entry?;
-            if entry.file_name().to_string_lossy().starts_with('.') {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let legacy = name.starts_with('.')
+                && !name.ends_with(".tar.gz")
+                && (name.contains(".assembling-") || name.contains(".tar.gz.partial-"));
+            if name.starts_with(crate::assembly::WORK_PREFIX) || legacy {
                 if entry.file_type()?.is_dir() {
                     fs::remove_dir_all(entry.path())?;
                 } else {
@@ -229,6 +286,7 @@ impl Store {
             }
         }
         let store = Store {
+            root: crate::confined::Root::open(root)?,
             config: config.clone(),
             staging,
             quarantine,
@@ -236,6 +294,10 @@ impl Store {
             runs: Mutex::new(BTreeMap::new()),
             waiting: Mutex::new(BTreeMap::new()),
             live_budget: Budget::new(config.live_budget_bytes),
+            bounds: Arc::new(crate::budget::Bounds::new(
+                &config.limits,
+                config.live_budget_bytes,
+            )),
         };
         store.recover()?;
         Ok(store)
@@ -332,8 +394,9 @@ impl Store {
             id,
             self.staging.join(id),
             staged,
-            self.config.live_replay,
+            (self.config.live_replay, self.config.live_run_bytes),
             self.live_budget.clone(),
+            self.bounds.clone(),
         )
     }
 
@@ -345,28 +408,35 @@ impl Store {
             hints: Mutex::new(BTreeSet::new()),
             live,
             assembly: tokio::sync::Mutex::new(()),
+            generation: std::sync::atomic::AtomicU64::new(0),
+            bundled: Mutex::new(None),
         })
     }
 
     /// The live stream of a run to subscribe to: the run's, or for a run with no post yet a
     /// stream the run takes at its first post. Subscribing never creates a run, so it takes
     /// none of the collector's places for runs; the streams waiting for their run live only
-    /// while they have subscribers, so there are at most as many as connections.
-    pub fn live(&self, id: &str) -> Hub {
+    /// while they have subscribers, and at most `max_waiting_runs` of them at once: `None`
+    /// past that.
+    pub fn live(&self, id: &str) -> Option<Hub> {
         let runs = lock(&self.runs);
         if let Some(run) = runs.get(id) {
-            return run.live.clone();
+            return Some(run.live.clone());
         }
         let mut waiting = lock(&self.waiting);
         if let Some(hub) = waiting.get(id).and_then(WeakHub::upgrade) {
-            return hub;
+            return Some(hub);
         }
-        if waiting.len() >= 64 {
+        let max = self.config.limits.max_waiting_runs.max(1);
+        if waiting.len() >= max {
             waiting.retain(|_, hub| !hub.is_gone());
+        }
+        if waiting.len() >= max {
+            return None;
         }
         let hub = self.new_hub(id, Recovered::new());
         waiting.insert(id.to_owned(), hub.downgrade());
-        hub
+        Some(hub)
     }
 
     /// The run, when the collector knows it.
@@ -379,16 +449,17 @@ impl Store {
         lock(&self.runs).values().cloned().collect()
     }
 
-    /// The run, created when new unless that would pass the run limit.
+    /// The run, created when new unless that would pass the run limit, which counts open runs
+    /// (a run whose bundle is written gives its place back).
     pub fn run_or_create(&self, id: &str) -> Result<Arc<Run>, StoreError> {
         let mut runs = lock(&self.runs);
         if let Some(run) = runs.get(id) {
             return Ok(run.clone());
         }
-        if runs.len() >= self.config.limits.max_runs {
+        let open = runs.values().filter(|r| !r.live.is_finished()).count();
+        if open >= self.config.limits.max_runs {
             return Err(StoreError::Limit(format!(
-                "the collector holds {} runs, its limit; run {id:?} is refused",
-                runs.len()
+                "the collector holds {open} open runs, its limit; run {id:?} is refused"
             )));
         }
         let waiting = lock(&self.waiting).remove(id);
@@ -427,23 +498,27 @@ impl Store {
         Ok(s)
     }
 
-    /// Whether a post of `bytes` fits the run's limits. A node's first finalize (of at most
-    /// [`FINALIZE_ALLOWANCE`] bytes) always fits, so a run that filled its limits can still be
-    /// closed and assembled.
+    /// Reserves room for a post of `bytes` within the run's limits, counting what posts being
+    /// written reserved, so posts at once never pass them together. A node's first finalize (of
+    /// at most [`FINALIZE_ALLOWANCE`] bytes) always fits, so a run that filled its limits can
+    /// still be closed and assembled.
     fn check_room(
         &self,
-        run: &Run,
+        run: &Arc<Run>,
         node: &str,
         kind: Option<&FileKind>,
         bytes: u64,
-    ) -> Result<(), StoreError> {
-        let account = lock(&run.account);
+    ) -> Result<Room, StoreError> {
+        let mut account = lock(&run.account);
         let limits = &self.config.limits;
         let first_finalize = kind == Some(&FileKind::Finalize)
             && bytes <= FINALIZE_ALLOWANCE
             && account.nodes.get(node).is_none_or(|n| n.finalizes == 0);
         if first_finalize {
-            return Ok(());
+            return Ok(Room {
+                run: run.clone(),
+                bytes: 0,
+            });
         }
         let files = account.nodes.get(node).map_or(0, NodeAccount::files);
         if files >= limits.max_files_per_node {
@@ -452,13 +527,22 @@ impl Store {
                 run.id
             )));
         }
-        if account.bytes.saturating_add(bytes) > limits.max_run_bytes {
+        if account
+            .bytes
+            .saturating_add(account.reserved)
+            .saturating_add(bytes)
+            > limits.max_run_bytes
+        {
             return Err(StoreError::Limit(format!(
                 "run {:?} would pass its limit of {} bytes",
                 run.id, limits.max_run_bytes
             )));
         }
-        Ok(())
+        account.reserved += bytes;
+        Ok(Room {
+            run: run.clone(),
+            bytes,
+        })
     }
 
     /// The test hook, called before each durable write.
@@ -489,15 +573,19 @@ impl Store {
     /// yet; [`Store::commit`] does that. Blocking.
     pub fn flush(
         &self,
-        run: &Run,
+        run: &Arc<Run>,
         node: &str,
         n: u64,
         post: &Post<'_>,
-    ) -> Result<Flushed, StoreError> {
-        self.check_room(run, node, Some(post.kind), post.bytes.len() as u64)?;
+    ) -> Result<Reserved, StoreError> {
+        let room = self.check_room(run, node, Some(post.kind), post.bytes.len() as u64)?;
         let target = self.staged_path(run, node, post.kind, n, post.encoding);
         self.fault(&target)
-            .and_then(|()| Flushed::write(&target, post.bytes))
+            .and_then(|()| Flushed::write(&self.root, &target, post.bytes))
+            .map(|flushed| Reserved {
+                flushed,
+                _room: room,
+            })
             .map_err(|e| self.write_error(run, node, &target, e))
     }
 
@@ -510,9 +598,10 @@ impl Store {
         run: &Run,
         node: &str,
         seq: &mut NodeSeq,
-        flushed: Flushed,
+        reserved: Reserved,
         post: &Post<'_>,
     ) -> Result<u64, StoreError> {
+        let Reserved { flushed, _room } = reserved;
         let stem = post.kind.staged_stem();
         let n = seq.take(&stem);
         let target = self.staged_path(run, node, post.kind, n, post.encoding);
@@ -535,6 +624,8 @@ impl Store {
             .count(post.kind);
         account.bytes += post.bytes.len() as u64;
         account.saw(post.recv_ms);
+        drop(account);
+        run.wrote();
         Ok(n)
     }
 
@@ -543,7 +634,7 @@ impl Store {
     /// number given. Blocking.
     pub fn stage(
         &self,
-        run: &Run,
+        run: &Arc<Run>,
         node: &str,
         seq: &mut NodeSeq,
         post: &Post<'_>,
@@ -568,22 +659,22 @@ impl Store {
     /// root. Blocking.
     pub fn quarantine(
         &self,
-        run: &Run,
+        run: &Arc<Run>,
         node: &str,
         seq: &mut NodeSeq,
         q: &Quarantined<'_>,
     ) -> Result<String, StoreError> {
-        self.check_room(run, node, None, q.body.len() as u64)?;
+        let _room = self.check_room(run, node, None, q.body.len() as u64)?;
         let n = seq.next_quarantine.max(1);
         let dir = self.quarantine.join(&run.id).join(node);
         let stem = format!("{}-{}", layout::format_seq(n), q.kind);
         let name = format!("{stem}.{}", q.extension);
         let why = serde_json::to_vec_pretty(&q.why).unwrap_or_default();
         let write = || -> io::Result<()> {
-            create_dir_durable(&dir)?;
+            let at = self.root.dir(&dir, true)?;
             self.fault(&dir.join(&name))?;
-            write_new(&dir.join(format!("{stem}.why.json")), &why)?;
-            write_new(&dir.join(&name), q.body)
+            at.write_new(&format!("{stem}.why.json"), &why)?;
+            at.write_new(&name, q.body)
         };
         write().map_err(|e| {
             StoreError::Io(format!(
@@ -600,6 +691,8 @@ impl Store {
             .quarantined += 1;
         account.bytes += (q.body.len() + why.len()) as u64;
         account.saw(q.recv_ms);
+        drop(account);
+        run.wrote();
         Ok(format!("quarantine/{}/{node}/{name}", run.id))
     }
 
@@ -619,13 +712,6 @@ impl Store {
         out.sort();
         Ok(out)
     }
-}
-
-/// Writes a new file durably (never replacing one).
-fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = PendingFile::create(path)?;
-    file.file().write_all(bytes)?;
-    file.commit().map(drop)
 }
 
 /// The names in `dir` (none when it does not exist) of directories (`dirs`) or regular files,

@@ -312,4 +312,30 @@ impl Validators {
             }
         }
     }
+
+    /// [`Validators::explain`] cut to the first `max` reasons, and whether there are more; the
+    /// schema's errors are taken one at a time, so the cost is that of `max` reasons.
+    pub fn explain_first(
+        &self,
+        kind: RecordKind,
+        text: &str,
+        max: usize,
+    ) -> (Vec<(ProblemKind, String, String)>, bool) {
+        match parse_strict(text) {
+            Ok(value) => {
+                let (found, more) = self.violations_first(kind, &value, max);
+                let found = found
+                    .into_iter()
+                    .map(|v| (ProblemKind::Schema, v.pointer, v.message))
+                    .collect();
+                (found, more)
+            }
+            Err(_) => {
+                let mut all = self.explain(kind, text);
+                let more = all.len() > max;
+                all.truncate(max);
+                (all, more)
+            }
+        }
+    }
 }

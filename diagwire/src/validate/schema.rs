@@ -114,6 +114,32 @@ impl Validators {
         Some(out)
     }
 
+    /// The first `max` schema violations of `record` as a record of `kind`, and whether it has
+    /// more: the validator's errors are taken one at a time, so a record with a million
+    /// violations costs what `max` of them cost.
+    pub fn violations_first(
+        &self,
+        kind: RecordKind,
+        record: &Value,
+        max: usize,
+    ) -> (Vec<Violation>, bool) {
+        let Some(v) = self.by_kind.get(kind.as_str()) else {
+            return (Vec::new(), false);
+        };
+        let mut out = Vec::new();
+        let mut errors = v.iter_errors(record);
+        for e in errors.by_ref() {
+            explain(&e, &mut out);
+            out.dedup();
+            if out.len() >= max {
+                break;
+            }
+        }
+        let more = out.len() > max || errors.next().is_some();
+        out.truncate(max);
+        (out, more)
+    }
+
     /// Whether `record` is a valid record of `kind` (false for a kind these schemas do not have).
     pub fn is_valid(&self, kind: RecordKind, record: &Value) -> bool {
         self.by_kind
