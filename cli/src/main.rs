@@ -122,6 +122,10 @@ enum Command {
         /// How long to wait for a node's acknowledgements (`30s`, `2m`).
         #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
         timeout: std::time::Duration,
+        /// Open a connection per post instead of keeping one open per node (for a path through
+        /// proxies or load balancers that mishandle kept-alive connections).
+        #[arg(long)]
+        connection_per_post: bool,
     },
     /// The post-incident summary of a bundle (Markdown, JSON, HTML, TSV)
     ///
@@ -456,12 +460,14 @@ fn main() -> ExitCode {
             run_id,
             spool,
             timeout,
+            connection_per_post,
         } => replay::replay(&replay::Args {
             bundle,
             collector,
             run_id,
             spool,
             timeout,
+            connection_per_post,
         }),
         Command::Summary {
             bundle,

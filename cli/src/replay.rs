@@ -43,6 +43,8 @@ pub struct Args {
     pub spool: Option<PathBuf>,
     /// How long to wait for the acknowledgements at the end.
     pub timeout: Duration,
+    /// Whether each post opens its own connection.
+    pub connection_per_post: bool,
 }
 
 fn could_not_run(message: impl std::fmt::Display) -> ExitCode {
@@ -83,6 +85,7 @@ pub fn replay(args: &Args) -> ExitCode {
         config.queue_capacity = QUEUE;
         config.report_dropped = false;
         config.spool = args.spool.as_ref().map(|s| s.join(&node_id));
+        config.keep_alive = !args.connection_per_post;
         let emitter = match Emitter::start(config) {
             Ok(e) => e,
             Err(e) => return could_not_run(e),

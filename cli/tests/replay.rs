@@ -14,6 +14,7 @@ use common::collector::{serve, served};
 use common::{diagwire_within, repo, text};
 use diagwire::bundle::read::{Limits, read_all};
 use diagwire::layout::{Role, parse_bundle_path};
+use diagwire_testkit::proxy::{Proxy, Schedule};
 use serde_json::Value;
 
 /// The longest one run of the binary may take.
@@ -73,12 +74,32 @@ fn archived(dir: &Path) -> PathBuf {
     path
 }
 
-/// Replays `bundle` into a fresh collector (as `run_id` when given) and checks the served
-/// bundle: the same records as the example, kind by kind and node by node, and valid.
-fn check_replayed(bundle: &Path, run_id: Option<&str>) {
+/// How a replay reaches the collector.
+enum Way {
+    /// Straight.
+    Direct,
+    /// Through a proxy that faults by this schedule, a connection per post so that each post
+    /// meets the schedule (a retried post may then reach the collector twice).
+    Faulty(Schedule),
+}
+
+/// Replays `bundle` (whose records are `original`'s, the run `run` in it) into a fresh
+/// collector (as `run_id` when given) along `way` and checks the served bundle: the same records
+/// as the original, each once, kind by kind and node by node, and valid.
+fn check_replayed(bundle: &Path, original: &Path, run: &str, run_id: Option<&str>, way: Way) {
     let root = tempfile::tempdir().unwrap();
     let (_collector, addr) = serve(root.path());
-    let url = format!("http://{addr}");
+    let proxy = match &way {
+        Way::Direct => None,
+        Way::Faulty(schedule) => {
+            let addr = addr.parse().expect("the collector's address");
+            Some(Proxy::start(addr, schedule.clone()).expect("the proxy starts"))
+        }
+    };
+    let url = match &proxy {
+        None => format!("http://{addr}"),
+        Some(proxy) => format!("http://{}", proxy.addr),
+    };
     let mut args: Vec<&std::ffi::OsStr> = vec![
         "replay".as_ref(),
         bundle.as_os_str(),
@@ -89,6 +110,9 @@ fn check_replayed(bundle: &Path, run_id: Option<&str>) {
         args.push("--run-id".as_ref());
         args.push(id.as_ref());
     }
+    if proxy.is_some() {
+        args.push("--connection-per-post".as_ref());
+    }
     let out = diagwire_within(&args, LIMIT);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
@@ -96,9 +120,17 @@ fn check_replayed(bundle: &Path, run_id: Option<&str>) {
         "{}",
         text(&out.stderr)
     );
+    if let Some(proxy) = &proxy {
+        // [passed, dropped, lost answers, reset, delayed, partitioned]
+        let [_, dropped, lost, ..] = proxy.counts();
+        assert!(
+            dropped > 0 && lost > 0,
+            "the schedule dropped {dropped} requests and lost {lost} answers"
+        );
+    }
 
-    let served = served(root.path(), run_id.unwrap_or("n3-relay-flap"));
-    let (mut want, got) = (records(&example()), records(&served));
+    let served = served(root.path(), run_id.unwrap_or(run));
+    let (mut want, got) = (records(original), records(&served));
     if let Some(id) = run_id {
         // The records that name their run name the new one.
         for ((_, kind), records) in want.iter_mut() {
@@ -132,13 +164,54 @@ fn check_replayed(bundle: &Path, run_id: Option<&str>) {
 
 #[test]
 fn a_replayed_directory_bundle_comes_back_with_the_same_records() {
-    check_replayed(&example(), None);
+    check_replayed(&example(), &example(), "n3-relay-flap", None, Way::Direct);
 }
 
 #[test]
 fn a_replayed_archive_under_another_run_id_comes_back_with_the_same_records() {
     let dir = tempfile::tempdir().unwrap();
-    check_replayed(&archived(dir.path()), Some("moved-run"));
+    let archive = archived(dir.path());
+    check_replayed(
+        &archive,
+        &example(),
+        "n3-relay-flap",
+        Some("moved-run"),
+        Way::Direct,
+    );
+}
+
+/// A legacy run replayed through a proxy that drops 15% of the requests and loses 15% of the
+/// answers (the collector stored the post, the node never heard and posts it again): every
+/// record comes back exactly once, for each seed.
+#[test]
+fn a_legacy_run_replayed_through_lost_requests_and_lost_answers_comes_back_exactly_once() {
+    let oldest = repo().join("examples/bundles/n3-relay-flap-oldest");
+    for seed in [1, 2] {
+        let schedule = Schedule {
+            seed,
+            drop_request: 15,
+            lose_answer: 15,
+            reset_mid_body: 0,
+            delay: 0,
+            max_delay: Duration::ZERO,
+            partition: 0,
+            partition_for: Duration::ZERO,
+        };
+        check_replayed(
+            &oldest,
+            &oldest,
+            &run_of(&oldest),
+            None,
+            Way::Faulty(schedule),
+        );
+    }
+}
+
+/// The run id the manifest of the bundle directory `dir` names.
+fn run_of(dir: &Path) -> String {
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("MANIFEST.json")).unwrap()).unwrap();
+    manifest["run_id"].as_str().expect("run_id").to_owned()
 }
 
 /// A collector that is not there: nothing is acknowledged, the replay says how many posts were

@@ -102,6 +102,9 @@ pub struct Config {
     pub report_dropped: bool,
     /// Called when a reply carries `hints.snapshot_now`.
     pub on_snapshot_now: Option<SnapshotCallback>,
+    /// Whether a connection is kept open for the next post (true). False opens one per post,
+    /// for a path through proxies or load balancers that mishandle kept-alive connections.
+    pub keep_alive: bool,
 }
 
 impl Config {
@@ -127,6 +130,7 @@ impl Config {
             encoding: Encoding::Json,
             report_dropped: true,
             on_snapshot_now: None,
+            keep_alive: true,
         }
     }
 }

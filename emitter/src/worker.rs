@@ -112,12 +112,15 @@ impl Worker {
         rx: Receiver<Msg>,
         woken: Receiver<()>,
     ) -> Worker {
-        let agent = ureq::Agent::config_builder()
+        let mut agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .proxy(None)
-            .timeout_global(Some(config.request_timeout))
-            .build()
-            .new_agent();
+            .timeout_global(Some(config.request_timeout));
+        if !config.keep_alive {
+            // No idle connection is kept: each post opens its own.
+            agent = agent.max_idle_connections_per_host(0);
+        }
+        let agent = agent.build().new_agent();
         let run_id: Arc<str> = config.run_id.as_str().into();
         Worker {
             config,
