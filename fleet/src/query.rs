@@ -237,10 +237,13 @@ pub async fn bounded_session(dataset: &Path, memory_limit: usize) -> Result<Sess
     Ok(ctx)
 }
 
+/// Part files (relative paths) by table.
+type Parts = BTreeMap<String, Vec<String>>;
+
 /// The part files the index of `dataset` lists, by table, that a query reads, and the listed
 /// parts it leaves out, each a located error: reached through a link, missing, or not a whole
 /// Parquet file (checked by its magic and footer length, [`crate::safe::parquet_readable`]).
-fn listed_parts(dataset: &Path) -> Result<(BTreeMap<String, Vec<String>>, Vec<Error>), Error> {
+fn listed_parts(dataset: &Path) -> Result<(Parts, Vec<Error>), Error> {
     let index = crate::dataset::Index::load(dataset)?;
     let mut readable: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut skipped = Vec::new();
