@@ -39,13 +39,18 @@ fn missing(command: &str) -> ExitCode {
 
 /// `diagwire export BUNDLE… --to DATASET`.
 #[cfg(not(feature = "fleet"))]
-pub fn export(_bundles: &[PathBuf], _to: &Path, _no_compact: bool) -> ExitCode {
+pub fn export(
+    _bundles: &[PathBuf],
+    _to: &Path,
+    _no_compact: bool,
+    _wait: std::time::Duration,
+) -> ExitCode {
     missing("export")
 }
 
 /// `diagwire compact DATASET`.
 #[cfg(not(feature = "fleet"))]
-pub fn compact(_dataset: &Path) -> ExitCode {
+pub fn compact(_dataset: &Path, _wait: std::time::Duration) -> ExitCode {
     missing("compact")
 }
 
@@ -66,12 +71,28 @@ pub fn report(_dataset: &Path, _format: ReportFormat, _out: Option<&Path>) -> Ex
     missing("fleet")
 }
 
-/// `diagwire export BUNDLE… --to DATASET`: exit 0 when every record was exported, 1 when some
-/// could not be read (listed, not exported), 2 on an error (the dataset keeps the runs before it).
+/// How a writer says it waits for another: one line on standard error.
 #[cfg(feature = "fleet")]
-pub fn export(bundles: &[PathBuf], to: &Path, no_compact: bool) -> ExitCode {
+fn waiting(command: &'static str) -> impl Fn(&str) {
+    move |message: &str| eprintln!("diagwire {command}: {message}")
+}
+
+/// `diagwire export BUNDLE… --to DATASET`: exit 0 when every record was exported, 1 when some
+/// could not be read (listed, not exported), 2 on an error (the dataset is as it was before).
+#[cfg(feature = "fleet")]
+pub fn export(
+    bundles: &[PathBuf],
+    to: &Path,
+    no_compact: bool,
+    wait: std::time::Duration,
+) -> ExitCode {
     use diagwire::problem::printable;
-    match diagwire_fleet::export::export(bundles, to, !no_compact) {
+    let say = waiting("export");
+    let wait = diagwire_fleet::dataset::Wait {
+        limit: wait,
+        waiting: &say,
+    };
+    match diagwire_fleet::export::export_waiting(bundles, to, !no_compact, &wait) {
         Ok(report) => {
             for (bundle, run, rows) in &report.runs {
                 let rows: Vec<String> = rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
@@ -94,10 +115,25 @@ pub fn export(bundles: &[PathBuf], to: &Path, no_compact: bool) -> ExitCode {
                 for p in report.problems.iter().take(20) {
                     eprintln!("{}", printable(&p.to_string()));
                 }
-                eprintln!(
-                    "{} record(s) or file(s) could not be read and were not exported",
-                    report.problems.len()
-                );
+                let (records, files) = (report.records_not_exported(), report.files_not_exported());
+                let mut said = Vec::new();
+                if records > 0 {
+                    said.push(format!(
+                        "{records} record(s) could not be read and were not exported"
+                    ));
+                }
+                if files > 0 {
+                    said.push(format!(
+                        "{files} file(s) could not be read and none of their records were exported"
+                    ));
+                }
+                if report.problems.len() > 20 {
+                    said.push(format!(
+                        "{} problem(s) in all, 20 listed",
+                        report.problems.len()
+                    ));
+                }
+                eprintln!("{}", said.join("; "));
                 ExitCode::from(1)
             }
         }
@@ -107,14 +143,19 @@ pub fn export(bundles: &[PathBuf], to: &Path, no_compact: bool) -> ExitCode {
 
 /// `diagwire compact DATASET`: every partition into one file.
 #[cfg(feature = "fleet")]
-pub fn compact(dataset: &Path) -> ExitCode {
+pub fn compact(dataset: &Path, wait: std::time::Duration) -> ExitCode {
     if !dataset.join(diagwire_fleet::dataset::INDEX).is_file() {
         return crate::fail(&format!(
             "{}: not a dataset (no _dataset.json)",
             dataset.display()
         ));
     }
-    match diagwire_fleet::dataset::compact(dataset) {
+    let say = waiting("compact");
+    let wait = diagwire_fleet::dataset::Wait {
+        limit: wait,
+        waiting: &say,
+    };
+    match diagwire_fleet::dataset::compact(dataset, &wait) {
         Ok(n) => {
             println!("compacted {n} partition(s)");
             ExitCode::SUCCESS
@@ -139,6 +180,9 @@ pub fn query(
         Format::Json => F::Json,
     };
     let limit = usize::try_from(memory_limit.as_u64()).unwrap_or(usize::MAX);
+    for skipped in query::unreadable_parts(dataset) {
+        eprintln!("diagwire query: left out of the tables: {skipped}");
+    }
     match query::bounded_query(dataset, sql, limit).and_then(|b| query::render(&b, format)) {
         Ok(text) => {
             use std::io::Write;

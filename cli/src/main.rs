@@ -298,9 +298,10 @@ enum Command {
     ///
     /// Each bundle is one run; a run already in DATASET is replaced, so exporting twice adds
     /// nothing. Partitions touched are compacted into one file each unless `--no-compact`.
-    /// Records that cannot be read are listed (located) and not exported. Exit status: 0 when
-    /// every record was exported, 1 when some could not be read, 2 on an error. Needs the
-    /// feature `fleet`.
+    /// Records that cannot be read are listed (located) and not exported. One writer at a time:
+    /// an export or compaction waits (up to `--wait`) for another to finish. Exit status: 0 when
+    /// every record was exported, 1 when some could not be read, 2 on an error (the dataset is
+    /// then as it was). Needs the feature `fleet`.
     Export {
         /// The bundles (directories or `.tar.gz`).
         #[arg(required = true)]
@@ -311,13 +312,22 @@ enum Command {
         /// Leave each run in a file of its own until `diagwire compact`.
         #[arg(long)]
         no_compact: bool,
+        /// Wait this long at most for another export or compaction of DATASET to finish (`0s`:
+        /// fail at once).
+        #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+        wait: std::time::Duration,
     },
     /// Merge the files of each partition of a fleet dataset into one
     ///
-    /// Needs the feature `fleet`.
+    /// One writer at a time: waits (up to `--wait`) for an export to finish. Needs the feature
+    /// `fleet`.
     Compact {
         /// The dataset folder.
         dataset: PathBuf,
+        /// Wait this long at most for another export or compaction of DATASET to finish (`0s`:
+        /// fail at once).
+        #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+        wait: std::time::Duration,
     },
     /// Run SQL over a fleet dataset (embedded DataFusion)
     ///
@@ -480,8 +490,9 @@ fn main() -> ExitCode {
             bundles,
             to,
             no_compact,
-        } => fleet::export(&bundles, &to, no_compact),
-        Command::Compact { dataset } => fleet::compact(&dataset),
+            wait,
+        } => fleet::export(&bundles, &to, no_compact, wait),
+        Command::Compact { dataset, wait } => fleet::compact(&dataset, wait),
         Command::Query {
             dataset,
             sql,

@@ -1,16 +1,29 @@
 //! The dataset on disk: its layout (`<table>/contract_major=<M>/date=<YYYY-MM-DD>/part-*.parquet`),
 //! its index `_dataset.json` (the contract version, the tables' columns, every run and its
-//! partition), and the file operations the export needs: write a Parquet file, remove one run's
-//! rows from a partition, and compact a partition into one file. Every file is written under a
-//! temporary name and renamed into place. A file's rows are ordered by run id, a run's rows
-//! contiguous; a row group may hold many runs, so removing or merging runs reads the run boundaries
-//! from the `run_id` column's statistics (or, for a shared group, the column itself) and copies
-//! rows a group at a time (memory holds one row group of the input and one being written).
+//! partition, and every part file the dataset holds), and the file operations the writers need:
+//! write a Parquet file, remove one run's rows from a partition, and compact a partition into one
+//! file.
+//!
+//! **The index is the commit.** A part file the index does not list is never read. A writer
+//! ([`Change`]) holds the lock file `_dataset.lock` (an OS advisory lock, [`WriterLock`]) for its
+//! whole change, writes every new part under a fresh name, then commits by writing a new index
+//! (temporary file, fsync, rename, fsync of the folder), and only then deletes the parts the new
+//! index no longer lists. A kill at any instant leaves the previous index or the next one, each
+//! with every file it lists whole. What a killed writer left behind is garbage by one rule:
+//! anything in a partition folder named like a part (`part-*.parquet`, `*.parquet.tmp`) that the
+//! committed index does not list, and the staging folder, are deleted by the next writer, which
+//! holds the lock, so no live writer owns them.
+//!
+//! A file's rows are ordered by run id, a run's rows contiguous; a row group may hold many runs,
+//! so removing or merging runs reads the run boundaries from the `run_id` column's statistics (or,
+//! for a shared group, the column itself) and copies rows a group at a time (memory holds one row
+//! group of the input and one being written). No link under the dataset is followed (`safe.rs`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -25,13 +38,21 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::arrow_schema;
 use crate::columns::{CONTRACT_VERSION, TABLES};
+use crate::safe;
 use crate::stage::Stage;
 
 /// The index file of a dataset.
 pub const INDEX: &str = "_dataset.json";
 
-/// The version of the index's shape.
-pub const FORMAT_VERSION: &str = "1.0.0";
+/// The version of the index's shape (1.1.0 added `files`; an index without it is read by
+/// listing its partition folders once, and the next writer lists them in it).
+pub const FORMAT_VERSION: &str = "1.1.0";
+
+/// The lock file a writer holds for its whole change.
+pub const LOCK: &str = "_dataset.lock";
+
+/// The folder a writer stages a bundle's tables in.
+pub const STAGING: &str = "_staging";
 
 /// Rows per row group at most (a run's rows may span several, and a group may hold many runs):
 /// the writer holds a row group in memory until it is full, and a snapshot row is large.
@@ -55,6 +76,10 @@ pub struct Index {
     pub tables: Vec<TableIndex>,
     /// Every run the dataset holds, by run id.
     pub runs: BTreeMap<String, RunIndex>,
+    /// Every part file the dataset holds, by table: paths relative to the dataset, with `/`
+    /// (`events/contract_major=1/date=2026-05-25/part-….parquet`). Only these are read.
+    #[serde(default)]
+    pub files: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// A table's columns as the index records them.
@@ -100,34 +125,155 @@ impl Index {
                 })
                 .collect(),
             runs: BTreeMap::new(),
+            files: BTreeMap::new(),
         }
     }
 
-    /// Reads `DATASET/_dataset.json`; a dataset without one is empty.
+    /// Reads `DATASET/_dataset.json`; a dataset without one is empty. Every file it lists must be
+    /// a part of one of its tables (`<table>/contract_major=<M>/date=<D>/part-….parquet`), or the
+    /// index is refused.
     pub fn load(dataset: &Path) -> Result<Index, Error> {
         let path = dataset.join(INDEX);
-        match fs::read_to_string(&path) {
-            Ok(text) => {
-                let mut index: Index = serde_json::from_str(&text)
-                    .map_err(|e| Error::at(&path, format!("not a dataset index: {e}")))?;
-                // The columns are this tool's: older files read with them (new columns are null).
-                let runs = std::mem::take(&mut index.runs);
-                index = Index {
-                    runs,
-                    ..Index::new()
-                };
-                Ok(index)
+        let Some(text) = safe::read_to_string(&path)? else {
+            return Ok(Index::new());
+        };
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Error::at(&path, format!("not a dataset index: {e}")))?;
+        let listed = value.get("files").is_some();
+        let index: Index = serde_json::from_value(value)
+            .map_err(|e| Error::at(&path, format!("not a dataset index: {e}")))?;
+        let mut files = index.files;
+        for (table, names) in &files {
+            for name in names {
+                if !is_part_of(table, name) {
+                    return Err(Error::at(
+                        &path,
+                        format!(
+                            "not a dataset index: /files/{} lists {name:?}, which is not a part \
+                             file of that table",
+                            diagwire::problem::printable(table)
+                        ),
+                    ));
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::new()),
-            Err(e) => Err(Error::at(&path, e.to_string())),
         }
+        if !listed {
+            // An index written before `files` existed: its parts are what the folders hold.
+            files = legacy_files(dataset)?;
+        }
+        // The columns are this tool's: older files read with them (new columns are null).
+        Ok(Index {
+            runs: index.runs,
+            files,
+            ..Index::new()
+        })
     }
 
-    /// Writes `DATASET/_dataset.json` (under a temporary name, then renamed).
+    /// Writes `DATASET/_dataset.json`: a temporary file, written to disk, renamed over it.
     pub fn save(&self, dataset: &Path) -> Result<(), Error> {
         let text =
             serde_json::to_string_pretty(self).map_err(|e| Error::at(dataset, e.to_string()))?;
-        write_atomic(&dataset.join(INDEX), text.as_bytes())
+        safe::write_atomic(dataset, &dataset.join(INDEX), text.as_bytes())
+    }
+
+    /// The listed files of `table` in the partition folder `dir` (relative, `/`-separated).
+    pub fn files_in(&self, table: &str, dir: &str) -> Vec<String> {
+        let prefix = format!("{dir}/");
+        self.files
+            .get(table)
+            .into_iter()
+            .flatten()
+            .filter(|f| f.strip_prefix(&prefix).is_some_and(|n| !n.contains('/')))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Whether `rel` names a part file of `table`: `<table>/contract_major=…/date=…/part-….parquet`,
+/// plain names only.
+fn is_part_of(table: &str, rel: &str) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let plain = |p: &str| {
+        !p.is_empty() && p != "." && p != ".." && !p.contains(['\\', '\0']) && !p.starts_with('.')
+    };
+    parts.len() == 4
+        && parts.iter().all(|p| plain(p))
+        && parts[0] == table
+        && TABLES.iter().any(|t| t.name == table)
+        && parts[1].starts_with("contract_major=")
+        && parts[2].starts_with("date=")
+        && parts[3].starts_with("part-")
+        && parts[3].ends_with(".parquet")
+}
+
+/// The part files the folders of every table hold (an index of format 1.0.0 listed none).
+fn legacy_files(dataset: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, Error> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for t in TABLES {
+        for (dir, names) in partition_entries(dataset, t.name)? {
+            for name in names {
+                let rel = format!("{dir}/{name}");
+                if is_part_of(t.name, &rel) {
+                    out.entry(t.name.to_owned()).or_default().insert(rel);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every partition folder of `table` (relative, `/`-separated) with the names of its entries;
+/// a link anywhere on the way is refused.
+fn partition_entries(dataset: &Path, table: &str) -> Result<Vec<(String, Vec<String>)>, Error> {
+    let mut out = Vec::new();
+    safe::check(dataset, Path::new(table))?;
+    let table_dir = dataset.join(table);
+    if !table_dir.is_dir() {
+        return Ok(out);
+    }
+    for major in names(&table_dir)? {
+        let rel_major = Path::new(table).join(&major);
+        safe::check(dataset, &rel_major)?;
+        if !dataset.join(&rel_major).is_dir() {
+            continue;
+        }
+        for date in names(&dataset.join(&rel_major))? {
+            let rel = rel_major.join(&date);
+            safe::check(dataset, &rel)?;
+            if !dataset.join(&rel).is_dir() {
+                continue;
+            }
+            out.push((
+                format!("{table}/{major}/{date}"),
+                names(&dataset.join(&rel))?,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The names in a folder, sorted (a name that is not UTF-8 is left out: nothing of ours).
+fn names(dir: &Path) -> Result<Vec<String>, Error> {
+    let mut out: Vec<String> = fs::read_dir(dir)
+        .map_err(|e| Error::at(dir, e.to_string()))?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// The absolute path of the listed file `rel`, checked: no link on the way, a regular file.
+pub fn part_path(dataset: &Path, rel: &str) -> Result<PathBuf, Error> {
+    safe::check(dataset, Path::new(rel))?;
+    let path = dataset.join(rel);
+    match fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => Ok(path),
+        Ok(_) => Err(Error::at(&path, "is not a regular file")),
+        Err(e) => Err(Error::at(
+            &path,
+            format!("a part file the index lists cannot be read: {e}"),
+        )),
     }
 }
 
@@ -135,13 +281,6 @@ impl Default for Index {
     fn default() -> Self {
         Index::new()
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file beside it.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let tmp = path.with_extension("tmp");
-    fs::write(&tmp, bytes).map_err(|e| Error::at(&tmp, e.to_string()))?;
-    fs::rename(&tmp, path).map_err(|e| Error::at(path, e.to_string()))
 }
 
 /// The folder of one table's partition.
@@ -188,7 +327,10 @@ impl PartWriter {
         if let Some(dir) = tmp.parent() {
             fs::create_dir_all(dir).map_err(|e| Error::at(dir, e.to_string()))?;
         }
-        let file = File::create(&tmp).map_err(|e| Error::at(&tmp, e.to_string()))?;
+        // A leftover of that name (a link included) is removed, never followed.
+        safe::remove(&tmp)?;
+        safe::step("write", &tmp);
+        let file = safe::create_new(&tmp)?;
         let mut writer = ArrowWriter::try_new(file, schema, Some(writer_properties(table)))
             .map_err(|e| Error::at(&tmp, e.to_string()))?;
         let at = tmp.clone();
@@ -198,9 +340,11 @@ impl PartWriter {
                     .write(&batch)
                     .map_err(|e| Error::at(&at, e.to_string()))?;
             }
+            // On disk before it is renamed into place, so an index that lists it finds it whole.
             writer
-                .close()
-                .map(|_| ())
+                .into_inner()
+                .map_err(|e| Error::at(&at, e.to_string()))?
+                .sync_all()
                 .map_err(|e| Error::at(&at, e.to_string()))
         })?;
         Ok(PartWriter {
@@ -226,7 +370,7 @@ impl PartWriter {
     /// Finishes the file and moves it to `path`.
     pub fn finish(mut self, path: &Path) -> Result<(), Error> {
         self.encoder.join()?;
-        fs::rename(&self.tmp, path).map_err(|e| Error::at(path, e.to_string()))
+        safe::rename(&self.tmp, path)
     }
 
     /// Drops the file.
@@ -261,7 +405,7 @@ struct Segment {
 }
 
 fn open_reader(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Error> {
-    let file = File::open(path).map_err(|e| Error::at(path, e.to_string()))?;
+    let file = safe::open(path)?;
     ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::at(path, e.to_string()))
 }
 
@@ -364,69 +508,301 @@ fn copy_segments(
     Ok(())
 }
 
-/// Removes the rows of `run` from every file of `dir` (a partition of `table`).
-pub fn remove_run(dir: &Path, table: &str, run: &str) -> Result<(), Error> {
-    let Some(t) = TABLES.iter().find(|t| t.name == table) else {
-        return Ok(());
-    };
-    let schema = Arc::new(arrow_schema::schema(t));
-    for path in parquet_files(dir) {
-        let segs = segments(&path, 0)?;
-        if !segs.iter().any(|s| s.run == run) {
-            continue;
-        }
-        let keep: Vec<Segment> = segs.into_iter().filter(|s| s.run != run).collect();
-        if keep.is_empty() {
-            fs::remove_file(&path).map_err(|e| Error::at(&path, e.to_string()))?;
-            continue;
-        }
-        let mut w = PartWriter::create_for(&path, schema.clone(), table)?;
-        copy_segments(std::slice::from_ref(&path), &keep, &mut w)?;
-        w.finish(&path)?;
-    }
-    Ok(())
+/// The partition folder (relative, `/`-separated) of `table` for a run's partition.
+pub fn partition_rel(table: &str, major: u64, date: &str) -> String {
+    format!("{table}/contract_major={major}/date={date}")
 }
 
-/// Merges every file of a partition folder into one, its rows ordered by run id (a run's rows in
-/// their order), so a partition is one large file however many exports added to it. Row groups
-/// fill up across runs: a run of a few hundred rows does not pay for a row group of its own (the
-/// footer describes every column of every row group, and the events table has hundreds).
-pub fn compact_dir(dir: &Path, table: &str) -> Result<bool, Error> {
-    let files = parquet_files(dir);
-    if files.len() < 2 {
-        return Ok(false);
-    }
-    let Some(t) = TABLES.iter().find(|t| t.name == table) else {
-        return Ok(false);
-    };
-    let schema = Arc::new(arrow_schema::schema(t));
-    let mut segs: Vec<Segment> = Vec::new();
-    for (i, path) in files.iter().enumerate() {
-        segs.extend(segments(path, i)?);
-    }
-    segs.sort();
-    let mut runs: Vec<&str> = segs.iter().map(|s| s.run.as_str()).collect();
-    runs.dedup();
-    let name = format!("part-{:016x}.parquet", fnv(runs.join("\n").as_bytes()));
-    let target = dir.join(name);
-    let mut w = PartWriter::create_for(&target, schema, table)?;
-    copy_segments(&files, &segs, &mut w)?;
-    w.finish(&target)?;
-    for f in files {
-        if f != target {
-            fs::remove_file(&f).map_err(|e| Error::at(&f, e.to_string()))?;
-        }
-    }
-    Ok(true)
+/// The folder part of a listed file's path.
+fn dir_of(rel: &str) -> &str {
+    rel.rsplit_once('/').map_or("", |(d, _)| d)
 }
 
-/// Compacts every partition of every table; returns how many were merged.
-pub fn compact(dataset: &Path) -> Result<usize, Error> {
+/// One change of a dataset by its one writer: the lock held, the committed index loaded and
+/// the garbage of a killed writer deleted ([`Change::begin`]); new parts are written under fresh
+/// names and listed in [`Change::index`], replaced ones unlisted; [`Change::commit`] writes the
+/// index and then deletes what it no longer lists. A change dropped without a commit deletes the
+/// files it wrote and leaves the dataset as it was.
+pub struct Change {
+    dataset: PathBuf,
+    /// The index being changed (committed by [`Change::commit`]).
+    pub index: Index,
+    /// Files this change wrote (relative).
+    created: Vec<String>,
+    /// Files the committed index lists that this change unlisted: deleted after the commit.
+    obsolete: Vec<String>,
+    committed: bool,
+    _lock: WriterLock,
+}
+
+impl Change {
+    /// Takes the writer lock of `dataset` (waiting as `wait` says), loads the committed index and
+    /// deletes what an earlier writer left unlisted.
+    pub fn begin(dataset: &Path, wait: &Wait<'_>) -> Result<Change, Error> {
+        let lock = WriterLock::acquire(dataset, wait)?;
+        let index = Index::load(dataset)?;
+        collect_garbage(dataset, &index)?;
+        Ok(Change {
+            dataset: dataset.to_owned(),
+            index,
+            created: Vec::new(),
+            obsolete: Vec::new(),
+            committed: false,
+            _lock: lock,
+        })
+    }
+
+    /// A fresh part file in the partition folder `dir` (relative): its relative and absolute
+    /// paths. The name is new: neither it nor its temporary name exists.
+    pub fn fresh_part(&mut self, dir: &str) -> Result<(String, PathBuf), Error> {
+        let abs_dir = safe::ensure_dir(&self.dataset, Path::new(dir))?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mut attempt = 0u64;
+        loop {
+            let seed = format!(
+                "{}\n{nanos}\n{}\n{attempt}",
+                std::process::id(),
+                self.created.len()
+            );
+            let name = format!("part-{:016x}.parquet", fnv(seed.as_bytes()));
+            let abs = abs_dir.join(&name);
+            let taken = |p: &Path| fs::symlink_metadata(p).is_ok();
+            if !taken(&abs) && !taken(&abs.with_extension("parquet.tmp")) {
+                let rel = format!("{dir}/{name}");
+                self.created.push(rel.clone());
+                return Ok((rel, abs));
+            }
+            attempt += 1;
+        }
+    }
+
+    /// Lists `rel` (a file this change wrote) in `table`.
+    pub fn add(&mut self, table: &str, rel: String) {
+        self.index
+            .files
+            .entry(table.to_owned())
+            .or_default()
+            .insert(rel);
+    }
+
+    /// Unlists `rel` from `table`; its file is deleted after the commit.
+    pub fn unlist(&mut self, table: &str, rel: &str) {
+        if let Some(files) = self.index.files.get_mut(table) {
+            files.remove(rel);
+        }
+        self.obsolete.push(rel.to_owned());
+    }
+
+    /// Removes the rows of `run` from the listed files of `table` in the partition folder `dir`:
+    /// each file holding some is replaced by a new one without them (or unlisted when it held
+    /// nothing else).
+    pub fn remove_run(&mut self, table: &str, dir: &str, run: &str) -> Result<(), Error> {
+        let Some(t) = TABLES.iter().find(|t| t.name == table) else {
+            return Ok(());
+        };
+        let schema = Arc::new(arrow_schema::schema(t));
+        for rel in self.index.files_in(table, dir) {
+            let path = part_path(&self.dataset, &rel)?;
+            let segs = segments(&path, 0)?;
+            if !segs.iter().any(|s| s.run == run) {
+                continue;
+            }
+            let keep: Vec<Segment> = segs.into_iter().filter(|s| s.run != run).collect();
+            self.unlist(table, &rel);
+            if keep.is_empty() {
+                continue;
+            }
+            let (new_rel, new_path) = self.fresh_part(dir)?;
+            let mut w = PartWriter::create_for(&new_path, schema.clone(), table)?;
+            copy_segments(std::slice::from_ref(&path), &keep, &mut w)?;
+            w.finish(&new_path)?;
+            self.add(table, new_rel);
+        }
+        Ok(())
+    }
+
+    /// Merges the listed files of `table` in the partition folder `dir` into one, its rows
+    /// ordered by run id (a run's rows in their order), so a partition is one large file however
+    /// many exports added to it. Row groups fill up across runs: a run of a few hundred rows does
+    /// not pay for a row group of its own (the footer describes every column of every row group,
+    /// and the events table has hundreds). Whether there was anything to merge.
+    pub fn compact_dir(&mut self, table: &str, dir: &str) -> Result<bool, Error> {
+        let listed = self.index.files_in(table, dir);
+        if listed.len() < 2 {
+            return Ok(false);
+        }
+        let Some(t) = TABLES.iter().find(|t| t.name == table) else {
+            return Ok(false);
+        };
+        let schema = Arc::new(arrow_schema::schema(t));
+        let mut files = Vec::with_capacity(listed.len());
+        let mut segs: Vec<Segment> = Vec::new();
+        for (i, rel) in listed.iter().enumerate() {
+            let path = part_path(&self.dataset, rel)?;
+            segs.extend(segments(&path, i)?);
+            files.push(path);
+        }
+        segs.sort();
+        let (new_rel, target) = self.fresh_part(dir)?;
+        let mut w = PartWriter::create_for(&target, schema, table)?;
+        copy_segments(&files, &segs, &mut w)?;
+        w.finish(&target)?;
+        for rel in &listed {
+            self.unlist(table, rel);
+        }
+        self.add(table, new_rel);
+        Ok(true)
+    }
+
+    /// Commits: writes the index (temporary file, fsync, rename, fsync of the folder), then
+    /// deletes the files it no longer lists.
+    pub fn commit(mut self) -> Result<(), Error> {
+        for (table, files) in &self.index.files {
+            for rel in files {
+                if !is_part_of(table, rel) {
+                    return Err(Error::at(&self.dataset.join(rel), "not a part file"));
+                }
+            }
+        }
+        self.index.save(&self.dataset)?;
+        self.committed = true;
+        for rel in std::mem::take(&mut self.obsolete) {
+            safe::remove(&self.dataset.join(&rel))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Change {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        // Not committed: nothing this change wrote is listed; delete it (a leftover is garbage
+        // the next writer deletes anyway).
+        for rel in &self.created {
+            let path = self.dataset.join(rel);
+            if safe::check(&self.dataset, Path::new(rel)).is_ok() {
+                let _ = fs::remove_file(path.with_extension("parquet.tmp"));
+                let _ = fs::remove_file(&path);
+            }
+        }
+        let _ = fs::remove_dir_all(self.dataset.join(STAGING));
+    }
+}
+
+/// Deletes what a killed writer left: in every partition folder, a file named like a part or a
+/// part's temporary file that `index` does not list; the staging folder; the index's temporary
+/// file. Only the writer holding the lock calls it, so nothing it deletes is a live writer's.
+pub fn collect_garbage(dataset: &Path, index: &Index) -> Result<(), Error> {
+    for t in TABLES {
+        let listed = index.files.get(t.name);
+        for (dir, names) in partition_entries(dataset, t.name)? {
+            for name in names {
+                let rel = format!("{dir}/{name}");
+                let ours = name.starts_with("part-")
+                    && (name.ends_with(".parquet") || name.ends_with(".parquet.tmp"));
+                if ours && !listed.is_some_and(|l| l.contains(&rel)) {
+                    safe::remove(&dataset.join(&rel))?;
+                }
+            }
+        }
+    }
+    let staging = dataset.join(STAGING);
+    safe::check(dataset, Path::new(STAGING))?;
+    if staging.exists() {
+        safe::step("unlink", &staging);
+        fs::remove_dir_all(&staging).map_err(|e| Error::at(&staging, e.to_string()))?;
+    }
+    safe::remove(&dataset.join(INDEX).with_extension("tmp"))
+}
+
+/// How long a writer waits for another to finish, and what it says while it waits.
+pub struct Wait<'a> {
+    /// At most this long; zero fails at once.
+    pub limit: Duration,
+    /// Called once, when the lock is held by another writer, with a sentence saying so.
+    pub waiting: &'a dyn Fn(&str),
+}
+
+/// How long a writer waits for another by default: 10 minutes.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(600);
+
+impl Default for Wait<'_> {
+    fn default() -> Self {
+        Wait {
+            limit: DEFAULT_WAIT,
+            waiting: &|_| {},
+        }
+    }
+}
+
+/// The writer lock of a dataset: an exclusive OS advisory lock (`flock`, through `fs4`) on
+/// `_dataset.lock`, held while this value lives and released by the OS when the process ends,
+/// however it ends. Readers never take it.
+pub struct WriterLock {
+    _file: File,
+}
+
+impl WriterLock {
+    /// Takes the lock of `dataset` (created when missing), polling every 100 ms up to
+    /// `wait.limit`; another writer holding it past that is an error naming the lock file.
+    pub fn acquire(dataset: &Path, wait: &Wait<'_>) -> Result<WriterLock, Error> {
+        let path = dataset.join(LOCK);
+        let file = safe::open_or_create(&path)?;
+        let start = Instant::now();
+        let mut told = false;
+        loop {
+            match fs4::FileExt::try_lock(&file) {
+                Ok(()) => return Ok(WriterLock { _file: file }),
+                Err(fs4::TryLockError::WouldBlock) => {}
+                Err(fs4::TryLockError::Error(e)) => return Err(Error::at(&path, e.to_string())),
+            }
+            let waited = start.elapsed();
+            if waited >= wait.limit {
+                return Err(Error::at(
+                    &path,
+                    format!(
+                        "another writer is changing this dataset (it holds this lock file); \
+                         gave up after waiting {}s (a writer waits up to --wait)",
+                        waited.as_secs()
+                    ),
+                ));
+            }
+            if !told {
+                told = true;
+                (wait.waiting)(&format!(
+                    "{}: another writer is changing this dataset; waiting for it (up to {}s)",
+                    diagwire::problem::printable(&path.display().to_string()),
+                    wait.limit.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100).min(wait.limit - waited));
+        }
+    }
+}
+
+/// Compacts every partition of every table in one change; returns how many were merged.
+pub fn compact(dataset: &Path, wait: &Wait<'_>) -> Result<usize, Error> {
+    let mut change = Change::begin(dataset, wait)?;
     let mut merged = 0;
     for t in TABLES {
-        for dir in partitions(&dataset.join(t.name)) {
-            merged += usize::from(compact_dir(&dir, t.name)?);
+        let dirs: BTreeSet<String> = change
+            .index
+            .files
+            .get(t.name)
+            .into_iter()
+            .flatten()
+            .map(|f| dir_of(f).to_owned())
+            .collect();
+        for dir in dirs {
+            merged += usize::from(change.compact_dir(t.name, &dir)?);
         }
+    }
+    if merged > 0 {
+        change.commit()?;
     }
     Ok(merged)
 }

@@ -6,8 +6,11 @@
 //! the bundle. Events are held back in a small window and written smallest first, which puts
 //! a bundle's nearly sorted events in order; only a run the window cannot order is sorted. When the bundle has been read, its run is known (the manifest's `run_id`, else the
 //! one the boot records agree on, else the directory's name) and so is its partition; the run's
-//! old rows are removed, the staging files move into their partitions, the touched partitions are
-//! compacted into one file each, and `_dataset.json` is rewritten. A record the walk refuses is a
+//! old rows are removed (the files holding them replaced by new ones without them), the staging
+//! files move into their partitions under fresh names, the touched partitions are compacted into
+//! one file each, and the whole export is committed at once by writing `_dataset.json`
+//! ([`dataset::Change`]: the writer lock held throughout, nothing the index does not list ever
+//! read). An export that fails leaves the dataset as it was. A record the walk refuses is a
 //! located problem in the report, never a row.
 
 use std::cmp::Ordering;
@@ -25,7 +28,7 @@ use diagwire::layout::{FileKind, Role};
 use diagwire::v1::Record;
 
 use crate::columns::TABLES;
-use crate::dataset::{self, Index, PartWriter, RunIndex};
+use crate::dataset::{self, Change, PartWriter, RunIndex, Wait};
 use crate::rows::{Context, Rows};
 use crate::stage::Stage;
 use crate::table::Table;
@@ -51,6 +54,31 @@ pub struct Report {
     pub problems: Vec<Problem>,
     /// Partitions merged into one file.
     pub compacted: usize,
+}
+
+impl Report {
+    /// The records that could not be read and were not exported: the distinct records the
+    /// problems locate (a record with several problems counts once).
+    pub fn records_not_exported(&self) -> usize {
+        let records: BTreeSet<(&str, usize)> = self
+            .problems
+            .iter()
+            .filter_map(|p| p.location.record.map(|r| (p.location.file.as_str(), r)))
+            .collect();
+        records.len()
+    }
+
+    /// The files that could not be read as a whole (none of their records exported, however
+    /// many they hold): the distinct files of the problems located at a file, not a record.
+    pub fn files_not_exported(&self) -> usize {
+        let files: BTreeSet<&str> = self
+            .problems
+            .iter()
+            .filter(|p| p.location.record.is_none())
+            .map(|p| p.location.file.as_str())
+            .collect();
+        files.len()
+    }
 }
 
 /// Events held back to be written in order: a bundle's events come nearly sorted (a node's files
@@ -460,56 +488,54 @@ pub fn utc_date(ms: u64) -> String {
 }
 
 /// Exports `bundles` into `dataset` (created when missing), one run per bundle; a run already in
-/// the dataset is replaced. Touched partitions are compacted unless `compact` is false.
+/// the dataset is replaced. Touched partitions are compacted unless `compact` is false. Waits up
+/// to [`dataset::DEFAULT_WAIT`] for another writer.
 pub fn export(bundles: &[PathBuf], dataset: &Path, compact: bool) -> Result<Report, Error> {
+    export_waiting(bundles, dataset, compact, &Wait::default())
+}
+
+/// [`export`], waiting for another writer as `wait` says. The export is one change of the
+/// dataset, committed when every bundle is in: an error leaves the dataset as it was (the
+/// error's message says so).
+pub fn export_waiting(
+    bundles: &[PathBuf],
+    dataset: &Path,
+    compact: bool,
+    wait: &Wait<'_>,
+) -> Result<Report, Error> {
     fs::create_dir_all(dataset).map_err(|e| Error::at(dataset, e.to_string()))?;
-    let mut index = Index::load(dataset)?;
+    let mut change = Change::begin(dataset, wait)?;
+    let unchanged = |mut e: Error| {
+        e.message
+            .push_str(" (nothing was exported: the dataset is as it was)");
+        e
+    };
     let mut report = Report::default();
-    let mut touched: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut touched: BTreeSet<(&'static str, String)> = BTreeSet::new();
+    let staging_root = crate::safe::ensure_dir(dataset, Path::new(dataset::STAGING))?;
     for (i, bundle) in bundles.iter().enumerate() {
-        let staging = dataset
-            .join("_staging")
-            .join(format!("{}-{i}", std::process::id()));
-        if staging.exists() {
-            fs::remove_dir_all(&staging).map_err(|e| Error::at(&staging, e.to_string()))?;
-        }
-        fs::create_dir_all(&staging).map_err(|e| Error::at(&staging, e.to_string()))?;
-        let result = export_one(
-            bundle,
-            dataset,
-            &staging,
-            &mut index,
-            &mut report,
-            &mut touched,
-        );
+        let staging = staging_root.join(i.to_string());
+        fs::create_dir(&staging).map_err(|e| Error::at(&staging, e.to_string()))?;
+        let result = export_one(bundle, &staging, &mut change, &mut report, &mut touched);
         let _ = fs::remove_dir_all(&staging);
-        result?;
-        index.save(dataset)?;
+        result.map_err(unchanged)?;
     }
-    let _ = fs::remove_dir(dataset.join("_staging"));
+    let _ = fs::remove_dir(&staging_root);
     if compact {
-        for dir in &touched {
-            let table = dir
-                .parent()
-                .and_then(Path::parent)
-                .and_then(Path::file_name)
-                .and_then(|n| n.to_str())
-                .unwrap_or_default()
-                .to_owned();
-            report.compacted += usize::from(dataset::compact_dir(dir, &table)?);
+        for (table, dir) in &touched {
+            report.compacted += usize::from(change.compact_dir(table, dir).map_err(unchanged)?);
         }
     }
-    index.save(dataset)?;
+    change.commit()?;
     Ok(report)
 }
 
 fn export_one(
     bundle: &Path,
-    dataset: &Path,
     staging: &Path,
-    index: &mut Index,
+    change: &mut Change,
     report: &mut Report,
-    touched: &mut BTreeSet<PathBuf>,
+    touched: &mut BTreeSet<(&'static str, String)>,
 ) -> Result<(), Error> {
     let mut reader = BundleReader::open(bundle, Limits::default())
         .map_err(|e| Error::problem(Problem::from(e)))?;
@@ -599,24 +625,23 @@ fn export_one(
             rewrite_run_id(path, t, &run)?;
         }
     }
-    if let Some(old) = index.runs.get(&run) {
+    if let Some(old) = change.index.runs.get(&run).cloned() {
         for t in TABLES {
-            let dir = dataset::partition_dir(dataset, t.name, old.contract_major, &old.date);
-            dataset::remove_run(&dir, t.name, &run)?;
+            let dir = dataset::partition_rel(t.name, old.contract_major, &old.date);
+            change.remove_run(t.name, &dir, &run)?;
         }
         report.replaced.push(run.clone());
     }
-    let part = format!("part-{:016x}.parquet", dataset::fnv(run.as_bytes()));
     let mut rows = BTreeMap::new();
     for (name, _, path, n) in staged {
-        let dir = dataset::partition_dir(dataset, name, major, &date);
-        fs::create_dir_all(&dir).map_err(|e| Error::at(&dir, e.to_string()))?;
-        let target = dir.join(&part);
-        fs::rename(&path, &target).map_err(|e| Error::at(&target, e.to_string()))?;
-        touched.insert(dir);
+        let dir = dataset::partition_rel(name, major, &date);
+        let (rel, target) = change.fresh_part(&dir)?;
+        crate::safe::rename(&path, &target)?;
+        change.add(name, rel);
+        touched.insert((name, dir));
         rows.insert(name.to_owned(), n);
     }
-    index.runs.insert(
+    change.index.runs.insert(
         run.clone(),
         RunIndex {
             bundle: bundle_name.clone(),

@@ -1,7 +1,10 @@
 //! `diagwire query`: SQL over a dataset with an embedded DataFusion. Every table is registered
 //! with its generated schema (never inferred from a file, so files of older contracts read with
 //! the current columns, the missing ones null) and the partition columns of its folders; a table
-//! with no file yet is registered empty, with the same columns. The shipped views (`views.rs`) are defined on top.
+//! with no file yet is registered empty, with the same columns. A table reads only the part
+//! files the dataset's index lists (`listed.rs`); a listed part that does not open as Parquet (or
+//! is reached through a link) is left out and reported ([`unreadable_parts`]), so one bad file
+//! does not stop every query. The shipped views (`views.rs`) are defined on top.
 //! A session's scans parse each file's footer once (`footers.rs`) and read, of a struct column,
 //! only the leaves under the fields a query reaches it through (`leaves.rs`). A window function
 //! over input sorted by its partition keys is computed over the whole input at once
@@ -14,10 +17,12 @@
 //! the tool's own SQL and are defined before, outside those options. [`render`] escapes every
 //! value and column name, so nothing in a result can forge a row or reach a terminal raw.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::format::EvolvingParquet;
+use crate::listed::Listed;
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -30,6 +35,7 @@ use datafusion::datasource::listing::{
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::disk_manager::DiskManagerBuilder;
 use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::windows::{BoundedWindowAggExec, WindowAggExec};
@@ -180,11 +186,24 @@ pub async fn bounded_session(dataset: &Path, memory_limit: usize) -> Result<Sess
     if !dataset.join(crate::dataset::INDEX).is_file() {
         return Err(Error::at(dataset, "not a dataset (no _dataset.json)"));
     }
+    let (readable, _) = listed_parts(dataset)?;
     let ctx = bounded_context(memory_limit)?;
+    let root = std::fs::canonicalize(dataset).map_err(|e| Error::at(dataset, e.to_string()))?;
+    let mut allowed = BTreeSet::new();
+    for rel in readable.values().flatten() {
+        let path = root.join(rel);
+        allowed.insert(
+            object_store::path::Path::from_absolute_path(&path)
+                .map_err(|e| Error::at(&path, e.to_string()))?,
+        );
+    }
+    let local = ObjectStoreUrl::local_filesystem();
+    let inner = ctx.runtime_env().object_store(&local).map_err(df)?;
+    ctx.register_object_store(local.as_ref(), Arc::new(Listed::new(inner, allowed)));
     for t in TABLES {
         let schema = Arc::new(arrow_schema::schema(t));
         let dir = dataset.join(t.name);
-        if crate::dataset::partitions(&dir).is_empty() {
+        if readable.get(t.name).is_none_or(Vec::is_empty) {
             // The partition columns too, so a query that names them reads an empty table.
             let mut fields: Vec<Field> =
                 schema.fields().iter().map(|f| f.as_ref().clone()).collect();
@@ -216,6 +235,36 @@ pub async fn bounded_session(dataset: &Path, memory_limit: usize) -> Result<Sess
         }
     }
     Ok(ctx)
+}
+
+/// Part files (relative paths) by table.
+type Parts = BTreeMap<String, Vec<String>>;
+
+/// The part files the index of `dataset` lists, by table, that a query reads, and the listed
+/// parts it leaves out, each a located error: reached through a link, missing, or not a whole
+/// Parquet file (checked by its magic and footer length, [`crate::safe::parquet_readable`]).
+fn listed_parts(dataset: &Path) -> Result<(Parts, Vec<Error>), Error> {
+    let index = crate::dataset::Index::load(dataset)?;
+    let mut readable: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    for (table, files) in &index.files {
+        for rel in files {
+            match crate::dataset::part_path(dataset, rel)
+                .and_then(|p| crate::safe::parquet_readable(&p))
+            {
+                Ok(()) => readable.entry(table.clone()).or_default().push(rel.clone()),
+                Err(e) => skipped.push(e),
+            }
+        }
+    }
+    Ok((readable, skipped))
+}
+
+/// The listed parts of `dataset` a query leaves out because they cannot be read (see
+/// [`listed_parts`]), each a located error; empty when the index itself does not read (the
+/// query says so).
+pub fn unreadable_parts(dataset: &Path) -> Vec<Error> {
+    listed_parts(dataset).map(|(_, s)| s).unwrap_or_default()
 }
 
 /// The runtime the blocking entry points run DataFusion on.

@@ -211,7 +211,13 @@ fn write_run(source: &Path, dataset: &Path, run: &str, change: Change, old: bool
             }
         }
     }
-    std::fs::copy(source.join(dataset::INDEX), dataset.join(dataset::INDEX)).unwrap();
+    // The index without its list of files (as format 1.0.0 wrote it): the files are what the
+    // partition folders hold, those of both runs.
+    let mut index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(source.join(dataset::INDEX)).unwrap())
+            .unwrap();
+    index.as_object_mut().unwrap().remove("files");
+    std::fs::write(dataset.join(dataset::INDEX), index.to_string()).unwrap();
 }
 
 /// The queries written before the change: every shipped view of runs (`list_positions` holds
