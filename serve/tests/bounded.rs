@@ -36,7 +36,6 @@ fn example(path: &str) -> Vec<u8> {
 fn big_batch(bytes: usize) -> Vec<u8> {
     let records: Vec<serde_json::Value> =
         serde_json::from_slice(&example("stage-0/events/events-000001.json")).unwrap();
-    let texts: Vec<String> = records.iter().map(|r| r.to_string()).collect();
     let mut out = String::with_capacity(bytes + 4096);
     out.push('[');
     let mut i = 0;
@@ -44,7 +43,11 @@ fn big_batch(bytes: usize) -> Vec<u8> {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&texts[i % texts.len()]);
+        // Each record numbered anew, as a node numbers its events: a repeated record would be
+        // left out as already staged.
+        let mut record = records[i % records.len()].clone();
+        record["monotonic_seq"] = serde_json::Value::from(i as u64);
+        out.push_str(&record.to_string());
         i += 1;
     }
     out.push(']');
