@@ -13,15 +13,14 @@ mod common;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
 use diagwire_serve::Config;
 use diagwire_serve::client::{Connection, StreamEvent, subscribe};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 fn example(path: &str) -> Vec<u8> {
     std::fs::read(
@@ -558,38 +557,6 @@ async fn check(case: Case) -> Result<(), String> {
     }
 }
 
-/// The real binary under a 2 GiB address-space cap.
-async fn spawn_capped(root: &Path) -> (Child, SocketAddr) {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -v 2097152 && exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_diagwire-serve"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--finalize-wait",
-            "100ms",
-            "--root",
-        ])
-        .arg(root)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines
-        .next_line()
-        .await
-        .unwrap()
-        .expect("the server prints its address");
-    let addr = first
-        .strip_prefix("listening on ")
-        .unwrap()
-        .parse()
-        .unwrap();
-    (child, addr)
-}
-
 /// The child's peak resident memory (`VmHWM`), in MiB.
 fn peak_mib(child: &Child) -> u64 {
     let Some(pid) = child.id() else { return 0 };
@@ -603,7 +570,7 @@ fn peak_mib(child: &Child) -> u64 {
 
 async fn check_capped(case: Capped) -> Result<(), String> {
     let root = tempfile::tempdir().unwrap();
-    let (mut child, addr) = spawn_capped(root.path()).await;
+    let (mut child, addr) = spawn_binary(root.path(), true).await;
     let answered = match case {
         Capped::APostOfTwoHundredKbOfZeros => {
             let got = post_expecting(addr, "events", "r", "n", &zeros(100_000)).await?;

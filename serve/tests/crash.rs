@@ -5,55 +5,21 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use common::*;
 use diagwire_serve::client::Connection;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 /// Acknowledged posts: (node, seq) → the bytes posted.
 type Acked = BTreeMap<(String, u64), Vec<u8>>;
-
-async fn spawn(root: &Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire-serve"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--finalize-wait",
-            "100ms",
-            "--root",
-        ])
-        .arg(root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines
-        .next_line()
-        .await
-        .unwrap()
-        .expect("the server prints its address");
-    let addr = first
-        .strip_prefix("listening on ")
-        .unwrap()
-        .parse()
-        .unwrap();
-    (child, addr)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_collector_loses_no_acknowledged_post() {
     bounded(60, async {
         let root = tempfile::tempdir().unwrap();
-        let (mut child, addr) = spawn(root.path()).await;
+        let (mut child, addr) = spawn_binary(root.path(), false).await;
         let labels = ["orchestrator", "relay", "stage-0", "stage-1", "stage-2"];
         let mut nodes = Vec::new();
         for label in labels {
@@ -121,7 +87,7 @@ async fn a_killed_collector_loses_no_acknowledged_post() {
         );
 
         // On disk: every acknowledged post whole, numbers 1..=n without a gap, no temporary file.
-        let (mut child, addr) = spawn(root.path()).await;
+        let (mut child, addr) = spawn_binary(root.path(), false).await;
         let mut highest = BTreeMap::new();
         for (node, _, _) in &nodes {
             let dir = root.path().join("staging").join(run).join(node);

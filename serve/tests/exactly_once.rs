@@ -10,7 +10,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -19,49 +18,21 @@ use bytes::Bytes;
 use common::*;
 use diagwire::bundle::BundleContents;
 use diagwire::bundle::read::{Limits, read_all};
-use diagwire::layout::{FileKind, Role, parse_bundle_path};
 use diagwire::v1::Manifest;
 use diagwire_serve::client::Connection;
 use diagwire_testkit::proxy::{Proxy, Schedule};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 const SEEDS: [u64; 3] = [11, 22, 33];
 const BUNDLE: &str = "n3-relay-flap";
 
 /// A node's posts in its order: (route, body).
-type Plan = Vec<(&'static str, Vec<u8>)>;
+type Plan = Vec<(String, Vec<u8>)>;
 
 /// The original bundle, each node's id and posts, and the finalize's node and body.
 type Plans = (BundleContents, Vec<(String, Plan)>, (String, Vec<u8>));
 
-async fn spawn(root: &Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_diagwire-serve"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--finalize-wait",
-            "100ms",
-            "--root",
-        ])
-        .arg(root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next_line().await.unwrap().expect("the address");
-    let addr = first
-        .strip_prefix("listening on ")
-        .unwrap()
-        .parse()
-        .unwrap();
-    (child, addr)
-}
-
-/// The original bundle, each node's posts in its order (boots, then events batches and snapshots
-/// by number), and the finalize (node, body).
+/// The original bundle, each node's posts in its order (the library's post plan), and the
+/// finalize (node, body).
 fn plans() -> Plans {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/bundles")
@@ -69,39 +40,10 @@ fn plans() -> Plans {
     let (original, errors) = read_all(&src, Limits::default()).unwrap();
     assert!(errors.is_empty());
     let manifest: Manifest = serde_json::from_slice(&original.files["MANIFEST.json"]).unwrap();
-    let mut plans = Vec::new();
-    let mut finalize = None;
-    for node in &manifest.nodes {
-        let mut plan = Vec::new();
-        for (path, bytes) in &original.files {
-            let parsed = parse_bundle_path(path);
-            if parsed.node.as_deref() != Some(node.label.as_str()) {
-                continue;
-            }
-            let (route, order) = match parsed.role {
-                Role::Latest(FileKind::Finalize) => {
-                    finalize = Some((node.node_id_hex.0.clone(), bytes.clone()));
-                    continue;
-                }
-                Role::Latest(FileKind::Boot) => ("boot", (0, u64::MAX)),
-                Role::Numbered(FileKind::Boot, n) => ("boot", (0, n)),
-                Role::Numbered(FileKind::Events, n) => ("events", (1, n)),
-                Role::Numbered(FileKind::Snapshot, n) => ("snapshot", (1, n)),
-                _ => panic!("{path}"),
-            };
-            plan.push((order, route, bytes.clone()));
-        }
-        plan.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        plans.push((
-            node.node_id_hex.0.clone(),
-            plan.into_iter().map(|(_, r, b)| (r, b)).collect(),
-        ));
-    }
-    (
-        original,
-        plans,
-        finalize.expect("the bundle has a finalize"),
-    )
+    let (plans, mut finalizes) = node_posts(&original, &manifest);
+    assert_eq!(finalizes.len(), 1, "the bundle has one finalize");
+    let finalize = finalizes.remove(0);
+    (original, plans, finalize)
 }
 
 /// Posts until the collector answers 200, with a small backoff; each attempt on a connection of
@@ -172,7 +114,7 @@ async fn run(seed: u64) -> [u64; 6] {
     let (original, plans, (finalizer, finalize)) = plans();
     let total: usize = plans.iter().map(|(_, p)| p.len()).sum();
     let root = tempfile::tempdir().unwrap();
-    let (mut child, addr) = spawn(root.path()).await;
+    let (mut child, addr) = spawn_binary(root.path(), false).await;
     let proxy = Proxy::start(addr, Schedule::mixed(seed)).unwrap();
     let via = proxy.addr;
     let acked = Arc::new(AtomicUsize::new(0));
@@ -181,7 +123,7 @@ async fn run(seed: u64) -> [u64; 6] {
         let acked = acked.clone();
         tasks.push(tokio::spawn(async move {
             for (route, body) in plan {
-                deliver(via, route, &node, &body).await;
+                deliver(via, &route, &node, &body).await;
                 acked.fetch_add(1, Ordering::SeqCst);
             }
         }));
@@ -192,7 +134,7 @@ async fn run(seed: u64) -> [u64; 6] {
     }
     child.start_kill().unwrap();
     child.wait().await.unwrap();
-    let (mut child, addr) = spawn(root.path()).await;
+    let (mut child, addr) = spawn_binary(root.path(), false).await;
     proxy.set_upstream(addr);
     for t in tasks {
         t.await.unwrap();

@@ -37,6 +37,48 @@ pub fn example(path: &str) -> Vec<u8> {
     std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
+/// The collector binary (`diagwire-serve`) on a free loopback port over `root`, its log off the
+/// test's output, killed when dropped; with `capped`, under a 2 GiB address-space cap
+/// (`ulimit -v`). Returns it and the address it says it listens on.
+pub async fn spawn_binary(root: &Path, capped: bool) -> (tokio::process::Child, SocketAddr) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let serve = env!("CARGO_BIN_EXE_diagwire-serve");
+    let mut command = if capped {
+        let mut sh = tokio::process::Command::new("sh");
+        sh.arg("-c")
+            .arg("ulimit -v 2097152 && exec \"$0\" \"$@\"")
+            .arg(serve);
+        sh
+    } else {
+        tokio::process::Command::new(serve)
+    };
+    let mut child = command
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--finalize-wait",
+            "100ms",
+            "--root",
+        ])
+        .arg(root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the collector binary starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("its output")).lines();
+    let first = lines
+        .next_line()
+        .await
+        .expect("its output reads")
+        .expect("the collector prints its address");
+    let addr = first
+        .strip_prefix("listening on ")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("the collector did not say where it listens: {first:?}"));
+    (child, addr)
+}
+
 /// A node's posts: its node id and, in order, each post's route (`boot`, `events`, …) and body.
 pub type NodePosts = (String, Vec<(String, Vec<u8>)>);
 
