@@ -16,7 +16,7 @@ use std::io::ErrorKind;
 
 use diagwire::bundle::assemble::{Assembled, assemble};
 use diagwire::v1::{Manifest, ManifestNode};
-use diagwire::{CONTRACT_VERSION, NodeIdHex, ProblemKind};
+use diagwire::{NodeIdHex, ProblemKind};
 use staging::*;
 
 use ProblemKind::{Encoding, Layout, Parse};
@@ -329,7 +329,7 @@ assembles! {
     } => Bundle {
         files: &["MANIFEST.json", "stage-0/boot.json"],
         finalize_received: false,
-        nodes: vec![listed("stage-0", STAGE_A).booted("stage", Some(0)).declares(CONTRACT_VERSION)],
+        nodes: vec![listed("stage-0", STAGE_A).booted("stage", Some(0)).declares("1.2.0")],
         problems: vec![],
     };
 
