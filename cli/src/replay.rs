@@ -256,7 +256,11 @@ fn renamed(
             identity.insert("run_id".into(), id);
         }
     }
-    serde_json::to_vec(&record).map_err(|e| e.to_string())
+    // Written like every JSON the tool writes (`\uXXXX` for what a terminal would interpret):
+    // the same value, which the collector stores as posted.
+    diagwire::problem::json_compact(&record)
+        .map(String::into_bytes)
+        .map_err(|e| e.to_string())
 }
 
 /// The bundle's manifest: the first pass of the reader, stopped at `MANIFEST.json`.
