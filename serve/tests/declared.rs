@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
 use common::*;
 use diagwire::bundle::BundleContents;
 use diagwire::bundle::read::{Limits, read_all};
@@ -103,17 +102,7 @@ async fn post_and_serve(original: &Original, server: &Server, out: &Path) -> Pat
     let (nodes, mut finalizes) = node_posts(&original.contents, &original.manifest);
     for (node, posts) in nodes {
         for (route, body) in posts {
-            let reply = conn
-                .post(
-                    &route,
-                    &run,
-                    &node,
-                    1,
-                    "application/json",
-                    Bytes::from(body),
-                )
-                .await
-                .unwrap();
+            let reply = post(&mut conn, &route, &run, &node, &body).await;
             assert_eq!(
                 reply.status,
                 200,

@@ -42,6 +42,26 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// Waits for `child` at most `limit`; past it, kills it and panics saying `what` overran.
+fn wait_within(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} ran past {limit:?} and was killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// How `diagwire` ended when the reader of its standard output went away.
 #[cfg(target_os = "linux")]
 pub struct ClosedPipe {
@@ -81,18 +101,11 @@ pub fn run_into_closed_pipe(
     let mut first = [0u8; 10];
     let read_first = reader.read_exact(&mut first);
     drop(reader);
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?} ran past {limit:?} after its reader went away");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = wait_within(
+        &mut child,
+        limit,
+        &format!("{args:?}, after its reader went away,"),
+    );
     let stderr = text(&std::fs::read(err.path()).expect("read"));
     match read_first {
         Ok(()) => Ok(ClosedPipe { status, stderr }),
@@ -127,18 +140,7 @@ pub fn run_with_memory_cap(dir: &Path, args: &[String], limit: std::time::Durati
         .stderr(err.reopen().expect("reopen"))
         .spawn()
         .expect("run diagwire");
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?} ran past {limit:?}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let status = wait_within(&mut child, limit, &format!("{args:?}"));
     Capped {
         code: status.code(),
         printed: format!(
@@ -181,21 +183,12 @@ pub fn diagwire_within(args: &[&std::ffi::OsStr], limit: std::time::Duration) ->
     };
     let out = drain(Box::new(child.0.stdout.take().unwrap()));
     let err = drain(Box::new(child.0.stderr.take().unwrap()));
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "`diagwire {}` ran past {limit:?} and was killed",
-            args.iter()
-                .map(|a| a.to_string_lossy())
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let shown: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+    let status = wait_within(
+        &mut child.0,
+        limit,
+        &format!("`diagwire {}`", shown.join(" ")),
+    );
     Output {
         status,
         stdout: out.join().unwrap(),
