@@ -533,7 +533,8 @@ pub fn walk<'a>(
 ) -> diagwire::bundle::records::Walk<'a> {
     diagwire::bundle::records::Walk {
         explain: Some(&explain),
-        verdict: verdict.map(|v| v as &std::cell::RefCell<dyn diagwire::bundle::records::Verdict>),
+        verdict: verdict
+            .map(|v| v as &std::cell::RefCell<dyn diagwire::bundle::records::Verdict + Send>),
         ..Default::default()
     }
 }

@@ -23,12 +23,18 @@
 //! the parts of the bundle against each other too) are the ones handed to the consumers, and the
 //! walk's own are not, so every reader reports what `diagwire validate` reports. A refused
 //! record's text is then decoded twice (by the walk, to hand on the records around it, and by the
-//! validation), never read twice.
+//! validation), never read twice. The validation runs on a thread of its own, which reads the
+//! files from the stream, judges each and hands it with its problems to the walk, at most one
+//! batch of files ahead ([`BATCH_BYTES`]): validating and decoding, about equal in cost, overlap on
+//! two cores, and the consumers still get a file's records, then its problems, file after file in
+//! path order, as without the thread. The standard library's scoped threads and channels do it;
+//! no pool is needed for one helper thread.
 
 use std::cell::RefCell;
 use std::io::Read;
+use std::sync::mpsc;
 
-use super::read::{BundleReader, ReadError};
+use super::read::{BundleReader, ReadError, StreamFile};
 use crate::frame::{Frames, frame};
 use crate::layout::{Encoding, Role};
 use crate::problem::{Location, Problem, ProblemKind};
@@ -101,7 +107,7 @@ pub struct Walk<'a> {
     pub explain: Option<Explain<'a>>,
     /// The bundle's validation, run in the same pass: when set, its problems are the ones the
     /// consumers get (and `explain` is not asked).
-    pub verdict: Option<&'a RefCell<dyn Verdict + 'a>>,
+    pub verdict: Option<&'a RefCell<dyn Verdict + Send + 'a>>,
 }
 
 /// What a walk went through.
@@ -145,41 +151,149 @@ pub fn walk_into(
     settings: Walk<'_>,
     consumers: &mut [&mut dyn Consumer],
 ) -> Walked {
-    let max_record = match settings.max_record_bytes {
-        0 => 64 << 20,
-        n => n,
+    let mut walk = Walking {
+        max_record: match settings.max_record_bytes {
+            0 => 64 << 20,
+            n => n,
+        },
+        settings,
+        walked: Walked::default(),
+        quarantine: Pairing::default(),
     };
-    let mut walked = Walked::default();
-    let mut quarantine = Pairing::default();
-    let verdict = settings.verdict;
-    if let Some(v) = verdict {
-        v.borrow_mut().begin(reader);
+    let Some(verdict) = settings.verdict else {
+        for file in reader.stream() {
+            walk.item(file, None, consumers);
+        }
+        return walk.end(consumers);
+    };
+    let mut verdict = verdict.borrow_mut();
+    verdict.begin(reader);
+    // What the verdict's thread takes when it starts; left here if no thread can be had.
+    let parts = std::sync::Mutex::new(Some((reader, &mut *verdict as &mut (dyn Verdict + Send))));
+    std::thread::scope(|scope| {
+        let (batches, judged) = mpsc::sync_channel::<Vec<Judged>>(1);
+        let parts = &parts;
+        let _reading = std::thread::Builder::new()
+            .name("diagwire-verdict".into())
+            .spawn_scoped(scope, move || {
+                if let Some((reader, judge)) = take(parts) {
+                    judge_ahead(reader, judge, &batches);
+                }
+            });
+        for batch in judged {
+            for (file, problems) in batch {
+                walk.item(file, Some(problems), consumers);
+            }
+        }
+        // No thread to be had: the verdict judges each file on this one.
+        if let Some((reader, judge)) = take(parts) {
+            for file in reader.stream() {
+                let problems = match &file {
+                    Ok(f) => judge.file(&f.path, &f.location, f.contents()),
+                    Err(e) => judge.entry(e),
+                };
+                walk.item(file, Some(problems), consumers);
+            }
+        }
+    });
+    let (problems, omitted) = verdict.finish();
+    let mut walked = walk.end(consumers);
+    hand_all(&problems, &mut walked, consumers);
+    if omitted > 0 {
+        consumers.iter_mut().for_each(|c| c.omitted(omitted));
     }
+    walked
+}
+
+/// The most bytes of files, and the most files, the verdict's thread hands the walk at once; it
+/// runs at most one such batch ahead of the walk (and is judging the next), so memory holds a
+/// few batches, or a few files when one is larger.
+const BATCH_BYTES: u64 = 1 << 20;
+const BATCH_FILES: usize = 64;
+
+fn take<T>(slot: &std::sync::Mutex<Option<T>>) -> Option<T> {
+    slot.lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take()
+}
+
+/// An entry of the stream and the verdict's problems of it.
+type Judged = (Result<StreamFile, ReadError>, Vec<Problem>);
+
+/// The verdict's thread: reads the bundle's files in order, judges each, and hands them on in
+/// batches ([`BATCH_BYTES`], [`BATCH_FILES`]) until the walk stops taking them.
+fn judge_ahead(
+    reader: &mut BundleReader,
+    judge: &mut (dyn Verdict + Send),
+    batches: &mpsc::SyncSender<Vec<Judged>>,
+) {
+    let mut batch = Vec::new();
+    let mut bytes = 0;
     for file in reader.stream() {
+        let problems = match &file {
+            Ok(f) => {
+                bytes += f.size;
+                judge.file(&f.path, &f.location, f.contents())
+            }
+            Err(e) => judge.entry(e),
+        };
+        batch.push((file, problems));
+        if bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES {
+            bytes = 0;
+            if batches.send(std::mem::take(&mut batch)).is_err() {
+                return;
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = batches.send(batch);
+    }
+}
+
+/// A walk under way: how it reads, what it went through, the quarantined bodies waiting for
+/// their pair.
+struct Walking<'a> {
+    settings: Walk<'a>,
+    max_record: usize,
+    walked: Walked,
+    quarantine: Pairing,
+}
+
+impl Walking<'_> {
+    /// Reads one entry of the stream and hands on its records and problems: the verdict's
+    /// (`judged`, after the file's records) when there is one, else its own.
+    fn item(
+        &mut self,
+        file: Result<StreamFile, ReadError>,
+        judged: Option<Vec<Problem>>,
+        consumers: &mut [&mut dyn Consumer],
+    ) {
+        let verdict = judged.is_some();
+        let judged = judged.unwrap_or_default();
+        let walked = &mut self.walked;
+        let quarantine = &mut self.quarantine;
+        let settings = self.settings;
+        let max_record = self.max_record;
         let mut file = match file {
             Ok(f) => f,
             Err(e) => {
-                let problems = match verdict {
-                    Some(v) => v.borrow_mut().entry(&e),
-                    None => vec![e.into()],
-                };
-                hand_all(&problems, &mut walked, consumers);
-                continue;
+                let problems = if verdict { judged } else { vec![e.into()] };
+                hand_all(&problems, walked, consumers);
+                return;
             }
         };
         let location = file.location.clone();
         let path = file.path.clone();
-        let judged = verdict.map(|v| v.borrow_mut().file(&path, &location, file.contents()));
         if let Some(found) = quarantine.take(&path, &location, &mut file) {
             for body in found {
-                hand_quarantined(&body, verdict.is_none(), &mut walked, consumers);
+                hand_quarantined(&body, !verdict, walked, consumers);
             }
-            hand_all(&judged.unwrap_or_default(), &mut walked, consumers);
-            continue;
+            hand_all(&judged, walked, consumers);
+            return;
         }
         let Some(kind) = file.role.record_kind() else {
-            hand_all(&judged.unwrap_or_default(), &mut walked, consumers);
-            continue;
+            hand_all(&judged, walked, consumers);
+            return;
         };
         walked.files += 1;
         let node = file.node.clone();
@@ -191,9 +305,9 @@ pub fn walk_into(
             location: &location,
             positions: file.encoding == Encoding::Json,
             explain: settings.explain,
-            muted: verdict.is_some(),
+            muted: verdict,
             consumers: &mut *consumers,
-            walked: &mut walked,
+            walked,
             found: 0,
             omitted: 0,
             delivered: 0,
@@ -227,19 +341,17 @@ pub fn walk_into(
             ));
         }
         typed.end();
-        hand_all(&judged.unwrap_or_default(), &mut walked, consumers);
+        hand_all(&judged, walked, consumers);
     }
-    for body in quarantine.finish() {
-        hand_quarantined(&body, verdict.is_none(), &mut walked, consumers);
-    }
-    if let Some(v) = verdict {
-        let (problems, omitted) = v.borrow_mut().finish();
-        hand_all(&problems, &mut walked, consumers);
-        if omitted > 0 {
-            consumers.iter_mut().for_each(|c| c.omitted(omitted));
+
+    /// The walk has ended: the quarantined bodies left without a pair.
+    fn end(mut self, consumers: &mut [&mut dyn Consumer]) -> Walked {
+        let verdict = self.settings.verdict.is_some();
+        for body in self.quarantine.finish() {
+            hand_quarantined(&body, !verdict, &mut self.walked, consumers);
         }
+        self.walked
     }
-    walked
 }
 
 /// Hands problems to every consumer.
