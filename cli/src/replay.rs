@@ -4,9 +4,11 @@
 //! its boot records (the earlier ones, then the latest), its events files, its snapshots, its
 //! vast.ai records — and every node's finalize records last, once the other records of every
 //! node were acknowledged. Each file is posted as it is in the bundle (JSON or protobuf), an
-//! events file as one post; with `--run-id`, boot records and snapshots are posted as JSON naming
-//! the new run (`run_id`, a snapshot's `identity.run_id`), every other record unchanged. Used to move runs between collectors, load-test one and reproduce an
-//! incident into a live `check --follow`.
+//! events file as one post; with `--run-id`, every record that names its run is posted as JSON
+//! naming the new one instead (a boot record's `run_id`, a snapshot's `run_id` and
+//! `identity.run_id`, an event's `run_id`), so the run's records agree with it; finalize and
+//! vast.ai records carry no run id and are posted unchanged. Used to move runs between
+//! collectors, load-test one and reproduce an incident into a live `check --follow`.
 //!
 //! The bundle is read once through the library's reader, one file at a time: a node's queue
 //! holds at most [`QUEUE`] files, and the sender waits while it is full, so memory stays
@@ -135,7 +137,7 @@ pub fn replay(args: &Args) -> ExitCode {
         };
         let latest = matches!(at.role, Role::Latest(_));
         let bytes = match (&args.run_id, kind) {
-            (Some(id), FileKind::Boot | FileKind::Snapshot) => {
+            (Some(id), FileKind::Boot | FileKind::Snapshot | FileKind::Events) => {
                 match renamed(kind, at.encoding, &file.bytes, id) {
                     Ok(bytes) => bytes,
                     Err(e) => {
@@ -238,8 +240,8 @@ fn give(node: &mut Node, kind: FileKind, body: Vec<u8>, timeout: Duration) {
     node.emitter.raw_within(kind, body, timeout);
 }
 
-/// A boot record or a snapshot naming run `run_id` instead of its own: `run_id` (and a
-/// snapshot's `identity.run_id`), as JSON whatever the file's encoding.
+/// A boot record, a snapshot or an events file naming run `run_id` instead of its own, as JSON
+/// whatever the file's encoding: every run id the record carries of its own ([`rename_run`]).
 fn renamed(
     kind: &FileKind,
     encoding: diagwire::layout::Encoding,
@@ -249,18 +251,42 @@ fn renamed(
     let text = diagwire::binary::json_text(encoding, kind.record_kind(), bytes)?;
     let mut record: serde_json::Value =
         serde_json::from_slice(&text).map_err(|e| format!("not JSON: {e}"))?;
-    let id = serde_json::Value::String(run_id.to_owned());
-    if let Some(o) = record.as_object_mut() {
-        o.insert("run_id".into(), id.clone());
-        if let Some(identity) = o.get_mut("identity").and_then(|i| i.as_object_mut()) {
-            identity.insert("run_id".into(), id);
-        }
-    }
+    rename_run(kind, &mut record, run_id);
     // Written like every JSON the tool writes (`\uXXXX` for what a terminal would interpret):
     // the same value, which the collector stores as posted.
     diagwire::problem::json_compact(&record)
         .map(String::into_bytes)
         .map_err(|e| e.to_string())
+}
+
+/// Sets the run ids a record of `kind` carries of its own to `run_id`: a boot record's `run_id`,
+/// a snapshot's `run_id` and `identity.run_id`, and, in an events file (an array of events, or
+/// one event), each event's `run_id` where it names a run (an event not tied to a run, its
+/// `run_id` absent or null, stays so).
+fn rename_run(kind: &FileKind, record: &mut serde_json::Value, run_id: &str) {
+    use serde_json::Value;
+    let id = Value::String(run_id.to_owned());
+    match kind {
+        FileKind::Events => {
+            let events = match record {
+                Value::Array(events) => events.iter_mut().collect::<Vec<_>>(),
+                one => vec![one],
+            };
+            for event in events {
+                if let Some(own) = event.get_mut("run_id").filter(|v| v.is_string()) {
+                    *own = id.clone();
+                }
+            }
+        }
+        _ => {
+            if let Some(o) = record.as_object_mut() {
+                o.insert("run_id".into(), id.clone());
+                if let Some(identity) = o.get_mut("identity").and_then(|i| i.as_object_mut()) {
+                    identity.insert("run_id".into(), id);
+                }
+            }
+        }
+    }
 }
 
 /// The bundle's manifest: the first pass of the reader, stopped at `MANIFEST.json`.

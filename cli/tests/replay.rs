@@ -132,17 +132,15 @@ fn check_replayed(bundle: &Path, original: &Path, run: &str, run_id: Option<&str
     let served = served(root.path(), run_id.unwrap_or(run));
     let (mut want, got) = (records(original), records(&served));
     if let Some(id) = run_id {
-        // The records that name their run name the new one.
-        for ((_, kind), records) in want.iter_mut() {
-            if kind == "boot" || kind == "snapshot" {
-                for r in records {
-                    r["run_id"] = Value::from(id);
-                    if r.get("identity").is_some() {
-                        r["identity"]["run_id"] = Value::from(id);
-                    }
+        // The records that name their run name the new one; the others are unchanged.
+        for records in want.values_mut() {
+            for r in records {
+                for own in own_run_ids(r) {
+                    *own = Value::from(id);
                 }
             }
         }
+        check_every_run_id_is(&got, id);
     }
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
@@ -162,11 +160,55 @@ fn check_replayed(bundle: &Path, original: &Path, run: &str, run_id: Option<&str
     );
 }
 
+/// The run ids a record carries of its own: its `run_id` (a boot record's, a snapshot's, an
+/// event's) and a snapshot's `identity.run_id`, where they name a run (not null).
+fn own_run_ids(record: &mut Value) -> Vec<&mut Value> {
+    let Some(o) = record.as_object_mut() else {
+        return Vec::new();
+    };
+    let mut ids = Vec::new();
+    for (key, value) in o.iter_mut() {
+        if key == "run_id" && value.is_string() {
+            ids.push(value);
+        } else if key == "identity" {
+            ids.extend(value.get_mut("run_id").filter(|id| id.is_string()));
+        }
+    }
+    ids
+}
+
+/// Every run id that every record of a served bundle carries is `id`, and boot records,
+/// events and snapshots each carry some.
+fn check_every_run_id_is(records: &BTreeMap<(String, String), Vec<Value>>, id: &str) {
+    let mut named: BTreeMap<&str, usize> = BTreeMap::new();
+    for ((node, kind), list) in records {
+        for record in list {
+            let mut record = record.clone();
+            for own in own_run_ids(&mut record) {
+                assert_eq!(
+                    own.as_str(),
+                    Some(id),
+                    "{node}'s {kind} record names its run"
+                );
+                *named.entry(kind).or_default() += 1;
+            }
+        }
+    }
+    for kind in ["boot", "events", "snapshot"] {
+        assert!(
+            named.get(kind).is_some_and(|&n| n > 0),
+            "no {kind} record names its run: {named:?}"
+        );
+    }
+}
+
 #[test]
 fn a_replayed_directory_bundle_comes_back_with_the_same_records() {
     check_replayed(&example(), &example(), "n3-relay-flap", None, Way::Direct);
 }
 
+/// Replayed under another run id, every record that names its run (boot records, snapshots and
+/// their identities, events) names the new one, and the served bundle validates clean.
 #[test]
 fn a_replayed_archive_under_another_run_id_comes_back_with_the_same_records() {
     let dir = tempfile::tempdir().unwrap();

@@ -30,7 +30,10 @@
 //! * **The spool** ([`Config::spool`]): every post is written to
 //!   `{spool}/{run_id}/{seq:09}-{kind}.bin` (the raw body, under a temporary name, flushed, then
 //!   renamed) before it is sent, and removed once acknowledged; an emitter started on the same
-//!   spool sends what is left there first, in order, so a post survives the node's crash.
+//!   spool sends what is left there first, in order, so a post survives the node's crash (one
+//!   acknowledged but not yet removed is sent again, and the collector stores it once). What
+//!   is not spooled yet when the process is killed is lost, uncounted: the records in the queue
+//!   and in the open events batch; [`Emitter::flush`] is how a node makes sure of its records.
 //! * **Hints**: a reply's `snapshot_now` sets a flag ([`Emitter::take_snapshot_request`]) and
 //!   calls [`Config::on_snapshot_now`].
 

@@ -1,6 +1,12 @@
 //! The durable spool, in swactor's layout: `{spool}/{run_id}/{seq:09}-{kind}.bin`, each file one
 //! post's raw body, written under a temporary name (`.{seq:09}-{kind}.bin.tmp`), flushed, renamed
 //! into place and its directory flushed; removed once the post is acknowledged.
+//!
+//! With the feature `kill-points` (crash tests only), `DIAGWIRE_EMITTER_KILL_AT=STEP:N` makes the
+//! process send itself `SIGKILL` at the N-th such step of this spool ([`KillPoints`]):
+//! `rename` (the post's temporary file written and flushed, not yet renamed), `send` (the post
+//! in place in the spool, not yet sent) or `remove` (the post acknowledged, its file not yet
+//! removed). Without the feature a step does nothing.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -21,6 +27,82 @@ pub struct Spooled {
     pub bytes: u64,
 }
 
+/// The steps of the spool a crash test can stop the process at (`kill-points`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A post's temporary file is written and flushed; it is not renamed yet.
+    Rename,
+    /// A post is in place in the spool; it is not sent yet.
+    Send,
+    /// A post is acknowledged; its spool file is not removed yet.
+    Remove,
+}
+
+/// The environment variable naming the step at which the process kills itself (`STEP:N`).
+#[cfg(feature = "kill-points")]
+pub const KILL_AT: &str = "DIAGWIRE_EMITTER_KILL_AT";
+
+/// Counts the steps of one spool and, with the feature `kill-points`, kills the process
+/// (`SIGKILL`: no destructor, no buffered write runs) at the step [`KILL_AT`] names.
+#[derive(Debug, Default)]
+pub struct KillPoints {
+    #[cfg(feature = "kill-points")]
+    at: Option<(Step, u64)>,
+    #[cfg(feature = "kill-points")]
+    counts: [std::sync::atomic::AtomicU64; 3],
+}
+
+impl KillPoints {
+    #[cfg(feature = "kill-points")]
+    fn from_env() -> KillPoints {
+        let at = std::env::var(KILL_AT).ok().and_then(|v| {
+            let (step, n) = v.trim().split_once(':')?;
+            let step = match step {
+                "rename" => Step::Rename,
+                "send" => Step::Send,
+                "remove" => Step::Remove,
+                _ => return None,
+            };
+            Some((step, n.parse().ok()?))
+        });
+        KillPoints {
+            at,
+            counts: Default::default(),
+        }
+    }
+
+    #[cfg(not(feature = "kill-points"))]
+    fn from_env() -> KillPoints {
+        KillPoints::default()
+    }
+
+    /// One more `step`.
+    #[cfg(feature = "kill-points")]
+    fn step(&self, step: Step) {
+        let Some((at, n)) = self.at else {
+            return;
+        };
+        let count =
+            self.counts[step as usize].fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if at == step && count == n {
+            let name = match step {
+                Step::Rename => "rename",
+                Step::Send => "send",
+                Step::Remove => "remove",
+            };
+            eprintln!("{KILL_AT}: stopped at {name}:{n}");
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+            std::process::abort();
+        }
+    }
+
+    #[cfg(not(feature = "kill-points"))]
+    fn step(&self, _: Step) {}
+}
+
 pub struct Spool {
     root: PathBuf,
     /// The directory of this emitter's run.
@@ -29,6 +111,7 @@ pub struct Spool {
     /// What the spool held when it was opened, oldest first: other runs' directories (by name)
     /// before this run's, each in sequence order.
     pub found: Vec<Spooled>,
+    kill: KillPoints,
 }
 
 fn spool_err(path: &Path, error: std::io::Error) -> Error {
@@ -122,6 +205,7 @@ impl Spool {
             dir,
             next_seq,
             found,
+            kill: KillPoints::from_env(),
         })
     }
 
@@ -140,6 +224,7 @@ impl Spool {
             let mut file = File::create(&tmp)?;
             file.write_all(body)?;
             file.sync_all()?;
+            self.kill.step(Step::Rename);
             fs::rename(&tmp, &path)?;
             File::open(&self.dir)?.sync_all()
         })();
@@ -147,6 +232,7 @@ impl Spool {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
+        self.kill.step(Step::Send);
         self.next_seq += 1;
         Ok(Spooled {
             run_id: run_id.to_owned(),
@@ -159,6 +245,7 @@ impl Spool {
 
     /// Removes an acknowledged post; an emptied directory of another run goes too.
     pub fn remove(&self, post: &Spooled) {
+        self.kill.step(Step::Remove);
         let _ = fs::remove_file(&post.path);
         if let Some(dir) = post.path.parent() {
             if dir != self.dir && dir.starts_with(&self.root) {
