@@ -120,7 +120,7 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         spool: Option<PathBuf>,
         /// How long to wait for a node's acknowledgements (`30s`, `2m`).
-        #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
         timeout: std::time::Duration,
         /// Open a connection per post instead of keeping one open per node (for a path through
         /// proxies or load balancers that mishandle kept-alive connections).

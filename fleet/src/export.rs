@@ -472,6 +472,9 @@ fn rewrite_run_id(path: &Path, t: &'static Table, run: &str) -> Result<(), Error
 }
 
 /// The UTC date (`YYYY-MM-DD`) of a millisecond timestamp (civil-from-days, proleptic Gregorian).
+/// Written here rather than taken from `humantime` or `chrono` (both in the build): their
+/// formatters stop at the year 9999 or 262143, and a record's `wall_ms` is any `u64`, every one of
+/// which must name a partition.
 pub fn utc_date(ms: u64) -> String {
     let days = (ms / 86_400_000) as i64;
     let z = days + 719_468;
