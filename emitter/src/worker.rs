@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, TryRecvError};
 use diagwire::layout::FileKind;
-use diagwire::v1::{EventRecord, RecordKind};
+use diagwire::v1::{EventRecord, PostAck, RecordKind};
 
 use crate::spool::{Spool, Spooled};
 use crate::{Config, Encoding, Msg, Shared};
@@ -592,14 +592,16 @@ impl Worker {
                     .limit(REPLY_LIMIT)
                     .read_to_vec()
                     .unwrap_or_default();
-                let ack: serde_json::Value =
-                    serde_json::from_slice(&reply).unwrap_or(serde_json::Value::Null);
+                // The reply is a `PostAck` (`collector.schema.json`); any 200 is a delivery, so
+                // a reply that is not one (a proxy's page) reads as an acknowledgement that
+                // says nothing more.
+                let ack = serde_json::from_slice::<PostAck>(&reply).ok();
                 Outcome::Acknowledged {
                     snapshot_now: ack
-                        .pointer("/hints/snapshot_now")
-                        .and_then(|v| v.as_bool())
-                        .unwrap_or(false),
-                    quarantined: ack.get("quarantined").is_some(),
+                        .as_ref()
+                        .and_then(|a| a.hints.as_ref())
+                        .is_some_and(|h| h.snapshot_now),
+                    quarantined: ack.is_some_and(|a| a.quarantined.is_some()),
                 }
             }
             408 | 429 | 500..=599 => {

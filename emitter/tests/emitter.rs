@@ -367,6 +367,25 @@ fn a_refused_post_is_counted_and_the_next_ones_still_arrive() {
     );
 }
 
+/// A post the collector acknowledges but keeps in quarantine (JSON that is not a boot record:
+/// its `PostAck` says `quarantined`) is counted as quarantined, once; a post it stages is not.
+#[test]
+fn a_post_kept_in_quarantine_is_counted_from_its_acknowledgement() {
+    let run = "kept";
+    let root = tempfile::tempdir().unwrap();
+    let server = serve(root.path(), 0);
+    let emitter = Emitter::start(config(server.addr, run, None)).unwrap();
+    assert!(emitter.raw(FileKind::Boot, b"[1, 2]".to_vec()));
+    assert!(emitter.boot(boot(run)));
+    assert_eq!(emitter.flush(BOUND), Flushed::All);
+    let stats = emitter.finish(BOUND);
+    assert_eq!(
+        (stats.quarantined, stats.posted, stats.rejected),
+        (1, 2, 0),
+        "{stats:?}"
+    );
+}
+
 /// The collector's `snapshot_now` hint reaches the node: the callback runs and the flag is
 /// set, for the node that finalizes (in its finalize reply) and for another node of the run
 /// (in its next reply).

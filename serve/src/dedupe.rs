@@ -771,19 +771,6 @@ pub fn count(run: &crate::store::Run, node: &str, plan: &Plan) {
     n.conflicts += plan.conflicts.len() as u64;
 }
 
-/// The node's dedupe counts as `/diag/runs` lists them: `deduplicated` and `conflicts`, each
-/// only when not zero.
-pub fn list(extra: &mut BTreeMap<String, Value>, account: &crate::store::NodeAccount) {
-    for (key, n) in [
-        ("deduplicated", account.deduplicated),
-        ("conflicts", account.conflicts),
-    ] {
-        if n > 0 {
-            extra.insert(key.into(), n.into());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

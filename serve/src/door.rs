@@ -9,7 +9,8 @@ use diagwire::v1::{Record, RecordKind};
 use diagwire::validate::Validators;
 use serde_json::value::RawValue;
 
-/// One problem with a body, as the PostAck and the quarantine's `.why.json` list it.
+/// One problem with a body, as the PostAck (its `PostProblem`) and the quarantine's `.why.json`
+/// list it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DoorProblem {
     /// JSON pointer into the posted record (`""` for the whole body, `/3` for an events batch's

@@ -16,7 +16,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use diagwire::layout::{self, FileKind};
 use diagwire::quarantine::{Why, WhyProblem};
-use diagwire::v1::{ClockEcho, ErrorBody, Hints, LiveRecord, PostAck, RunNodeSummary, RunSummary};
+use diagwire::v1::{
+    ClockEcho, ErrorBody, Hints, LiveRecord, PostAck, PostProblem, RunNodeSummary, RunSummary,
+};
 use http_body_util::BodyExt;
 
 use crate::Collector;
@@ -443,8 +445,18 @@ async fn ingest(
                     } else {
                         Some(keep(&c, &mut guard, &problems)?)
                     };
+                    // Records kept in conflict are listed after the door's problems, within the
+                    // same cap; the rest are counted.
                     let mut problems = problems;
-                    problems.list.extend(plan.conflicts.iter().cloned());
+                    let room = c
+                        .config
+                        .limits
+                        .max_problems
+                        .saturating_sub(problems.list.len());
+                    problems
+                        .list
+                        .extend(plan.conflicts.iter().take(room).cloned());
+                    problems.omitted += plan.conflicts.len().saturating_sub(room) as u64;
                     if plan.duplicate {
                         drop(early);
                         guard.dedupe.commit(&plan, 0, c.config.dedupe_window);
@@ -590,26 +602,18 @@ async fn ingest(
         ack.hints = Some(hints);
     }
     ack.body = body.map(diagwire::Json);
-    if !outcome.problems.list.is_empty() {
-        ack.extra.0.insert(
-            "problems".into(),
-            serde_json::to_value(&outcome.problems.list).unwrap_or_default(),
-        );
-    }
-    if outcome.problems.omitted > 0 {
-        ack.extra
-            .0
-            .insert("problems_omitted".into(), outcome.problems.omitted.into());
-    }
-    if let Some(at) = outcome.quarantined {
-        ack.extra.0.insert("quarantined".into(), at.into());
-    }
-    if let Some(seq) = outcome.seq {
-        ack.extra.0.insert("seq".into(), seq.into());
-    }
+    ack.seq = outcome.seq;
+    ack.problems = outcome
+        .problems
+        .list
+        .into_iter()
+        .map(|p| PostProblem::new(p.pointer, p.message))
+        .collect();
+    ack.problems_omitted = outcome.problems.omitted;
+    ack.quarantined = outcome.quarantined;
     if let Some((duplicate, left_out, _)) = outcome.deduplicated.filter(|d| d.1 > 0) {
-        ack.extra.0.insert("duplicate".into(), duplicate.into());
-        ack.extra.0.insert("deduplicated".into(), left_out.into());
+        ack.duplicate = Some(duplicate);
+        ack.deduplicated = left_out;
     }
     with_posted(json_reply(StatusCode::OK, &ack))
 }
@@ -669,25 +673,16 @@ async fn runs(State(c): State<Arc<Collector>>) -> Response {
                     n.snapshots,
                     n.finalizes > 0,
                 );
-                if n.quarantined > 0 {
-                    node.extra
-                        .0
-                        .insert("quarantined".into(), n.quarantined.into());
-                }
-                crate::dedupe::list(&mut node.extra.0, n);
+                node.quarantined = n.quarantined;
+                node.deduplicated = n.deduplicated;
+                node.conflicts = n.conflicts;
                 node
             })
             .collect();
         let mut summary = RunSummary::new(run.id.clone(), account.finalize_received(), nodes);
         summary.run_start_collector_ms = account.start_ms;
         summary.run_end_collector_ms = account.end_ms;
-        let quarantined: u64 = account.nodes.values().map(|n| n.quarantined).sum();
-        if quarantined > 0 {
-            summary
-                .extra
-                .0
-                .insert("quarantined".into(), quarantined.into());
-        }
+        summary.quarantined = account.nodes.values().map(|n| n.quarantined).sum();
         listing.push(summary);
     }
     json_reply(StatusCode::OK, &listing)

@@ -65,7 +65,7 @@ async fn a_killed_collector_loses_no_acknowledged_post() {
                         .await
                     {
                         Ok(reply) if reply.status == 200 => {
-                            let seq = json(&reply)["seq"].as_u64().unwrap();
+                            let seq = ack(&reply).unwrap().seq.expect("a staged post's number");
                             acked.lock().unwrap().insert((node.clone(), seq), body);
                         }
                         _ => return,
@@ -127,7 +127,7 @@ async fn a_killed_collector_loses_no_acknowledged_post() {
         let mut conn = Connection::new(addr);
         let (node, _, events) = &nodes[0];
         let reply = post(&mut conn, "events", run, node, events).await;
-        assert_eq!(json(&reply)["seq"], highest[node] + 1);
+        assert_eq!(ack(&reply).unwrap().seq, Some(highest[node] + 1));
         let fin = post(
             &mut conn,
             "finalize",

@@ -86,13 +86,13 @@ fn finalize() -> Value {
     json!({"exit_reason": "completed"})
 }
 
-/// What an acknowledgement should say: its staging number, whether nothing new was staged and
-/// how many records were left out (`None`: the key is absent), and how many problems it lists.
+/// What an acknowledgement should say: its staging number, whether nothing new was staged
+/// (`None`: the key is absent), how many records were left out, and how many problems it lists.
 #[derive(Debug, Clone, Copy)]
 struct Ack {
     seq: Option<u64>,
     duplicate: Option<bool>,
-    deduplicated: Option<u64>,
+    deduplicated: u64,
     problems: usize,
 }
 
@@ -101,7 +101,7 @@ fn new(seq: u64) -> Ack {
     Ack {
         seq: Some(seq),
         duplicate: None,
-        deduplicated: None,
+        deduplicated: 0,
         problems: 0,
     }
 }
@@ -111,7 +111,7 @@ fn repeat(seq: u64, records: u64) -> Ack {
     Ack {
         seq: Some(seq),
         duplicate: Some(true),
-        deduplicated: Some(records),
+        deduplicated: records,
         problems: 0,
     }
 }
@@ -192,14 +192,14 @@ fn cases() -> Vec<Case> {
                     Ack {
                         seq: Some(2),
                         duplicate: Some(false),
-                        deduplicated: Some(2),
+                        deduplicated: 2,
                         problems: 0,
                     },
                 ),
                 Post("events", events(T0, 6..=8), {
                     let mut a = new(3);
                     a.duplicate = Some(false);
-                    a.deduplicated = Some(2);
+                    a.deduplicated = 2;
                     a
                 }),
             ],
@@ -269,7 +269,7 @@ fn cases() -> Vec<Case> {
                 Post("events", events(T1, 3..=4), {
                     let mut a = new(3);
                     a.duplicate = Some(false);
-                    a.deduplicated = Some(1);
+                    a.deduplicated = 1;
                     a
                 }),
             ],
@@ -308,7 +308,7 @@ fn cases() -> Vec<Case> {
                     Ack {
                         seq: Some(2),
                         duplicate: None,
-                        deduplicated: None,
+                        deduplicated: 0,
                         problems: 1,
                     },
                 ),
@@ -335,7 +335,7 @@ fn cases() -> Vec<Case> {
                 Post("events", events(T0, 3..=4), {
                     let mut a = new(2);
                     a.duplicate = Some(false);
-                    a.deduplicated = Some(1);
+                    a.deduplicated = 1;
                     a
                 }),
             ],
@@ -398,10 +398,6 @@ fn read_served(tar: &[u8]) -> Served {
     out
 }
 
-fn field(ack: &Value, key: &str) -> Option<Value> {
-    ack.get(key).cloned()
-}
-
 async fn check(case: Case) {
     let root = tempfile::tempdir().unwrap();
     let conf = || {
@@ -423,35 +419,19 @@ async fn check(case: Case) {
         let mut conn = Connection::new(server.addr);
         let reply = post(&mut conn, kind, RUN, &node, body.to_string().as_bytes()).await;
         assert_eq!(reply.status, 200, "{}: post {i}", case.name);
-        let ack = json(&reply);
-        let got = (
-            field(&ack, "seq"),
-            field(&ack, "duplicate"),
-            field(&ack, "deduplicated"),
-            ack.get("problems")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len),
-        );
-        let want = (
-            want.seq.map(Value::from),
-            want.duplicate.map(Value::from),
-            want.deduplicated.map(Value::from),
-            want.problems,
-        );
-        assert_eq!(got, want, "{}: post {i} ({kind}): {ack}", case.name);
+        let ack = ack(&reply).unwrap();
+        let got = (ack.seq, ack.duplicate, ack.deduplicated, ack.problems.len());
+        let want = (want.seq, want.duplicate, want.deduplicated, want.problems);
+        assert_eq!(got, want, "{}: post {i} ({kind}): {ack:?}", case.name);
     }
     let mut conn = Connection::new(server.addr);
     let bundle = conn.get(&format!("/diag/bundle/{RUN}")).await.unwrap();
     assert_eq!(bundle.status, 200, "{}", case.name);
     assert_eq!(read_served(&bundle.body), case.served, "{}", case.name);
-    let runs = json(&conn.get("/diag/runs").await.unwrap());
-    let conflicts = runs[0]["nodes"][0]
-        .get("conflicts")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let runs = listing(&conn.get("/diag/runs").await.unwrap()).unwrap();
     assert_eq!(
-        conflicts, case.conflicts,
-        "{}: /diag/runs {runs}",
+        runs[0].nodes[0].conflicts, case.conflicts,
+        "{}: /diag/runs {runs:?}",
         case.name
     );
 }

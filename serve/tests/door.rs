@@ -282,14 +282,8 @@ async fn check(server: &Server, case: &Case) -> Result<(), String> {
         return Err(format!("status {} ({body})", reply.status));
     }
     if reply.status == 200 {
-        let listed: Vec<String> = body["problems"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|p| p["pointer"].as_str().unwrap_or("?").to_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ack = ack(&reply)?;
+        let listed: Vec<String> = ack.problems.iter().map(|p| p.pointer.clone()).collect();
         let firsts: Vec<&str> = listed
             .iter()
             .map(String::as_str)
@@ -309,10 +303,10 @@ async fn check(server: &Server, case: &Case) -> Result<(), String> {
                 case.problems
             ));
         }
-        if body["clock"]["node_send_ms_echoed"] != 7 {
+        if ack.clock.node_send_ms_echoed != 7 {
             return Err(format!("no clock echo: {body}"));
         }
-        if (case.quarantined > 0) != body.get("quarantined").is_some() {
+        if (case.quarantined > 0) != ack.quarantined.is_some() {
             return Err(format!("quarantine not said in the ack: {body}"));
         }
     } else if body["error"].as_str().is_none() {
@@ -358,9 +352,9 @@ async fn check(server: &Server, case: &Case) -> Result<(), String> {
             case.quarantined
         ));
     }
-    let runs = json(&conn.get("/diag/runs").await.map_err(|e| e.to_string())?);
-    let entry = runs.as_array().unwrap().iter().find(|r| r["run_id"] == run);
-    let listed_q = entry.map_or(0, |r| r["quarantined"].as_u64().unwrap_or(0));
+    let runs = listing(&conn.get("/diag/runs").await.map_err(|e| e.to_string())?)?;
+    let entry = runs.iter().find(|r| r.run_id == run);
+    let listed_q = entry.map_or(0, |r| r.quarantined);
     if listed_q != case.quarantined {
         return Err(format!(
             "/diag/runs lists {listed_q} quarantined: {entry:?}"

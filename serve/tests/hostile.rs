@@ -289,7 +289,7 @@ async fn check(case: Case) -> Result<(), String> {
             full.store(false, Ordering::SeqCst);
             let next = post(&mut conn, "snapshot", &run, &node, &snapshot).await;
             status(Some(next.status), 200)?;
-            if json(&next)["seq"] != 1 {
+            if ack(&next)?.seq != Some(1) {
                 return Err(format!(
                     "the failed post gave a number away: {}",
                     json(&next)
@@ -452,9 +452,10 @@ async fn check(case: Case) -> Result<(), String> {
             )?;
             let fin = post(&mut conn, "finalize", &run, &node, b"[2]").await;
             status(Some(fin.status), 200)?;
-            let ack = json(&fin);
-            if ack["quarantined"].as_str().is_none() || ack["body"]["bundle_path"].is_null() {
-                return Err(format!("the finalize's ack: {ack}"));
+            let finalized = ack(&fin)?;
+            let bundle_path = finalized.body.as_ref().map(|b| &b.0["bundle_path"]);
+            if finalized.quarantined.is_none() || bundle_path.is_none_or(|p| !p.is_string()) {
+                return Err(format!("the finalize's ack: {}", json(&fin)));
             }
             let served = conn
                 .get(&format!("/diag/bundle/{run}"))

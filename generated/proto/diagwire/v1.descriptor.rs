@@ -710,18 +710,21 @@ static FIELDS_75: [F; 2] = [
     F::new("node_ids_hex", 2, P::Required, T::scalars(S::HexId)),
 ];
 
-static FIELDS_76: [F; 3] = [
+static FIELDS_76: [F; 9] = [
     F::new("clock", 1, P::Required, T::message("ClockEcho")),
     F::new("hints", 2, P::Omittable, T::message("Hints")),
     F::new("body", 3, P::Omittable, T::Scalar(S::Json)),
+    F::new("seq", 4, P::Omittable, T::Scalar(S::U64)),
+    F::new("problems", 5, P::SkipDefault, T::messages("PostProblem")),
+    F::new("problems_omitted", 6, P::SkipDefault, T::Scalar(S::U64)),
+    F::new("quarantined", 7, P::Omittable, T::Scalar(S::Str)),
+    F::new("duplicate", 8, P::Omittable, T::Scalar(S::Bool)),
+    F::new("deduplicated", 9, P::SkipDefault, T::Scalar(S::U64)),
 ];
 
-static FIELDS_77: [F; 5] = [
-    F::new("bytes", 1, P::Required, T::Scalar(S::U64)),
-    F::new("from_stage", 2, P::Required, T::Scalar(S::U32)),
-    F::new("is_prefill", 3, P::Required, T::Scalar(S::Bool)),
-    F::new("request_id", 4, P::Required, T::Scalar(S::Str)),
-    F::new("to_stage", 5, P::Required, T::Scalar(S::U32)),
+static FIELDS_77: [F; 2] = [
+    F::new("pointer", 1, P::Required, T::Scalar(S::Str)),
+    F::new("message", 2, P::Required, T::Scalar(S::Str)),
 ];
 
 static FIELDS_78: [F; 5] = [
@@ -732,28 +735,36 @@ static FIELDS_78: [F; 5] = [
     F::new("to_stage", 5, P::Required, T::Scalar(S::U32)),
 ];
 
-static FIELDS_79: [F; 4] = [
+static FIELDS_79: [F; 5] = [
+    F::new("bytes", 1, P::Required, T::Scalar(S::U64)),
+    F::new("from_stage", 2, P::Required, T::Scalar(S::U32)),
+    F::new("is_prefill", 3, P::Required, T::Scalar(S::Bool)),
+    F::new("request_id", 4, P::Required, T::Scalar(S::Str)),
+    F::new("to_stage", 5, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_80: [F; 4] = [
     F::new("decode_ms", 1, P::Required, T::Scalar(S::F64)),
     F::new("position", 2, P::Required, T::Scalar(S::U32)),
     F::new("request_id", 3, P::Required, T::Scalar(S::Str)),
     F::new("token_id", 4, P::Required, T::Scalar(S::U32)),
 ];
 
-static FIELDS_80: [F; 4] = [
+static FIELDS_81: [F; 4] = [
     F::new("duration_ms", 1, P::Required, T::Scalar(S::F64)),
     F::new("op", 2, P::Required, T::Scalar(S::Str)),
     F::new("request_id", 3, P::Required, T::Scalar(S::Str)),
     F::new("worker_generation", 4, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_81: [F; 4] = [
+static FIELDS_82: [F; 4] = [
     F::new("op", 1, P::Required, T::Scalar(S::Str)),
     F::new("queue_depth_at_dispatch", 2, P::Required, T::Scalar(S::U32)),
     F::new("request_id", 3, P::Required, T::Scalar(S::Str)),
     F::new("worker_generation", 4, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_82: [F; 11] = [
+static FIELDS_83: [F; 11] = [
     F::new("target", 1, P::Required, T::Scalar(S::Str)),
     F::new("kind", 2, P::Required, T::enumeration("ProbeKind")),
     F::new("resolved_addr", 3, P::Omittable, T::Scalar(S::Str)),
@@ -767,24 +778,24 @@ static FIELDS_82: [F; 11] = [
     F::new("relay_url", 11, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_83: [F; 4] = [
+static FIELDS_84: [F; 4] = [
     F::new("target", 1, P::Required, T::Scalar(S::Str)),
     F::new("kind", 2, P::Required, T::enumeration("ProbeKind")),
     F::new("rtt_ms", 3, P::Nullable, T::Scalar(S::U64)),
     F::new("outcome", 4, P::Required, T::enumeration("ProbeOutcome")),
 ];
 
-static FIELDS_84: [F; 2] = [
+static FIELDS_85: [F; 2] = [
     F::new("target", 1, P::Required, T::Scalar(S::Str)),
     F::new("kind", 2, P::Required, T::enumeration("ProbeKind")),
 ];
 
-static FIELDS_85: [F; 2] = [
+static FIELDS_86: [F; 2] = [
     F::new("probes", 1, P::SkipDefault, T::messages("Probe")),
     F::new("scraped_at_ms", 2, P::Default, T::Scalar(S::U64)),
 ];
 
-static FIELDS_86: [F; 6] = [
+static FIELDS_87: [F; 6] = [
     F::new("rss_bytes", 1, P::Omittable, T::Scalar(S::U64)),
     F::new("vm_size_bytes", 2, P::Omittable, T::Scalar(S::U64)),
     F::new("open_fd_count", 3, P::Omittable, T::Scalar(S::U64)),
@@ -793,18 +804,18 @@ static FIELDS_86: [F; 6] = [
     F::new("captured_at_ms", 6, P::Default, T::Scalar(S::U64)),
 ];
 
-static FIELDS_87: [F; 4] = [
+static FIELDS_88: [F; 4] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
     F::new("object_id", 3, P::Required, T::Scalar(S::U64)),
     F::new("sequence", 4, P::Required, T::Scalar(S::U64)),
 ];
 
-static FIELDS_88: [F; 1] = [
+static FIELDS_89: [F; 1] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
 ];
 
-static FIELDS_89: [F; 5] = [
+static FIELDS_90: [F; 5] = [
     F::new("name", 1, P::Required, T::Scalar(S::Str)),
     F::new("actor_addr_hex", 2, P::Required, T::Scalar(S::Str)),
     F::new("our_node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
@@ -812,14 +823,14 @@ static FIELDS_89: [F; 5] = [
     F::new("stage_index", 5, P::Omittable, T::Scalar(S::U32)),
 ];
 
-static FIELDS_90: [F; 4] = [
+static FIELDS_91: [F; 4] = [
     F::new("entries", 1, P::SkipDefault, T::messages("RegistryEntry")),
     F::new("tombstone_count", 2, P::Required, T::Scalar(S::U64)),
     F::new("clock", 3, P::Required, T::Scalar(S::U64)),
     F::new("scraped_at_ms", 4, P::Default, T::Scalar(S::U64)),
 ];
 
-static FIELDS_91: [F; 6] = [
+static FIELDS_92: [F; 6] = [
     F::new("name", 1, P::Required, T::Scalar(S::Str)),
     F::new("actor_addr_hex", 2, P::Required, T::Scalar(S::Str)),
     F::new("owner_node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
@@ -828,12 +839,12 @@ static FIELDS_91: [F; 6] = [
     F::new("is_tombstone", 6, P::SkipDefault, T::Scalar(S::Bool)),
 ];
 
-static FIELDS_92: [F; 2] = [
+static FIELDS_93: [F; 2] = [
     F::new("old_url", 1, P::Nullable, T::Scalar(S::Str)),
     F::new("new_url", 2, P::Nullable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_93: [F; 8] = [
+static FIELDS_94: [F; 8] = [
     F::new("active_sessions", 1, P::Required, T::Scalar(S::U64)),
     F::new("total_opens", 2, P::Required, T::Scalar(S::U64)),
     F::new("total_closes", 3, P::Required, T::Scalar(S::U64)),
@@ -844,12 +855,12 @@ static FIELDS_93: [F; 8] = [
     F::new("counters_source", 8, P::Omittable, T::enumeration("ValueSource")),
 ];
 
-static ITEMS_94: [T; 2] = [
+static ITEMS_95: [T; 2] = [
     T::Scalar(S::Str),
     T::Scalar(S::U64),
 ];
 
-static FIELDS_95: [F; 9] = [
+static FIELDS_96: [F; 9] = [
     F::new("relay_url", 1, P::Omittable, T::Scalar(S::Str)),
     F::new("status", 2, P::Required, T::enumeration("RelaySessionStatus")),
     F::new("status_source", 3, P::Required, T::enumeration("ValueSource")),
@@ -861,7 +872,7 @@ static FIELDS_95: [F; 9] = [
     F::new("rx_bytes_total", 9, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_96: [F; 8] = [
+static FIELDS_97: [F; 8] = [
     F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
     F::new("opened_at_ms", 2, P::Required, T::Scalar(S::U64)),
     F::new("closed_at_ms", 3, P::Required, T::Scalar(S::U64)),
@@ -872,30 +883,30 @@ static FIELDS_96: [F; 8] = [
     F::new("bytes_tx", 8, P::Required, T::Scalar(S::U64)),
 ];
 
-static FIELDS_97: [F; 2] = [
+static FIELDS_98: [F; 2] = [
     F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
     F::new("at_ms", 2, P::Required, T::Scalar(S::U64)),
 ];
 
-static FIELDS_98: [F; 4] = [
+static FIELDS_99: [F; 4] = [
     F::new("relay_url", 1, P::Nullable, T::Scalar(S::Str)),
     F::new("from_status", 2, P::Required, T::enumeration("RelaySessionStatus")),
     F::new("to_status", 3, P::Required, T::enumeration("RelaySessionStatus")),
     F::new("reason", 4, P::Nullable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_99: [F; 4] = [
+static FIELDS_100: [F; 4] = [
     F::new("family", 1, P::Required, T::enumeration("RouteFamily")),
     F::new("destination", 2, P::Required, T::Scalar(S::Str)),
     F::new("gateway", 3, P::Omittable, T::Scalar(S::Str)),
     F::new("interface", 4, P::Required, T::Scalar(S::Str)),
 ];
 
-static FIELDS_100: [F; 1] = [
+static FIELDS_101: [F; 1] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
 ];
 
-static FIELDS_101: [F; 6] = [
+static FIELDS_102: [F; 6] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("reason", 2, P::Required, T::enumeration("FaultReason")),
     F::new("component", 3, P::Required, T::enumeration("FaultComponent")),
@@ -904,37 +915,41 @@ static FIELDS_101: [F; 6] = [
     F::new("detail", 6, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_102: [F; 5] = [
+static FIELDS_103: [F; 8] = [
     F::new("node_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("boot_recorded", 2, P::Required, T::Scalar(S::Bool)),
     F::new("event_batches", 3, P::Required, T::Scalar(S::U64)),
     F::new("snapshots", 4, P::Required, T::Scalar(S::U64)),
     F::new("finalize_recorded", 5, P::Required, T::Scalar(S::Bool)),
+    F::new("quarantined", 6, P::SkipDefault, T::Scalar(S::U64)),
+    F::new("deduplicated", 7, P::SkipDefault, T::Scalar(S::U64)),
+    F::new("conflicts", 8, P::SkipDefault, T::Scalar(S::U64)),
 ];
 
-static FIELDS_103: [F; 2] = [
+static FIELDS_104: [F; 2] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("stage_count", 2, P::Required, T::Scalar(S::U32)),
 ];
 
-static FIELDS_104: [F; 5] = [
+static FIELDS_105: [F; 6] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("run_start_collector_ms", 2, P::Nullable, T::Scalar(S::U64)),
     F::new("run_end_collector_ms", 3, P::Nullable, T::Scalar(S::U64)),
     F::new("finalize_received", 4, P::Required, T::Scalar(S::Bool)),
     F::new("nodes", 5, P::Required, T::messages("RunNodeSummary")),
+    F::new("quarantined", 6, P::SkipDefault, T::Scalar(S::U64)),
 ];
 
-static FIELDS_105: [F; 1] = [
+static FIELDS_106: [F; 1] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
 ];
 
-static FIELDS_107: [F; 2] = [
+static FIELDS_108: [F; 2] = [
     F::new("task_count", 1, P::Omittable, T::Scalar(S::U64)),
     F::new("oldest_pending_task_age_ms", 2, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_108: [F; 8] = [
+static FIELDS_109: [F; 8] = [
     F::new("identity", 1, P::Required, T::message("Identity")),
     F::new("run_id", 2, P::Required, T::Scalar(S::Str)),
     F::new("snapshot_id", 3, P::Required, T::Scalar(S::Str)),
@@ -945,7 +960,7 @@ static FIELDS_108: [F; 8] = [
     F::new("diag_records_dropped", 8, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_109: [F; 13] = [
+static FIELDS_110: [F; 13] = [
     F::new("reachability", 1, P::Required, T::messages("PeerReachability")),
     F::new("events", 2, P::SkipDefault, T::messages("EventRecord")),
     F::new("iroh", 3, P::Omittable, T::message("IrohState")),
@@ -961,21 +976,16 @@ static FIELDS_109: [F; 13] = [
     F::new("actors", 13, P::Omittable, T::message("ActorState")),
 ];
 
-static VARIANTS_110: [V; 3] = [
+static VARIANTS_111: [V; 3] = [
     V::new("Periodic", 1, None),
     V::new("OnDemand", 2, None),
     V::new("Transition", 3, Some(T::Scalar(S::Str))),
 ];
 
-static FIELDS_111: [F; 3] = [
+static FIELDS_112: [F; 3] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
     F::new("node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
-];
-
-static FIELDS_112: [F; 2] = [
-    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
 ];
 
 static FIELDS_113: [F; 2] = [
@@ -983,14 +993,19 @@ static FIELDS_113: [F; 2] = [
     F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
 ];
 
-static FIELDS_114: [F; 4] = [
+static FIELDS_114: [F; 2] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_115: [F; 4] = [
     F::new("from", 1, P::Required, T::enumeration("PeerState")),
     F::new("to", 2, P::Required, T::enumeration("PeerState")),
     F::new("at_ms", 3, P::Required, T::Scalar(S::U64)),
     F::new("reason", 4, P::Required, T::Scalar(S::Str)),
 ];
 
-static FIELDS_115: [F; 5] = [
+static FIELDS_116: [F; 5] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
     F::new("step_id", 3, P::Required, T::Scalar(S::U64)),
@@ -998,13 +1013,13 @@ static FIELDS_115: [F; 5] = [
     F::new("sequence", 5, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_116: [F; 3] = [
+static FIELDS_117: [F; 3] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
     F::new("node_id_hex", 3, P::Required, T::Scalar(S::HexId)),
 ];
 
-static FIELDS_117: [F; 14] = [
+static FIELDS_118: [F; 14] = [
     F::new("label", 1, P::Required, T::Scalar(S::Str)),
     F::new("pid", 2, P::Required, T::Scalar(S::U32)),
     F::new("parent_pid", 3, P::Omittable, T::Scalar(S::U32)),
@@ -1021,7 +1036,7 @@ static FIELDS_117: [F; 14] = [
     F::new("worker_generation", 14, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_118: [F; 7] = [
+static FIELDS_119: [F; 7] = [
     F::new("label", 1, P::Required, T::Scalar(S::Str)),
     F::new("pid", 2, P::Required, T::Scalar(S::U32)),
     F::new("command", 3, P::Required, T::Scalar(S::Str)),
@@ -1031,19 +1046,19 @@ static FIELDS_118: [F; 7] = [
     F::new("worker_generation", 7, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_119: [F; 4] = [
+static FIELDS_120: [F; 4] = [
     F::new("label", 1, P::Required, T::Scalar(S::Str)),
     F::new("pid", 2, P::Required, T::Scalar(S::U32)),
     F::new("command", 3, P::Required, T::Scalar(S::Str)),
     F::new("worker_generation", 4, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_120: [F; 2] = [
+static FIELDS_121: [F; 2] = [
     F::new("subprocesses", 1, P::SkipDefault, T::messages("Subprocess")),
     F::new("scraped_at_ms", 2, P::Default, T::Scalar(S::U64)),
 ];
 
-static FIELDS_121: [F; 8] = [
+static FIELDS_122: [F; 8] = [
     F::new("probe_interval_ticks", 1, P::Required, T::Scalar(S::U64)),
     F::new("probe_timeout_ticks", 2, P::Required, T::Scalar(S::U64)),
     F::new("suspicion_timeout_ticks", 3, P::Required, T::Scalar(S::U64)),
@@ -1054,27 +1069,27 @@ static FIELDS_121: [F; 8] = [
     F::new("probe_mode", 8, P::Required, T::Scalar(S::Str)),
 ];
 
-static FIELDS_122: [F; 4] = [
+static FIELDS_123: [F; 4] = [
     F::new("kind", 1, P::Required, T::enumeration("SwimMessageKind")),
     F::new("peer_node_id_hex", 2, P::Required, T::Scalar(S::HexId)),
     F::new("at_ms", 3, P::Required, T::Scalar(S::U64)),
     F::new("sequence", 4, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_123: [F; 4] = [
+static FIELDS_124: [F; 4] = [
     F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
     F::new("version", 2, P::Required, T::Scalar(S::U64)),
     F::new("payload_hash", 3, P::Required, T::Scalar(S::U64)),
     F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_124: [F; 3] = [
+static FIELDS_125: [F; 3] = [
     F::new("version", 1, P::Required, T::Scalar(S::U64)),
     F::new("payload_hash", 2, P::Required, T::Scalar(S::U64)),
     F::new("parent_trace_id", 3, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_125: [F; 8] = [
+static FIELDS_126: [F; 8] = [
     F::new("peer_node_id_hex", 1, P::Required, T::Scalar(S::HexId)),
     F::new("state", 2, P::Required, T::enumeration("PeerState")),
     F::new("incarnation", 3, P::Required, T::Scalar(S::U64)),
@@ -1085,7 +1100,7 @@ static FIELDS_125: [F; 8] = [
     F::new("metadata_version_seen", 8, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_126: [F; 11] = [
+static FIELDS_127: [F; 11] = [
     F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
     F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
     F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
@@ -1099,7 +1114,7 @@ static FIELDS_126: [F; 11] = [
     F::new("trace_id", 11, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_127: [F; 6] = [
+static FIELDS_128: [F; 6] = [
     F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
     F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
     F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
@@ -1108,14 +1123,14 @@ static FIELDS_127: [F; 6] = [
     F::new("trace_id", 6, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_128: [F; 4] = [
+static FIELDS_129: [F; 4] = [
     F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
     F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
     F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
     F::new("trace_id", 4, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_129: [F; 11] = [
+static FIELDS_130: [F; 11] = [
     F::new("target", 1, P::Required, T::Scalar(S::NodeId)),
     F::new("sequence", 2, P::Required, T::Scalar(S::U64)),
     F::new("kind", 3, P::Required, T::enumeration("SwimProbeKind")),
@@ -1129,7 +1144,7 @@ static FIELDS_129: [F; 11] = [
     F::new("trace_id", 11, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_130: [F; 7] = [
+static FIELDS_131: [F; 7] = [
     F::new("config", 1, P::Required, T::message("SwimConfig")),
     F::new("self_node_id_hex", 2, P::Required, T::Scalar(S::HexId)),
     F::new("self_incarnation", 3, P::Required, T::Scalar(S::U64)),
@@ -1139,35 +1154,35 @@ static FIELDS_130: [F; 7] = [
     F::new("scraped_at_ms", 7, P::Default, T::Scalar(S::U64)),
 ];
 
-static FIELDS_131: [F; 4] = [
+static FIELDS_132: [F; 4] = [
     F::new("peer", 1, P::Required, T::Scalar(S::NodeId)),
     F::new("from", 2, P::Required, T::enumeration("PeerState")),
     F::new("to", 3, P::Required, T::enumeration("PeerState")),
     F::new("reason", 4, P::Required, T::Scalar(S::Str)),
 ];
 
-static FIELDS_132: [F; 2] = [
+static FIELDS_133: [F; 2] = [
     F::new("contract_id", 1, P::Required, T::Scalar(S::U64)),
     F::new("reason", 2, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_133: [F; 4] = [
+static FIELDS_134: [F; 4] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("edge_id", 2, P::Required, T::Scalar(S::U64)),
     F::new("object_id", 3, P::Required, T::Scalar(S::U64)),
     F::new("sequence", 4, P::Required, T::Scalar(S::U64)),
 ];
 
-static FIELDS_134: [F; 1] = [
+static FIELDS_135: [F; 1] = [
     F::new("flavor", 1, P::Required, T::enumeration("TokioFlavor")),
 ];
 
-static FIELDS_135: [F; 2] = [
+static FIELDS_136: [F; 2] = [
     F::new("addr", 1, P::Required, T::Scalar(S::Str)),
     F::new("usage", 2, P::Required, T::enumeration("AddrUsage")),
 ];
 
-static FIELDS_136: [F; 6] = [
+static FIELDS_137: [F; 6] = [
     F::new("in_datagrams", 1, P::Omittable, T::Scalar(S::U64)),
     F::new("no_ports", 2, P::Omittable, T::Scalar(S::U64)),
     F::new("in_errors", 3, P::Omittable, T::Scalar(S::U64)),
@@ -1176,21 +1191,21 @@ static FIELDS_136: [F; 6] = [
     F::new("sndbuf_errors", 6, P::Omittable, T::Scalar(S::U64)),
 ];
 
-static FIELDS_137: [F; 4] = [
+static FIELDS_138: [F; 4] = [
     F::new("local_addr", 1, P::Required, T::Scalar(S::Str)),
     F::new("remote_addr", 2, P::Required, T::Scalar(S::Str)),
     F::new("state", 3, P::Required, T::Scalar(S::Str)),
     F::new("inode", 4, P::Required, T::Scalar(S::U64)),
 ];
 
-static VARIANTS_138: [V; 4] = [
+static VARIANTS_139: [V; 4] = [
     V::new("instance", 1, Some(T::message("InstanceObservation"))),
     V::new("host_sample", 2, Some(T::message("HostSample"))),
     V::new("logs", 3, Some(T::message("LogBatch"))),
     V::new("lifecycle", 4, Some(T::message("LifecycleEvent"))),
 ];
 
-static FIELDS_139: [F; 5] = [
+static FIELDS_140: [F; 5] = [
     F::new("container_id", 1, P::Omittable, T::Scalar(S::Str)),
     F::new("hostname", 2, P::Omittable, T::Scalar(S::Str)),
     F::new("env_vars", 3, P::SkipDefault, T::messages("VastaiContextEnvVarsTuple")),
@@ -1198,18 +1213,18 @@ static FIELDS_139: [F; 5] = [
     F::new("captured_at_ms", 5, P::Default, T::Scalar(S::U64)),
 ];
 
-static ITEMS_140: [T; 2] = [
+static ITEMS_141: [T; 2] = [
     T::Scalar(S::Str),
     T::Scalar(S::Str),
 ];
 
-static FIELDS_141: [F; 3] = [
+static FIELDS_142: [F; 3] = [
     F::new("contract_id", 1, P::Omittable, T::Scalar(S::U64)),
     F::new("stage_index", 2, P::Omittable, T::Scalar(S::U32)),
     F::new("label", 3, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static FIELDS_142: [F; 6] = [
+static FIELDS_143: [F; 6] = [
     F::new("v", 1, P::Required, T::Scalar(S::U32)),
     F::new("vastai_node", 2, P::Required, T::message("VastaiNodeRef")),
     F::new("source", 3, P::Required, T::enumeration("VastaiSource")),
@@ -1218,23 +1233,23 @@ static FIELDS_142: [F; 6] = [
     F::new("body", 6, P::Required, T::message("VastaiBody")),
 ];
 
-static FIELDS_143: [F; 2] = [
-    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
-    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
-];
-
 static FIELDS_144: [F; 2] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
 ];
 
-static FIELDS_145: [F; 3] = [
+static FIELDS_145: [F; 2] = [
+    F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
+    F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
+];
+
+static FIELDS_146: [F; 3] = [
     F::new("run_id", 1, P::Required, T::Scalar(S::Str)),
     F::new("stage_index", 2, P::Required, T::Scalar(S::U32)),
     F::new("worker_generation", 3, P::Required, T::Scalar(S::U64)),
 ];
 
-static FIELDS_146: [F; 7] = [
+static FIELDS_147: [F; 7] = [
     F::new("direction", 1, P::Required, T::enumeration("PacketDirection")),
     F::new("l3", 2, P::Required, T::message("WirePacketL3")),
     F::new("l4", 3, P::Required, T::message("WirePacketL4")),
@@ -1244,26 +1259,26 @@ static FIELDS_146: [F; 7] = [
     F::new("api_gaps", 7, P::SkipDefault, T::enums("ApiGap")),
 ];
 
-static FIELDS_147: [F; 4] = [
+static FIELDS_148: [F; 4] = [
     F::new("src_ip", 1, P::Required, T::Scalar(S::Str)),
     F::new("dst_ip", 2, P::Required, T::Scalar(S::Str)),
     F::new("ttl", 3, P::Omittable, T::Scalar(S::U8)),
     F::new("ecn", 4, P::Omittable, T::enumeration("EcnCodepoint")),
 ];
 
-static FIELDS_148: [F; 4] = [
+static FIELDS_149: [F; 4] = [
     F::new("kind", 1, P::Required, T::enumeration("WirePacketL4Kind")),
     F::new("src_port", 2, P::Required, T::Scalar(S::U16)),
     F::new("dst_port", 3, P::Required, T::Scalar(S::U16)),
     F::new("len", 4, P::Required, T::Scalar(S::U32)),
 ];
 
-static FIELDS_149: [F; 2] = [
+static FIELDS_150: [F; 2] = [
     F::new("local_iface", 1, P::Required, T::Scalar(S::Str)),
     F::new("peer_relay_url", 2, P::Omittable, T::Scalar(S::Str)),
 ];
 
-static MESSAGES: [M; 150] = [
+static MESSAGES: [M; 151] = [
     M { name: B("ActorState"), shape: H::Struct { extra: true, fields: B(&FIELDS_0) } },
     M { name: B("ActorStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_1) } },
     M { name: B("AppState"), shape: H::Struct { extra: true, fields: B(&FIELDS_2) } },
@@ -1341,79 +1356,80 @@ static MESSAGES: [M; 150] = [
     M { name: B("PeerReachability"), shape: H::Struct { extra: true, fields: B(&FIELDS_74) } },
     M { name: B("PoolReady"), shape: H::Struct { extra: true, fields: B(&FIELDS_75) } },
     M { name: B("PostAck"), shape: H::Struct { extra: true, fields: B(&FIELDS_76) } },
-    M { name: B("PpActivationReceivedFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_77) } },
-    M { name: B("PpActivationSentFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_78) } },
-    M { name: B("PpTokenEmittedFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_79) } },
-    M { name: B("PpWorkerCompleteFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_80) } },
-    M { name: B("PpWorkerDispatchFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_81) } },
-    M { name: B("Probe"), shape: H::Struct { extra: true, fields: B(&FIELDS_82) } },
-    M { name: B("ProbeReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_83) } },
-    M { name: B("ProbeSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_84) } },
-    M { name: B("ProbeState"), shape: H::Struct { extra: true, fields: B(&FIELDS_85) } },
-    M { name: B("ProcessStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_86) } },
-    M { name: B("PromptInjected"), shape: H::Struct { extra: true, fields: B(&FIELDS_87) } },
-    M { name: B("ReadinessBarrierPassed"), shape: H::Struct { extra: true, fields: B(&FIELDS_88) } },
-    M { name: B("RegisterNameFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_89) } },
-    M { name: B("Registry"), shape: H::Struct { extra: true, fields: B(&FIELDS_90) } },
-    M { name: B("RegistryEntry"), shape: H::Struct { extra: true, fields: B(&FIELDS_91) } },
-    M { name: B("RelayChanged"), shape: H::Struct { extra: true, fields: B(&FIELDS_92) } },
-    M { name: B("RelayServer"), shape: H::Struct { extra: true, fields: B(&FIELDS_93) } },
-    M { name: B("RelayServerClosesByReasonTuple"), shape: H::Tuple(B(&ITEMS_94)) },
-    M { name: B("RelaySession"), shape: H::Struct { extra: true, fields: B(&FIELDS_95) } },
-    M { name: B("RelaySessionClosed"), shape: H::Struct { extra: true, fields: B(&FIELDS_96) } },
-    M { name: B("RelaySessionOpened"), shape: H::Struct { extra: true, fields: B(&FIELDS_97) } },
-    M { name: B("RelaySessionStateChanged"), shape: H::Struct { extra: true, fields: B(&FIELDS_98) } },
-    M { name: B("Route"), shape: H::Struct { extra: true, fields: B(&FIELDS_99) } },
-    M { name: B("RunCompleted"), shape: H::Struct { extra: true, fields: B(&FIELDS_100) } },
-    M { name: B("RunFaulted"), shape: H::Struct { extra: true, fields: B(&FIELDS_101) } },
-    M { name: B("RunNodeSummary"), shape: H::Struct { extra: true, fields: B(&FIELDS_102) } },
-    M { name: B("RunPlanned"), shape: H::Struct { extra: true, fields: B(&FIELDS_103) } },
-    M { name: B("RunSummary"), shape: H::Struct { extra: true, fields: B(&FIELDS_104) } },
-    M { name: B("RunTornDown"), shape: H::Struct { extra: true, fields: B(&FIELDS_105) } },
+    M { name: B("PostProblem"), shape: H::Struct { extra: true, fields: B(&FIELDS_77) } },
+    M { name: B("PpActivationReceivedFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_78) } },
+    M { name: B("PpActivationSentFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_79) } },
+    M { name: B("PpTokenEmittedFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_80) } },
+    M { name: B("PpWorkerCompleteFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_81) } },
+    M { name: B("PpWorkerDispatchFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_82) } },
+    M { name: B("Probe"), shape: H::Struct { extra: true, fields: B(&FIELDS_83) } },
+    M { name: B("ProbeReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_84) } },
+    M { name: B("ProbeSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_85) } },
+    M { name: B("ProbeState"), shape: H::Struct { extra: true, fields: B(&FIELDS_86) } },
+    M { name: B("ProcessStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_87) } },
+    M { name: B("PromptInjected"), shape: H::Struct { extra: true, fields: B(&FIELDS_88) } },
+    M { name: B("ReadinessBarrierPassed"), shape: H::Struct { extra: true, fields: B(&FIELDS_89) } },
+    M { name: B("RegisterNameFields"), shape: H::Struct { extra: true, fields: B(&FIELDS_90) } },
+    M { name: B("Registry"), shape: H::Struct { extra: true, fields: B(&FIELDS_91) } },
+    M { name: B("RegistryEntry"), shape: H::Struct { extra: true, fields: B(&FIELDS_92) } },
+    M { name: B("RelayChanged"), shape: H::Struct { extra: true, fields: B(&FIELDS_93) } },
+    M { name: B("RelayServer"), shape: H::Struct { extra: true, fields: B(&FIELDS_94) } },
+    M { name: B("RelayServerClosesByReasonTuple"), shape: H::Tuple(B(&ITEMS_95)) },
+    M { name: B("RelaySession"), shape: H::Struct { extra: true, fields: B(&FIELDS_96) } },
+    M { name: B("RelaySessionClosed"), shape: H::Struct { extra: true, fields: B(&FIELDS_97) } },
+    M { name: B("RelaySessionOpened"), shape: H::Struct { extra: true, fields: B(&FIELDS_98) } },
+    M { name: B("RelaySessionStateChanged"), shape: H::Struct { extra: true, fields: B(&FIELDS_99) } },
+    M { name: B("Route"), shape: H::Struct { extra: true, fields: B(&FIELDS_100) } },
+    M { name: B("RunCompleted"), shape: H::Struct { extra: true, fields: B(&FIELDS_101) } },
+    M { name: B("RunFaulted"), shape: H::Struct { extra: true, fields: B(&FIELDS_102) } },
+    M { name: B("RunNodeSummary"), shape: H::Struct { extra: true, fields: B(&FIELDS_103) } },
+    M { name: B("RunPlanned"), shape: H::Struct { extra: true, fields: B(&FIELDS_104) } },
+    M { name: B("RunSummary"), shape: H::Struct { extra: true, fields: B(&FIELDS_105) } },
+    M { name: B("RunTornDown"), shape: H::Struct { extra: true, fields: B(&FIELDS_106) } },
     M { name: B("RunsListing"), shape: H::Wrapper(T::messages("RunSummary")) },
-    M { name: B("SchedulerStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_107) } },
-    M { name: B("Snapshot"), shape: H::Struct { extra: true, fields: B(&FIELDS_108) } },
-    M { name: B("SnapshotBody"), shape: H::Struct { extra: true, fields: B(&FIELDS_109) } },
-    M { name: B("SnapshotTrigger"), shape: H::Union { style: U::Adjacent, tag: B("kind"), content: Some(B("data")), variants: B(&VARIANTS_110) } },
-    M { name: B("StageProvisionStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_111) } },
-    M { name: B("StageReady"), shape: H::Struct { extra: true, fields: B(&FIELDS_112) } },
-    M { name: B("StageStopped"), shape: H::Struct { extra: true, fields: B(&FIELDS_113) } },
-    M { name: B("StateTransition"), shape: H::Struct { extra: true, fields: B(&FIELDS_114) } },
-    M { name: B("StepCompleted"), shape: H::Struct { extra: true, fields: B(&FIELDS_115) } },
-    M { name: B("StopRunSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_116) } },
-    M { name: B("Subprocess"), shape: H::Struct { extra: true, fields: B(&FIELDS_117) } },
-    M { name: B("SubprocessExited"), shape: H::Struct { extra: true, fields: B(&FIELDS_118) } },
-    M { name: B("SubprocessSpawned"), shape: H::Struct { extra: true, fields: B(&FIELDS_119) } },
-    M { name: B("SubprocessState"), shape: H::Struct { extra: true, fields: B(&FIELDS_120) } },
-    M { name: B("SwimConfig"), shape: H::Struct { extra: true, fields: B(&FIELDS_121) } },
-    M { name: B("SwimMessage"), shape: H::Struct { extra: true, fields: B(&FIELDS_122) } },
-    M { name: B("SwimMetadataReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_123) } },
-    M { name: B("SwimMetadataSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_124) } },
-    M { name: B("SwimPeer"), shape: H::Struct { extra: true, fields: B(&FIELDS_125) } },
-    M { name: B("SwimProbeAcked"), shape: H::Struct { extra: true, fields: B(&FIELDS_126) } },
-    M { name: B("SwimProbeLateAcked"), shape: H::Struct { extra: true, fields: B(&FIELDS_127) } },
-    M { name: B("SwimProbeSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_128) } },
-    M { name: B("SwimProbeTimedOut"), shape: H::Struct { extra: true, fields: B(&FIELDS_129) } },
-    M { name: B("SwimState"), shape: H::Struct { extra: true, fields: B(&FIELDS_130) } },
-    M { name: B("SwimTransition"), shape: H::Struct { extra: true, fields: B(&FIELDS_131) } },
-    M { name: B("Teardown"), shape: H::Struct { extra: true, fields: B(&FIELDS_132) } },
-    M { name: B("TokenReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_133) } },
-    M { name: B("TokioStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_134) } },
-    M { name: B("TransportAddr"), shape: H::Struct { extra: true, fields: B(&FIELDS_135) } },
-    M { name: B("UdpKernelStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_136) } },
-    M { name: B("UdpSocket"), shape: H::Struct { extra: true, fields: B(&FIELDS_137) } },
-    M { name: B("VastaiBody"), shape: H::Union { style: U::Internal, tag: B("t"), content: None, variants: B(&VARIANTS_138) } },
-    M { name: B("VastaiContext"), shape: H::Struct { extra: true, fields: B(&FIELDS_139) } },
-    M { name: B("VastaiContextEnvVarsTuple"), shape: H::Tuple(B(&ITEMS_140)) },
-    M { name: B("VastaiNodeRef"), shape: H::Struct { extra: true, fields: B(&FIELDS_141) } },
-    M { name: B("VastaiRecord"), shape: H::Struct { extra: true, fields: B(&FIELDS_142) } },
-    M { name: B("WeightsDownloadStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_143) } },
-    M { name: B("WeightsDownloaded"), shape: H::Struct { extra: true, fields: B(&FIELDS_144) } },
-    M { name: B("WeightsLoaded"), shape: H::Struct { extra: true, fields: B(&FIELDS_145) } },
-    M { name: B("WirePacket"), shape: H::Struct { extra: true, fields: B(&FIELDS_146) } },
-    M { name: B("WirePacketL3"), shape: H::Struct { extra: true, fields: B(&FIELDS_147) } },
-    M { name: B("WirePacketL4"), shape: H::Struct { extra: true, fields: B(&FIELDS_148) } },
-    M { name: B("WirePacketVia"), shape: H::Struct { extra: true, fields: B(&FIELDS_149) } },
+    M { name: B("SchedulerStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_108) } },
+    M { name: B("Snapshot"), shape: H::Struct { extra: true, fields: B(&FIELDS_109) } },
+    M { name: B("SnapshotBody"), shape: H::Struct { extra: true, fields: B(&FIELDS_110) } },
+    M { name: B("SnapshotTrigger"), shape: H::Union { style: U::Adjacent, tag: B("kind"), content: Some(B("data")), variants: B(&VARIANTS_111) } },
+    M { name: B("StageProvisionStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_112) } },
+    M { name: B("StageReady"), shape: H::Struct { extra: true, fields: B(&FIELDS_113) } },
+    M { name: B("StageStopped"), shape: H::Struct { extra: true, fields: B(&FIELDS_114) } },
+    M { name: B("StateTransition"), shape: H::Struct { extra: true, fields: B(&FIELDS_115) } },
+    M { name: B("StepCompleted"), shape: H::Struct { extra: true, fields: B(&FIELDS_116) } },
+    M { name: B("StopRunSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_117) } },
+    M { name: B("Subprocess"), shape: H::Struct { extra: true, fields: B(&FIELDS_118) } },
+    M { name: B("SubprocessExited"), shape: H::Struct { extra: true, fields: B(&FIELDS_119) } },
+    M { name: B("SubprocessSpawned"), shape: H::Struct { extra: true, fields: B(&FIELDS_120) } },
+    M { name: B("SubprocessState"), shape: H::Struct { extra: true, fields: B(&FIELDS_121) } },
+    M { name: B("SwimConfig"), shape: H::Struct { extra: true, fields: B(&FIELDS_122) } },
+    M { name: B("SwimMessage"), shape: H::Struct { extra: true, fields: B(&FIELDS_123) } },
+    M { name: B("SwimMetadataReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_124) } },
+    M { name: B("SwimMetadataSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_125) } },
+    M { name: B("SwimPeer"), shape: H::Struct { extra: true, fields: B(&FIELDS_126) } },
+    M { name: B("SwimProbeAcked"), shape: H::Struct { extra: true, fields: B(&FIELDS_127) } },
+    M { name: B("SwimProbeLateAcked"), shape: H::Struct { extra: true, fields: B(&FIELDS_128) } },
+    M { name: B("SwimProbeSent"), shape: H::Struct { extra: true, fields: B(&FIELDS_129) } },
+    M { name: B("SwimProbeTimedOut"), shape: H::Struct { extra: true, fields: B(&FIELDS_130) } },
+    M { name: B("SwimState"), shape: H::Struct { extra: true, fields: B(&FIELDS_131) } },
+    M { name: B("SwimTransition"), shape: H::Struct { extra: true, fields: B(&FIELDS_132) } },
+    M { name: B("Teardown"), shape: H::Struct { extra: true, fields: B(&FIELDS_133) } },
+    M { name: B("TokenReceived"), shape: H::Struct { extra: true, fields: B(&FIELDS_134) } },
+    M { name: B("TokioStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_135) } },
+    M { name: B("TransportAddr"), shape: H::Struct { extra: true, fields: B(&FIELDS_136) } },
+    M { name: B("UdpKernelStats"), shape: H::Struct { extra: true, fields: B(&FIELDS_137) } },
+    M { name: B("UdpSocket"), shape: H::Struct { extra: true, fields: B(&FIELDS_138) } },
+    M { name: B("VastaiBody"), shape: H::Union { style: U::Internal, tag: B("t"), content: None, variants: B(&VARIANTS_139) } },
+    M { name: B("VastaiContext"), shape: H::Struct { extra: true, fields: B(&FIELDS_140) } },
+    M { name: B("VastaiContextEnvVarsTuple"), shape: H::Tuple(B(&ITEMS_141)) },
+    M { name: B("VastaiNodeRef"), shape: H::Struct { extra: true, fields: B(&FIELDS_142) } },
+    M { name: B("VastaiRecord"), shape: H::Struct { extra: true, fields: B(&FIELDS_143) } },
+    M { name: B("WeightsDownloadStarted"), shape: H::Struct { extra: true, fields: B(&FIELDS_144) } },
+    M { name: B("WeightsDownloaded"), shape: H::Struct { extra: true, fields: B(&FIELDS_145) } },
+    M { name: B("WeightsLoaded"), shape: H::Struct { extra: true, fields: B(&FIELDS_146) } },
+    M { name: B("WirePacket"), shape: H::Struct { extra: true, fields: B(&FIELDS_147) } },
+    M { name: B("WirePacketL3"), shape: H::Struct { extra: true, fields: B(&FIELDS_148) } },
+    M { name: B("WirePacketL4"), shape: H::Struct { extra: true, fields: B(&FIELDS_149) } },
+    M { name: B("WirePacketVia"), shape: H::Struct { extra: true, fields: B(&FIELDS_150) } },
 ];
 
 static VALUES_0: [N; 2] = [

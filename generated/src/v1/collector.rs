@@ -32,6 +32,48 @@ pub struct PostAck {
         arbitrary(with = ::diagwire_runtime::arb::opt_json)
     )]
     pub body: Option<::diagwire_runtime::Json>,
+    /// The number the post was staged under: the file `<kind>-<seq>` in the node's staging directory, numbered from 1 per (run, node, kind) and the same number as the `seq` of the post's `LiveRecord`. For a post all of whose records were already staged, the number of the file that holds them (the latest one, for a batch).
+    ///
+    /// Unit: `sequence`.
+    ///
+    /// Wire: `seq` — left out when absent.
+    ///
+    /// Absent: Nothing was staged under a number: the body went to quarantine whole, the post repeated records the collector recognises by their number only (older than the content it remembers), or the collector does not number posts (swactor's own).
+    pub seq: Option<u64>,
+    /// What the collector found wrong in the posted body, in the order found: a body that is not a record of its kind, each record of an events batch that was left out as not an event record, and each record kept although it has the identity of an earlier record of other content. The collector lists at most 100 per post and counts the rest in `problems_omitted`; readers accept any length.
+    ///
+    /// Wire: `problems` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: Read as empty: the collector found nothing wrong with the body.
+    pub problems: Vec<PostProblem>,
+    /// How many problems the body has beyond those `problems` lists; a left-out record of an events batch that was not explained counts as one.
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `problems_omitted` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: Read as 0: `problems` lists every problem found.
+    pub problems_omitted: u64,
+    /// Where the collector keeps the body as posted, relative to its root: `quarantine/<run_id>/<node_id>/NNNNNN-<kind>.<json|pb|bin>`, with the reason beside it in a `.why.json`. Sent when the body is not a record of its kind (nothing was staged) and when records of an events batch were left out (the others were staged).
+    ///
+    /// Wire: `quarantined` — left out when absent.
+    ///
+    /// Absent: No part of the body was kept in quarantine: every record was staged or recognised as already staged.
+    pub quarantined: Option<String>,
+    /// Sent with `deduplicated` when the post repeats records already staged for this node (a node's retry of a post whose reply it did not hear): `true` when every record was already staged, so nothing was staged and nothing was sent on the live stream; `false` when the post's new records were staged, without the repeated ones.
+    ///
+    /// Wire: `duplicate` — left out when absent.
+    ///
+    /// Absent: The post repeats no staged record.
+    pub duplicate: Option<bool>,
+    /// How many records of the post were left out because they were already staged for this node.
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `deduplicated` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: Read as 0: the post repeats no staged record.
+    pub deduplicated: u64,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -43,6 +85,12 @@ impl PostAck {
             clock,
             hints: None,
             body: None,
+            seq: None,
+            problems: Default::default(),
+            problems_omitted: Default::default(),
+            quarantined: None,
+            duplicate: None,
+            deduplicated: Default::default(),
             extra: Default::default(),
         }
     }
@@ -51,6 +99,43 @@ impl PostAck {
     clock: ClockEcho = "clock" req,
     hints: Option<Hints> = "hints" omit,
     body: Option <::diagwire_runtime::Json> = "body" omit,
+    seq: Option<u64> = "seq" omit,
+    problems: Vec<PostProblem> = "problems" skip,
+    problems_omitted: u64 = "problems_omitted" skip,
+    quarantined: Option<String> = "quarantined" omit,
+    duplicate: Option<bool> = "duplicate" omit,
+    deduplicated: u64 = "deduplicated" skip,
+} flat {} extra { extra });
+/// One problem the collector found in a posted body, as listed in `PostAck.problems` (the quarantine's `.why.json` lists the same).
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "arbitrary", derive(::arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub struct PostProblem {
+    /// JSON pointer into the posted record: empty for the whole body, `/3` for the fourth record of an events batch, a deeper pointer for a field of it.
+    ///
+    /// Wire: `pointer` — required.
+    pub pointer: String,
+    /// What is wrong there, in words; a record kept in conflict names the staged file holding the earlier record.
+    ///
+    /// Wire: `message` — required.
+    pub message: String,
+    /// Keys this version of the contract does not know, kept and written back unchanged.
+    pub extra: ::diagwire_runtime::Extra,
+}
+impl PostProblem {
+    /// Builds the value from its required fields (`pointer`, `message`), in schema order; every optional field starts absent or at its default and can be set afterwards.
+    #[must_use]
+    pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            pointer: pointer.into(),
+            message: message.into(),
+            extra: Default::default(),
+        }
+    }
+}
+::diagwire_runtime::object!(PostProblem, PostProblemDecoder, "PostProblem" {
+    pointer: String = "pointer" req,
+    message: String = "message" req,
 } flat {} extra { extra });
 /// Round-trip timing of one post as seen by the collector (swactor `ClockEcho`). Nodes log each one as a `clock_sample` custom event so the post-processor has an offset stream over the whole run.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -187,6 +272,14 @@ pub struct RunSummary {
     ///
     /// Wire: `nodes` — required.
     pub nodes: Vec<RunNodeSummary>,
+    /// Bodies of the run kept in quarantine, summed over its nodes: each post whose body was not a record of its kind, or some of whose records were left out, counts once. Counted from the quarantine folder when the collector starts.
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `quarantined` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: Read as 0: no body of the run was kept in quarantine.
+    pub quarantined: u64,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -204,6 +297,7 @@ impl RunSummary {
             run_end_collector_ms: None,
             finalize_received,
             nodes,
+            quarantined: Default::default(),
             extra: Default::default(),
         }
     }
@@ -214,6 +308,7 @@ impl RunSummary {
     run_end_collector_ms: Option<u64> = "run_end_collector_ms" null,
     finalize_received: bool = "finalize_received" req,
     nodes: Vec<RunNodeSummary> = "nodes" req,
+    quarantined: u64 = "quarantined" skip,
 } flat {} extra { extra });
 /// Per-node counters of a run in the runs listing. Unlike a manifest node it carries no label, role or vast.ai record count.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -244,6 +339,30 @@ pub struct RunNodeSummary {
     ///
     /// Wire: `finalize_recorded` — required.
     pub finalize_recorded: bool,
+    /// Bodies this node posted that were kept in quarantine: each post whose body was not a record of its kind, or some of whose records were left out, counts once. Counted from the quarantine folder when the collector starts.
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `quarantined` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: Read as 0: no body of this node was kept in quarantine.
+    pub quarantined: u64,
+    /// Records of this node left out as already staged, since the collector started (what was left out before a restart is not counted again).
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `deduplicated` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: Read as 0: no post of this node repeated a staged record since the collector started, or the collector does not deduplicate (`--no-dedupe`).
+    pub deduplicated: u64,
+    /// Records of this node staged although they have the identity of an earlier record of other content (both are kept), since the collector started.
+    ///
+    /// Unit: `count`.
+    ///
+    /// Wire: `conflicts` — left out when equal to the default; a missing key reads as the default.
+    ///
+    /// Absent: Read as 0: no record of this node has shared its identity with another since the collector started, or the collector does not deduplicate.
+    pub conflicts: u64,
     /// Keys this version of the contract does not know, kept and written back unchanged.
     pub extra: ::diagwire_runtime::Extra,
 }
@@ -263,6 +382,9 @@ impl RunNodeSummary {
             event_batches,
             snapshots,
             finalize_recorded,
+            quarantined: Default::default(),
+            deduplicated: Default::default(),
+            conflicts: Default::default(),
             extra: Default::default(),
         }
     }
@@ -273,6 +395,9 @@ impl RunNodeSummary {
     event_batches: u64 = "event_batches" req,
     snapshots: u64 = "snapshots" req,
     finalize_recorded: bool = "finalize_recorded" req,
+    quarantined: u64 = "quarantined" skip,
+    deduplicated: u64 = "deduplicated" skip,
+    conflicts: u64 = "conflicts" skip,
 } flat {} extra { extra });
 /// The `data` of one Server-Sent Event on `GET /diag/stream/{run_id}` (swactor `LiveRecord`): a record the collector has just persisted, with the stored JSON verbatim. The SSE event name repeats `kind`. The stream is lossy for slow subscribers; the bundle is the catch-up path.
 ///

@@ -18,6 +18,42 @@ impl ::diagwire_runtime::proto::Message for super::collector::PostAck {
         if let Some(v) = &self.body {
             ::diagwire_runtime::proto::scalar(v, 3u32, "body", out, &mut unknown)?;
         }
+        if let Some(v) = &self.seq {
+            ::diagwire_runtime::proto::scalar(v, 4u32, "seq", out, &mut unknown)?;
+        }
+        if !::diagwire_runtime::is_default(&self.problems) {
+            ::diagwire_runtime::proto::list(self.problems.as_slice(), 5u32, out)?;
+        }
+        if !::diagwire_runtime::is_default(&self.problems_omitted) {
+            ::diagwire_runtime::proto::scalar(
+                &self.problems_omitted,
+                6u32,
+                "problems_omitted",
+                out,
+                &mut unknown,
+            )?;
+        }
+        if let Some(v) = &self.quarantined {
+            ::diagwire_runtime::proto::scalar(
+                v,
+                7u32,
+                "quarantined",
+                out,
+                &mut unknown,
+            )?;
+        }
+        if let Some(v) = &self.duplicate {
+            ::diagwire_runtime::proto::scalar(v, 8u32, "duplicate", out, &mut unknown)?;
+        }
+        if !::diagwire_runtime::is_default(&self.deduplicated) {
+            ::diagwire_runtime::proto::scalar(
+                &self.deduplicated,
+                9u32,
+                "deduplicated",
+                out,
+                &mut unknown,
+            )?;
+        }
         ::diagwire_runtime::proto::extra(&self.extra, &mut unknown)?;
         ::diagwire_runtime::proto::write_unknown(2047u32, unknown, out)
     }
@@ -25,6 +61,12 @@ impl ::diagwire_runtime::proto::Message for super::collector::PostAck {
         let mut f_clock = Default::default();
         let mut f_hints = Default::default();
         let mut f_body = Default::default();
+        let mut f_seq = Default::default();
+        let mut f_problems = Default::default();
+        let mut f_problems_omitted = Default::default();
+        let mut f_quarantined = Default::default();
+        let mut f_duplicate = Default::default();
+        let mut f_deduplicated = Default::default();
         let mut extra = ::diagwire_runtime::Extra::default();
         while !b.is_empty() {
             let (n, wire) = ::diagwire_runtime::proto::read_key(&mut b)?;
@@ -32,6 +74,24 @@ impl ::diagwire_runtime::proto::Message for super::collector::PostAck {
                 1u32 => ::diagwire_runtime::proto::once(&mut f_clock, wire, &mut b)?,
                 2u32 => ::diagwire_runtime::proto::once(&mut f_hints, wire, &mut b)?,
                 3u32 => ::diagwire_runtime::proto::once(&mut f_body, wire, &mut b)?,
+                4u32 => ::diagwire_runtime::proto::once(&mut f_seq, wire, &mut b)?,
+                5u32 => {
+                    ::diagwire_runtime::proto::read_list(wire, &mut b, &mut f_problems)?
+                }
+                6u32 => {
+                    ::diagwire_runtime::proto::once(
+                        &mut f_problems_omitted,
+                        wire,
+                        &mut b,
+                    )?
+                }
+                7u32 => {
+                    ::diagwire_runtime::proto::once(&mut f_quarantined, wire, &mut b)?
+                }
+                8u32 => ::diagwire_runtime::proto::once(&mut f_duplicate, wire, &mut b)?,
+                9u32 => {
+                    ::diagwire_runtime::proto::once(&mut f_deduplicated, wire, &mut b)?
+                }
                 2047u32 => {
                     for (k, v) in ::diagwire_runtime::proto::read_unknown(
                         wire,
@@ -42,6 +102,26 @@ impl ::diagwire_runtime::proto::Message for super::collector::PostAck {
                             "hints" => return Err(::diagwire_runtime::proto::Bail),
                             "body" => {
                                 ::diagwire_runtime::proto::from_json(&mut f_body, v)?
+                            }
+                            "seq" => ::diagwire_runtime::proto::from_json(&mut f_seq, v)?,
+                            "problems" => return Err(::diagwire_runtime::proto::Bail),
+                            "problems_omitted" => {
+                                ::diagwire_runtime::proto::from_json(
+                                    &mut f_problems_omitted,
+                                    v,
+                                )?
+                            }
+                            "quarantined" => {
+                                ::diagwire_runtime::proto::from_json(&mut f_quarantined, v)?
+                            }
+                            "duplicate" => {
+                                ::diagwire_runtime::proto::from_json(&mut f_duplicate, v)?
+                            }
+                            "deduplicated" => {
+                                ::diagwire_runtime::proto::from_json(
+                                    &mut f_deduplicated,
+                                    v,
+                                )?
                             }
                             _ => ::diagwire_runtime::proto::keep(&mut extra, k, v)?,
                         }
@@ -54,6 +134,12 @@ impl ::diagwire_runtime::proto::Message for super::collector::PostAck {
             clock: ::diagwire_runtime::proto::required(f_clock)?,
             hints: ::diagwire_runtime::proto::optional(f_hints),
             body: ::diagwire_runtime::proto::optional(f_body),
+            seq: ::diagwire_runtime::proto::optional(f_seq),
+            problems: f_problems,
+            problems_omitted: f_problems_omitted.unwrap_or_default(),
+            quarantined: ::diagwire_runtime::proto::optional(f_quarantined),
+            duplicate: ::diagwire_runtime::proto::optional(f_duplicate),
+            deduplicated: f_deduplicated.unwrap_or_default(),
             extra,
         })
     }
@@ -65,6 +151,82 @@ impl ::diagwire_runtime::proto::Encode for super::collector::PostAck {
     }
 }
 impl ::diagwire_runtime::proto::Decode for super::collector::PostAck {
+    #[inline]
+    fn read(wire: u8, b: &mut &[u8]) -> ::diagwire_runtime::proto::R<Self> {
+        ::diagwire_runtime::proto::read_message(wire, b)
+    }
+    fn zero() -> ::diagwire_runtime::proto::R<Self> {
+        <Self as ::diagwire_runtime::proto::Message>::read_body(&[])
+    }
+}
+impl ::diagwire_runtime::proto::Message for super::collector::PostProblem {
+    const CONTRACT: &'static str = "1.3.0";
+    const NAME: &'static str = "PostProblem";
+    fn body(&self, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
+        let mut unknown: ::diagwire_runtime::proto::Unknown = None;
+        if !::diagwire_runtime::proto::Encode::is_zero(&self.pointer) {
+            ::diagwire_runtime::proto::scalar(
+                &self.pointer,
+                1u32,
+                "pointer",
+                out,
+                &mut unknown,
+            )?;
+        }
+        if !::diagwire_runtime::proto::Encode::is_zero(&self.message) {
+            ::diagwire_runtime::proto::scalar(
+                &self.message,
+                2u32,
+                "message",
+                out,
+                &mut unknown,
+            )?;
+        }
+        ::diagwire_runtime::proto::extra(&self.extra, &mut unknown)?;
+        ::diagwire_runtime::proto::write_unknown(2047u32, unknown, out)
+    }
+    fn read_body(mut b: &[u8]) -> ::diagwire_runtime::proto::R<Self> {
+        let mut f_pointer = Default::default();
+        let mut f_message = Default::default();
+        let mut extra = ::diagwire_runtime::Extra::default();
+        while !b.is_empty() {
+            let (n, wire) = ::diagwire_runtime::proto::read_key(&mut b)?;
+            match n {
+                1u32 => ::diagwire_runtime::proto::once(&mut f_pointer, wire, &mut b)?,
+                2u32 => ::diagwire_runtime::proto::once(&mut f_message, wire, &mut b)?,
+                2047u32 => {
+                    for (k, v) in ::diagwire_runtime::proto::read_unknown(
+                        wire,
+                        &mut b,
+                    )? {
+                        match k.as_str() {
+                            "pointer" => {
+                                ::diagwire_runtime::proto::from_json(&mut f_pointer, v)?
+                            }
+                            "message" => {
+                                ::diagwire_runtime::proto::from_json(&mut f_message, v)?
+                            }
+                            _ => ::diagwire_runtime::proto::keep(&mut extra, k, v)?,
+                        }
+                    }
+                }
+                _ => return Err(::diagwire_runtime::proto::Bail),
+            }
+        }
+        Ok(super::collector::PostProblem {
+            pointer: ::diagwire_runtime::proto::required(f_pointer)?,
+            message: ::diagwire_runtime::proto::required(f_message)?,
+            extra,
+        })
+    }
+}
+impl ::diagwire_runtime::proto::Encode for super::collector::PostProblem {
+    #[inline]
+    fn field(&self, n: u32, out: &mut Vec<u8>) -> ::diagwire_runtime::proto::R {
+        ::diagwire_runtime::proto::message_field(self, n, out)
+    }
+}
+impl ::diagwire_runtime::proto::Decode for super::collector::PostProblem {
     #[inline]
     fn read(wire: u8, b: &mut &[u8]) -> ::diagwire_runtime::proto::R<Self> {
         ::diagwire_runtime::proto::read_message(wire, b)
@@ -368,6 +530,15 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunSummary {
         if !self.nodes.is_empty() {
             ::diagwire_runtime::proto::list(self.nodes.as_slice(), 5u32, out)?;
         }
+        if !::diagwire_runtime::is_default(&self.quarantined) {
+            ::diagwire_runtime::proto::scalar(
+                &self.quarantined,
+                6u32,
+                "quarantined",
+                out,
+                &mut unknown,
+            )?;
+        }
         ::diagwire_runtime::proto::extra(&self.extra, &mut unknown)?;
         ::diagwire_runtime::proto::write_unknown(2047u32, unknown, out)
     }
@@ -377,6 +548,7 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunSummary {
         let mut f_run_end_collector_ms = Default::default();
         let mut f_finalize_received = Default::default();
         let mut f_nodes = Default::default();
+        let mut f_quarantined = Default::default();
         let mut extra = ::diagwire_runtime::Extra::default();
         while !b.is_empty() {
             let (n, wire) = ::diagwire_runtime::proto::read_key(&mut b)?;
@@ -404,6 +576,9 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunSummary {
                     )?
                 }
                 5u32 => ::diagwire_runtime::proto::read_list(wire, &mut b, &mut f_nodes)?,
+                6u32 => {
+                    ::diagwire_runtime::proto::once(&mut f_quarantined, wire, &mut b)?
+                }
                 2047u32 => {
                     for (k, v) in ::diagwire_runtime::proto::read_unknown(
                         wire,
@@ -432,6 +607,9 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunSummary {
                                 )?
                             }
                             "nodes" => return Err(::diagwire_runtime::proto::Bail),
+                            "quarantined" => {
+                                ::diagwire_runtime::proto::from_json(&mut f_quarantined, v)?
+                            }
                             _ => ::diagwire_runtime::proto::keep(&mut extra, k, v)?,
                         }
                     }
@@ -449,6 +627,7 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunSummary {
             ),
             finalize_received: ::diagwire_runtime::proto::required(f_finalize_received)?,
             nodes: f_nodes,
+            quarantined: f_quarantined.unwrap_or_default(),
             extra,
         })
     }
@@ -518,6 +697,33 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunNodeSummary {
                 &mut unknown,
             )?;
         }
+        if !::diagwire_runtime::is_default(&self.quarantined) {
+            ::diagwire_runtime::proto::scalar(
+                &self.quarantined,
+                6u32,
+                "quarantined",
+                out,
+                &mut unknown,
+            )?;
+        }
+        if !::diagwire_runtime::is_default(&self.deduplicated) {
+            ::diagwire_runtime::proto::scalar(
+                &self.deduplicated,
+                7u32,
+                "deduplicated",
+                out,
+                &mut unknown,
+            )?;
+        }
+        if !::diagwire_runtime::is_default(&self.conflicts) {
+            ::diagwire_runtime::proto::scalar(
+                &self.conflicts,
+                8u32,
+                "conflicts",
+                out,
+                &mut unknown,
+            )?;
+        }
         ::diagwire_runtime::proto::extra(&self.extra, &mut unknown)?;
         ::diagwire_runtime::proto::write_unknown(2047u32, unknown, out)
     }
@@ -527,6 +733,9 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunNodeSummary {
         let mut f_event_batches = Default::default();
         let mut f_snapshots = Default::default();
         let mut f_finalize_recorded = Default::default();
+        let mut f_quarantined = Default::default();
+        let mut f_deduplicated = Default::default();
+        let mut f_conflicts = Default::default();
         let mut extra = ::diagwire_runtime::Extra::default();
         while !b.is_empty() {
             let (n, wire) = ::diagwire_runtime::proto::read_key(&mut b)?;
@@ -546,6 +755,13 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunNodeSummary {
                         &mut b,
                     )?
                 }
+                6u32 => {
+                    ::diagwire_runtime::proto::once(&mut f_quarantined, wire, &mut b)?
+                }
+                7u32 => {
+                    ::diagwire_runtime::proto::once(&mut f_deduplicated, wire, &mut b)?
+                }
+                8u32 => ::diagwire_runtime::proto::once(&mut f_conflicts, wire, &mut b)?,
                 2047u32 => {
                     for (k, v) in ::diagwire_runtime::proto::read_unknown(
                         wire,
@@ -576,6 +792,18 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunNodeSummary {
                                     v,
                                 )?
                             }
+                            "quarantined" => {
+                                ::diagwire_runtime::proto::from_json(&mut f_quarantined, v)?
+                            }
+                            "deduplicated" => {
+                                ::diagwire_runtime::proto::from_json(
+                                    &mut f_deduplicated,
+                                    v,
+                                )?
+                            }
+                            "conflicts" => {
+                                ::diagwire_runtime::proto::from_json(&mut f_conflicts, v)?
+                            }
                             _ => ::diagwire_runtime::proto::keep(&mut extra, k, v)?,
                         }
                     }
@@ -589,6 +817,9 @@ impl ::diagwire_runtime::proto::Message for super::collector::RunNodeSummary {
             event_batches: ::diagwire_runtime::proto::required(f_event_batches)?,
             snapshots: ::diagwire_runtime::proto::required(f_snapshots)?,
             finalize_recorded: ::diagwire_runtime::proto::required(f_finalize_recorded)?,
+            quarantined: f_quarantined.unwrap_or_default(),
+            deduplicated: f_deduplicated.unwrap_or_default(),
+            conflicts: f_conflicts.unwrap_or_default(),
             extra,
         })
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use diagwire::bundle::BundleContents;
 use diagwire::bundle::read::{Limits, read_all};
+use diagwire::v1::{PostAck, RunsListing};
 use diagwire::validate::{Report, Validators};
 use diagwire_serve::client::{Connection, Reply};
 use diagwire_serve::{Collector, Config};
@@ -159,6 +160,26 @@ pub async fn post(conn: &mut Connection, kind: &str, run: &str, node: &str, body
 /// The reply's body as JSON.
 pub fn json(reply: &Reply) -> serde_json::Value {
     serde_json::from_slice(&reply.body).unwrap_or(serde_json::Value::Null)
+}
+
+/// A post's reply read as the contract's `PostAck` (`schemas/collector.schema.json`).
+pub fn ack(reply: &Reply) -> Result<PostAck, String> {
+    serde_json::from_slice(&reply.body).map_err(|e| {
+        format!(
+            "not a PostAck ({e}): {}",
+            String::from_utf8_lossy(&reply.body).escape_debug()
+        )
+    })
+}
+
+/// A `GET /diag/runs` reply read as the contract's `RunsListing`.
+pub fn listing(reply: &Reply) -> Result<RunsListing, String> {
+    serde_json::from_slice(&reply.body).map_err(|e| {
+        format!(
+            "not a runs listing ({e}): {}",
+            String::from_utf8_lossy(&reply.body).escape_debug()
+        )
+    })
 }
 
 /// Reads a served `.tar.gz` (through a file, as a reader would) and validates it.
