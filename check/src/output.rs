@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::coverage::{Coverage, DiffKind, Difference, has_provenance, is_tracked, struct_fields};
-use crate::parity::{Decider, GroupResult, ParityReport, Verdict};
+use crate::parity::{Decider, GroupResult, GroupVerdict, ParityReport};
 use crate::rulebook::Level;
 use crate::significance::PMethod;
 use crate::verdict::{CheckReport, Finding, RuleResult, Status, Witness};
@@ -679,7 +679,7 @@ pub struct GroupOutput {
     /// It after Holm's adjustment.
     pub p_adjusted: Option<f64>,
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: GroupVerdict,
 }
 
 impl From<&GroupResult> for GroupOutput {
@@ -889,8 +889,14 @@ mod tests {
                 Status::NotExercised.as_str(),
             ),
             (to_value(&Level::Information), Level::Information.as_str()),
-            (to_value(&Verdict::OneSided), Verdict::OneSided.as_str()),
-            (to_value(&Verdict::TooFew), Verdict::TooFew.as_str()),
+            (
+                to_value(&GroupVerdict::OneSided),
+                GroupVerdict::OneSided.as_str(),
+            ),
+            (
+                to_value(&GroupVerdict::TooFew),
+                GroupVerdict::TooFew.as_str(),
+            ),
             (to_value(&Decider::ChiSquared), Decider::ChiSquared.as_str()),
             (to_value(&Decider::None), Decider::None.as_str()),
             (

@@ -363,7 +363,7 @@ impl Profile {
 /// How a group was judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum GroupVerdict {
     /// Within the thresholds.
     Same,
     /// A shift past the threshold.
@@ -374,20 +374,20 @@ pub enum Verdict {
     TooFew,
 }
 
-impl Verdict {
+impl GroupVerdict {
     /// As machine output writes it.
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Same => "same",
-            Verdict::Shift => "shift",
-            Verdict::OneSided => "one_sided",
-            Verdict::TooFew => "too_few",
+            GroupVerdict::Same => "same",
+            GroupVerdict::Shift => "shift",
+            GroupVerdict::OneSided => "one_sided",
+            GroupVerdict::TooFew => "too_few",
         }
     }
 
     /// Whether it fails parity.
     pub fn fails(self) -> bool {
-        matches!(self, Verdict::Shift | Verdict::OneSided)
+        matches!(self, GroupVerdict::Shift | GroupVerdict::OneSided)
     }
 }
 
@@ -462,7 +462,7 @@ pub struct GroupResult {
     /// It after Holm's adjustment.
     pub p_adjusted: Option<f64>,
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: GroupVerdict,
 }
 
 /// The parity of two bundles.
@@ -520,7 +520,7 @@ impl ParityReport {
     pub fn judged(&self) -> usize {
         self.groups
             .iter()
-            .filter(|g| g.verdict != Verdict::TooFew)
+            .filter(|g| g.verdict != GroupVerdict::TooFew)
             .count()
     }
 
@@ -684,7 +684,7 @@ fn mix_cell(m: &BTreeMap<String, f64>) -> String {
 pub fn shift_sentence(g: &GroupResult, t: &Thresholds) -> String {
     let what = format!("`{}` [{}] (`{}`)", g.field, g.class, g.group);
     match g.verdict {
-        Verdict::OneSided => format!(
+        GroupVerdict::OneSided => format!(
             "{what}: {} values in the simulated bundle, {} in the production one",
             g.n_sim, g.n_prod
         ),
@@ -836,8 +836,8 @@ pub fn compare(sim: &Profile, prod: &Profile, config: &Config) -> ParityReport {
     for g in &mut groups {
         if g.p.is_some() {
             g.p_adjusted = adjusted.next();
-            if g.verdict == Verdict::Same && g.p_adjusted.is_some_and(|p| p < t.alpha) {
-                g.verdict = Verdict::Shift;
+            if g.verdict == GroupVerdict::Same && g.p_adjusted.is_some_and(|p| p < t.alpha) {
+                g.verdict = GroupVerdict::Shift;
             }
         }
     }
@@ -873,18 +873,18 @@ fn base(g: &Group, class: &str, n_sim: u64, n_prod: u64) -> GroupResult {
         decider: Decider::None,
         p: None,
         p_adjusted: None,
-        verdict: Verdict::TooFew,
+        verdict: GroupVerdict::TooFew,
     }
 }
 
-fn small(n_a: usize, n_b: usize, t: &Thresholds) -> Option<Verdict> {
+fn small(n_a: usize, n_b: usize, t: &Thresholds) -> Option<GroupVerdict> {
     if n_a.min(n_b) >= t.min_n {
         return None;
     }
     if n_a.min(n_b) == 0 && n_a.max(n_b) >= t.min_n {
-        Some(Verdict::OneSided)
+        Some(GroupVerdict::OneSided)
     } else {
-        Some(Verdict::TooFew)
+        Some(GroupVerdict::TooFew)
     }
 }
 
@@ -920,14 +920,14 @@ fn numeric(g: &Group, class: &str, a: &[f64], b: &[f64], t: &Thresholds, seed: u
     let ratio = w / significance::spread(&pooled);
     r.ks = Some(ks);
     r.w1 = Some((w, ratio));
-    r.verdict = Verdict::Same;
+    r.verdict = GroupVerdict::Same;
     if !large {
         r.decider = Decider::Ks;
         r.p = Some(ks.1);
     } else {
         r.decider = Decider::Wasserstein;
         if ratio > t.w1_over_sd {
-            r.verdict = Verdict::Shift;
+            r.verdict = GroupVerdict::Shift;
         }
     }
     r
@@ -965,14 +965,14 @@ fn mix(
     let (_, p, method) = significance::mix_test(&ca, &cb, t.permutations, seed);
     let tvd = significance::total_variation(&ca, &cb);
     r.mix_test = Some((p, tvd, method));
-    r.verdict = Verdict::Same;
+    r.verdict = GroupVerdict::Same;
     if (na.min(nb) as usize) <= t.large_n {
         r.decider = Decider::ChiSquared;
         r.p = Some(p);
     } else {
         r.decider = Decider::TotalVariation;
         if tvd > t.tvd {
-            r.verdict = Verdict::Shift;
+            r.verdict = GroupVerdict::Shift;
         }
     }
     r
@@ -989,7 +989,7 @@ fn rate(g: &Group, ca: u64, ta: f64, cb: u64, tb: f64, t: &Thresholds) -> GroupR
     if ca + cb == 0 {
         return r;
     }
-    r.verdict = Verdict::Same;
+    r.verdict = GroupVerdict::Same;
     if (ca.min(cb) as usize) <= t.large_n {
         r.decider = Decider::RateTest;
         r.p = Some(p);
@@ -997,7 +997,7 @@ fn rate(g: &Group, ca: u64, ta: f64, cb: u64, tb: f64, t: &Thresholds) -> GroupR
         r.decider = Decider::RateRatio;
         let ratio = if ra > rb { ra / rb } else { rb / ra };
         if ratio > t.rate_ratio {
-            r.verdict = Verdict::Shift;
+            r.verdict = GroupVerdict::Shift;
         }
     }
     r

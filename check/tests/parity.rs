@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use diagwire::bundle::read::Limits;
 use diagwire::v1::*;
-use diagwire_check::parity::{self, Config, Decider, ParityReport, Profile, Verdict};
+use diagwire_check::parity::{self, Config, Decider, GroupVerdict, ParityReport, Profile};
 use diagwire_testkit::scenario::{Params, Run, generate};
 
 fn sim() -> Run {
@@ -52,7 +52,7 @@ fn a_simulated_and_a_production_run_of_one_scenario_are_at_parity() {
             report
                 .groups
                 .iter()
-                .any(|r| r.group == g.id && r.verdict == Verdict::Same),
+                .any(|r| r.group == g.id && r.verdict == GroupVerdict::Same),
             "group `{}` judged nothing",
             g.id
         );
@@ -118,7 +118,7 @@ fn slower_successful_dials_in_production_break_parity_naming_field_statistic_and
             .groups
             .iter()
             .filter(|g| g.group == "dial.duration" && g.class != "Success")
-            .all(|g| g.verdict == Verdict::Same)
+            .all(|g| g.verdict == GroupVerdict::Same)
     );
 }
 
@@ -140,7 +140,10 @@ fn a_shift_in_a_small_sample_is_judged_by_ks() {
         .find(|g| g.group == "dial.duration" && g.class == "Success")
         .unwrap();
     assert!(dial.n_sim <= 1000 && dial.n_prod <= 1000);
-    assert_eq!((dial.decider, dial.verdict), (Decider::Ks, Verdict::Shift));
+    assert_eq!(
+        (dial.decider, dial.verdict),
+        (Decider::Ks, GroupVerdict::Shift)
+    );
     let (d, _, _) = dial.ks.unwrap();
     assert!(d > 0.3 && dial.p_adjusted.unwrap() < 0.01, "{dial:?}");
     let same = parity_of(
@@ -225,7 +228,7 @@ fn a_changed_outcome_mix_fails_parity() {
         .iter()
         .find(|g| g.group == "probe_received.outcome_mix" && g.class == "udp_relay")
         .unwrap();
-    assert_eq!(g.verdict, Verdict::Shift, "{}", report.to_markdown());
+    assert_eq!(g.verdict, GroupVerdict::Shift, "{}", report.to_markdown());
     assert_eq!(g.decider, Decider::ChiSquared);
     let sentence = parity::shift_sentence(g, &report.thresholds);
     assert!(sentence.contains("timeout 100.0%"), "{sentence}");
