@@ -30,9 +30,9 @@
 //!   archive: target ratios ≤ 1.2 for every command, ≤ 0.9 for `summary --format json`;
 //! * in process, where the time of a bundle check goes: the bundle reader alone
 //!   (`BundleReader::open` and `stream()`, every file drained) against the whole check
-//!   (`Checker::check_bundle`), the difference being the checking;
+//!   (`Validator::validate_bundle`), the difference being the checking;
 //! * every record file of the bundle in memory: the typed decode (`Record::parse` of the file as
-//!   its kind) against `Checker::check_text` (target ratio ≤ 1.3), and against the streamed check
+//!   its kind) against `Validator::validate_text` (target ratio ≤ 1.3), and against the streamed check
 //!   (`Options::in_memory_bytes` 0, the path of files over `IN_MEMORY`);
 //! * the peak RSS of each of those commands on bundles of 10 MB, 100 MB and (optionally) 1 GB, in
 //!   name order and in reverse order (the manifest last): target < 64 MB for each. Read from GNU time (`/usr/bin/time -f %M`) when it is installed, else by
@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::v1::{Record, RecordKind};
-use diagwire::validate::{Checker, Options, Report, Validators};
+use diagwire::validate::{Options, Report, Validator, Validators};
 use diagwire_testkit::bundles::{MB, Template, measure};
 use diagwire_testkit::orders::{MemberOrder, unpack, write_tar_gz_in_order};
 
@@ -163,7 +163,7 @@ fn main() {
     for _ in 0..runs {
         reading.push(time(|| read_only(main_path)));
         checking.push(time(|| {
-            report = check_bundle(&validators, main_path);
+            report = validate_bundle(&validators, main_path);
         }));
     }
 
@@ -378,10 +378,10 @@ fn read_only(path: &Path) {
     }
 }
 
-fn check_bundle(validators: &Validators, path: &Path) -> Report {
+fn validate_bundle(validators: &Validators, path: &Path) -> Report {
     let mut reader = BundleReader::open(path, Limits::default()).expect("the bundle opens");
     let mut report = Report::default();
-    Checker::new(validators, Options::default()).check_bundle(
+    Validator::new(validators, Options::default()).validate_bundle(
         &mut reader,
         &mut |_, _| {},
         &mut report,
@@ -420,10 +420,10 @@ fn check_records(
     options: Options,
     files: &[(String, RecordKind, Vec<u8>)],
 ) -> Report {
-    let mut checker = Checker::new(validators, options);
+    let mut validator = Validator::new(validators, options);
     let mut report = Report::default();
     for (file, kind, bytes) in files {
-        checker.check_text(file, bytes, *kind, &mut report);
+        validator.validate_text(file, bytes, *kind, &mut report);
     }
     report
 }

@@ -15,7 +15,7 @@ use diagwire::bundle::read::{BundleReader, Limits, ReadError, ReadErrorKind};
 use diagwire::problem::{json_pretty, printable};
 use diagwire::v1::RecordKind;
 use diagwire::validate::bundle::BundleVerdict;
-use diagwire::validate::{Checker, Options, Report, Validators};
+use diagwire::validate::{Options, Report, Validator, Validators};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -161,10 +161,10 @@ pub fn run(args: Args) -> ExitCode {
         max_record_bytes: usize::try_from(args.limits.max_file_bytes).unwrap_or(usize::MAX),
         ..Options::default()
     };
-    let mut checker = Checker::new(&validators, options);
+    let mut validator = Validator::new(&validators, options);
     let mut outcomes = Vec::new();
     for path in &args.paths {
-        let outcome = check_path(&mut checker, path, args.kind, args.limits);
+        let outcome = validate_path(&mut validator, path, args.kind, args.limits);
         if args.format == Format::Human {
             print_outcome(path, &outcome, args.paths.len() > 1);
         }
@@ -178,8 +178,8 @@ pub fn run(args: Args) -> ExitCode {
     ExitCode::from(worst)
 }
 
-fn check_path(
-    checker: &mut Checker<'_>,
+fn validate_path(
+    validator: &mut Validator<'_>,
     path: &Path,
     kind: Option<RecordKind>,
     limits: Limits,
@@ -202,13 +202,13 @@ fn check_path(
                     b.set_position(done);
                 }
             };
-            checker.check_bundle(&mut reader, &mut tick, &mut report);
+            validator.validate_bundle(&mut reader, &mut tick, &mut report);
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
         }
         Target::RecordFile => {
-            checker.check_path(path, kind, limits.max_file_bytes, &mut report);
+            validator.validate_path(path, kind, limits.max_file_bytes, &mut report);
             // A record file that could not be opened at all is a path that could not be checked.
             if report.files == 0 {
                 if let Some(p) = report.problems.first() {

@@ -472,7 +472,8 @@ fn read_bundle(path: &Path) {
         "more than the total cap was yielded"
     );
     if let Ok(mut reader) = BundleReader::open(path, limits) {
-        let _ = diagwire::validate::bundle::check_bundle(validators(), &mut reader, &mut |_, _| {});
+        let _ =
+            diagwire::validate::bundle::validate_bundle(validators(), &mut reader, &mut |_, _| {});
     }
 }
 
@@ -497,7 +498,7 @@ impl std::io::Read for Trickle<'_> {
 /// in-memory check, the streamed check and the streamed check of a reader that returns a few
 /// bytes per read give the same report.
 pub fn record_file(data: &[u8]) {
-    use diagwire::validate::{Checker, Options, Report};
+    use diagwire::validate::{Options, Report, Validator};
     let Some((kind, text)) = kind_and_rest(data) else {
         return;
     };
@@ -508,9 +509,9 @@ pub fn record_file(data: &[u8]) {
         };
         let mut report = Report::default();
         let size = Some(text.len() as u64);
-        let mut checker = Checker::new(validators(), options);
+        let mut validator = Validator::new(validators(), options);
         // Reading from memory cannot fail.
-        let _ = checker.check_reader("input.json", kind, size, reader, &mut report);
+        let _ = validator.validate_reader("input.json", kind, size, reader, &mut report);
         report
     };
     let in_memory = check(u64::MAX, &mut &text[..]);

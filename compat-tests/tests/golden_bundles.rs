@@ -82,7 +82,7 @@ fn every_golden_bundle_is_valid_under_its_own_release() {
         let mut bundle =
             BundleReader::open(&golden::path(version), Limits::default()).expect("opens");
         let report =
-            diagwire::validate::bundle::check_bundle(&validators, &mut bundle, &mut |_, _| {});
+            diagwire::validate::bundle::validate_bundle(&validators, &mut bundle, &mut |_, _| {});
         // A golden bundle holds arbitrary valid records, so its parts do not agree with each other
         // (run ids, labels); what is checked here is every file and record on its own.
         let problems: Vec<String> = report

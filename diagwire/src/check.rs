@@ -18,9 +18,9 @@ pub type Report = validate::Report;
 #[deprecated(note = "renamed to diagwire::validate::Omitted")]
 pub type Omitted = validate::Omitted;
 
-/// Renamed to [`validate::Checker`].
-#[deprecated(note = "renamed to diagwire::validate::Checker")]
-pub type Checker<'v> = validate::Checker<'v>;
+/// Renamed to [`validate::Validator`].
+#[deprecated(note = "renamed to diagwire::validate::Validator")]
+pub type Checker<'v> = validate::Validator<'v>;
 
 /// Renamed to [`validate::FileShape`].
 #[deprecated(note = "renamed to diagwire::validate::FileShape")]
@@ -30,26 +30,26 @@ pub type FileShape = validate::FileShape;
 #[deprecated(note = "renamed to diagwire::validate::IN_MEMORY")]
 pub const IN_MEMORY: u64 = validate::IN_MEMORY;
 
-/// Renamed to [`validate::check_text`].
-#[deprecated(note = "renamed to diagwire::validate::check_text")]
+/// Renamed to [`validate::validate_text`].
+#[deprecated(note = "renamed to diagwire::validate::validate_text")]
 pub fn check_text(
     validators: &validate::Validators,
     file: &str,
     text: &str,
     kind: RecordKind,
 ) -> validate::Report {
-    validate::check_text(validators, file, text, kind)
+    validate::validate_text(validators, file, text, kind)
 }
 
-/// Renamed to [`validate::check_file`].
+/// Renamed to [`validate::validate_file`].
 #[cfg(feature = "bundle")]
-#[deprecated(note = "renamed to diagwire::validate::check_file")]
+#[deprecated(note = "renamed to diagwire::validate::validate_file")]
 pub fn check_file(
     validators: &validate::Validators,
     path: &std::path::Path,
     kind: Option<RecordKind>,
 ) -> validate::Report {
-    validate::check_file(validators, path, kind)
+    validate::validate_file(validators, path, kind)
 }
 
 /// Renamed to [`validate::bundle`].
@@ -71,13 +71,13 @@ pub mod bundle {
         validate::bundle::open(path, limits)
     }
 
-    /// Renamed to [`validate::bundle::check_bundle`].
-    #[deprecated(note = "renamed to diagwire::validate::bundle::check_bundle")]
+    /// Renamed to [`validate::bundle::validate_bundle`].
+    #[deprecated(note = "renamed to diagwire::validate::bundle::validate_bundle")]
     pub fn check_bundle(
         validators: &Validators,
         reader: &mut BundleReader,
         progress: validate::bundle::Progress<'_>,
     ) -> validate::Report {
-        validate::bundle::check_bundle(validators, reader, progress)
+        validate::bundle::validate_bundle(validators, reader, progress)
     }
 }

@@ -600,7 +600,7 @@ assembles! {
         let mut reader = BundleReader::open(&dir, Limits::default()).unwrap();
         let validators = diagwire::validate::Validators::new().unwrap();
         let report =
-            diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
+            diagwire::validate::bundle::validate_bundle(&validators, &mut reader, &mut |_, _| {});
         assert!(report.problems.is_empty(), "{:#?}", report.problems);
         assert_eq!(report.invalid_records, 0);
         assert!(report.records > 0);

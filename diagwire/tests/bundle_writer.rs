@@ -307,7 +307,7 @@ fn the_bundle_validates_clean_against_its_manifest() {
         let mut reader =
             diagwire::bundle::read::BundleReader::open(&path, Limits::default()).unwrap();
         let report =
-            diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
+            diagwire::validate::bundle::validate_bundle(&validators, &mut reader, &mut |_, _| {});
         assert!(
             report.problems.is_empty(),
             "{}: {:#?}",

@@ -8,7 +8,7 @@ fn check_is_the_former_name_of_validate() {
     let validators = diagwire::validate::Validators::new().expect("validators");
     let options: diagwire::check::Options = diagwire::validate::Options::default();
     let mut checker: diagwire::check::Checker<'_> =
-        diagwire::validate::Checker::new(&validators, options);
+        diagwire::validate::Validator::new(&validators, options);
     let mut report = diagwire::check::Report::default();
     checker.check_text(
         "boot.json",
@@ -24,6 +24,34 @@ fn check_is_the_former_name_of_validate() {
     );
     assert_eq!(report, again);
     assert_eq!(diagwire::check::IN_MEMORY, diagwire::validate::IN_MEMORY);
+}
+
+#[cfg(all(feature = "validate", feature = "bundle"))]
+#[test]
+fn validate_keeps_the_former_check_names_of_its_items() {
+    let validators = diagwire::validate::Validators::new().expect("validators");
+    let kind = diagwire::v1::RecordKind::Boot;
+    let mut old: diagwire::validate::Checker<'_> =
+        diagwire::validate::Validator::new(&validators, diagwire::validate::Options::default());
+    let (mut by_old, mut by_new) = (Default::default(), Default::default());
+    old.check_text("boot.json", b"{}", kind, &mut by_old);
+    old.validate_text("boot.json", b"{}", kind, &mut by_new);
+    assert_eq!(by_old, by_new);
+    assert!(!by_new.is_clean(), "an empty boot record is not valid");
+    assert_eq!(
+        diagwire::validate::check_text(&validators, "boot.json", "{}", kind),
+        diagwire::validate::validate_text(&validators, "boot.json", "{}", kind)
+    );
+    let _: fn(
+        &diagwire::validate::Validators,
+        &mut diagwire::bundle::read::BundleReader,
+        diagwire::validate::bundle::Progress<'_>,
+    ) -> diagwire::validate::Report = diagwire::validate::bundle::check_bundle;
+    let _: fn(
+        &diagwire::validate::Validators,
+        &std::path::Path,
+        Option<diagwire::v1::RecordKind>,
+    ) -> diagwire::validate::Report = diagwire::validate::check_file;
 }
 
 #[cfg(all(feature = "validate", feature = "bundle"))]

@@ -183,5 +183,5 @@ fn the_writer_writes_the_binary_form_when_asked() {
 fn validate(dir: &Path) -> diagwire::validate::Report {
     let validators = diagwire::validate::Validators::new().expect("validators");
     let mut reader = diagwire::validate::bundle::open(dir, Limits::default()).expect("opens");
-    diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {})
+    diagwire::validate::bundle::validate_bundle(&validators, &mut reader, &mut |_, _| {})
 }

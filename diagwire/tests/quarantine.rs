@@ -99,7 +99,8 @@ fn check_both_readers(path: &Path, want: &[(&str, &str)]) {
     };
     let validators = Validators::new().unwrap();
     let mut reader = BundleReader::open(path, Limits::default()).unwrap();
-    let report = diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
+    let report =
+        diagwire::validate::bundle::validate_bundle(&validators, &mut reader, &mut |_, _| {});
     let validated: Vec<(String, String)> = report.problems.iter().map(at).collect();
 
     let mut reader = BundleReader::open(path, Limits::default()).unwrap();

@@ -17,7 +17,7 @@ use diagwire::v1::{
     BundleWriter, DialStarted, EventRecord, Finalize, Identity, Snapshot, SnapshotBody,
     SnapshotTrigger, WriterKind,
 };
-use diagwire::validate::{Checker, Options, Report, Validators};
+use diagwire::validate::{Options, Report, Validator, Validators};
 
 const RUN: &str = "run-7";
 const WALL: u64 = 1_779_733_878_000;
@@ -97,7 +97,7 @@ fn check_with(run: &Path, given: &Path, limits: Limits) -> Report {
     let mut reader = BundleReader::open(given, limits).expect("opens");
     let mut report = Report::default();
     let _ = run;
-    Checker::new(validators(), Options::default()).check_bundle(
+    Validator::new(validators(), Options::default()).validate_bundle(
         &mut reader,
         &mut |_, _| {},
         &mut report,

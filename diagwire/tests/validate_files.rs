@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use diagwire::ProblemKind;
 use diagwire::v1::RecordKind;
-use diagwire::validate::{Checker, Options, Report, Validators};
+use diagwire::validate::{Options, Report, Validator, Validators};
 
 fn validators() -> &'static Validators {
     static V: OnceLock<Validators> = OnceLock::new();
@@ -73,7 +73,7 @@ struct Expect {
 
 fn run(kind: RecordKind, text: &[u8], options: Options) -> Report {
     let mut report = Report::default();
-    Checker::new(validators(), options).check_text("f.json", text, kind, &mut report);
+    Validator::new(validators(), options).validate_text("f.json", text, kind, &mut report);
     report
 }
 
@@ -345,15 +345,15 @@ fn the_run_cap_keeps_the_first_problems_of_all_files() {
         max_problems: 15,
         ..d()
     };
-    let mut checker = Checker::new(validators(), options);
+    let mut validator = Validator::new(validators(), options);
     let mut report = Report::default();
-    checker.check_text(
+    validator.validate_text(
         "a.json",
         text.as_bytes(),
         RecordKind::EventBatch,
         &mut report,
     );
-    checker.check_text(
+    validator.validate_text(
         "b.json",
         text.as_bytes(),
         RecordKind::EventBatch,
@@ -420,7 +420,7 @@ fn a_binary_record_file_is_checked_by_its_extension() {
         .expect("encodes");
     let good = tmp.path().join("events-000001.pb");
     std::fs::write(&good, bytes).expect("write");
-    let report = diagwire::validate::check_file(validators(), &good, None);
+    let report = diagwire::validate::validate_file(validators(), &good, None);
     assert_eq!(
         (report.files, report.records, report.problems.len()),
         (1, 3, 0)
@@ -428,7 +428,7 @@ fn a_binary_record_file_is_checked_by_its_extension() {
 
     let bad = tmp.path().join("boot.pb");
     std::fs::write(&bad, [0x0a, 0x05, 0x01]).expect("write");
-    let report = diagwire::validate::check_file(validators(), &bad, None);
+    let report = diagwire::validate::validate_file(validators(), &bad, None);
     assert_eq!((report.files, report.unreadable_files), (1, 1));
     let [p] = &report.problems[..] else {
         panic!("{:?}", report.problems)

@@ -62,7 +62,8 @@ async fn served_with(case: &Case, root: &Path) -> PathBuf {
 fn check_one_verdict(bundle: &Path, case: &Case) {
     let validators = Validators::new().unwrap();
     let mut reader = diagwire::validate::bundle::open(bundle, Limits::default()).unwrap();
-    let report = diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
+    let report =
+        diagwire::validate::bundle::validate_bundle(&validators, &mut reader, &mut |_, _| {});
     let validated: Vec<(String, String)> = report
         .problems
         .iter()

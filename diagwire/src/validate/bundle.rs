@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::path::Path;
 
-use super::{Checker, Options, Report};
+use super::{Options, Report, Validator};
 use crate::bundle::read::{BundleReader, Limits, ReadError};
 use crate::bundle::records::Verdict;
 use crate::layout::{self, Encoding, FileKind, Role};
@@ -39,14 +39,24 @@ pub fn open(path: &Path, limits: Limits) -> Result<BundleReader, ReadError> {
 }
 
 /// Checks every file of an opened bundle and the bundle as a whole, with the default options.
-pub fn check_bundle(
+pub fn validate_bundle(
     validators: &Validators,
     reader: &mut BundleReader,
     progress: Progress<'_>,
 ) -> Report {
     let mut report = Report::default();
-    Checker::new(validators, Options::default()).check_bundle(reader, progress, &mut report);
+    Validator::new(validators, Options::default()).validate_bundle(reader, progress, &mut report);
     report
+}
+
+/// The former name of [`validate_bundle`], kept for one release.
+#[deprecated(note = "renamed to diagwire::validate::bundle::validate_bundle")]
+pub fn check_bundle(
+    validators: &Validators,
+    reader: &mut BundleReader,
+    progress: Progress<'_>,
+) -> Report {
+    validate_bundle(validators, reader, progress)
 }
 
 /// What one node directory holds, as far as the checks need it.
@@ -144,10 +154,10 @@ impl Seen {
     }
 }
 
-impl Checker<'_> {
+impl Validator<'_> {
     /// Checks every file of an opened bundle and the bundle as a whole. Reading goes on after a
     /// bad file or entry, so every problem is found (and kept up to the caps of the options).
-    pub fn check_bundle(
+    pub fn validate_bundle(
         &mut self,
         reader: &mut BundleReader,
         progress: Progress<'_>,
@@ -172,15 +182,26 @@ impl Checker<'_> {
         verdict.end();
         report.merge(verdict.report);
     }
+
+    /// The former name of [`Validator::validate_bundle`], kept for one release.
+    #[deprecated(note = "renamed to Validator::validate_bundle")]
+    pub fn check_bundle(
+        &mut self,
+        reader: &mut BundleReader,
+        progress: Progress<'_>,
+        report: &mut Report,
+    ) {
+        self.validate_bundle(reader, progress, report)
+    }
 }
 
 /// A bundle's validation as its files go by, the one computation of what is wrong with a bundle:
-/// [`Checker::check_bundle`] (`diagwire validate`) feeds it from the reader's stream, and the
+/// [`Validator::validate_bundle`] (`diagwire validate`) feeds it from the reader's stream, and the
 /// record walk of `summary` and `check` feeds it in the same pass that decodes their records
 /// ([`crate::bundle::records::Walk::verdict`]), so the three report the same problems, counted
 /// alike, reading the bundle once.
 pub struct BundleVerdict<'v> {
-    checker: Checker<'v>,
+    validator: Validator<'v>,
     dir_name: String,
     seen: Seen,
     quarantine: Pairing,
@@ -191,7 +212,7 @@ impl<'v> BundleVerdict<'v> {
     /// A verdict checking records with `validators`, capped as `options` say.
     pub fn new(validators: &'v Validators, options: Options) -> Self {
         BundleVerdict {
-            checker: Checker::new(validators, options),
+            validator: Validator::new(validators, options),
             dir_name: String::new(),
             seen: Seen::default(),
             quarantine: Pairing::default(),
@@ -215,7 +236,7 @@ impl<'v> BundleVerdict<'v> {
 
     /// An entry the reader could not yield.
     fn take_entry(&mut self, e: ReadError) {
-        let options = self.checker.options;
+        let options = self.validator.options;
         if let Some(rel) = &e.path {
             let (_, twice) = self.seen.exists(rel);
             if let Some(first) = twice {
@@ -228,7 +249,7 @@ impl<'v> BundleVerdict<'v> {
 
     /// A file of the run directory at `rel`, shown as `location`, of `size` bytes when known.
     fn take_file(&mut self, rel: &str, location: &str, size: Option<u64>, file: &mut dyn Read) {
-        let options = self.checker.options;
+        let options = self.validator.options;
         let (seen, report) = (&mut self.seen, &mut self.report);
         if seen.prefix.is_none() {
             if let Some(p) = location.strip_suffix(rel) {
@@ -255,10 +276,10 @@ impl<'v> BundleVerdict<'v> {
         let keep = matches!(at.role, Role::Manifest | Role::Latest(FileKind::Boot));
         let checked = match at.encoding {
             Encoding::Json => self
-                .checker
-                .check_reader_keep(location, kind, size, file, keep, report),
+                .validator
+                .validate_reader_keep(location, kind, size, file, keep, report),
             Encoding::Protobuf => self
-                .checker
+                .validator
                 .check_binary(location, kind, file, keep, report),
         };
         match (checked, at.node) {
@@ -275,7 +296,7 @@ impl<'v> BundleVerdict<'v> {
 
     /// The end of the bundle: the parts against each other.
     fn end(&mut self) {
-        let options = self.checker.options;
+        let options = self.validator.options;
         let (seen, report) = (&self.seen, &mut self.report);
         for body in std::mem::take(&mut self.quarantine).finish() {
             report.push(&options, body.problem());

@@ -11,7 +11,7 @@ use std::io::{self, Read};
 use serde::de::{Deserializer as _, SeqAccess, Visitor};
 
 use super::record::{At, check_record};
-use super::{Checker, FileSink, Report};
+use super::{FileSink, Report, Validator};
 use crate::frame::{FileShape, Frames, decode_front, frame};
 use crate::problem::{Location, ProblemKind};
 use crate::scan::{Position, Take};
@@ -21,12 +21,12 @@ use crate::v1::{EventRecord, Record, RecordKind};
 /// ([`super::Options::in_memory_bytes`]).
 pub const IN_MEMORY: u64 = 8 << 20;
 
-impl Checker<'_> {
+impl Validator<'_> {
     /// Checks what `reader` yields as a file of `kind` named `file`. `size` is what the file's
     /// metadata says, when known. Returns the record of a one-record file when it is valid and
     /// `keep` is set. An error reading the file ends the check of its records; it is returned, not
     /// reported (the caller knows whether a reader reports it already).
-    pub(crate) fn check_reader_keep(
+    pub(crate) fn validate_reader_keep(
         &mut self,
         file: &str,
         kind: RecordKind,
@@ -97,7 +97,8 @@ impl Checker<'_> {
         drop(bytes);
         let size = text.len() as u64;
         let before = report.problems.len();
-        let checked = self.check_reader_keep(file, kind, Some(size), &mut &text[..], keep, report);
+        let checked =
+            self.validate_reader_keep(file, kind, Some(size), &mut &text[..], keep, report);
         // Lines and columns of the decoded text would point nowhere in the binary file; the record
         // and the JSON pointer locate a problem.
         for p in &mut report.problems[before..] {
@@ -108,8 +109,8 @@ impl Checker<'_> {
         checked
     }
 
-    /// [`Checker::check_reader_keep`] without keeping the record.
-    pub fn check_reader(
+    /// [`Validator::validate_reader_keep`] without keeping the record.
+    pub fn validate_reader(
         &mut self,
         file: &str,
         kind: RecordKind,
@@ -117,7 +118,7 @@ impl Checker<'_> {
         reader: &mut dyn Read,
         report: &mut Report,
     ) -> io::Result<()> {
-        self.check_reader_keep(file, kind, size, reader, false, report)
+        self.validate_reader_keep(file, kind, size, reader, false, report)
             .map(|_| ())
     }
 
@@ -257,8 +258,8 @@ impl<'de> Visitor<'de> for CountEvents {
 
 /// Checks a record file given as a path.
 #[cfg(feature = "bundle")]
-pub(super) fn check_path(
-    checker: &mut Checker<'_>,
+pub(super) fn validate_path(
+    validator: &mut Validator<'_>,
     path: &std::path::Path,
     kind: Option<RecordKind>,
     max_file_bytes: u64,
@@ -273,7 +274,7 @@ pub(super) fn check_path(
         .unwrap_or_default();
     let Some(kind) = kind.or_else(|| crate::layout::kind_of_file_name(name)) else {
         report.push(
-            checker.options(),
+            validator.options(),
             crate::Problem::new(
                 ProblemKind::Layout,
                 Location::file(&file),
@@ -296,19 +297,19 @@ pub(super) fn check_path(
     let mut opened = match open_record_file(path, limits) {
         Ok(f) => f,
         Err(e) => {
-            report.push(checker.options(), e.into());
+            report.push(validator.options(), e.into());
             return;
         }
     };
     let size = opened.size();
     let checked = match crate::layout::Encoding::of_name(name) {
-        Some(crate::layout::Encoding::Protobuf) => checker
+        Some(crate::layout::Encoding::Protobuf) => validator
             .check_binary(&file, kind, &mut opened, false, report)
             .map(|_| ()),
-        _ => checker.check_reader(&file, kind, Some(size), &mut opened, report),
+        _ => validator.validate_reader(&file, kind, Some(size), &mut opened, report),
     };
     if let Err(e) = checked {
-        let options = *checker.options();
+        let options = *validator.options();
         report.unreadable_files += 1;
         let kind = if e.kind() == io::ErrorKind::FileTooLarge {
             crate::problem::ReadErrorKind::TooLarge

@@ -217,7 +217,7 @@ impl Drop for FileSink<'_> {
 }
 
 /// Checks record files and bundles: the validators, the options and a reusable buffer.
-pub struct Checker<'v> {
+pub struct Validator<'v> {
     validators: &'v Validators,
     options: Options,
     buf: Vec<u8>,
@@ -225,10 +225,10 @@ pub struct Checker<'v> {
     scan_buf: Vec<u8>,
 }
 
-impl<'v> Checker<'v> {
-    /// A checker with these validators and options.
+impl<'v> Validator<'v> {
+    /// A validator with these validators and options.
     pub fn new(validators: &'v Validators, options: Options) -> Self {
-        Checker {
+        Validator {
             validators,
             options,
             buf: Vec::new(),
@@ -242,9 +242,15 @@ impl<'v> Checker<'v> {
     }
 
     /// Checks the text of a file (named `file` in problems) as a file of `kind`.
-    pub fn check_text(&mut self, file: &str, text: &[u8], kind: RecordKind, report: &mut Report) {
+    pub fn validate_text(
+        &mut self,
+        file: &str,
+        text: &[u8],
+        kind: RecordKind,
+        report: &mut Report,
+    ) {
         // Reading from a slice cannot fail.
-        let _ = self.check_reader(file, kind, Some(text.len() as u64), &mut &text[..], report);
+        let _ = self.validate_reader(file, kind, Some(text.len() as u64), &mut &text[..], report);
     }
 
     /// Checks a record file on disk, of `kind` or of the kind its name implies
@@ -252,21 +258,21 @@ impl<'v> Checker<'v> {
     /// are opened, and at most `max_file_bytes` are read. A file that cannot be read at all is
     /// one problem in the report.
     #[cfg(feature = "bundle")]
-    pub fn check_path(
+    pub fn validate_path(
         &mut self,
         path: &Path,
         kind: Option<RecordKind>,
         max_file_bytes: u64,
         report: &mut Report,
     ) {
-        file::check_path(self, path, kind, max_file_bytes, report)
+        file::validate_path(self, path, kind, max_file_bytes, report)
     }
 }
 
 /// Checks every record of one file's contents as a file of `kind`, with the default options.
-pub fn check_text(validators: &Validators, file: &str, text: &str, kind: RecordKind) -> Report {
+pub fn validate_text(validators: &Validators, file: &str, text: &str, kind: RecordKind) -> Report {
     let mut report = Report::default();
-    Checker::new(validators, Options::default()).check_text(
+    Validator::new(validators, Options::default()).validate_text(
         file,
         text.as_bytes(),
         kind,
@@ -277,9 +283,61 @@ pub fn check_text(validators: &Validators, file: &str, text: &str, kind: RecordK
 
 /// Checks one record file with the default options; `kind` overrides the kind its name implies.
 #[cfg(feature = "bundle")]
-pub fn check_file(validators: &Validators, path: &Path, kind: Option<RecordKind>) -> Report {
+pub fn validate_file(validators: &Validators, path: &Path, kind: Option<RecordKind>) -> Report {
     let mut report = Report::default();
     let max = crate::bundle::read::Limits::default().max_file_bytes;
-    Checker::new(validators, Options::default()).check_path(path, kind, max, &mut report);
+    Validator::new(validators, Options::default()).validate_path(path, kind, max, &mut report);
     report
+}
+
+/// The former name of [`Validator`], kept for one release.
+#[deprecated(note = "renamed to diagwire::validate::Validator")]
+pub type Checker<'v> = Validator<'v>;
+
+/// The former name of [`validate_text`], kept for one release.
+#[deprecated(note = "renamed to diagwire::validate::validate_text")]
+pub fn check_text(validators: &Validators, file: &str, text: &str, kind: RecordKind) -> Report {
+    validate_text(validators, file, text, kind)
+}
+
+/// The former name of [`validate_file`], kept for one release.
+#[cfg(feature = "bundle")]
+#[deprecated(note = "renamed to diagwire::validate::validate_file")]
+pub fn check_file(validators: &Validators, path: &Path, kind: Option<RecordKind>) -> Report {
+    validate_file(validators, path, kind)
+}
+
+/// The former names of [`Validator`]'s methods, kept for one release.
+impl Validator<'_> {
+    /// The former name of [`Validator::validate_text`].
+    #[deprecated(note = "renamed to Validator::validate_text")]
+    pub fn check_text(&mut self, file: &str, text: &[u8], kind: RecordKind, report: &mut Report) {
+        self.validate_text(file, text, kind, report)
+    }
+
+    /// The former name of [`Validator::validate_path`].
+    #[cfg(feature = "bundle")]
+    #[deprecated(note = "renamed to Validator::validate_path")]
+    pub fn check_path(
+        &mut self,
+        path: &Path,
+        kind: Option<RecordKind>,
+        max_file_bytes: u64,
+        report: &mut Report,
+    ) {
+        self.validate_path(path, kind, max_file_bytes, report)
+    }
+
+    /// The former name of [`Validator::validate_reader`].
+    #[deprecated(note = "renamed to Validator::validate_reader")]
+    pub fn check_reader(
+        &mut self,
+        file: &str,
+        kind: RecordKind,
+        size: Option<u64>,
+        reader: &mut dyn std::io::Read,
+        report: &mut Report,
+    ) -> std::io::Result<()> {
+        self.validate_reader(file, kind, size, reader, report)
+    }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use diagwire::bundle::BundleContents;
 use diagwire::bundle::read::Limits;
 use diagwire::validate::Validators;
-use diagwire::validate::bundle::{check_bundle, open};
+use diagwire::validate::bundle::{open, validate_bundle};
 use serde_json::{Value, json};
 
 pub fn fixture(rel: &str) -> Value {
@@ -74,7 +74,7 @@ pub fn bundle(run_id: &str, nodes: &[Node], newest: bool) -> BundleContents {
 pub fn problems(path: &Path) -> Vec<String> {
     let v = Validators::new().expect("validators");
     let mut reader = open(path, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
-    let r = check_bundle(&v, &mut reader, &mut |_, _| {});
+    let r = validate_bundle(&v, &mut reader, &mut |_, _| {});
     assert!(r.records > 0, "no records checked in {}", path.display());
     r.problems.iter().map(ToString::to_string).collect()
 }

@@ -144,7 +144,8 @@ async fn run() {
     std::fs::write(&path, &served.body).unwrap();
     let validators = diagwire::validate::Validators::new().unwrap();
     let mut reader = diagwire::validate::bundle::open(&path, Limits::default()).unwrap();
-    let report = diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
+    let report =
+        diagwire::validate::bundle::validate_bundle(&validators, &mut reader, &mut |_, _| {});
     assert!(report.is_clean(), "{:?}", report.problems);
     let (bundle, _) = read_all(&path, Limits::default()).unwrap();
     assert_eq!(

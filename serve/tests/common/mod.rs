@@ -191,7 +191,8 @@ pub fn open_bundle(tar: &[u8]) -> (BundleContents, Report) {
     assert!(errors.is_empty(), "{errors:?}");
     let validators = Validators::new().unwrap();
     let mut reader = diagwire::validate::bundle::open(&path, Limits::default()).unwrap();
-    let report = diagwire::validate::bundle::check_bundle(&validators, &mut reader, &mut |_, _| {});
+    let report =
+        diagwire::validate::bundle::validate_bundle(&validators, &mut reader, &mut |_, _| {});
     (contents, report)
 }
 

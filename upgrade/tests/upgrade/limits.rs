@@ -4,7 +4,7 @@
 
 use diagwire::bundle::read::Limits;
 use diagwire::layout::{self, FileKind, Role};
-use diagwire::validate::bundle::{check_bundle, open};
+use diagwire::validate::bundle::{open, validate_bundle};
 use diagwire_upgrade::{Failed, Output, upgrade, upgrade_to, upgrade_within};
 use serde_json::{Value, json};
 
@@ -73,7 +73,7 @@ fn upgrade_splits_events_over_the_per_file_limit_and_its_output_validates() {
     let out = tempfile::tempdir().expect("temp dir");
     let run_dir = diagwire::bundle::output::write_dir(&split.contents, out.path()).expect("writes");
     let mut reader = open(&run_dir, limits).expect("opens");
-    let report = check_bundle(validators(), &mut reader, &mut |_, _| {});
+    let report = validate_bundle(validators(), &mut reader, &mut |_, _| {});
     assert!(
         report.problems.is_empty(),
         "the split bundle does not validate clean:\n{}",

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use diagwire::bundle::read::Limits;
 use diagwire::layout::{self, FileKind, Role};
 use diagwire::validate::Validators;
-use diagwire::validate::bundle::{check_bundle, open};
+use diagwire::validate::bundle::{open, validate_bundle};
 use diagwire::{CONTRACT_VERSION, Problem, v1};
 use diagwire_upgrade::{Upgraded, WRITER_NAME, upgrade};
 use serde_json::{Value, json};
@@ -198,7 +198,7 @@ pub struct Checked {
 
 /// Upgrades `sim` and checks the rules every upgrade follows: it is deterministic; every file has
 /// its place in the layout and no `schema_version` left; the bundle validates clean
-/// (`check_bundle`, which also checks the manifest against the files); the manifest names the
+/// (`validate_bundle`, which also checks the manifest against the files); the manifest names the
 /// contract version and a `sim` writer and is the one in `MANIFEST.json`; each manifest entry
 /// agrees with its node's files and boot record; every event names its node; every problem is
 /// located in the simulator's directory.
@@ -222,7 +222,7 @@ pub fn upgraded(sim: &Sim) -> Checked {
     let out = tempfile::tempdir().expect("temp dir");
     let run_dir = diagwire::bundle::output::write_dir(&up.contents, out.path()).expect("writes");
     let mut reader = open(&run_dir, Limits::default()).expect("opens");
-    let report = check_bundle(validators(), &mut reader, &mut |_, _| {});
+    let report = validate_bundle(validators(), &mut reader, &mut |_, _| {});
     assert!(
         report.problems.is_empty(),
         "the upgraded bundle does not validate clean:\n{}",
