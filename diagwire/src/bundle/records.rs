@@ -170,7 +170,8 @@ pub fn walk_into(
         let location = file.location.clone();
         let path = file.path.clone();
         let judged = verdict.map(|v| v.borrow_mut().file(&path, &location, file.contents()));
-        if let Some(found) = quarantine.take(&path, &location, &mut file) {
+        let size = Some(file.size);
+        if let Some(found) = quarantine.take(&path, &location, size, &mut file) {
             for body in found {
                 hand_quarantined(&body, verdict.is_none(), &mut walked, consumers);
             }
