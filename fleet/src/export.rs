@@ -25,6 +25,7 @@ use diagwire::Problem;
 use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
 use diagwire::layout::{FileKind, Role};
+use diagwire::quarantine::{Quarantined, WHY_SUFFIX};
 use diagwire::v1::Record;
 
 use crate::columns::TABLES;
@@ -38,7 +39,7 @@ use crate::{Error, arrow_schema, sort};
 /// snapshot's body is kilobytes of JSON), so their batches are small.
 fn chunk(table: &str) -> usize {
     match table {
-        "snapshots" | "vastai" => 256,
+        "snapshots" | "vastai" | "quarantine" => 256,
         _ => 4096,
     }
 }
@@ -424,6 +425,31 @@ impl Pass {
         self.sink(name)?.push(item.text, ctx, seq)
     }
 
+    /// The row of a body the collector quarantined: its `.why.json` is the record (its keys
+    /// the columns, the rest `extra_json`); without one that reads, the kind its name gives.
+    fn take_quarantined(&mut self, body: &Quarantined) -> Result<(), Error> {
+        let mut ctx = self.ctx.clone();
+        ctx.node = Some(self.shared(&body.node));
+        let file = body.path.rsplit('/').next().unwrap_or(&body.path);
+        ctx.file = Some(file.into());
+        ctx.bytes = body.bytes;
+        ctx.reasons = Some(body.why.as_str().into());
+        let text = match &body.reason {
+            Some(text) => text.clone(),
+            None => {
+                // `NNNNNN-<kind>.<ext>` (or `….why.json`, a reason that does not read).
+                let stem = file.strip_suffix(WHY_SUFFIX).unwrap_or(file);
+                let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+                let kind = stem.split_once('-').map(|(_, k)| k).filter(|k| !k.is_empty());
+                serde_json::json!({ "route": kind }).to_string()
+            }
+        };
+        if !self.used_runs.contains(&*ctx.run_id) {
+            self.used_runs.insert(ctx.run_id.to_string());
+        }
+        self.sink("quarantine")?.push(&text, ctx, None)
+    }
+
     /// The run the records say this is.
     fn run_id(&self, fallback: &str) -> String {
         if let Some(r) = &self.manifest_run {
@@ -448,6 +474,15 @@ impl Consumer for Pass {
 
     fn problem(&mut self, problem: &Problem) {
         self.problems.push(problem.clone());
+    }
+
+    fn quarantined(&mut self, body: &Quarantined) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self.take_quarantined(body) {
+            self.error = Some(e);
+        }
     }
 }
 
