@@ -11,7 +11,8 @@
 //! one file each, and the whole export is committed at once by writing `_dataset.json`
 //! ([`dataset::Change`]: the writer lock held throughout, nothing the index does not list ever
 //! read). An export that fails leaves the dataset as it was. A record the walk refuses is a
-//! located problem in the report, never a row.
+//! located problem in the report, never a row. A body the collector quarantined at ingest is a
+//! row of the table `quarantine` (its `.why.json` the record), not a problem of the export.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -477,6 +478,11 @@ impl Consumer for Pass {
     }
 
     fn quarantined(&mut self, body: &Quarantined) {
+        // Its problem came just before: the body is a row of the quarantine table, not a file
+        // left out of the dataset.
+        if self.problems.last() == Some(&body.problem()) {
+            self.problems.pop();
+        }
         if self.error.is_some() {
             return;
         }

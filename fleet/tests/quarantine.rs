@@ -244,6 +244,12 @@ fn check_quarantine(case: &Case) {
         let data = tempfile::tempdir().unwrap();
         let report = export::export(&[source.clone()], data.path(), true).unwrap();
         assert_eq!(report.runs[0].1, RUN, "{}", case.name);
+        assert!(
+            report.problems.is_empty(),
+            "{}: a quarantined body is a row, not a problem of the export: {:?}",
+            case.name,
+            report.problems
+        );
 
         let mut table = rows(data.path(), TABLE);
         for r in &mut table {
