@@ -83,7 +83,7 @@ fn ok(data: &Path, args: &[&str]) {
 
 /// The rows every reader sees, per table and run, as `diagwire query` reads them.
 fn contents(data: &Path) -> BTreeMap<(String, String), u64> {
-    let sql = ["runs", "nodes", "events", "snapshots", "finalize", "vastai"]
+    let sql = ["runs", "nodes", "events", "snapshots", "finalize", "vastai", "quarantine"]
         .iter()
         .map(|t| format!("SELECT '{t}' AS t, run_id, COUNT(*) AS n FROM {t} GROUP BY run_id"))
         .collect::<Vec<_>>()
