@@ -471,7 +471,12 @@ fn quarantine_table(m: &mut Mapper<'_>) -> TableOut {
         doc: doc.into(),
         since: "dataset".into(),
     };
-    let mut extra = context("extra_json", Col::Json, "extra", "Every key of the `.why.json` the columns do not hold, keyed by JSON pointer. Null when there is none.");
+    let mut extra = context(
+        "extra_json",
+        Col::Json,
+        "extra",
+        "Every key of the `.why.json` the columns do not hold, keyed by JSON pointer. Null when there is none.",
+    );
     extra.from = From::Extra;
     TableOut {
         name: "quarantine",

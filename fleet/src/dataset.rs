@@ -56,10 +56,12 @@ pub const LOCK: &str = "_dataset.lock";
 pub const STAGING: &str = "_staging";
 
 /// Rows per row group at most (a run's rows may span several, and a group may hold many runs):
-/// the writer holds a row group in memory until it is full, and a snapshot row is large.
+/// the writer holds a row group in memory until it is full, and a snapshot row is large (a
+/// quarantined body's reason may be a MiB).
 pub fn row_group_rows(table: &str) -> usize {
     match table {
-        "snapshots" | "vastai" | "quarantine" => 4 * 1024,
+        "quarantine" => 256,
+        "snapshots" | "vastai" => 4 * 1024,
         _ => 128 * 1024,
     }
 }

@@ -37,10 +37,12 @@ use crate::table::Table;
 use crate::{Error, arrow_schema, sort};
 
 /// Rows per batch handed to the Parquet writer: snapshots and vast.ai records are large (a
-/// snapshot's body is kilobytes of JSON), so their batches are small.
+/// snapshot's body is kilobytes of JSON), so their batches are small; a quarantined body's
+/// `.why.json` may be up to a MiB, and a run has few of them.
 fn chunk(table: &str) -> usize {
     match table {
-        "snapshots" | "vastai" | "quarantine" => 256,
+        "quarantine" => 32,
+        "snapshots" | "vastai" => 256,
         _ => 4096,
     }
 }
@@ -441,7 +443,10 @@ impl Pass {
                 // `NNNNNN-<kind>.<ext>` (or `….why.json`, a reason that does not read).
                 let stem = file.strip_suffix(WHY_SUFFIX).unwrap_or(file);
                 let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-                let kind = stem.split_once('-').map(|(_, k)| k).filter(|k| !k.is_empty());
+                let kind = stem
+                    .split_once('-')
+                    .map(|(_, k)| k)
+                    .filter(|k| !k.is_empty());
                 serde_json::json!({ "route": kind }).to_string()
             }
         };

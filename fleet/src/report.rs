@@ -268,7 +268,10 @@ pub async fn report_with(ctx: &SessionContext) -> Result<FleetReport, Error> {
             last_seen: required(b, i, "last_seen")?,
         });
     }
-    for (b, i) in rows(ctx, "quarantined at ingest", QUARANTINED).await?.each() {
+    for (b, i) in rows(ctx, "quarantined at ingest", QUARANTINED)
+        .await?
+        .each()
+    {
         r.quarantined.push(QuarantineRow {
             route: text(b, i, "route")?,
             bodies: count(b, i, "bodies")?,

@@ -265,7 +265,9 @@ fn check_quarantine(case: &Case) {
         let view = rows(data.path(), VIEW);
         let mut want_view: BTreeMap<String, (u64, u64)> = BTreeMap::new();
         for r in &case.want {
-            let e = want_view.entry(r["node"].as_str().unwrap().into()).or_default();
+            let e = want_view
+                .entry(r["node"].as_str().unwrap().into())
+                .or_default();
             e.0 += 1;
             e.1 += r.get("bytes").and_then(Value::as_u64).unwrap_or(0);
         }
@@ -276,13 +278,22 @@ fn check_quarantine(case: &Case) {
         assert_eq!(view, want_view, "{}: the view", case.name);
         let counted: BTreeMap<String, u64> = view
             .iter()
-            .map(|r| (r["node"].as_str().unwrap().into(), r["bodies"].as_u64().unwrap()))
+            .map(|r| {
+                (
+                    r["node"].as_str().unwrap().into(),
+                    r["bodies"].as_u64().unwrap(),
+                )
+            })
             .collect();
         let by_validation: BTreeMap<String, u64> = reported
             .iter()
             .map(|(n, reasons)| (n.clone(), reasons.len() as u64))
             .collect();
-        assert_eq!(counted, by_validation, "{}: per node as validate", case.name);
+        assert_eq!(
+            counted, by_validation,
+            "{}: per node as validate",
+            case.name
+        );
         let mut reasons: Vec<String> = table
             .iter()
             .map(|r| diagwire::problem::printable(r["reasons"].as_str().unwrap()).into_owned())
@@ -318,7 +329,11 @@ fn a_re_export_replaces_the_runs_quarantine_rows() {
     let first = bundle(&dir.path().join("first"), &two);
     export::export(&[first.clone()], data.path(), true).unwrap();
     export::export(&[first], data.path(), true).unwrap();
-    assert_eq!(count(data.path()), 2, "exported twice, the rows are not doubled");
+    assert_eq!(
+        count(data.path()),
+        2,
+        "exported twice, the rows are not doubled"
+    );
 
     let fewer = bundle(&dir.path().join("fewer"), &two[..2]);
     export::export(&[fewer], data.path(), true).unwrap();
@@ -330,7 +345,11 @@ fn a_re_export_replaces_the_runs_quarantine_rows() {
 
     let none = bundle(&dir.path().join("none"), &[]);
     export::export(&[none], data.path(), true).unwrap();
-    assert_eq!(count(data.path()), 0, "a re-export without quarantine leaves none");
+    assert_eq!(
+        count(data.path()),
+        0,
+        "a re-export without quarantine leaves none"
+    );
 }
 
 #[test]
@@ -354,7 +373,10 @@ fn a_dataset_written_before_the_table_reads_it_empty_and_takes_it_on_the_next_ex
 
     assert_eq!(count(data.path()), 0);
     assert_eq!(rows(data.path(), VIEW), Vec::<Value>::new());
-    assert_eq!(rows(data.path(), "SELECT COUNT(*) AS n FROM runs")[0]["n"], 1);
+    assert_eq!(
+        rows(data.path(), "SELECT COUNT(*) AS n FROM runs")[0]["n"],
+        1
+    );
 
     let other = diagwire::v1::Identity::new(
         diagwire::NodeId([0xbf; 32]).to_hex(),

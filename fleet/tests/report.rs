@@ -485,9 +485,10 @@ fn quarantined_bodies_count_per_kind_of_post_as_the_walk_hands_them() {
         fn record(&mut self, _: &Item<'_>) {}
         fn problem(&mut self, _: &diagwire::Problem) {}
         fn quarantined(&mut self, body: &Quarantined) {
-            let route = body.reason.as_deref().map(|t| {
-                serde_json::from_str::<Why>(t).unwrap().route
-            });
+            let route = body
+                .reason
+                .as_deref()
+                .map(|t| serde_json::from_str::<Why>(t).unwrap().route);
             let e = self.1.entry(route).or_default();
             e.0 += 1;
             e.1 += body.bytes.unwrap_or(0);
@@ -498,7 +499,11 @@ fn quarantined_bodies_count_per_kind_of_post_as_the_walk_hands_them() {
     let mut counted = Counted::new();
     for (bundle, run) in bundles.iter().zip(["run-one", "run-two", "run-three"]) {
         let mut reader = BundleReader::open(bundle, Limits::default()).unwrap();
-        walk_into(&mut reader, Walk::default(), &mut [&mut Count(run, &mut counted)]);
+        walk_into(
+            &mut reader,
+            Walk::default(),
+            &mut [&mut Count(run, &mut counted)],
+        );
     }
     let got: BTreeMap<Option<String>, (u64, u64, u64, u64)> = r
         .quarantined
