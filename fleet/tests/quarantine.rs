@@ -242,7 +242,7 @@ fn check_quarantine(case: &Case) {
     assert_eq!(reported, validated(&archive), "{}", case.name);
     for source in [&path, &archive] {
         let data = tempfile::tempdir().unwrap();
-        let report = export::export(&[source.clone()], data.path(), true).unwrap();
+        let report = export::export(std::slice::from_ref(source), data.path(), true).unwrap();
         assert_eq!(report.runs[0].1, RUN, "{}", case.name);
         assert!(
             report.problems.is_empty(),
@@ -327,7 +327,7 @@ fn a_re_export_replaces_the_runs_quarantine_rows() {
         (B, "000002-boot.why.json", why("boot", "", "not an object")),
     ];
     let first = bundle(&dir.path().join("first"), &two);
-    export::export(&[first.clone()], data.path(), true).unwrap();
+    export::export(std::slice::from_ref(&first), data.path(), true).unwrap();
     export::export(&[first], data.path(), true).unwrap();
     assert_eq!(
         count(data.path()),
