@@ -16,7 +16,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TABLES = ["runs", "nodes", "events", "snapshots", "finalize", "vastai"]
+TABLES = ["runs", "nodes", "events", "snapshots", "finalize", "vastai", "quarantine"]
 
 
 def views():

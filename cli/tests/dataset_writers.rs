@@ -83,11 +83,19 @@ fn ok(data: &Path, args: &[&str]) {
 
 /// The rows every reader sees, per table and run, as `diagwire query` reads them.
 fn contents(data: &Path) -> BTreeMap<(String, String), u64> {
-    let sql = ["runs", "nodes", "events", "snapshots", "finalize", "vastai"]
-        .iter()
-        .map(|t| format!("SELECT '{t}' AS t, run_id, COUNT(*) AS n FROM {t} GROUP BY run_id"))
-        .collect::<Vec<_>>()
-        .join(" UNION ALL ");
+    let sql = [
+        "runs",
+        "nodes",
+        "events",
+        "snapshots",
+        "finalize",
+        "vastai",
+        "quarantine",
+    ]
+    .iter()
+    .map(|t| format!("SELECT '{t}' AS t, run_id, COUNT(*) AS n FROM {t} GROUP BY run_id"))
+    .collect::<Vec<_>>()
+    .join(" UNION ALL ");
     let out = run(data, &["query", "DATA", &sql, "--format", "json"], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();

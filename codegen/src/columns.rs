@@ -236,6 +236,8 @@ struct ColumnOut {
 struct TableOut {
     name: &'static str,
     record: String,
+    /// Where its rows come from, as the reference says it.
+    source: String,
     doc: &'static str,
     columns: Vec<ColumnOut>,
 }
@@ -434,11 +436,103 @@ fn tables(model: &Model, since: &Since<'_>) -> (Vec<TableOut>, BTreeMap<String, 
         out.push(TableOut {
             name,
             record: kind.into(),
+            source: format!("From `{kind}` records."),
             doc,
             columns,
         });
     }
+    out.push(quarantine_table(&mut m));
     (out, m.structs)
+}
+
+/// The table of the bodies the collector quarantined at ingest: not a record kind of the
+/// contract but the collector's `.why.json` (`diagwire::quarantine::Why`), so its columns are
+/// written here, each one the dataset adds.
+fn quarantine_table(m: &mut Mapper<'_>) -> TableOut {
+    m.structs.insert(
+        "WhyProblem".into(),
+        StructOut {
+            description: "One problem of a quarantined body, as its `.why.json` lists it.".into(),
+            fields: vec![
+                (
+                    "pointer".into(),
+                    Col::Utf8,
+                    "JSON pointer into the posted body (empty for the whole body, `/3` for an events batch's fourth record).".into(),
+                ),
+                ("message".into(), Col::Utf8, "What is wrong there.".into()),
+            ],
+            rest: None,
+        },
+    );
+    let key = |name: &str, col: Col, doc: &str| ColumnOut {
+        name: name.into(),
+        col,
+        from: From::Key(name.into()),
+        doc: doc.into(),
+        since: "dataset".into(),
+    };
+    let mut extra = context(
+        "extra_json",
+        Col::Json,
+        "extra",
+        "Every key of the `.why.json` the columns do not hold, keyed by JSON pointer. Null when there is none.",
+    );
+    extra.from = From::Extra;
+    TableOut {
+        name: "quarantine",
+        record: "quarantine".into(),
+        source: "From the bundle's `@quarantine/<node>/` folder: each body the collector kept aside and the `.why.json` beside it.".into(),
+        doc: "One row per body the collector quarantined at ingest (and per reason without its body), as `diagwire validate` reports each: \"quarantined at ingest\".",
+        columns: vec![
+            context("run_id", Col::Utf8, "run_id", RUN_ID),
+            context(
+                "node",
+                Col::Utf8,
+                "node",
+                "The node the body was posted for: its folder under `@quarantine/` (the `x-node-id` the collector was sent).",
+            ),
+            context(
+                "file",
+                Col::Utf8,
+                "file",
+                "The body's file name (`NNNNNN-<kind>.<json|pb|bin>`); for a reason without its body, the reason's.",
+            ),
+            context(
+                "bytes",
+                Col::Int64,
+                "bytes",
+                "The body's size in bytes (null for a reason without its body).",
+            ),
+            key(
+                "route",
+                Col::Utf8,
+                "The kind of post: the route's kind the body was posted to (`boot`, `events`, `snapshot`, …, or an unknown kind's name). When there is no `.why.json` that reads, the kind its file name gives.",
+            ),
+            key("content_type", Col::Utf8, "The request's content type, when it had one."),
+            key(
+                "problems",
+                Col::List(Box::new(Col::Struct("WhyProblem".into()))),
+                "Where and why the body is not a record of its kind, as the `.why.json` lists them.",
+            ),
+            key(
+                "problem",
+                Col::Utf8,
+                "Why, when no pointer says where (`unknown record kind`).",
+            ),
+            key(
+                "problems_omitted",
+                Col::Int64,
+                "How many more problems there are than `problems` lists, when the collector left some out.",
+            ),
+            context(
+                "reasons",
+                Col::Utf8,
+                "reasons",
+                "The reason in words, as `diagwire validate` reports it after \"quarantined at ingest: \" (each problem's pointer and message; or that no `.why.json` says why, or that it does not read).",
+            ),
+            extra,
+        ],
+    }
 }
 
 fn lit(s: &str) -> String {
@@ -536,8 +630,8 @@ pub fn outputs(
         let _ = writeln!(md, "## `{}`\n\n{}\n", t.name, t.doc);
         let _ = writeln!(
             md,
-            "From `{}` records. \n\n| column | type | since | meaning |\n|---|---|---|---|",
-            t.record
+            "{} \n\n| column | type | since | meaning |\n|---|---|---|---|",
+            t.source
         );
         for c in &t.columns {
             let _ = writeln!(

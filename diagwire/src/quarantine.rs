@@ -71,15 +71,32 @@ impl Why {
     /// The words of a `.why.json` as read from a bundle: escaped for a terminal and cut to a
     /// bounded length; a file that is not a reason says so.
     pub fn read(bytes: &[u8]) -> String {
-        let words = if bytes.len() > MAX_WHY_BYTES {
-            format!("its reason is over {MAX_WHY_BYTES} bytes, more than a reader reads")
+        Why::read_text(bytes).0
+    }
+
+    /// [`Why::read`]'s words, and the file's text when it reads as a reason (at most
+    /// [`MAX_WHY_BYTES`], UTF-8, of this shape).
+    pub fn read_text(bytes: &[u8]) -> (String, Option<String>) {
+        let (words, text) = if bytes.len() > MAX_WHY_BYTES {
+            (
+                format!("its reason is over {MAX_WHY_BYTES} bytes, more than a reader reads"),
+                None,
+            )
         } else {
             match serde_json::from_slice::<Why>(bytes) {
-                Ok(why) => why.words(),
-                Err(e) => format!("its reason does not read ({e})"),
+                Ok(why) => (
+                    why.words(),
+                    std::str::from_utf8(bytes).ok().map(str::to_owned),
+                ),
+                Err(e) => (format!("its reason does not read ({e})"), None),
             }
         };
-        let mut words = printable(&words).into_owned();
+        (Why::bounded(&words), text)
+    }
+
+    /// Words escaped for a terminal and cut to [`MAX_WORDS`] characters.
+    fn bounded(words: &str) -> String {
+        let mut words = printable(words).into_owned();
         if let Some((cut, _)) = words.char_indices().nth(MAX_WORDS) {
             words.truncate(cut);
             words.push('…');
@@ -139,6 +156,11 @@ pub struct Quarantined {
     pub location: String,
     /// Why, in words (escaped; [`Why::read`]).
     pub why: String,
+    /// The body's size in bytes (`None` for a reason without its body).
+    pub bytes: Option<u64>,
+    /// The `.why.json`'s text when it reads as a reason ([`Why::read_text`]), for a reader that
+    /// keeps what it records (the fleet dataset); `None` when there is none or it does not read.
+    pub reason: Option<String>,
 }
 
 impl Quarantined {
@@ -159,6 +181,7 @@ enum Waiting {
     Why {
         key: String,
         why: String,
+        reason: Option<String>,
         path: String,
         location: String,
     },
@@ -173,13 +196,15 @@ pub struct Pairing {
 }
 
 impl Pairing {
-    /// Notes a file of the quarantine at `rel` (shown as `location`); `read` gives the bytes of
-    /// a `.why.json` (at most one more than [`MAX_WHY_BYTES`]). Returns the bodies whose reason is now known, in order.
+    /// Notes a file of the quarantine at `rel` (shown as `location`) of `size` bytes when known;
+    /// `read` gives the bytes of a `.why.json` (at most one more than [`MAX_WHY_BYTES`]).
+    /// Returns the bodies whose reason is now known, in order.
     pub fn file(
         &mut self,
         entry: Entry<'_>,
         rel: &str,
         location: &str,
+        size: Option<u64>,
         read: impl FnOnce() -> Vec<u8>,
     ) -> Vec<Quarantined> {
         let mut out = Vec::new();
@@ -191,10 +216,18 @@ impl Pairing {
                     path: rel.to_owned(),
                     location: location.to_owned(),
                     why: String::new(),
+                    bytes: size,
+                    reason: None,
                 };
                 match self.waiting.take() {
-                    Some(Waiting::Why { key: k, why, .. }) if k == key => {
+                    Some(Waiting::Why {
+                        key: k,
+                        why,
+                        reason,
+                        ..
+                    }) if k == key => {
                         body.why = why;
+                        body.reason = reason;
                         out.push(body);
                     }
                     other => {
@@ -205,12 +238,13 @@ impl Pairing {
             }
             Entry::Why { node, stem } => {
                 let key = format!("{node}/{stem}");
-                let why = Why::read(&read());
+                let (why, reason) = Why::read_text(&read());
                 match self.waiting.take() {
                     Some(Waiting::Body(mut body))
                         if format!("{}/{}", body.node, stem_of(&body.path)) == key =>
                     {
                         body.why = why;
+                        body.reason = reason;
                         out.push(body);
                     }
                     other => {
@@ -218,6 +252,7 @@ impl Pairing {
                         self.waiting = Some(Waiting::Why {
                             key,
                             why,
+                            reason,
                             path: rel.to_owned(),
                             location: location.to_owned(),
                         });
@@ -228,18 +263,19 @@ impl Pairing {
         out
     }
 
-    /// For a reader of a bundle's files: when the file at `rel` (shown as `location`) is in the
-    /// quarantine, notes it (reading at most one byte more than [`MAX_WHY_BYTES`] of a reason from
-    /// `file`) and
-    /// returns the bodies whose reason is now known; `None` for a file outside the quarantine.
+    /// For a reader of a bundle's files: when the file at `rel` (shown as `location`, of `size`
+    /// bytes when known) is in the quarantine, notes it (reading at most one byte more than
+    /// [`MAX_WHY_BYTES`] of a reason from `file`) and returns the bodies whose reason is now
+    /// known; `None` for a file outside the quarantine.
     pub fn take(
         &mut self,
         rel: &str,
         location: &str,
+        size: Option<u64>,
         file: impl std::io::Read,
     ) -> Option<Vec<Quarantined>> {
         let entry = entry(rel)?;
-        Some(self.file(entry, rel, location, || {
+        Some(self.file(entry, rel, location, size, || {
             let mut bytes = Vec::new();
             let limit = MAX_WHY_BYTES as u64 + 1;
             let _ = std::io::Read::read_to_end(&mut file.take(limit), &mut bytes);
@@ -261,6 +297,7 @@ impl Pairing {
             Waiting::Why {
                 key,
                 why,
+                reason,
                 path,
                 location,
             } => {
@@ -270,6 +307,8 @@ impl Pairing {
                     path,
                     location,
                     why: format!("a reason without its body `{}.*`: {why}", printable(stem)),
+                    bytes: None,
+                    reason,
                 })
             }
         }

@@ -214,3 +214,33 @@ fn a_reason_longer_than_a_reader_reads_is_said_so_and_the_files_after_it_still_r
         ],
     );
 }
+
+#[test]
+fn the_walk_hands_each_body_with_its_size_and_the_text_of_a_reason_that_reads() {
+    let reason = why("boot", "not an object");
+    let dir = tempfile::tempdir().unwrap();
+    let path = bundle(
+        dir.path(),
+        &[
+            ("000001-boot.json", b"[1, 2]".to_vec()),
+            ("000001-boot.why.json", reason.clone()),
+            ("000002-boot.json", b"[2]".to_vec()),
+            ("000002-boot.why.json", b"not json".to_vec()),
+            ("000003-boot.why.json", reason.clone()),
+        ],
+    );
+    let mut reader = BundleReader::open(&path, Limits::default()).unwrap();
+    let mut seen = Seen::default();
+    walk_into(&mut reader, Walk::default(), &mut [&mut seen]);
+    let got: Vec<(Option<u64>, Option<&str>)> = seen
+        .bodies
+        .iter()
+        .map(|b| (b.bytes, b.reason.as_deref()))
+        .collect();
+    let text = std::str::from_utf8(&reason).unwrap();
+    assert_eq!(
+        got,
+        [(Some(6), Some(text)), (Some(3), None), (None, Some(text))],
+        "a body's size; a reason's text when it reads, also without its body"
+    );
+}

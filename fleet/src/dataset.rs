@@ -45,8 +45,9 @@ use crate::stage::Stage;
 pub const INDEX: &str = "_dataset.json";
 
 /// The version of the index's shape (1.1.0 added `files`; an index without it is read by
-/// listing its partition folders once, and the next writer lists them in it).
-pub const FORMAT_VERSION: &str = "1.1.0";
+/// listing its partition folders once, and the next writer lists them in it. 1.2.0 added the
+/// table `quarantine`; an index without it has no rows in it, and the table reads empty).
+pub const FORMAT_VERSION: &str = "1.2.0";
 
 /// The lock file a writer holds for its whole change.
 pub const LOCK: &str = "_dataset.lock";
@@ -55,9 +56,11 @@ pub const LOCK: &str = "_dataset.lock";
 pub const STAGING: &str = "_staging";
 
 /// Rows per row group at most (a run's rows may span several, and a group may hold many runs):
-/// the writer holds a row group in memory until it is full, and a snapshot row is large.
+/// the writer holds a row group in memory until it is full, and a snapshot row is large (a
+/// quarantined body's reason may be a MiB).
 pub fn row_group_rows(table: &str) -> usize {
     match table {
+        "quarantine" => 256,
         "snapshots" | "vastai" => 4 * 1024,
         _ => 128 * 1024,
     }

@@ -11,7 +11,8 @@
 //! one file each, and the whole export is committed at once by writing `_dataset.json`
 //! ([`dataset::Change`]: the writer lock held throughout, nothing the index does not list ever
 //! read). An export that fails leaves the dataset as it was. A record the walk refuses is a
-//! located problem in the report, never a row.
+//! located problem in the report, never a row. A body the collector quarantined at ingest is a
+//! row of the table `quarantine` (its `.why.json` the record), not a problem of the export.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -25,6 +26,7 @@ use diagwire::Problem;
 use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
 use diagwire::layout::{FileKind, Role};
+use diagwire::quarantine::{Quarantined, WHY_SUFFIX};
 use diagwire::v1::Record;
 
 use crate::columns::TABLES;
@@ -35,9 +37,11 @@ use crate::table::Table;
 use crate::{Error, arrow_schema, sort};
 
 /// Rows per batch handed to the Parquet writer: snapshots and vast.ai records are large (a
-/// snapshot's body is kilobytes of JSON), so their batches are small.
+/// snapshot's body is kilobytes of JSON), so their batches are small; a quarantined body's
+/// `.why.json` may be up to a MiB, and a run has few of them.
 fn chunk(table: &str) -> usize {
     match table {
+        "quarantine" => 32,
         "snapshots" | "vastai" => 256,
         _ => 4096,
     }
@@ -424,6 +428,34 @@ impl Pass {
         self.sink(name)?.push(item.text, ctx, seq)
     }
 
+    /// The row of a body the collector quarantined: its `.why.json` is the record (its keys
+    /// the columns, the rest `extra_json`); without one that reads, the kind its name gives.
+    fn take_quarantined(&mut self, body: &Quarantined) -> Result<(), Error> {
+        let mut ctx = self.ctx.clone();
+        ctx.node = Some(self.shared(&body.node));
+        let file = body.path.rsplit('/').next().unwrap_or(&body.path);
+        ctx.file = Some(file.into());
+        ctx.bytes = body.bytes;
+        ctx.reasons = Some(body.why.as_str().into());
+        let text = match &body.reason {
+            Some(text) => text.clone(),
+            None => {
+                // `NNNNNN-<kind>.<ext>` (or `….why.json`, a reason that does not read).
+                let stem = file.strip_suffix(WHY_SUFFIX).unwrap_or(file);
+                let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+                let kind = stem
+                    .split_once('-')
+                    .map(|(_, k)| k)
+                    .filter(|k| !k.is_empty());
+                serde_json::json!({ "route": kind }).to_string()
+            }
+        };
+        if !self.used_runs.contains(&*ctx.run_id) {
+            self.used_runs.insert(ctx.run_id.to_string());
+        }
+        self.sink("quarantine")?.push(&text, ctx, None)
+    }
+
     /// The run the records say this is.
     fn run_id(&self, fallback: &str) -> String {
         if let Some(r) = &self.manifest_run {
@@ -448,6 +480,20 @@ impl Consumer for Pass {
 
     fn problem(&mut self, problem: &Problem) {
         self.problems.push(problem.clone());
+    }
+
+    fn quarantined(&mut self, body: &Quarantined) {
+        // Its problem came just before: the body is a row of the quarantine table, not a file
+        // left out of the dataset.
+        if self.problems.last() == Some(&body.problem()) {
+            self.problems.pop();
+        }
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self.take_quarantined(body) {
+            self.error = Some(e);
+        }
     }
 }
 

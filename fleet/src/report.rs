@@ -4,7 +4,8 @@
 //! or JSON. Dial failures read the `dials` view, RTTs by region the `probe_rtt_samples` view and
 //! subprocess buckets the `subprocesses` view, so each counts by the rules the summary's section
 //! of one run uses; relay closes count every `RelaySessionClosed` (the `relay_sessions` view keeps
-//! only the latest close per relay and peer, which would undercount a flapping relay).
+//! only the latest close per relay and peer, which would undercount a flapping relay). Quarantined
+//! bodies count the `quarantine` table's rows per kind of post.
 
 use std::path::Path;
 
@@ -12,8 +13,8 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::prelude::SessionContext;
 use diagwire_summary::fleet::{
-    DayRow, DialDimension, DialFailureRow, FORMAT_VERSION, FaultRow, FleetReport, RegionRttRow,
-    RelayCloseRow, SubprocessBucketRow, WriterRow,
+    DayRow, DialDimension, DialFailureRow, FORMAT_VERSION, FaultRow, FleetReport, QuarantineRow,
+    RegionRttRow, RelayCloseRow, SubprocessBucketRow, WriterRow,
 };
 
 use crate::Error;
@@ -95,6 +96,13 @@ const WRITERS: &str = "SELECT contract_version, writer.kind AS writer_kind, writ
 FROM runs
 GROUP BY contract_version, writer.kind, writer.name, writer.version
 ORDER BY first_seen, contract_version, writer_kind, writer_name, writer_version";
+
+/// The quarantined bodies per kind of post; a node is a run's node.
+const QUARANTINED: &str = "SELECT route, COUNT(*) AS bodies, COALESCE(SUM(bytes), 0) AS bytes,
+  COUNT(DISTINCT concat(run_id, '/', node)) AS nodes, COUNT(DISTINCT run_id) AS runs
+FROM quarantine
+GROUP BY route
+ORDER BY bodies DESC, route";
 
 /// The rows of one query, as a column reader.
 struct Rows(Vec<RecordBatch>);
@@ -258,6 +266,18 @@ pub async fn report_with(ctx: &SessionContext) -> Result<FleetReport, Error> {
             runs: count(b, i, "runs")?,
             first_seen: required(b, i, "first_seen")?,
             last_seen: required(b, i, "last_seen")?,
+        });
+    }
+    for (b, i) in rows(ctx, "quarantined at ingest", QUARANTINED)
+        .await?
+        .each()
+    {
+        r.quarantined.push(QuarantineRow {
+            route: text(b, i, "route")?,
+            bodies: count(b, i, "bodies")?,
+            bytes: count(b, i, "bytes")?,
+            nodes: count(b, i, "nodes")?,
+            runs: count(b, i, "runs")?,
         });
     }
     Ok(r)

@@ -52,6 +52,12 @@ pub struct Context {
     pub file_kind: Option<Arc<str>>,
     /// An event's `type`, when the walk has read it (otherwise the text is scanned for it).
     pub event_type: Option<Arc<str>>,
+    /// A quarantined body's file name.
+    pub file: Option<Arc<str>>,
+    /// A quarantined body's size in bytes.
+    pub bytes: Option<u64>,
+    /// A quarantined body's reason in words.
+    pub reasons: Option<Arc<str>>,
 }
 
 /// The 64-character hex of a 32-byte node id.
@@ -779,11 +785,14 @@ fn context(c: &Context, which: &str, b: &mut Builder) {
         "node" => c.node.as_deref(),
         "node_id" => c.node_id.as_deref(),
         "file_kind" => c.file_kind.as_deref(),
+        "file" => c.file.as_deref(),
+        "reasons" => c.reasons.as_deref(),
         _ => None,
     };
     let int = match which {
         "file_seq" => c.file_seq,
         "record_index" => c.record_index,
+        "bytes" => c.bytes,
         _ => None,
     };
     match (text, int.and_then(|i| i64::try_from(i).ok())) {

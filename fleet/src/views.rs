@@ -43,4 +43,5 @@ pub const VIEWS: &[View] = &[
     view!("kernel_drops"),
     view!("relay_sessions"),
     view!("subprocesses"),
+    view!("quarantined_per_node"),
 ];

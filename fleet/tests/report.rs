@@ -415,3 +415,112 @@ fn a_folder_that_is_not_a_dataset_is_an_error_at_its_path() {
     assert_eq!(e.at, dir.path().display().to_string());
     assert!(e.message.contains("not a dataset"), "{e}");
 }
+
+/// A one-node bundle of run `run` with `bodies` quarantined: (node folder, name, body, route).
+fn quarantined_bundle(dir: &Path, run: &str, bodies: &[(&str, &str, &[u8], &str)]) -> PathBuf {
+    use diagwire::quarantine::{QUARANTINE_DIR, Why};
+    let node = diagwire::NodeId([0xaf; 32]);
+    let mut w = diagwire::bundle::Writer::new(
+        run,
+        diagwire::v1::BundleWriter::new(diagwire::v1::WriterKind::Collector, "test", "0"),
+    );
+    w.boot(&diagwire::v1::Identity::new(
+        node.to_hex(),
+        node.short(),
+        "stage",
+        run,
+        1_779_733_870_128,
+        1,
+    ));
+    let (path, _) = w.write_dir(dir).unwrap();
+    for (folder, name, body, route) in bodies {
+        let q = path.join(QUARANTINE_DIR).join(folder);
+        std::fs::create_dir_all(&q).unwrap();
+        std::fs::write(q.join(name), body).unwrap();
+        let stem = name.rsplit_once('.').unwrap().0;
+        let why = Why {
+            route: (*route).into(),
+            problem: Some("not a record".into()),
+            ..Why::default()
+        };
+        std::fs::write(
+            q.join(format!("{stem}.why.json")),
+            serde_json::to_vec(&why).unwrap(),
+        )
+        .unwrap();
+    }
+    path
+}
+
+#[test]
+fn quarantined_bodies_count_per_kind_of_post_as_the_walk_hands_them() {
+    use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
+    use diagwire::quarantine::{Quarantined, Why};
+    let dir = tempfile::tempdir().unwrap();
+    let bundles = [
+        quarantined_bundle(
+            &dir.path().join("one"),
+            "run-one",
+            &[
+                ("aa", "000001-boot.json", b"[1]", "boot"),
+                ("aa", "000002-events.json", b"[{}, {}]", "events"),
+                ("bb", "000001-events.json", b"{}", "events"),
+            ],
+        ),
+        quarantined_bundle(
+            &dir.path().join("two"),
+            "run-two",
+            &[("aa", "000001-events.json", b"[]", "events")],
+        ),
+        quarantined_bundle(&dir.path().join("three"), "run-three", &[]),
+    ];
+    let data = tempfile::tempdir().unwrap();
+    export::export(&bundles, data.path(), true).unwrap();
+    let r = report::report(data.path()).unwrap();
+
+    /// route → (bodies, bytes, (run, node)s, runs), from the bodies the walk hands on.
+    type Counted = BTreeMap<Option<String>, (u64, u64, BTreeSet<(String, String)>, Runs)>;
+    struct Count<'a>(&'a str, &'a mut Counted);
+    impl Consumer for Count<'_> {
+        fn record(&mut self, _: &Item<'_>) {}
+        fn problem(&mut self, _: &diagwire::Problem) {}
+        fn quarantined(&mut self, body: &Quarantined) {
+            let route = body
+                .reason
+                .as_deref()
+                .map(|t| serde_json::from_str::<Why>(t).unwrap().route);
+            let e = self.1.entry(route).or_default();
+            e.0 += 1;
+            e.1 += body.bytes.unwrap_or(0);
+            e.2.insert((self.0.to_owned(), body.node.clone()));
+            e.3.insert(self.0.to_owned());
+        }
+    }
+    let mut counted = Counted::new();
+    for (bundle, run) in bundles.iter().zip(["run-one", "run-two", "run-three"]) {
+        let mut reader = BundleReader::open(bundle, Limits::default()).unwrap();
+        walk_into(
+            &mut reader,
+            Walk::default(),
+            &mut [&mut Count(run, &mut counted)],
+        );
+    }
+    let got: BTreeMap<Option<String>, (u64, u64, u64, u64)> = r
+        .quarantined
+        .iter()
+        .map(|q| (q.route.clone(), (q.bodies, q.bytes, q.nodes, q.runs)))
+        .collect();
+    let want: BTreeMap<Option<String>, (u64, u64, u64, u64)> = counted
+        .into_iter()
+        .map(|(k, (b, n, nodes, runs))| (k, (b, n, nodes.len() as u64, runs.len() as u64)))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        want.get(&Some("events".to_owned())),
+        Some(&(3, 12, 3, 2)),
+        "the bundles hold what the test means"
+    );
+    let md = diagwire_summary::fleet::markdown(&r);
+    assert!(md.contains("## Quarantined at ingest"), "{md}");
+    assert!(md.contains("| events | 3 | 12 | 3 | 2 |"), "{md}");
+}

@@ -1242,6 +1242,15 @@ pub const S_WEIGHTS_LOADED: Struct = Struct {
     ],
 };
 
+pub const S_WHY_PROBLEM: Struct = Struct {
+    name: "WhyProblem",
+    rest: None,
+    fields: &[
+        Field { name: "pointer", ty: Ty::Utf8 },
+        Field { name: "message", ty: Ty::Utf8 },
+    ],
+};
+
 pub const S_WIRE_PACKET: Struct = Struct {
     name: "WirePacket",
     rest: None,
@@ -1453,6 +1462,23 @@ pub const TABLES: &[Table] = &[
             Column { name: "seq", ty: Ty::Int64, from: From::Key("seq"), since: "1.0.0" },
             Column { name: "wall_ms", ty: Ty::Int64, from: From::Key("wall_ms"), since: "1.0.0" },
             Column { name: "body", ty: Ty::Json, from: From::Key("body"), since: "1.0.0" },
+            Column { name: "extra_json", ty: Ty::Json, from: From::Extra, since: "dataset" },
+        ],
+    },
+    Table {
+        name: "quarantine",
+        record: "quarantine",
+        columns: &[
+            Column { name: "run_id", ty: Ty::Utf8, from: From::Context("run_id"), since: "dataset" },
+            Column { name: "node", ty: Ty::Utf8, from: From::Context("node"), since: "dataset" },
+            Column { name: "file", ty: Ty::Utf8, from: From::Context("file"), since: "dataset" },
+            Column { name: "bytes", ty: Ty::Int64, from: From::Context("bytes"), since: "dataset" },
+            Column { name: "route", ty: Ty::Utf8, from: From::Key("route"), since: "dataset" },
+            Column { name: "content_type", ty: Ty::Utf8, from: From::Key("content_type"), since: "dataset" },
+            Column { name: "problems", ty: Ty::List(&Ty::Struct(&S_WHY_PROBLEM)), from: From::Key("problems"), since: "dataset" },
+            Column { name: "problem", ty: Ty::Utf8, from: From::Key("problem"), since: "dataset" },
+            Column { name: "problems_omitted", ty: Ty::Int64, from: From::Key("problems_omitted"), since: "dataset" },
+            Column { name: "reasons", ty: Ty::Utf8, from: From::Context("reasons"), since: "dataset" },
             Column { name: "extra_json", ty: Ty::Json, from: From::Extra, since: "dataset" },
         ],
     },

@@ -10,6 +10,7 @@ use std::path::Path;
 use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
 use diagwire::layout::{FileKind, Role};
+use diagwire::quarantine::Quarantined;
 use diagwire::v1::{CustomPayload, DialResult, Event, EventRecord, PeerState, Record, Snapshot};
 use diagwire::{NodeId, Problem};
 use diagwire_runtime::short_hex;
@@ -196,10 +197,14 @@ pub fn summarize_walk(
         fn omitted(&mut self, problems: usize) {
             self.pass.s.problems_omitted += problems as u64;
         }
-        fn quarantined(&mut self, body: &diagwire::quarantine::Quarantined) {
+        fn quarantined(&mut self, body: &Quarantined) {
             self.pass.s.quarantined_total += 1;
             if self.pass.s.quarantined.len() < MAX_LISTED {
-                self.pass.s.quarantined.push(body.clone());
+                // The reason's text is the dataset's to keep; the summary lists the words.
+                self.pass.s.quarantined.push(Quarantined {
+                    reason: None,
+                    ..body.clone()
+                });
             }
         }
     }

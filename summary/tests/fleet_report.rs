@@ -3,8 +3,8 @@
 //! the plots draw what the rows say; an empty report says so in every section.
 
 use diagwire_summary::fleet::{
-    DayRow, DialDimension, DialFailureRow, FORMAT_VERSION, FaultRow, FleetReport, RegionRttRow,
-    RelayCloseRow, SubprocessBucketRow, WriterRow, markdown, page, sections,
+    DayRow, DialDimension, DialFailureRow, FORMAT_VERSION, FaultRow, FleetReport, QuarantineRow,
+    RegionRttRow, RelayCloseRow, SubprocessBucketRow, WriterRow, markdown, page, sections,
 };
 
 const HOSTILE: &str = "<script>alert(1)</script>\u{1b}[2J|\u{202e}&\"'";
@@ -87,6 +87,13 @@ fn report_with(s: &str) -> FleetReport {
             first_seen: "2026-05-25".into(),
             last_seen: "2026-05-26".into(),
         }],
+        quarantined: vec![QuarantineRow {
+            route: t(),
+            bodies: 2,
+            bytes: 40,
+            nodes: 2,
+            runs: 1,
+        }],
     }
 }
 
@@ -101,8 +108,8 @@ fn a_hostile_string_reaches_the_markdown_escaped_in_every_section() {
     assert_eq!(hidden(&md), None, "{md}");
     let escaped = "<script>alert(1)</script>\\u{1b}[2J\\|\\u{202e}&\"'";
     // Once per string cell: writer kind, fault reason and component, provider, initiator and
-    // reason, region, bucket, and the four writer cells.
-    assert_eq!(md.matches(escaped).count(), 12, "{md}");
+    // reason, region, bucket, the four writer cells, and the quarantined bodies' route.
+    assert_eq!(md.matches(escaped).count(), 13, "{md}");
 }
 
 #[test]
@@ -114,7 +121,7 @@ fn a_hostile_string_reaches_the_page_html_escaped_in_tables_and_plots() {
     let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;\\u{1b}[2J|\\u{202e}&amp;&quot;&#39;";
     // The table cells, and in the plots: the legend and tooltips of the runs plot, the bar name
     // and tooltip of the provider, the region pair's name and tooltip.
-    assert!(html.matches(escaped).count() >= 18, "{html}");
+    assert!(html.matches(escaped).count() >= 19, "{html}");
 }
 
 #[test]
@@ -156,7 +163,7 @@ fn an_empty_report_says_what_each_section_lacks_and_draws_nothing() {
     for s in sections(&r) {
         assert!(md.contains(s.empty), "{}: {md}", s.title);
     }
-    assert_eq!(html.matches("<p class=\"empty\">").count(), 7, "{html}");
+    assert_eq!(html.matches("<p class=\"empty\">").count(), 8, "{html}");
     assert!(!html.contains("<svg"), "{html}");
     assert!(!md.contains('|'), "{md}");
 }

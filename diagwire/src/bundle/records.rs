@@ -284,7 +284,8 @@ impl Walking<'_> {
         };
         let location = file.location.clone();
         let path = file.path.clone();
-        if let Some(found) = quarantine.take(&path, &location, &mut file) {
+        let size = Some(file.size);
+        if let Some(found) = quarantine.take(&path, &location, size, &mut file) {
             for body in found {
                 hand_quarantined(&body, !verdict, walked, consumers);
             }

@@ -256,7 +256,7 @@ impl<'v> BundleVerdict<'v> {
                 seen.prefix = Some(p.to_owned());
             }
         }
-        if let Some(found) = self.quarantine.take(rel, location, &mut *file) {
+        if let Some(found) = self.quarantine.take(rel, location, size, &mut *file) {
             for body in found {
                 report.push(&options, body.problem());
             }

@@ -16,7 +16,7 @@ pub use render::{markdown, sections};
 
 /// The version of this JSON shape (a semantic version, bumped by the contract's rules: a new
 /// optional key is minor, a removed or retyped key is major).
-pub const FORMAT_VERSION: &str = "1.0.0";
+pub const FORMAT_VERSION: &str = "1.1.0";
 
 /// `diagwire fleet --format json`: the fleet report of a dataset.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
@@ -43,6 +43,9 @@ pub struct FleetReport {
     pub subprocess_buckets: Vec<SubprocessBucketRow>,
     /// Per contract version and writer: runs, and the first and last day seen.
     pub writers: Vec<WriterRow>,
+    /// Bodies the collector quarantined at ingest, per kind of post (since 1.1.0).
+    #[serde(default)]
+    pub quarantined: Vec<QuarantineRow>,
 }
 
 /// Runs of one day and writer kind.
@@ -159,6 +162,22 @@ pub struct SubprocessBucketRow {
     pub bucket: String,
     /// Subprocesses (stages, for `never_spawned`).
     pub subprocesses: u64,
+    /// Runs with at least one.
+    pub runs: u64,
+}
+
+/// The bodies the collector quarantined at ingest that were posted as one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct QuarantineRow {
+    /// The route's kind the bodies were posted to (`boot`, `events`, …, or an unknown kind's
+    /// name); null when neither a `.why.json` nor the body's name says.
+    pub route: Option<String>,
+    /// Bodies (a reason without its body counts).
+    pub bodies: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Nodes of runs with at least one.
+    pub nodes: u64,
     /// Runs with at least one.
     pub runs: u64,
 }

@@ -201,6 +201,26 @@ pub fn sections(r: &FleetReport) -> Vec<Section> {
                 .collect(),
             empty: "The dataset holds no run.",
         },
+        Section {
+            id: "quarantined-at-ingest",
+            title: "Quarantined at ingest",
+            about: "Bodies the collector kept aside because they were not records of their kind, per kind of post: bodies, bytes, and the nodes and runs they came from (per run and node: the `quarantined_per_node` view; why: the `quarantine` table).",
+            columns: &["route", "bodies", "bytes", "nodes", "runs"],
+            rows: r
+                .quarantined
+                .iter()
+                .map(|q| {
+                    vec![
+                        opt(&q.route, "not said"),
+                        q.bodies.to_string(),
+                        q.bytes.to_string(),
+                        q.nodes.to_string(),
+                        q.runs.to_string(),
+                    ]
+                })
+                .collect(),
+            empty: "No body was quarantined at ingest in the dataset.",
+        },
     ]
 }
 
