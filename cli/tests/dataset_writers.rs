@@ -3,7 +3,13 @@
 //! leaves the state before or after its change, and the next writer finishes it; writers started
 //! together end as if they ran one after the other; a link planted anywhere under the dataset is
 //! never followed; an unreadable part is reported and nothing half done; the counts a message
-//! gives are records.
+//! gives are records; a query reads exactly the parts the index lists.
+//!
+//! The rows a reader sees are counted from the `run_id` column of every listed part
+//! ([`listed_rows`], milliseconds) rather than by `diagwire query` (DataFusion, seconds in a debug
+//! build) after each of the hundreds of kills; [`read_both_ways`] ties the two on the states
+//! before and after each change and on a killed writer's leftovers, and
+//! `a_query_reads_exactly_the_parts_the_index_lists` shows they read the same files.
 
 #![cfg(feature = "fleet")]
 
@@ -16,6 +22,9 @@ use std::time::Duration;
 
 mod common;
 use common::{copy_tree, repo, text};
+use diagwire_fleet::datafusion::arrow::array::{Array, AsArray};
+use diagwire_fleet::datafusion::parquet::arrow::ProjectionMask;
+use diagwire_fleet::datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
 
 /// What any one command may take at most (a debug build, two cores shared).
@@ -81,8 +90,11 @@ fn ok(data: &Path, args: &[&str]) {
     );
 }
 
+/// Rows per (table, run).
+type Rows = BTreeMap<(String, String), u64>;
+
 /// The rows every reader sees, per table and run, as `diagwire query` reads them.
-fn contents(data: &Path) -> BTreeMap<(String, String), u64> {
+fn contents(data: &Path) -> Rows {
     let sql = [
         "runs",
         "nodes",
@@ -112,6 +124,72 @@ fn contents(data: &Path) -> BTreeMap<(String, String), u64> {
         .collect()
 }
 
+/// The rows every reader sees, per table and run, counted without a query engine: the `run_id`
+/// column of each part file the index lists, the files a query reads. A listed part that is
+/// missing or does not read is a failure (a writer's index lists only whole files).
+fn listed_rows(data: &Path) -> Rows {
+    let mut rows = Rows::new();
+    for (table, rel) in listed(data) {
+        let path = data.join(&rel);
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let column = builder.schema().index_of("run_id").unwrap();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), [column]);
+        for batch in builder.with_projection(mask).build().unwrap() {
+            let batch = batch.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let runs = batch.column(0).as_string::<i32>();
+            assert_eq!(
+                runs.null_count(),
+                0,
+                "{}: a row without run_id",
+                path.display()
+            );
+            for run in runs.iter().flatten() {
+                *rows.entry((table.clone(), run.to_owned())).or_default() += 1;
+            }
+        }
+    }
+    rows
+}
+
+/// The rows every reader sees, counted both ways ([`contents`], [`listed_rows`]), which agree.
+fn read_both_ways(data: &Path) -> Rows {
+    let queried = contents(data);
+    assert_eq!(
+        listed_rows(data),
+        queried,
+        "{}: the listed parts' rows are not what a query reads",
+        data.display()
+    );
+    queried
+}
+
+/// The part files the index of `data` lists, as (table, path relative to `data`), sorted by path.
+fn listed(data: &Path) -> Vec<(String, String)> {
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("_dataset.json")).unwrap())
+            .unwrap();
+    let mut listed: Vec<(String, String)> = index["files"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(t, v)| v.as_array().unwrap().iter().map(move |f| (t, f)))
+        .map(|(t, f)| (t.clone(), f.as_str().unwrap().to_owned()))
+        .collect();
+    listed.sort_by(|a, b| a.1.cmp(&b.1));
+    listed
+}
+
+/// Every file under `data` but the index's own (`_…`), relative and sorted.
+fn parts_on_disk(data: &Path) -> Vec<String> {
+    tree(data)
+        .into_keys()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| !p.starts_with('_'))
+        .collect()
+}
+
 /// Every file under `dir` (relative), links included, with its bytes (a link: its target).
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -136,23 +214,8 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 
 /// The dataset holds exactly the files its index lists, and nothing a writer leaves on its way.
 fn check_no_leftovers(data: &Path) {
-    let index: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("_dataset.json")).unwrap())
-            .unwrap();
-    let mut listed: Vec<String> = index["files"]
-        .as_object()
-        .unwrap()
-        .values()
-        .flat_map(|v| v.as_array().unwrap().iter())
-        .map(|f| f.as_str().unwrap().to_owned())
-        .collect();
-    listed.sort();
-    let on_disk: Vec<String> = tree(data)
-        .into_keys()
-        .map(|p| p.to_string_lossy().into_owned())
-        .filter(|p| !p.starts_with('_'))
-        .collect();
-    assert_eq!(on_disk, listed, "{}", data.display());
+    let listed: Vec<String> = listed(data).into_iter().map(|(_, f)| f).collect();
+    assert_eq!(parts_on_disk(data), listed, "{}", data.display());
 }
 
 /// A writer's change, tried with a kill before each of its steps.
@@ -204,17 +267,19 @@ const CRASHES: &[Crash] = &[
 
 /// Kills the change before its step 1, 2, … until it runs to its end: after each kill every
 /// run's rows read exactly once, as before the change or as after it, and the next run of the
-/// change ends as the uninterrupted one did, leaving nothing unlisted behind.
-fn check_crash(c: &Crash) {
+/// change ends as the uninterrupted one did, leaving nothing unlisted behind. The rows are
+/// counted from the listed parts; a query reads the same before and after the change and where a
+/// kill first left unlisted parts behind. Returns how many steps the change took.
+fn check_crash(c: &Crash) -> usize {
     let base = tempfile::tempdir().unwrap();
     let data = base.path().join("data");
     for args in c.before {
         ok(&data, args);
     }
     let before = if c.before.is_empty() {
-        BTreeMap::new()
+        Rows::new()
     } else {
-        contents(&data)
+        read_both_ways(&data)
     };
     let whole = tempfile::tempdir().unwrap();
     let whole_data = whole.path().join("data");
@@ -222,7 +287,7 @@ fn check_crash(c: &Crash) {
         copy_tree(&data, &whole_data);
     }
     ok(&whole_data, c.change);
-    let after = contents(&whole_data);
+    let after = read_both_ways(&whole_data);
     match c.change[0] {
         // A compaction changes files, not rows: it merged some.
         "compact" => assert!(tree(&whole_data).len() < tree(&data).len(), "{}", c.name),
@@ -230,6 +295,7 @@ fn check_crash(c: &Crash) {
         _ if c.same_rows => assert_eq!(before, after, "{}", c.name),
         _ => assert_ne!(before, after, "{}: the change changes nothing", c.name),
     }
+    let mut queried_leftovers = false;
     for step in 1..=400 {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("data");
@@ -239,8 +305,14 @@ fn check_crash(c: &Crash) {
         let out = run(&d, c.change, Some(step));
         if out.status.success() {
             assert!(step > 3, "{}: a change of {} step(s)", c.name, step - 1);
-            assert_eq!(contents(&d), after, "{}", c.name);
-            return;
+            // A change of a dataset that holds runs writes its new parts before it commits.
+            assert!(
+                queried_leftovers || c.before.is_empty(),
+                "{}: no kill left unlisted parts behind",
+                c.name
+            );
+            assert_eq!(listed_rows(&d), after, "{}", c.name);
+            return step - 1;
         }
         let stderr = text(&out.stderr);
         assert!(
@@ -250,7 +322,13 @@ fn check_crash(c: &Crash) {
             out.status
         );
         if d.join("_dataset.json").exists() {
-            let seen = contents(&d);
+            let leftovers = parts_on_disk(&d).len() != listed(&d).len();
+            let seen = if leftovers && !queried_leftovers {
+                queried_leftovers = true;
+                read_both_ways(&d)
+            } else {
+                listed_rows(&d)
+            };
             assert!(
                 seen == before || seen == after,
                 "{}: killed before step {step}: {stderr}: the rows read {seen:?}, \
@@ -260,7 +338,7 @@ fn check_crash(c: &Crash) {
         }
         ok(&d, c.change);
         assert_eq!(
-            contents(&d),
+            listed_rows(&d),
             after,
             "{}: the change after a kill before step {step}",
             c.name
@@ -274,11 +352,14 @@ fn check_crash(c: &Crash) {
 fn a_writer_killed_before_any_of_its_steps_leaves_the_state_before_or_after_it() {
     // The cases side by side (each runs its commands one after the other): a case is dozens of
     // short processes, and the machine has more than one core.
-    std::thread::scope(|s| {
-        for c in CRASHES {
-            s.spawn(move || check_crash(c));
-        }
+    let steps: Vec<usize> = std::thread::scope(|s| {
+        let cases: Vec<_> = CRASHES
+            .iter()
+            .map(|c| s.spawn(move || check_crash(c)))
+            .collect();
+        cases.into_iter().map(|c| c.join().unwrap()).collect()
     });
+    eprintln!("steps killed before, per change: {steps:?}");
 }
 
 /// Writers started together into one dataset: each waits for the one before, and the dataset
@@ -299,7 +380,7 @@ fn check_concurrent(bundles: &[&str]) {
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     }
-    assert_eq!(contents(&data), contents(&seq_data), "{bundles:?}");
+    assert_eq!(listed_rows(&data), read_both_ways(&seq_data), "{bundles:?}");
     check_no_leftovers(&data);
 }
 
@@ -368,7 +449,7 @@ fn a_writer_that_finds_another_waits_for_it_or_says_so_and_changes_nothing() {
     holder.wait().unwrap();
     let out = waiting.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(contents(&data).len(), 12);
+    assert_eq!(listed_rows(&data).len(), 12);
 }
 
 /// A hostile or broken dataset: what is planted, the command, and what must come of it.
@@ -529,14 +610,15 @@ const HOSTILE: &[Hostile] = &[
     },
 ];
 
-fn check_hostile(h: &Hostile) {
+/// `clean`: the rows of run 1.0.0 exported, as every reader sees them.
+fn check_hostile(h: &Hostile, clean: &Rows) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let outside = dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("secret"), b"not the dataset's").unwrap();
     ok(&data, &["export", V1, "--to", "DATA"]);
-    let clean = contents(&data);
+    assert_eq!(&listed_rows(&data), clean, "{}", h.name);
     (h.plant)(&data, &outside);
     let before = tree(&data);
     let outside_before = tree(&outside);
@@ -558,8 +640,8 @@ fn check_hostile(h: &Hostile) {
         "export" if h.status == 0 => {
             // What the reader sees: the runs exported, each once; nothing unlisted left.
             check_no_leftovers(&data);
-            let seen = contents(&data);
-            for (key, n) in &clean {
+            let seen = listed_rows(&data);
+            for (key, n) in clean {
                 assert_eq!(seen.get(key), Some(n), "{}: {key:?}", h.name);
             }
         }
@@ -580,8 +662,82 @@ fn check_hostile(h: &Hostile) {
 
 #[test]
 fn links_under_the_dataset_are_never_followed_and_broken_parts_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    ok(&data, &["export", V1, "--to", "DATA"]);
+    let clean = read_both_ways(&data);
     for h in HOSTILE {
-        check_hostile(h);
+        check_hostile(h, &clean);
+    }
+}
+
+/// A dataset whose folders hold what its index does not say, or miss what it says.
+struct Unlisted {
+    name: &'static str,
+    /// Changes the dataset (runs 1.0.0 and 1.1.0, each exported without compaction).
+    plant: fn(data: &Path),
+    /// Whether a reader still sees the rows it saw before.
+    same_rows: bool,
+}
+
+/// Sets the parts the index lists for `table`.
+fn list_in_index(data: &Path, table: &str, files: Value) {
+    let path = data.join("_dataset.json");
+    let mut index: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    index["files"][table] = files;
+    std::fs::write(&path, index.to_string()).unwrap();
+}
+
+const UNLISTED: &[Unlisted] = &[
+    Unlisted {
+        name: "a copy of every table's part under a name the index does not list is never read",
+        plant: |d| {
+            for (_, rel) in listed(d) {
+                let p = d.join(rel);
+                std::fs::copy(&p, p.with_file_name("part-0000000000000000.parquet")).unwrap();
+            }
+        },
+        same_rows: true,
+    },
+    Unlisted {
+        name: "a part taken out of the index is not read, though its file stays",
+        plant: |d| {
+            let keep: Vec<String> = listed(d)
+                .into_iter()
+                .filter(|(t, _)| t == "events")
+                .map(|(_, f)| f)
+                .skip(1)
+                .collect();
+            list_in_index(d, "events", serde_json::json!(keep));
+        },
+        same_rows: false,
+    },
+];
+
+/// `base`: the dataset before `u` is planted (in a copy), whose readers see `before`. A query
+/// reads what the listed parts hold, no more, no less.
+fn check_unlisted(u: &Unlisted, base: &Path, before: &Rows) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    copy_tree(base, &data);
+    (u.plant)(&data);
+    let seen = read_both_ways(&data);
+    if u.same_rows {
+        assert_eq!(&seen, before, "{}", u.name);
+    } else {
+        assert_ne!(&seen, before, "{}: the case changes nothing", u.name);
+    }
+}
+
+#[test]
+fn a_query_reads_exactly_the_parts_the_index_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("data");
+    ok(&base, &["export", V1, "--to", "DATA", "--no-compact"]);
+    ok(&base, &["export", V11, "--to", "DATA", "--no-compact"]);
+    let before = read_both_ways(&base);
+    for u in UNLISTED {
+        check_unlisted(u, &base, &before);
     }
 }
 
