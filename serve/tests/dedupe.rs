@@ -19,22 +19,8 @@ const T0: u64 = 1_779_733_876_163;
 /// A later boot of the same node.
 const T1: u64 = T0 + 3_600_000;
 
-fn example(path: &str) -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/bundles/n3-relay-flap/stage-0")
-        .join(path);
-    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-}
-
-fn node() -> String {
-    example("boot.json")["node_id_hex"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 fn boot(start: u64) -> Value {
-    let mut b = example("boot.json");
+    let mut b = stage0("boot.json");
     b["process_start_unix_ms"] = start.into();
     b["boot_sequence"] = 0.into();
     b
@@ -47,7 +33,7 @@ fn event(boot: u64, seq: u64, name: &str) -> Value {
         "type": "Custom",
         "kind": "dedupe_probe",
         "fields": {"name": name},
-        "node_id": example("events/events-000001.json")[0]["node_id"],
+        "node_id": stage0("events/events-000001.json")[0]["node_id"],
         "monotonic_seq": seq,
         "wall_ms": boot + 100 + seq,
     })
@@ -66,7 +52,7 @@ fn events(boot: u64, seqs: std::ops::RangeInclusive<u64>) -> Value {
 }
 
 fn snapshot(n: u64) -> Value {
-    let mut s = example("snapshots/snapshot-000001.json");
+    let mut s = stage0("snapshots/snapshot-000001.json");
     s["snapshot_id"] = format!("3305bb24-{n}").into();
     s["wall_ms"] = (T0 + 5_000 * n).into();
     s
@@ -406,7 +392,7 @@ async fn check(case: Case) {
         c
     };
     let mut server = start(conf()).await;
-    let node = node();
+    let node = stage0_node();
     for (i, step) in case.steps.iter().enumerate() {
         let (kind, body, want) = match step {
             Restart => {

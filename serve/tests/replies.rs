@@ -83,30 +83,16 @@ struct Case {
     listed: Listed,
 }
 
-fn example(path: &str) -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/bundles/n3-relay-flap/stage-0")
-        .join(path);
-    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-}
-
-fn node() -> String {
-    example("boot.json")["node_id_hex"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 fn boot() -> Vec<u8> {
-    example("boot.json").to_string().into_bytes()
+    stage0("boot.json").to_string().into_bytes()
 }
 
 /// Events numbered `seqs` of the node's boot, `name` telling one content from another.
 fn events(seqs: std::ops::RangeInclusive<u64>, name: &str) -> Vec<u8> {
-    let start = example("boot.json")["process_start_unix_ms"]
+    let start = stage0("boot.json")["process_start_unix_ms"]
         .as_u64()
         .unwrap();
-    let node_id = example("events/events-000001.json")[0]["node_id"].clone();
+    let node_id = stage0("events/events-000001.json")[0]["node_id"].clone();
     let batch: Vec<Value> = seqs
         .map(|seq| {
             json!({
@@ -314,7 +300,7 @@ fn violations(validators: &Validators, kind: RecordKind, reply: &Value) -> Resul
 }
 
 async fn check(server: &Server, validators: &Validators, case: &Case) -> Result<(), String> {
-    let (run, node) = (case.name, node());
+    let (run, node) = (case.name, stage0_node());
     let mut conn = Connection::new(server.addr);
     for (route, body) in &case.before {
         let reply = post(&mut conn, route, run, &node, body).await;

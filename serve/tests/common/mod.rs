@@ -38,6 +38,20 @@ pub fn example(path: &str) -> Vec<u8> {
     std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
+/// The record at `path` in the example's node directory `stage-0`, as JSON.
+pub fn stage0(path: &str) -> serde_json::Value {
+    let path = format!("stage-0/{path}");
+    serde_json::from_slice(&example(&path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The node id (hex) of the example's node `stage-0`.
+pub fn stage0_node() -> String {
+    stage0("boot.json")["node_id_hex"]
+        .as_str()
+        .expect("the example's boot record has node_id_hex")
+        .to_owned()
+}
+
 /// The collector binary (`diagwire-serve`) on a free loopback port over `root`, its log off the
 /// test's output, killed when dropped; with `capped`, under a 2 GiB address-space cap
 /// (`ulimit -v`). Returns it and the address it says it listens on.
