@@ -200,10 +200,10 @@ fn walk_type<'v>(
                 let Some(v) = union_variant(tag, variants, value) else {
                     return;
                 };
-                if let PayloadShape::Def(name) = v.payload {
-                    if let Some(t) = CONTRACT.get(name) {
-                        walk_type(t, value, ptr, gaps, outer, visit);
-                    }
+                if let PayloadShape::Def(name) = v.payload
+                    && let Some(t) = CONTRACT.get(name)
+                {
+                    walk_type(t, value, ptr, gaps, outer, visit);
                 }
             }
             UnionStyle::Adjacent => {
@@ -263,17 +263,15 @@ pub fn gap_blocks() -> Vec<GapBlock> {
     let mut out = Vec::new();
     if let Some(TypeKind::Struct { fields, .. }) = CONTRACT.get("SnapshotBody").map(|t| t.kind) {
         for f in fields {
-            if let ValueShape::Ref(name) = f.value {
-                if let Some(TypeKind::Struct { fields: inner, .. }) =
+            if let ValueShape::Ref(name) = f.value
+                && let Some(TypeKind::Struct { fields: inner, .. }) =
                     CONTRACT.get(name).map(|t| t.kind)
-                {
-                    if inner.iter().any(|g| g.key == GAP_LIST) {
-                        out.push(GapBlock {
-                            key: f.key,
-                            type_name: name,
-                        });
-                    }
-                }
+                && inner.iter().any(|g| g.key == GAP_LIST)
+            {
+                out.push(GapBlock {
+                    key: f.key,
+                    type_name: name,
+                });
             }
         }
     }

@@ -153,11 +153,11 @@ impl Follower {
         }
         let now = Instant::now();
         for seen in self.seen.values_mut() {
-            if let Seen::Waiting { since, problem, .. } = seen {
-                if now.duration_since(*since) >= settle {
-                    monitor.problem(problem);
-                    *seen = Seen::Done;
-                }
+            if let Seen::Waiting { since, problem, .. } = seen
+                && now.duration_since(*since) >= settle
+            {
+                monitor.problem(problem);
+                *seen = Seen::Done;
             }
         }
         landed
@@ -347,15 +347,15 @@ fn read_text(
 /// The record file `rel` is, in a bundle's layout or a staging directory's; `None` outside both.
 fn landing(rel: &str) -> Option<Landing> {
     let parts: Vec<&str> = rel.split('/').collect();
-    if let [node, name] = parts[..] {
-        if let Some((kind, seq)) = layout::parse_staged_name(name) {
-            return Some(Landing {
-                node: Some(node.to_owned()),
-                kind: Some(kind),
-                seq,
-                encoding: Encoding::of_name(name)?,
-            });
-        }
+    if let [node, name] = parts[..]
+        && let Some((kind, seq)) = layout::parse_staged_name(name)
+    {
+        return Some(Landing {
+            node: Some(node.to_owned()),
+            kind: Some(kind),
+            seq,
+            encoding: Encoding::of_name(name)?,
+        });
     }
     let p = layout::parse_bundle_path(rel);
     let (kind, seq) = match &p.role {

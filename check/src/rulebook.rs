@@ -386,10 +386,10 @@ pub(crate) fn event_variants() -> Vec<(&'static str, &'static [FieldShape])> {
     let mut out = Vec::new();
     if let Some(TypeKind::Union { variants, .. }) = CONTRACT.get("Event").map(|t| t.kind) {
         for v in variants {
-            if let PayloadShape::Def(def) = v.payload {
-                if let Some(TypeKind::Struct { fields, .. }) = CONTRACT.get(def).map(|t| t.kind) {
-                    out.push((v.tag, fields));
-                }
+            if let PayloadShape::Def(def) = v.payload
+                && let Some(TypeKind::Struct { fields, .. }) = CONTRACT.get(def).map(|t| t.kind)
+            {
+                out.push((v.tag, fields));
             }
         }
     }

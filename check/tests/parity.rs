@@ -214,11 +214,11 @@ fn a_changed_outcome_mix_fails_parity() {
     // Production probes of the relay port always time out; the simulator's mostly succeed.
     for n in &mut p.nodes {
         for e in &mut n.events {
-            if let Event::ProbeReceived(r) = &mut e.event {
-                if r.kind == ProbeKind::UdpRelay {
-                    r.outcome = ProbeOutcome::Timeout;
-                    r.rtt_ms = None;
-                }
+            if let Event::ProbeReceived(r) = &mut e.event
+                && r.kind == ProbeKind::UdpRelay
+            {
+                r.outcome = ProbeOutcome::Timeout;
+                r.rtt_ms = None;
             }
         }
     }

@@ -466,14 +466,13 @@ fn peak_rss_kb(args: &[&str], path: &Path) -> (u64, &'static str) {
     let status = format!("/proc/{}/status", child.id());
     let mut peak = 0;
     loop {
-        if let Ok(text) = std::fs::read_to_string(&status) {
-            if let Some(kb) = text
+        if let Ok(text) = std::fs::read_to_string(&status)
+            && let Some(kb) = text
                 .lines()
                 .find_map(|l| l.strip_prefix("VmHWM:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            {
-                peak = peak.max(kb);
-            }
+        {
+            peak = peak.max(kb);
         }
         if let Some(s) = child.try_wait().expect("wait") {
             assert!(finished(s, args[0] == "check"), "diagwire {args:?} failed");

@@ -53,10 +53,10 @@ pub fn check(
     fail_below: Option<f64>,
     format: Format,
 ) -> ExitCode {
-    if let Some(p) = fail_below {
-        if !(0.0..=100.0).contains(&p) {
-            return fail("--fail-on-coverage-below takes a percentage from 0 to 100");
-        }
+    if let Some(p) = fail_below
+        && !(0.0..=100.0).contains(&p)
+    {
+        return fail("--fail-on-coverage-below takes a percentage from 0 to 100");
     }
     let rulebook = Rulebook::builtin();
     let need_coverage = show_coverage || baseline.is_some() || fail_below.is_some();
@@ -97,11 +97,9 @@ pub fn check(
     match format {
         Format::Md => {
             print!("{}", checked.report.to_markdown());
-            if show_coverage {
-                if let Some(c) = &checked.coverage {
-                    println!();
-                    print!("{}", c.to_markdown());
-                }
+            if show_coverage && let Some(c) = &checked.coverage {
+                println!();
+                print!("{}", c.to_markdown());
             }
             if let (Some(d), Some(b)) = (&diffs, baseline) {
                 println!();

@@ -157,10 +157,10 @@ pub fn replay(args: &Args) -> ExitCode {
             FileKind::Finalize if latest => node.latest_finalize = Some(bytes),
             FileKind::Finalize => node.finalizes.push(bytes),
             kind => {
-                if !matches!(kind, FileKind::Boot) {
-                    if let Some(boot) = node.latest_boot.take() {
-                        give(node, FileKind::Boot, boot, args.timeout);
-                    }
+                if !matches!(kind, FileKind::Boot)
+                    && let Some(boot) = node.latest_boot.take()
+                {
+                    give(node, FileKind::Boot, boot, args.timeout);
                 }
                 give(node, kind.clone(), bytes, args.timeout);
             }

@@ -133,10 +133,10 @@ pub fn diff(old: &str, new: &str, format: Format) -> ExitCode {
 
 /// `diagwire review [--base REV]`.
 pub fn review(base: Option<&str>, format: Format) -> ExitCode {
-    if let Some(rev) = base {
-        if let Err(e) = diagwire_review::tree::check_revision(rev) {
-            return fail(&format!("{e:#}"));
-        }
+    if let Some(rev) = base
+        && let Err(e) = diagwire_review::tree::check_revision(rev)
+    {
+        return fail(&format!("{e:#}"));
     }
     let root = match repo_root() {
         Ok(r) => r,
@@ -167,10 +167,10 @@ pub fn review(base: Option<&str>, format: Format) -> ExitCode {
 /// `diagwire changelog`: the next release's section, from the last release (or `since`) to
 /// `schemas/`.
 pub fn changelog(date: Option<&str>, since: Option<&str>) -> ExitCode {
-    if let Some(d) = date {
-        if let Err(e) = check_date(d) {
-            return fail(&e);
-        }
+    if let Some(d) = date
+        && let Err(e) = check_date(d)
+    {
+        return fail(&e);
     }
     let root = match repo_root() {
         Ok(r) => r,

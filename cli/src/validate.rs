@@ -210,15 +210,14 @@ fn validate_path(
         Target::RecordFile => {
             validator.validate_path(path, kind, limits.max_file_bytes, &mut report);
             // A record file that could not be opened at all is a path that could not be checked.
-            if report.files == 0 {
-                if let Some(p) = report.problems.first() {
-                    if matches!(
-                        p.kind,
-                        diagwire::ProblemKind::Read(_) | diagwire::ProblemKind::Layout
-                    ) {
-                        return Outcome::Failed(p.clone());
-                    }
-                }
+            if report.files == 0
+                && let Some(p) = report.problems.first()
+                && matches!(
+                    p.kind,
+                    diagwire::ProblemKind::Read(_) | diagwire::ProblemKind::Layout
+                )
+            {
+                return Outcome::Failed(p.clone());
             }
         }
     }

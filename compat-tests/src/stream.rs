@@ -602,7 +602,7 @@ impl Sim {
                 }
                 self.clock_sample(x);
             }
-            if tick % 2 == 0 {
+            if tick.is_multiple_of(2) {
                 request += 1;
                 self.inference(request);
             }

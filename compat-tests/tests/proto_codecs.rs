@@ -85,20 +85,20 @@ fn bend(v: &Value, rng: &mut SplitMix64) -> Value {
         json!(false),
         json!([1, 2]),
     ];
-    if rng.next_u64() % 23 == 0 {
+    if rng.next_u64().is_multiple_of(23) {
         return odd[(rng.next_u64() % odd.len() as u64) as usize].clone();
     }
     match v {
         Value::Object(m) => {
             let mut m: serde_json::Map<String, Value> =
                 m.iter().map(|(k, x)| (k.clone(), bend(x, rng))).collect();
-            if rng.next_u64() % 17 == 0 {
+            if rng.next_u64().is_multiple_of(17) {
                 m.insert("zz_new".into(), json!({"a": [1, "b"]}));
             }
-            if rng.next_u64() % 29 == 0 {
-                if let Some(k) = m.keys().next().cloned() {
-                    m.remove(&k);
-                }
+            if rng.next_u64().is_multiple_of(29)
+                && let Some(k) = m.keys().next().cloned()
+            {
+                m.remove(&k);
             }
             Value::Object(m)
         }

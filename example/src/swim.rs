@@ -96,103 +96,103 @@ impl Script<'_> {
                 }
                 order.extend(members);
             }
-            if let Some(m) = order.pop_front() {
-                if matches!(state[m], PeerState::Alive | PeerState::Suspect) {
+            if let Some(m) = order.pop_front()
+                && matches!(state[m], PeerState::Alive | PeerState::Suspect)
+            {
+                seq += 1;
+                let rtt = 2 * lat(n, m) + 2;
+                if self.direct_probe(n, m, t, seq, timeout) {
+                    if state[m] == PeerState::Suspect {
+                        self.emit(
+                            t + rtt + 2,
+                            n,
+                            swim_transition(
+                                self.id(m),
+                                PeerState::Suspect,
+                                PeerState::Alive,
+                                "ack received",
+                            ),
+                        );
+                        self.recovered[n] = self.recovered[n].max(t + rtt + 2);
+                        state[m] = PeerState::Alive;
+                    }
+                    if self.gossip_window(t) && self.rng.range(0, 2) == 0 {
+                        let items = self.rng.range(1, 3) as u32;
+                        self.emit(
+                            t + rtt + 1,
+                            n,
+                            GossipReceived::new(
+                                self.id(m),
+                                GossipPayloadKind::SwimPiggyback,
+                                66 * items,
+                                items,
+                            ),
+                        );
+                    }
+                } else {
+                    // Indirect round through up to k helpers.
                     seq += 1;
-                    let rtt = 2 * lat(n, m) + 2;
-                    if self.direct_probe(n, m, t, seq, timeout) {
-                        if state[m] == PeerState::Suspect {
-                            self.emit(
-                                t + rtt + 2,
-                                n,
-                                swim_transition(
-                                    self.id(m),
-                                    PeerState::Suspect,
-                                    PeerState::Alive,
-                                    "ack received",
-                                ),
-                            );
-                            self.recovered[n] = self.recovered[n].max(t + rtt + 2);
-                            state[m] = PeerState::Alive;
-                        }
-                        if self.gossip_window(t) && self.rng.range(0, 2) == 0 {
-                            let items = self.rng.range(1, 3) as u32;
-                            self.emit(
-                                t + rtt + 1,
-                                n,
-                                GossipReceived::new(
-                                    self.id(m),
-                                    GossipPayloadKind::SwimPiggyback,
-                                    66 * items,
-                                    items,
-                                ),
-                            );
-                        }
-                    } else {
-                        // Indirect round through up to k helpers.
-                        seq += 1;
-                        let at = t + timeout + 1;
-                        let helpers: Vec<usize> = (0..NODES)
-                            .filter(|&h| h != n && h != m && state[h] == PeerState::Alive)
-                            .take(k as usize)
-                            .collect();
-                        let mut acked = None;
-                        if !helpers.is_empty() {
-                            self.emit(at, n, self.probe_sent(n, m, seq, SwimProbeKind::Indirect));
-                            for &h in &helpers {
-                                if link_up(self.specs, n, h, at) {
-                                    self.at(
-                                        at + lat(n, h),
-                                        h,
-                                        Op::Touch(Touch::PingReq { from: n, seq }),
-                                    );
-                                    let via = at + lat(n, h);
-                                    if link_up(self.specs, h, m, via) {
-                                        let back = via + 2 * lat(h, m) + lat(h, n) + 3;
-                                        acked = Some(acked.map_or(back, |a: u64| a.min(back)));
-                                    }
+                    let at = t + timeout + 1;
+                    let helpers: Vec<usize> = (0..NODES)
+                        .filter(|&h| h != n && h != m && state[h] == PeerState::Alive)
+                        .take(k as usize)
+                        .collect();
+                    let mut acked = None;
+                    if !helpers.is_empty() {
+                        self.emit(at, n, self.probe_sent(n, m, seq, SwimProbeKind::Indirect));
+                        for &h in &helpers {
+                            if link_up(self.specs, n, h, at) {
+                                self.at(
+                                    at + lat(n, h),
+                                    h,
+                                    Op::Touch(Touch::PingReq { from: n, seq }),
+                                );
+                                let via = at + lat(n, h);
+                                if link_up(self.specs, h, m, via) {
+                                    let back = via + 2 * lat(h, m) + lat(h, n) + 3;
+                                    acked = Some(acked.map_or(back, |a: u64| a.min(back)));
                                 }
                             }
                         }
-                        match (helpers.is_empty(), acked) {
-                            (false, Some(back)) => {
-                                self.emit(
-                                    back,
-                                    n,
-                                    self.probe_acked(n, m, seq, SwimProbeKind::Indirect, at, back),
-                                );
-                            }
-                            (false, None) => {
-                                self.emit(
-                                    t + interval - 100,
-                                    n,
-                                    self.probe_timed_out(
-                                        n,
-                                        m,
-                                        seq,
-                                        SwimProbeKind::Indirect,
-                                        at,
-                                        (interval - 100 - timeout) / TICK,
-                                    ),
-                                );
-                            }
-                            (true, _) => {}
-                        }
-                        if acked.is_none() && state[m] == PeerState::Alive {
-                            let s = t + interval - 99;
+                    }
+                    match (helpers.is_empty(), acked) {
+                        (false, Some(back)) => {
                             self.emit(
-                                s,
+                                back,
                                 n,
-                                swim_transition(
-                                    self.id(m),
-                                    PeerState::Alive,
-                                    PeerState::Suspect,
-                                    "probe timeout",
+                                self.probe_acked(n, m, seq, SwimProbeKind::Indirect, at, back),
+                            );
+                        }
+                        (false, None) => {
+                            self.emit(
+                                t + interval - 100,
+                                n,
+                                self.probe_timed_out(
+                                    n,
+                                    m,
+                                    seq,
+                                    SwimProbeKind::Indirect,
+                                    at,
+                                    (interval - 100 - timeout) / TICK,
                                 ),
                             );
-                            state[m] = PeerState::Suspect;
-                            since[m] = s;
                         }
+                        (true, _) => {}
+                    }
+                    if acked.is_none() && state[m] == PeerState::Alive {
+                        let s = t + interval - 99;
+                        self.emit(
+                            s,
+                            n,
+                            swim_transition(
+                                self.id(m),
+                                PeerState::Alive,
+                                PeerState::Suspect,
+                                "probe timeout",
+                            ),
+                        );
+                        state[m] = PeerState::Suspect;
+                        since[m] = s;
                     }
                 }
             }

@@ -426,17 +426,17 @@ fn segments(path: &Path, file: usize) -> Result<Vec<Segment>, Error> {
         let (min, max) = group.column(0).statistics().map_or((None, None), |s| {
             (text(s.min_bytes_opt()), text(s.max_bytes_opt()))
         });
-        if let (Some(min), Some(max)) = (min, max) {
-            if min == max {
-                out.push(Segment {
-                    run: min,
-                    file,
-                    group: g,
-                    start: 0,
-                    len: rows,
-                });
-                continue;
-            }
+        if let (Some(min), Some(max)) = (min, max)
+            && min == max
+        {
+            out.push(Segment {
+                run: min,
+                file,
+                group: g,
+                start: 0,
+                len: rows,
+            });
+            continue;
         }
         let builder = open_reader(path)?;
         let mask = ProjectionMask::leaves(builder.parquet_schema(), [0]);

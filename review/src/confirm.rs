@@ -596,14 +596,13 @@ impl Plan {
         if let Some(why) = self.incomplete.clone() {
             return self.unbuilt(&why);
         }
-        if let Some((key, value)) = self.also.take() {
-            if let Some(obj) = self
+        if let Some((key, value)) = self.also.take()
+            && let Some(obj) = self
                 .record
                 .pointer_mut(&self.pointer)
                 .and_then(Value::as_object_mut)
-            {
-                obj.insert(key, value);
-            }
+        {
+            obj.insert(key, value);
         }
         let (writer, reader) = match self.writer {
             Side::Old => (old, new),

@@ -192,10 +192,10 @@ impl<'m> Builder<'m> {
                 Presence::Omittable | Presence::SkipDefault => {}
             }
         }
-        if let Some(fl) = &s.flatten {
-            if let Value::Object(inner) = self.def_value(&fl.union, depth + 1) {
-                map.extend(inner);
-            }
+        if let Some(fl) = &s.flatten
+            && let Value::Object(inner) = self.def_value(&fl.union, depth + 1)
+        {
+            map.extend(inner);
         }
         map
     }
@@ -239,11 +239,11 @@ impl<'m> Builder<'m> {
         }
         let mut seen = BTreeSet::new();
         while let Some((kind, def, hops)) = queue.pop_front() {
-            if let Target::Def(t) = target {
-                if *t == def {
-                    let root = self.record_def(&kind);
-                    return Some((kind, root, hops));
-                }
+            if let Target::Def(t) = target
+                && *t == def
+            {
+                let root = self.record_def(&kind);
+                return Some((kind, root, hops));
             }
             if !seen.insert(def.clone()) {
                 continue;
@@ -254,13 +254,13 @@ impl<'m> Builder<'m> {
             for (hop, ty) in self.children(d) {
                 let mut more = hops.clone();
                 more.extend(hop);
-                if let Target::TypeUse(t) = target {
-                    if leaf_ref(&ty).is_some_and(|(r, _)| r == t) {
-                        let (_, items) = leaf_ref(&ty).unwrap_or_default();
-                        more.extend(std::iter::repeat_n(Hop::Item, items));
-                        let root = self.record_def(&kind);
-                        return Some((kind, root, more));
-                    }
+                if let Target::TypeUse(t) = target
+                    && leaf_ref(&ty).is_some_and(|(r, _)| r == t)
+                {
+                    let (_, items) = leaf_ref(&ty).unwrap_or_default();
+                    more.extend(std::iter::repeat_n(Hop::Item, items));
+                    let root = self.record_def(&kind);
+                    return Some((kind, root, more));
                 }
                 if let Some((r, items)) = leaf_ref(&ty) {
                     more.extend(std::iter::repeat_n(Hop::Item, items));

@@ -278,10 +278,9 @@ impl Cx<'_> {
                 .defs()
                 .filter(|d| message.starts_with(d.name.as_str()))
                 .max_by_key(|d| d.name.len())
+                && let Some(f) = m.file_of(&d.name)
             {
-                if let Some(f) = m.file_of(&d.name) {
-                    return f.stem.clone();
-                }
+                return f.stem.clone();
             }
         }
         String::new()

@@ -92,18 +92,15 @@ pub fn rollout(c: &Comparison, new: &Tree) -> Rollout {
                     .or_else(|| b.route(&crate::instance::Target::TypeUse(def.clone())))
                     .map(|r| r.0)
             })
-        {
-            if let Some(k) = new
+            && let Some(k) = new
                 .model
                 .records()
                 .into_iter()
                 .find(|(k2, _)| *k2 == kind)
                 .map(|(k, _)| k)
-            {
-                if !touched.contains(&k) {
-                    touched.push(k);
-                }
-            }
+            && !touched.contains(&k)
+        {
+            touched.push(k);
         }
     }
     let mut readers: Vec<Role> = Vec::new();

@@ -129,7 +129,7 @@ async fn node(
     while Instant::now() < until {
         let (kind, body) = if i == 0 {
             ("boot", bodies.boot.clone())
-        } else if i % 10 == 0 {
+        } else if i.is_multiple_of(10) {
             let mut snapshot = bodies.snapshot.clone();
             snapshot["snapshot_id"] = format!("load-{i}").into();
             (

@@ -442,10 +442,11 @@ impl NodeDedupe {
     fn epoch_of(&self, wall_ms: u64) -> Option<usize> {
         let mut best: Option<(u64, usize)> = None;
         for (i, inc) in self.incarnations.iter().enumerate() {
-            if let Some((start, _)) = inc.key {
-                if start <= wall_ms && best.is_none_or(|(b, _)| start >= b) {
-                    best = Some((start, i));
-                }
+            if let Some((start, _)) = inc.key
+                && start <= wall_ms
+                && best.is_none_or(|(b, _)| start >= b)
+            {
+                best = Some((start, i));
             }
         }
         best.map(|(_, i)| i)

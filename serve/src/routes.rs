@@ -912,10 +912,10 @@ impl futures_util::Stream for Events {
 /// A reason with `problems_omitted`, how many problems its list leaves out, when any (a key
 /// the library's readers pass over).
 fn with_omitted(mut why: serde_json::Value, omitted: u64) -> serde_json::Value {
-    if omitted > 0 {
-        if let Some(map) = why.as_object_mut() {
-            map.insert("problems_omitted".into(), omitted.into());
-        }
+    if omitted > 0
+        && let Some(map) = why.as_object_mut()
+    {
+        map.insert("problems_omitted".into(), omitted.into());
     }
     why
 }

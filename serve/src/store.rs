@@ -726,10 +726,10 @@ pub(crate) fn sorted_names(dir: &Path, dirs: bool) -> io::Result<Vec<String>> {
     for entry in entries {
         let entry = entry?;
         let kind = entry.file_type()?;
-        if (dirs && kind.is_dir()) || (!dirs && kind.is_file()) {
-            if let Ok(name) = entry.file_name().into_string() {
-                out.push(name);
-            }
+        if ((dirs && kind.is_dir()) || (!dirs && kind.is_file()))
+            && let Ok(name) = entry.file_name().into_string()
+        {
+            out.push(name);
         }
     }
     out.sort();

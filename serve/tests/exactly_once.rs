@@ -76,10 +76,10 @@ async fn deliver(addr: SocketAddr, route: &str, node: &str, body: &[u8]) -> serd
             ),
         )
         .await;
-        if let Ok(Ok(reply)) = &sent {
-            if reply.status == 200 {
-                return json(reply);
-            }
+        if let Ok(Ok(reply)) = &sent
+            && reply.status == 200
+        {
+            return json(reply);
         }
         tokio::time::sleep(Duration::from_millis(5 + 5 * attempt.min(10))).await;
     }

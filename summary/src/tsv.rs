@@ -237,10 +237,10 @@ pub fn timeline(
                 }
                 _ => None,
             };
-            if let Some(row) = row {
-                if let Err(e) = writeln!(out, "{row}") {
-                    error.get_or_insert(io(e));
-                }
+            if let Some(row) = row
+                && let Err(e) = writeln!(out, "{row}")
+            {
+                error.get_or_insert(io(e));
             }
         },
         &mut *on_problem,

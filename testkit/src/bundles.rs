@@ -93,11 +93,9 @@ impl Shift<'_> {
                             .map(|n| *b = n)
                             .is_some()
                     });
-                    if all {
-                        if let Some(to) = self.ids.get(&id) {
-                            *v = Value::from(to.to_vec());
-                            return;
-                        }
+                    if all && let Some(to) = self.ids.get(&id) {
+                        *v = Value::from(to.to_vec());
+                        return;
                     }
                 }
                 for item in items {

@@ -28,10 +28,9 @@ pub(crate) fn event_envelope_keys() -> BTreeSet<&'static str> {
         flatten: Some(union),
         ..
     }) = v1::CONTRACT.get(def).map(|t| &t.kind)
+        && let Some(TypeKind::Union { tag, .. }) = v1::CONTRACT.get(union).map(|t| &t.kind)
     {
-        if let Some(TypeKind::Union { tag, .. }) = v1::CONTRACT.get(union).map(|t| &t.kind) {
-            keys.insert(tag);
-        }
+        keys.insert(tag);
     }
     keys
 }

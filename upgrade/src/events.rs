@@ -325,10 +325,10 @@ impl Upgrader<'_> {
         let Some(f) = fields.as_object_mut() else {
             return;
         };
-        if !f.contains_key("actor_addr_hex") {
-            if let Some(address) = f.remove("address") {
-                f.insert("actor_addr_hex".into(), address);
-            }
+        if !f.contains_key("actor_addr_hex")
+            && let Some(address) = f.remove("address")
+        {
+            f.insert("actor_addr_hex".into(), address);
         }
         let ours = f
             .remove("our_node_id_hex")

@@ -37,15 +37,14 @@ pub(crate) struct Node {
 impl Node {
     /// The identity of boot `boot_sequence` (else the latest); whether it matched.
     pub(crate) fn identity_for(&self, boot_sequence: Option<u32>) -> Option<(&v1::Identity, bool)> {
-        if let Some(seq) = boot_sequence {
-            if let Some(i) = self
+        if let Some(seq) = boot_sequence
+            && let Some(i) = self
                 .identities
                 .iter()
                 .rev()
                 .find(|i| i.boot_sequence == seq)
-            {
-                return Some((i, true));
-            }
+        {
+            return Some((i, true));
         }
         self.identities.last().map(|i| (i, false))
     }

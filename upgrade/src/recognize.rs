@@ -20,10 +20,10 @@ const MAX_PROBE_DIRS: usize = 10_000;
 /// records carry neither) and an empty directory are not.
 pub fn is_sim_prod_shape(dir: &Path) -> bool {
     let manifest = dir.join(layout::MANIFEST);
-    if is_regular_file(&manifest) {
-        if let Ok(Value::Object(m)) = read_json(&manifest, MAX_PROBE_BYTES) {
-            return is_sim_manifest(&m);
-        }
+    if is_regular_file(&manifest)
+        && let Ok(Value::Object(m)) = read_json(&manifest, MAX_PROBE_BYTES)
+    {
+        return is_sim_manifest(&m);
     }
     let Ok(entries) = fs::read_dir(dir) else {
         return false;
@@ -36,10 +36,11 @@ pub fn is_sim_prod_shape(dir: &Path) -> bool {
         if !is_regular_file(&boot) {
             continue;
         }
-        if let Ok(Value::Object(b)) = read_json(&boot, MAX_PROBE_BYTES) {
-            if b.contains_key("schema_version") && b.get("kind") == Some(&json!("boot")) {
-                return true;
-            }
+        if let Ok(Value::Object(b)) = read_json(&boot, MAX_PROBE_BYTES)
+            && b.contains_key("schema_version")
+            && b.get("kind") == Some(&json!("boot"))
+        {
+            return true;
         }
     }
     false

@@ -314,27 +314,27 @@ impl Upgrader<'_> {
             );
         }
         let network_keys = field_keys("HostNetwork");
-        if let Some(Value::Object(host)) = body.get_mut("host") {
-            if !host.contains_key("network") {
-                let moved: Vec<String> = host
-                    .keys()
-                    .filter(|k| network_keys.contains(k.as_str()))
-                    .cloned()
-                    .collect();
-                if !moved.is_empty() {
-                    let mut network = Map::new();
-                    for k in moved {
-                        if let Some(v) = host.remove(&k) {
-                            network.insert(k, v);
-                        }
+        if let Some(Value::Object(host)) = body.get_mut("host")
+            && !host.contains_key("network")
+        {
+            let moved: Vec<String> = host
+                .keys()
+                .filter(|k| network_keys.contains(k.as_str()))
+                .cloned()
+                .collect();
+            if !moved.is_empty() {
+                let mut network = Map::new();
+                for k in moved {
+                    if let Some(v) = host.remove(&k) {
+                        network.insert(k, v);
                     }
-                    if !host.contains_key("scraped_at_ms") {
-                        if let Some(refreshed) = network.get("refreshed_at_ms") {
-                            host.insert("scraped_at_ms".into(), refreshed.clone());
-                        }
-                    }
-                    host.insert("network".into(), Value::Object(network));
                 }
+                if !host.contains_key("scraped_at_ms")
+                    && let Some(refreshed) = network.get("refreshed_at_ms")
+                {
+                    host.insert("scraped_at_ms".into(), refreshed.clone());
+                }
+                host.insert("network".into(), Value::Object(network));
             }
         }
         Value::Object(body)

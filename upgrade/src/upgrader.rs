@@ -279,18 +279,18 @@ impl Upgrader<'_> {
             self.events_file(node, rel, out)?;
         }
         for (index, rel) in node.dir.snapshots.iter().enumerate() {
-            if let Some(snapshot) = self.snapshot(node, rel, index, run_id) {
-                if self.fits(rel, "snapshot", &snapshot) {
-                    out.snapshot(&snapshot)?;
-                }
+            if let Some(snapshot) = self.snapshot(node, rel, index, run_id)
+                && self.fits(rel, "snapshot", &snapshot)
+            {
+                out.snapshot(&snapshot)?;
             }
         }
         // Finalizes oldest first: the writer makes the last one `finalize.json`.
         for (_, rel) in &node.dir.finalizes {
-            if let Some(finalize) = self.finalize(rel) {
-                if self.fits(rel, "finalize", &finalize) {
-                    out.finalize(&hex, &finalize)?;
-                }
+            if let Some(finalize) = self.finalize(rel)
+                && self.fits(rel, "finalize", &finalize)
+            {
+                out.finalize(&hex, &finalize)?;
             }
         }
         Ok(())

@@ -384,10 +384,10 @@ fn walk_type(
                 let Some(p) = variant(tape, v, tag, variants) else {
                     return;
                 };
-                if let PayloadShape::Def(name) = p {
-                    if let Some(t) = type_of(name).filter(|t| Only::enters(only, t)) {
-                        walk_type(t, tape, v, ptr, gaps, outer, only, visit);
-                    }
+                if let PayloadShape::Def(name) = p
+                    && let Some(t) = type_of(name).filter(|t| Only::enters(only, t))
+                {
+                    walk_type(t, tape, v, ptr, gaps, outer, only, visit);
                 }
             }
             UnionStyle::Adjacent => {

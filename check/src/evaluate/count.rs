@@ -105,23 +105,23 @@ impl Evaluator for CountEval {
                 }
             }
             let Seen { n, first, .. } = seen;
-            if let Some(min) = c.min {
-                if n < min {
-                    let Some(first) = first else { continue };
-                    out.find(
-                        first.loc.clone(),
-                        vec![first.witness()],
-                        format!(
-                            "{} has {n} events of {names} (at least {min} needed){}",
-                            key.describe(&c.per),
-                            if c.only_if_finalized {
-                                ", although the bundle was finalized"
-                            } else {
-                                ""
-                            }
-                        ),
-                    );
-                }
+            if let Some(min) = c.min
+                && n < min
+            {
+                let Some(first) = first else { continue };
+                out.find(
+                    first.loc.clone(),
+                    vec![first.witness()],
+                    format!(
+                        "{} has {n} events of {names} (at least {min} needed){}",
+                        key.describe(&c.per),
+                        if c.only_if_finalized {
+                            ", although the bundle was finalized"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
             }
         }
     }

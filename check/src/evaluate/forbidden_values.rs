@@ -55,10 +55,10 @@ impl Evaluator for ForbiddenValuesEval {
     }
 
     fn take(&mut self, input: &Input<'_>, _: &Stream, out: &mut Tally<'_>) {
-        if let Input::Event(e) = input {
-            if let Some(v) = e.value {
-                self.event(e, v, out);
-            }
+        if let Input::Event(e) = input
+            && let Some(v) = e.value
+        {
+            self.event(e, v, out);
         }
     }
 }

@@ -80,18 +80,18 @@ impl Evaluator for IrohVersion {
                 }
             }
             Input::Event(e) => {
-                if let Event::Custom(c) = &e.record.event {
-                    if let CustomPayload::IrohApiMissing(m) = &c.payload {
-                        out.checked += 1;
-                        self.events
-                            .entry(e.node)
-                            .or_default()
-                            .entry(m.iroh_version.clone())
-                            .or_insert_with(|| Kept {
-                                loc: with_pointer(e.loc, "/fields/iroh_version"),
-                                value: serde_json::from_str(e.text).unwrap_or(Value::Null),
-                            });
-                    }
+                if let Event::Custom(c) = &e.record.event
+                    && let CustomPayload::IrohApiMissing(m) = &c.payload
+                {
+                    out.checked += 1;
+                    self.events
+                        .entry(e.node)
+                        .or_default()
+                        .entry(m.iroh_version.clone())
+                        .or_insert_with(|| Kept {
+                            loc: with_pointer(e.loc, "/fields/iroh_version"),
+                            value: serde_json::from_str(e.text).unwrap_or(Value::Null),
+                        });
                 }
             }
             _ => {}

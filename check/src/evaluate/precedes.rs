@@ -146,10 +146,10 @@ impl Evaluator for PrecedesEval {
     }
 
     fn take(&mut self, input: &Input<'_>, _: &Stream, _: &mut Tally<'_>) {
-        if let Input::Event(e) = input {
-            if let Some(v) = e.value {
-                self.event(e, v);
-            }
+        if let Input::Event(e) = input
+            && let Some(v) = e.value
+        {
+            self.event(e, v);
         }
     }
 

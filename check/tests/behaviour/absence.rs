@@ -78,10 +78,10 @@ fn an_iroh_api_missing_event_with_a_literal_version_is_found() {
     let mut run = base();
     let node = run.node_mut("stage-0");
     for e in &mut node.events {
-        if let Event::Custom(c) = &mut e.event {
-            if let CustomPayload::IrohApiMissing(m) = &mut c.payload {
-                m.iroh_version = "0.96".into();
-            }
+        if let Event::Custom(c) = &mut e.event
+            && let CustomPayload::IrohApiMissing(m) = &mut c.payload
+        {
+            m.iroh_version = "0.96".into();
         }
     }
     let f = violates(run, "absence.iroh_version_agrees");

@@ -185,23 +185,23 @@ impl Cx<'_> {
     /// A schema file's own title or description.
     fn files(&mut self) {
         for f in &self.new.files {
-            if let Some(o) = self.old.files.iter().find(|o| o.stem == f.stem) {
-                if o.title != f.title || o.description != f.description {
-                    self.out.push(Finding {
-                        rule: &catalog::DESCRIPTION_CHANGED,
-                        at: At {
-                            schema: f.stem.clone(),
-                            def: String::new(),
-                            member: None,
-                        },
-                        detail: format!(
-                            "the title or description of \u{e000}{}\u{e001} changed",
-                            f.stem
-                        ),
-                        explains: vec![],
-                        subject: Subject::None,
-                    });
-                }
+            if let Some(o) = self.old.files.iter().find(|o| o.stem == f.stem)
+                && (o.title != f.title || o.description != f.description)
+            {
+                self.out.push(Finding {
+                    rule: &catalog::DESCRIPTION_CHANGED,
+                    at: At {
+                        schema: f.stem.clone(),
+                        def: String::new(),
+                        member: None,
+                    },
+                    detail: format!(
+                        "the title or description of \u{e000}{}\u{e001} changed",
+                        f.stem
+                    ),
+                    explains: vec![],
+                    subject: Subject::None,
+                });
             }
         }
     }

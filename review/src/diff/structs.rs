@@ -167,9 +167,10 @@ impl Cx<'_> {
                 vec!["/allOf", "/x-flatten"],
                 Subject::Def(name.into()),
             );
-        } else if let (Some(fa), Some(fb)) = (&a.flatten, &b.flatten) {
-            if fa.field != fb.field {
-                self.push(
+        } else if let (Some(fa), Some(fb)) = (&a.flatten, &b.flatten)
+            && fa.field != fb.field
+        {
+            self.push(
                     &catalog::FLATTEN_FIELD_RENAMED,
                     name,
                     None,
@@ -180,7 +181,6 @@ impl Cx<'_> {
                     vec!["/x-flatten"],
                     Subject::None,
                 );
-            }
         }
     }
 }

@@ -37,10 +37,10 @@ pub(super) fn def_values(tree: &Tree) -> BTreeMap<String, Value> {
 fn normalize(v: &mut Value) {
     match v {
         Value::Object(map) => {
-            if let Some(Value::String(r)) = map.get_mut("$ref") {
-                if let Some((_, name)) = r.rsplit_once("#/$defs/") {
-                    *r = name.to_owned();
-                }
+            if let Some(Value::String(r)) = map.get_mut("$ref")
+                && let Some((_, name)) = r.rsplit_once("#/$defs/")
+            {
+                *r = name.to_owned();
             }
             if let Some(Value::Array(req)) = map.get_mut("required") {
                 req.sort_by_key(|x| x.to_string());
