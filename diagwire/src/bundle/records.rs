@@ -188,10 +188,7 @@ pub fn walk_into(
         // No thread to be had: the verdict judges each file on this one.
         if let Some((reader, judge)) = take(parts) {
             for file in reader.stream() {
-                let problems = match &file {
-                    Ok(f) => judge.file(&f.path, &f.location, f.contents()),
-                    Err(e) => judge.entry(e),
-                };
+                let problems = judge_one(judge, &file);
                 walk.item(file, Some(problems), consumers);
             }
         }
@@ -210,6 +207,17 @@ pub fn walk_into(
 /// few batches, or a few files when one is larger.
 const BATCH_BYTES: u64 = 1 << 20;
 const BATCH_FILES: usize = 64;
+
+/// The verdict's problems of one entry of the stream.
+fn judge_one(
+    judge: &mut (dyn Verdict + Send),
+    file: &Result<StreamFile, ReadError>,
+) -> Vec<Problem> {
+    match file {
+        Ok(f) => judge.file(&f.path, &f.location, f.contents()),
+        Err(e) => judge.entry(e),
+    }
+}
 
 fn take<T>(slot: &std::sync::Mutex<Option<T>>) -> Option<T> {
     slot.lock()
@@ -230,13 +238,8 @@ fn judge_ahead(
     let mut batch = Vec::new();
     let mut bytes = 0;
     for file in reader.stream() {
-        let problems = match &file {
-            Ok(f) => {
-                bytes += f.size;
-                judge.file(&f.path, &f.location, f.contents())
-            }
-            Err(e) => judge.entry(e),
-        };
+        bytes += file.as_ref().map_or(0, |f| f.size);
+        let problems = judge_one(judge, &file);
         batch.push((file, problems));
         if bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES {
             bytes = 0;
