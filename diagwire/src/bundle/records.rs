@@ -414,16 +414,23 @@ pub const MAX_PROBLEMS_PER_FILE: usize = 20;
 
 impl Typed<'_, '_> {
     fn hand(&mut self, problem: Problem) {
+        if self.counted() {
+            self.walked.problems += 1;
+            self.consumers.iter_mut().for_each(|c| c.problem(&problem));
+        }
+    }
+
+    /// Counts a problem; whether the consumers are to be shown it (not muted, under the cap).
+    fn counted(&mut self) -> bool {
         if self.muted {
-            return;
+            return false;
         }
         self.found += 1;
         if self.found > MAX_PROBLEMS_PER_FILE {
             self.omitted += 1;
-            return;
+            return false;
         }
-        self.walked.problems += 1;
-        self.consumers.iter_mut().for_each(|c| c.problem(&problem));
+        true
     }
 
     /// Reads a file's bytes as a file of `kind`: first in one pass that decodes each record and
@@ -555,6 +562,13 @@ impl Frames for Typed<'_, '_> {
             ));
             return;
         };
+        if (self.muted || self.found >= MAX_PROBLEMS_PER_FILE)
+            && crate::frame::not_an_object(bytes) != Some(false)
+        {
+            // A problem no consumer is shown: counted, without building the decode's message.
+            let _shown = self.counted();
+            return;
+        }
         let unknown_before = diagwire_runtime::unknown_keys_read();
         match Record::parse(kind, text) {
             Ok(record) => {

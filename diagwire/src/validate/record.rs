@@ -80,6 +80,11 @@ pub(crate) fn check_record(
             return Err(());
         }
     };
+    if !sink.explains() && crate::frame::not_an_object(bytes) != Some(false) {
+        // Not explained anyway: the typed decode's error is not worth building.
+        sink.unexplained();
+        return Err(());
+    }
     match Record::parse(kind, text) {
         Ok(record) => {
             if cross_check {
