@@ -86,6 +86,8 @@ pub struct Metrics {
     pub assemblies: Counter,
     /// Time one assembly took.
     pub assembly_seconds: Histogram,
+    /// Connections closed as idle (`crate::server::Conns`).
+    pub idle_closed: Counter,
 }
 
 impl Default for Metrics {
@@ -111,6 +113,7 @@ impl Metrics {
             lagged: Counter::default(),
             assemblies: Counter::default(),
             assembly_seconds: latency_buckets(),
+            idle_closed: Counter::default(),
         };
         registry.register(
             "diagwire_serve_posts",
@@ -166,6 +169,11 @@ impl Metrics {
             "diagwire_serve_assembly_seconds",
             "Time one assembly took",
             m.assembly_seconds.clone(),
+        );
+        registry.register(
+            "diagwire_serve_idle_connections_closed",
+            "Connections closed as idle (no whole request head yet, or kept alive between requests)",
+            m.idle_closed.clone(),
         );
         Metrics { registry, ..m }
     }

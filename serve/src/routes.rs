@@ -751,6 +751,17 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
             if let (true, Some(run), Some(g)) = (cached, &run, generation) {
                 run.set_bundled(g);
             }
+            // The file stays on disk until its client has read it: the downloads in flight
+            // hold a bounded number of bytes.
+            let Some(disk) = c.store.bounds.download_disk(len) else {
+                return busy(
+                    &c.store.bounds,
+                    format!(
+                        "the disk for bundles being downloaded ({} bytes) is taken",
+                        c.store.bounds.download_disk_bytes()
+                    ),
+                );
+            };
             (
                 StatusCode::OK,
                 [
@@ -765,7 +776,7 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
                     ),
                     (header::CONTENT_LENGTH, HeaderValue::from(len)),
                 ],
-                file_body(file, place),
+                file_body(file, (place, disk)),
             )
                 .into_response()
         }
@@ -779,8 +790,8 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
 }
 
 /// A body read from an open file in chunks as the client takes them, so a bundle is never held
-/// whole in memory; the download's place is given back when it ends.
-fn file_body(file: std::fs::File, place: Place) -> Body {
+/// whole in memory; the download's place and disk are given back when it ends.
+fn file_body(file: std::fs::File, place: (Place, Reserved)) -> Body {
     let file = tokio::fs::File::from_std(file);
     let chunks = futures_util::stream::unfold(Some((file, place)), |file| async move {
         let (mut file, place) = file?;

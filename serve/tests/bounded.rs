@@ -1,7 +1,8 @@
 //! The collector bounded as a whole, one hostile case each through one check: an events batch
 //! of a hundred thousand bad records is explained within the problem limit, bodies past the
 //! memory budget are answered 503 with `Retry-After`, subscribers and downloads have places of
-//! their own (posters still post), finalizes of one run are coalesced, a served bundle that is
+//! their own (posters still post), the disk downloads hold is bounded, idle connections are
+//! closed oldest first (a node connecting among thousands still posts), finalizes of one run are coalesced, a served bundle that is
 //! current is the canonical tarball (no temporary), links planted under the root are refused
 //! (nothing written outside it, nothing acknowledged lost), the bundle of run `.hidden` survives
 //! a restart, concurrent posts never pass a run's byte limit, finished runs give their place
@@ -70,6 +71,8 @@ enum Case {
     StreamsPastTheirPlacesAre503AndNodesStillPost,
     StreamsWaitingForRunsWithNoPostAreBounded,
     DownloadsPastTheirPlacesAre503,
+    ADownloadPastTheDiskForDownloadsIs503,
+    ThousandsOfIdleConnectionsAreClosedOldestFirstAndANodeStillPosts,
     ACurrentBundleIsServedFromTheCanonicalTarball,
     FinalizesOfOneRunAreCoalesced,
     ALinkPlantedUnderStagingIsRefusedAndNothingIsWrittenOutside,
@@ -86,6 +89,8 @@ const CASES: &[Case] = &[
     Case::StreamsPastTheirPlacesAre503AndNodesStillPost,
     Case::StreamsWaitingForRunsWithNoPostAreBounded,
     Case::DownloadsPastTheirPlacesAre503,
+    Case::ADownloadPastTheDiskForDownloadsIs503,
+    Case::ThousandsOfIdleConnectionsAreClosedOldestFirstAndANodeStillPosts,
     Case::ACurrentBundleIsServedFromTheCanonicalTarball,
     Case::FinalizesOfOneRunAreCoalesced,
     Case::ALinkPlantedUnderStagingIsRefusedAndNothingIsWrittenOutside,
@@ -211,6 +216,47 @@ async fn get_head(addr: SocketAddr, path: &str) -> Result<(u16, String), String>
     read_head(&mut s).await
 }
 
+/// Whether the collector closed the connection (it reads to its end; anything it sent first,
+/// a reply kept alive, is passed over).
+async fn closed(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(60), s.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+/// Posts three events batches of 8 MiB of records that compress badly, so the run's bundle
+/// (about 4.5 MB) outgrows loopback's socket buffers and a download not read stays in flight.
+async fn post_noise(conn: &mut Connection, run: &str) -> Result<(), String> {
+    let mut noise = String::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..(8 << 20) / 16 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.push_str(&format!("{x:016x}"));
+    }
+    let mut record: serde_json::Value = serde_json::from_slice::<Vec<serde_json::Value>>(&example(
+        "stage-0/events/events-000001.json",
+    ))
+    .unwrap()[0]
+        .clone();
+    record["noise"] = noise.into();
+    let body = serde_json::to_vec(&vec![record]).unwrap();
+    for _ in 0..3 {
+        let reply = post(conn, "events", run, "n", &body).await;
+        ensure(
+            reply.status == 200,
+            format!("a large post: {}", reply.status),
+        )?;
+    }
+    Ok(())
+}
+
 fn is_busy((status, text): &(u16, String)) -> bool {
     *status == 503 && text.to_ascii_lowercase().contains("retry-after: ")
 }
@@ -266,6 +312,14 @@ async fn check(case: Case) -> Result<(), String> {
         Case::StreamsPastTheirPlacesAre503AndNodesStillPost => cfg.limits.max_streams = 4,
         Case::StreamsWaitingForRunsWithNoPostAreBounded => cfg.limits.max_waiting_runs = 2,
         Case::DownloadsPastTheirPlacesAre503 => cfg.limits.max_downloads = 1,
+        // One bundle of the run (about 4.5 MB) fits, two do not; the places (8) are not spent.
+        Case::ADownloadPastTheDiskForDownloadsIs503 => {
+            cfg.limits.max_download_disk_bytes = 6 << 20;
+        }
+        Case::ThousandsOfIdleConnectionsAreClosedOldestFirstAndANodeStillPosts => {
+            cfg.limits.max_connections = 64;
+            cfg.limits.max_idle_connections = 32;
+        }
         Case::FinalizesOfOneRunAreCoalesced => cfg.finalize_wait = Duration::from_secs(1),
         Case::ConcurrentPostsNeverPassARunsByteLimit => cfg.limits.max_run_bytes = 1 << 20,
         Case::AFinishedRunGivesItsPlaceBack => cfg.limits.max_runs = 2,
@@ -346,32 +400,9 @@ async fn check(case: Case) -> Result<(), String> {
             let known = get_head(addr, "/diag/stream/r").await?;
             ensure(known.0 == 200, format!("a run with posts: {known:?}"))
         }
-        Case::DownloadsPastTheirPlacesAre503 => {
-            // Records that do not compress, so the bundle outgrows the socket's buffers.
-            let mut noise = String::new();
-            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-            for _ in 0..(8 << 20) / 16 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                noise.push_str(&format!("{x:016x}"));
-            }
-            let mut record: serde_json::Value = serde_json::from_slice::<Vec<serde_json::Value>>(
-                &example("stage-0/events/events-000001.json"),
-            )
-            .unwrap()[0]
-                .clone();
-            record["noise"] = noise.into();
-            let body = serde_json::to_vec(&vec![record]).unwrap();
+        Case::DownloadsPastTheirPlacesAre503 | Case::ADownloadPastTheDiskForDownloadsIs503 => {
             post(&mut conn, "boot", "r", "n", &boot).await;
-            // About 12 MiB compressed, more than loopback's socket buffers hold.
-            for _ in 0..3 {
-                let reply = post(&mut conn, "events", "r", "n", &body).await;
-                ensure(
-                    reply.status == 200,
-                    format!("a large post: {}", reply.status),
-                )?;
-            }
+            post_noise(&mut conn, "r").await?;
             let mut first = never_read(addr, "/diag/bundle/r").await?;
             let (status, _) = read_head(&mut first).await?;
             ensure(status == 200, format!("the first download: {status}"))?;
@@ -379,6 +410,41 @@ async fn check(case: Case) -> Result<(), String> {
             ensure(is_busy(&second), format!("the second download: {second:?}"))?;
             drop(first);
             a_node_still_posts(addr, "r").await
+        }
+        Case::ThousandsOfIdleConnectionsAreClosedOldestFirstAndANodeStillPosts => {
+            // Kept alive after one request, then connected without ever sending: far more than
+            // the 64 connections the collector serves at once.
+            let mut kept = Vec::new();
+            for _ in 0..30 {
+                let mut s = never_read(addr, "/diag/runs").await?;
+                let (status, _) = read_head(&mut s).await?;
+                ensure(status == 200, format!("a request: {status}"))?;
+                kept.push(s);
+            }
+            let mut silent = Vec::new();
+            for _ in 0..2_000 {
+                silent.push(TcpStream::connect(addr).await.map_err(|e| e.to_string())?);
+            }
+            a_node_still_posts(addr, "r").await?;
+            // The oldest idle connections were closed: every kept-alive one and all but the
+            // last few silent ones (at most 32 stay idle).
+            for (i, s) in kept.iter_mut().chain(&mut silent[..1_900]).enumerate() {
+                ensure(
+                    closed(s).await,
+                    format!("idle connection {i} is still open"),
+                )?;
+            }
+            let metrics = conn.get("/metrics").await.map_err(|e| e.to_string())?;
+            let text = String::from_utf8_lossy(&metrics.body).into_owned();
+            let closed_idle = text
+                .lines()
+                .find_map(|l| l.strip_prefix("diagwire_serve_idle_connections_closed_total "))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            ensure(
+                closed_idle >= 1_930,
+                format!("{closed_idle} connections counted as closed idle"),
+            )
         }
         Case::ACurrentBundleIsServedFromTheCanonicalTarball => {
             post(&mut conn, "boot", "r", "n", &boot).await;
