@@ -88,6 +88,8 @@ pub struct Metrics {
     pub assembly_seconds: Histogram,
     /// Connections closed as idle (`crate::server::Conns`).
     pub idle_closed: Counter,
+    /// Links found under the root where a folder or a file was expected, never followed.
+    pub links_refused: Counter,
 }
 
 impl Default for Metrics {
@@ -114,6 +116,7 @@ impl Metrics {
             assemblies: Counter::default(),
             assembly_seconds: latency_buckets(),
             idle_closed: Counter::default(),
+            links_refused: Counter::default(),
         };
         registry.register(
             "diagwire_serve_posts",
@@ -174,6 +177,11 @@ impl Metrics {
             "diagwire_serve_idle_connections_closed",
             "Connections closed as idle (no whole request head yet, or kept alive between requests)",
             m.idle_closed.clone(),
+        );
+        registry.register(
+            "diagwire_serve_links_refused",
+            "Links found under the root where the collector reads, never followed",
+            m.links_refused.clone(),
         );
         Metrics { registry, ..m }
     }

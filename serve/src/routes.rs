@@ -564,9 +564,8 @@ async fn ingest(
         // Finalizes of one run are coalesced: one that finds the canonical tarball holding the
         // run as it is now (another finalize just wrote it) answers with it.
         let generation = run.generation();
-        let canonical = c.store.bundles.join(format!("{run_id}.tar.gz"));
-        let written = if run.bundled_at(generation) && is_plain_file(&canonical) {
-            Ok(Ok(canonical))
+        let written = if run.bundled_at(generation) && c.is_canonical_file(&run_id) {
+            Ok(Ok(c.store.bundles.join(format!("{run_id}.tar.gz"))))
         } else {
             let Some(_place) = c.store.bounds.assembly().await else {
                 return busy(&c.store.bounds, "no place to assemble the bundle in");
@@ -686,11 +685,6 @@ async fn runs(State(c): State<Arc<Collector>>) -> Response {
         listing.push(summary);
     }
     json_reply(StatusCode::OK, &listing)
-}
-
-/// Whether `path` is a regular file itself (not a link to one).
-fn is_plain_file(path: &std::path::Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
 async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> Response {

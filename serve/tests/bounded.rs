@@ -4,7 +4,8 @@
 //! their own (posters still post), the disk downloads hold is bounded, idle connections are
 //! closed oldest first (a node connecting among thousands still posts), finalizes of one run are coalesced, a served bundle that is
 //! current is the canonical tarball (no temporary), links planted under the root are refused
-//! (nothing written outside it, nothing acknowledged lost), the bundle of run `.hidden` survives
+//! (nothing written outside it, nothing acknowledged lost) and never followed where assembly and
+//! recovery at start-up read (nothing outside read, written or removed; each counted), the bundle of run `.hidden` survives
 //! a restart, concurrent posts never pass a run's byte limit, finished runs give their place
 //! back, and one run cannot take the live budget from the others. The cases about memory run the
 //! real binary under a 2 GiB address-space cap (`ulimit -v 2097152`) and check it still serves a
@@ -77,6 +78,9 @@ enum Case {
     FinalizesOfOneRunAreCoalesced,
     ALinkPlantedUnderStagingIsRefusedAndNothingIsWrittenOutside,
     ALinkPlantedUnderQuarantineIsRefusedAndNothingIsWrittenOutside,
+    ALinkPlantedAsANodeFolderIsNotFollowedByAssembly,
+    ALinkPlantedAsAStagedFileIsNotFollowedByAssembly,
+    LinksPlantedUnderTheRootAreNotFollowedAtStartUp,
     TheBundleOfRunDotHiddenSurvivesARestart,
     ConcurrentPostsNeverPassARunsByteLimit,
     AFinishedRunGivesItsPlaceBack,
@@ -95,6 +99,9 @@ const CASES: &[Case] = &[
     Case::FinalizesOfOneRunAreCoalesced,
     Case::ALinkPlantedUnderStagingIsRefusedAndNothingIsWrittenOutside,
     Case::ALinkPlantedUnderQuarantineIsRefusedAndNothingIsWrittenOutside,
+    Case::ALinkPlantedAsANodeFolderIsNotFollowedByAssembly,
+    Case::ALinkPlantedAsAStagedFileIsNotFollowedByAssembly,
+    Case::LinksPlantedUnderTheRootAreNotFollowedAtStartUp,
     Case::TheBundleOfRunDotHiddenSurvivesARestart,
     Case::ConcurrentPostsNeverPassARunsByteLimit,
     Case::AFinishedRunGivesItsPlaceBack,
@@ -214,6 +221,39 @@ async fn never_read(addr: SocketAddr, path: &str) -> Result<TcpStream, String> {
 async fn get_head(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
     let mut s = never_read(addr, path).await?;
     read_head(&mut s).await
+}
+
+/// A node folder outside the root, `node/`, holding a boot and an events batch.
+fn plant_node(outside: &Path, boot: &[u8]) {
+    let node = outside.join("node");
+    std::fs::create_dir_all(&node).unwrap();
+    std::fs::write(node.join("boot-000001.json"), boot).unwrap();
+    std::fs::write(
+        node.join("events-000001.json"),
+        example("stage-0/events/events-000001.json"),
+    )
+    .unwrap();
+}
+
+/// Every path under `dir` with its bytes (a folder's as empty).
+fn outside_state(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    tree(dir)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(dir.join(&p)).unwrap_or_default();
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// The value of the counter `name` on the collector's `/metrics`.
+async fn metric(conn: &mut Connection, name: &str) -> Result<u64, String> {
+    let metrics = conn.get("/metrics").await.map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&metrics.body).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .ok_or_else(|| format!("no {name} in /metrics"))
 }
 
 /// Whether the collector closed the connection (it reads to its end; anything it sent first,
@@ -434,13 +474,8 @@ async fn check(case: Case) -> Result<(), String> {
                     format!("idle connection {i} is still open"),
                 )?;
             }
-            let metrics = conn.get("/metrics").await.map_err(|e| e.to_string())?;
-            let text = String::from_utf8_lossy(&metrics.body).into_owned();
-            let closed_idle = text
-                .lines()
-                .find_map(|l| l.strip_prefix("diagwire_serve_idle_connections_closed_total "))
-                .and_then(|n| n.trim().parse::<u64>().ok())
-                .unwrap_or(0);
+            let closed_idle =
+                metric(&mut conn, "diagwire_serve_idle_connections_closed_total").await?;
             ensure(
                 closed_idle >= 1_930,
                 format!("{closed_idle} connections counted as closed idle"),
@@ -529,6 +564,111 @@ async fn check(case: Case) -> Result<(), String> {
                 format!("written outside the root: {:?}", tree(outside.path())),
             )?;
             a_node_still_posts(addr, "r").await
+        }
+        Case::ALinkPlantedAsANodeFolderIsNotFollowedByAssembly
+        | Case::ALinkPlantedAsAStagedFileIsNotFollowedByAssembly => {
+            post(&mut conn, "boot", "r", "n", &boot).await;
+            let node = root.path().join("staging/r/n");
+            match case {
+                Case::ALinkPlantedAsANodeFolderIsNotFollowedByAssembly => {
+                    plant_node(outside.path(), &boot);
+                    std::os::unix::fs::symlink(
+                        outside.path().join("node"),
+                        root.path().join("staging/r/planted"),
+                    )
+                    .unwrap();
+                }
+                _ => {
+                    plant_node(outside.path(), &boot);
+                    std::os::unix::fs::symlink(
+                        outside.path().join("node/events-000001.json"),
+                        node.join("events-000001.json"),
+                    )
+                    .unwrap();
+                }
+            }
+            let before = outside_state(outside.path());
+            let fin = post(&mut conn, "finalize", "r", "n", br#"{"exit_reason":"x"}"#).await;
+            ensure(fin.status == 200, format!("the finalize: {}", fin.status))?;
+            let listing = diagwire_serve::assembly::Listing::of_archive(
+                &root.path().join("bundles/r.tar.gz"),
+            )
+            .ok_or("the bundle does not read")?;
+            let files: Vec<&str> = listing.files.iter().map(|(p, _)| p.as_str()).collect();
+            ensure(
+                listing.manifest.nodes.len() == 1 && !files.iter().any(|p| p.contains("events")),
+                format!("the bundle holds what the link points to: {files:?}"),
+            )?;
+            ensure(
+                outside_state(outside.path()) == before,
+                "what the link points to changed",
+            )?;
+            let refused = metric(&mut conn, "diagwire_serve_links_refused_total").await?;
+            ensure(refused >= 1, format!("{refused} links counted"))
+        }
+        Case::LinksPlantedUnderTheRootAreNotFollowedAtStartUp => {
+            post(&mut conn, "boot", "r", "n", &boot).await;
+            drop(server);
+            plant_node(outside.path(), &boot);
+            let staging = root.path().join("staging");
+            let at = |target: &str, link: &Path| {
+                std::os::unix::fs::symlink(outside.path().join(target), link).unwrap();
+            };
+            // A run folder, a node folder, a staged file, a post's temporary name and work in
+            // progress in bundles/, each a link out of the root.
+            at("node", &staging.join("linked-run"));
+            at("node", &staging.join("r/planted"));
+            at(
+                "node/events-000001.json",
+                &staging.join("r/n/events-000001.json"),
+            );
+            at(
+                "node/boot-000001.json",
+                &staging.join("r/n/.boot-000002.json.partial-1-1"),
+            );
+            at("node", &root.path().join("bundles/~r.assembling-1-1"));
+            let before = outside_state(outside.path());
+            let again = start(cfg).await;
+            ensure(
+                outside_state(outside.path()) == before,
+                "what a link points to changed at start-up",
+            )?;
+            let mut conn = Connection::new(again.addr);
+            let runs = conn.get("/diag/runs").await.map_err(|e| e.to_string())?;
+            let runs: serde_json::Value =
+                serde_json::from_slice(&runs.body).map_err(|e| e.to_string())?;
+            let expected = serde_json::json!([{"run_id": "r", "nodes": [
+                {"node_id": "n", "boot_recorded": true, "event_batches": 0}
+            ]}]);
+            let got: Vec<serde_json::Value> = runs
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| {
+                    let nodes: Vec<serde_json::Value> = r["nodes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|n| {
+                            serde_json::json!({"node_id": n["node_id"],
+                                "boot_recorded": n["boot_recorded"],
+                                "event_batches": n["event_batches"]})
+                        })
+                        .collect();
+                    serde_json::json!({"run_id": r["run_id"], "nodes": nodes})
+                })
+                .collect();
+            ensure(
+                serde_json::Value::Array(got.clone()) == expected,
+                format!("recovered through a link: {got:?}"),
+            )?;
+            ensure(
+                !root.path().join("bundles/~r.assembling-1-1").exists()
+                    && !staging.join("r/n/.boot-000002.json.partial-1-1").exists(),
+                "work in progress left at start-up",
+            )?;
+            let refused = metric(&mut conn, "diagwire_serve_links_refused_total").await?;
+            ensure(refused >= 5, format!("{refused} links counted"))
         }
         Case::TheBundleOfRunDotHiddenSurvivesARestart => {
             post(&mut conn, "boot", ".hidden", "n", &boot).await;
