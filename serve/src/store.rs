@@ -219,7 +219,7 @@ pub struct Store {
     /// it, without following a link.
     pub bundles_dir: Dir,
     /// The root, held open: every post is written under it without following a link.
-    root: crate::confined::Root,
+    root: Arc<crate::confined::Root>,
     /// Links found where a folder or a file was expected (never followed).
     links_refused: Counter,
     runs: Mutex<BTreeMap<String, Arc<Run>>>,
@@ -278,7 +278,7 @@ impl Store {
         }
         let bundles_dir = confined.dir(&bundles, true)?;
         let store = Store {
-            root: confined,
+            root: Arc::new(confined),
             config: config.clone(),
             staging,
             quarantine,
@@ -433,7 +433,7 @@ impl Store {
     fn new_hub(&self, id: &str, staged: Recovered) -> Hub {
         Hub::new(
             id,
-            self.staging.join(id),
+            (self.root.clone(), self.staging.join(id)),
             staged,
             (self.config.live_replay, self.config.live_run_bytes),
             self.live_budget.clone(),

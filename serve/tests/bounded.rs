@@ -81,6 +81,7 @@ enum Case {
     ALinkPlantedAsANodeFolderIsNotFollowedByAssembly,
     ALinkPlantedAsAStagedFileIsNotFollowedByAssembly,
     LinksPlantedUnderTheRootAreNotFollowedAtStartUp,
+    ALinkPlantedAsAStagedFileIsNotReadBackByTheStream,
     TheBundleOfRunDotHiddenSurvivesARestart,
     ConcurrentPostsNeverPassARunsByteLimit,
     AFinishedRunGivesItsPlaceBack,
@@ -102,6 +103,7 @@ const CASES: &[Case] = &[
     Case::ALinkPlantedAsANodeFolderIsNotFollowedByAssembly,
     Case::ALinkPlantedAsAStagedFileIsNotFollowedByAssembly,
     Case::LinksPlantedUnderTheRootAreNotFollowedAtStartUp,
+    Case::ALinkPlantedAsAStagedFileIsNotReadBackByTheStream,
     Case::TheBundleOfRunDotHiddenSurvivesARestart,
     Case::ConcurrentPostsNeverPassARunsByteLimit,
     Case::AFinishedRunGivesItsPlaceBack,
@@ -669,6 +671,42 @@ async fn check(case: Case) -> Result<(), String> {
             )?;
             let refused = metric(&mut conn, "diagwire_serve_links_refused_total").await?;
             ensure(refused >= 5, format!("{refused} links counted"))
+        }
+        Case::ALinkPlantedAsAStagedFileIsNotReadBackByTheStream => {
+            post(&mut conn, "boot", "r", "n", &boot).await;
+            let events = example("stage-0/events/events-000001.json");
+            post(&mut conn, "events", "r", "n", &events).await;
+            let fin = post(&mut conn, "finalize", "r", "n", br#"{"exit_reason":"x"}"#).await;
+            ensure(fin.status == 200, format!("the finalize: {}", fin.status))?;
+            // The run's buffer was given back with its bundle written: a subscriber now reads
+            // every record back from staging, where the events batch is now a link out.
+            plant_node(outside.path(), &boot);
+            let staged = root.path().join("staging/r/n/events-000001.json");
+            std::fs::remove_file(&staged).unwrap();
+            std::os::unix::fs::symlink(outside.path().join("node/events-000001.json"), &staged)
+                .unwrap();
+            let url = format!("http://{addr}/diag/stream/r");
+            let mut sub = subscribe(&url, Some(0)).await.map_err(|e| e.to_string())?;
+            let mut seen = Vec::new();
+            for _ in 0..8 {
+                let event = tokio::time::timeout(Duration::from_secs(30), sub.next())
+                    .await
+                    .map_err(|_| "nothing within 30 s".to_string())?;
+                match event {
+                    Some(Ok(StreamEvent::Record { record, .. })) => {
+                        seen.push(format!("{:?}", record.kind));
+                    }
+                    Some(Ok(StreamEvent::Lagged { skipped })) => {
+                        seen.push(format!("lagged {skipped}"))
+                    }
+                    Some(Ok(StreamEvent::End { .. })) | None => break,
+                    Some(Err(e)) => return Err(e.to_string()),
+                }
+            }
+            ensure(
+                seen.len() == 3 && seen[1] == "lagged 1",
+                format!("the stream read through the link: {seen:?}"),
+            )
         }
         Case::TheBundleOfRunDotHiddenSurvivesARestart => {
             post(&mut conn, "boot", ".hidden", "n", &boot).await;
