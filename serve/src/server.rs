@@ -362,3 +362,104 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::FutureExt;
+
+    /// What happens to the connections, in order.
+    enum Step {
+        /// A connection arrives (named by its index in arrival order).
+        Open,
+        /// A request of connection `i` begins.
+        Serve(usize),
+        /// The request of connection `i` ends (its reply sent).
+        Done(usize),
+        /// Connection `i` ends on its own.
+        End(usize),
+        /// A connection arrives while every place is taken.
+        AtTheCap,
+    }
+
+    /// The connections asked to close as idle after `steps`, with at most `max_idle` idle.
+    fn closed(max_idle: usize, steps: &[Step]) -> Vec<usize> {
+        let conns = Conns::new(max_idle);
+        let mut open: Vec<Option<Conn>> = Vec::new();
+        let mut serving: Vec<Option<Serving>> = Vec::new();
+        for step in steps {
+            match step {
+                Step::Open => {
+                    open.push(Some(conns.open()));
+                    serving.push(None);
+                }
+                Step::Serve(i) => serving[*i] = open[*i].as_ref().map(Conn::serving),
+                Step::Done(i) => serving[*i] = None,
+                Step::End(i) => open[*i] = None,
+                Step::AtTheCap => {
+                    conns.close_oldest_idle();
+                }
+            }
+        }
+        open.iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.as_ref()
+                    .is_some_and(|c| c.close.notified().now_or_never().is_some())
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    #[test]
+    fn idle_connections_are_closed_oldest_first() {
+        use Step::*;
+        let cases: &[(&str, usize, &[Step], &[usize])] = &[
+            (
+                "under the bound, none is closed",
+                3,
+                &[Open, Open, Open],
+                &[],
+            ),
+            (
+                "past the bound, the oldest idle is closed",
+                2,
+                &[Open, Open, Open, Open],
+                &[0, 1],
+            ),
+            (
+                "a connection being served is never closed as idle",
+                1,
+                &[Open, Serve(0), Open, Open],
+                &[1],
+            ),
+            (
+                "a kept-alive connection idles again as the newest once its reply is sent",
+                2,
+                &[Open, Open, Serve(0), Done(0), Open],
+                &[1],
+            ),
+            (
+                "a connection that ended is not in the queue",
+                1,
+                &[Open, End(0), Open],
+                &[],
+            ),
+            (
+                "at the connection cap, the oldest idle makes room",
+                8,
+                &[Open, Serve(0), Open, Open, AtTheCap],
+                &[1],
+            ),
+            (
+                "at the connection cap with none idle, none is closed",
+                8,
+                &[Open, Serve(0), AtTheCap],
+                &[],
+            ),
+        ];
+        for (name, max_idle, steps, want) in cases {
+            assert_eq!(closed(*max_idle, steps), *want, "{name}");
+        }
+    }
+}
