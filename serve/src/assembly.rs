@@ -7,10 +7,16 @@
 //! [`TarGzWriter`], with the run's quarantined bodies under [`QUARANTINE_DIR`]. So memory holds
 //! one staged file (at most a body, 32 MiB) plus the list of paths, whatever the run's size. The
 //! output is byte for byte what `write_tar_gz` writes for the same files.
+//!
+//! Staging, quarantine and `bundles/` are read, written, renamed and removed through
+//! [`crate::confined`], from their folders' descriptors without following a link: a link
+//! planted in place of a node folder or a staged file is left out of the bundle, logged and
+//! counted, and nothing it points to is read.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, BufWriter, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::UNIX_EPOCH;
 
@@ -20,13 +26,13 @@ use diagwire::bundle::assemble::{
 };
 use diagwire::bundle::output::TarGzWriter;
 use diagwire::bundle::read::{BundleReader, Limits};
-use diagwire::bundle::target::{files_under, sync_dir};
+use diagwire::bundle::target::files_under;
 use diagwire::layout::{self, FileKind, Role};
 use diagwire::v1::Manifest;
 
 use crate::Collector;
+use crate::confined::{Dir, Kind};
 use crate::live::lock;
-use crate::store::sorted_names;
 
 /// The bundle folder holding a run's quarantined bodies (the library's, which its readers know).
 pub use diagwire::quarantine::QUARANTINE_DIR;
@@ -40,35 +46,36 @@ pub const WORK_PREFIX: char = '~';
 
 /// A name in `bundles/` for work in progress: starting with [`WORK_PREFIX`], unique in this
 /// process, and removed at the next start when a crash left it.
-fn temporary(bundles: &Path, run_id: &str, what: &str) -> PathBuf {
+fn temporary(run_id: &str, what: &str) -> String {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    bundles.join(format!(
-        "{WORK_PREFIX}{run_id}.{what}-{}-{n}",
-        std::process::id()
-    ))
+    format!("{WORK_PREFIX}{run_id}.{what}-{}-{n}", std::process::id())
 }
 
-/// A folder removed with what it holds when dropped.
-struct Scratch(PathBuf);
+/// A folder in `bundles/` removed with what it holds when dropped.
+struct Scratch<'a> {
+    bundles: &'a Dir,
+    name: String,
+}
 
-impl Drop for Scratch {
+impl Drop for Scratch<'_> {
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
+        let _ = self.bundles.remove_tree(&self.name);
     }
 }
 
 /// A finished archive under a temporary name in `bundles/`, removed when dropped unless it was
 /// moved into place or opened to be served.
 pub struct Archive {
-    path: Option<PathBuf>,
+    bundles: Dir,
+    name: Option<String>,
     /// What it holds.
     pub listing: Listing,
 }
 
 impl Drop for Archive {
     fn drop(&mut self) {
-        if let Some(path) = self.path.take() {
-            let _ = fs::remove_file(path);
+        if let Some(name) = self.name.take() {
+            let _ = self.bundles.remove(&name);
         }
     }
 }
@@ -76,11 +83,18 @@ impl Drop for Archive {
 impl Archive {
     /// Opens the archive to be read, and removes its name (the open file stays readable).
     pub fn open_and_forget(mut self) -> io::Result<File> {
-        let path = self.path.take().unwrap_or_default();
-        let file = File::open(&path);
-        let _ = fs::remove_file(&path);
+        let name = self.name.take().unwrap_or_default();
+        let file = self.bundles.open_file(&name).map(|(f, _)| f);
+        let _ = self.bundles.remove(&name);
         file
     }
+}
+
+/// Where a file of the archive is read from: the folder assembly wrote (by its path below it),
+/// or a quarantined body's folder (by its name).
+enum Source {
+    Written(String),
+    Quarantined(Arc<Dir>, String),
 }
 
 /// What a bundle holds, for the serve decision: its manifest and every file's path (relative to
@@ -225,33 +239,38 @@ impl Collector {
         if layout::sanitize_component(run_id) != run_id {
             return Ok(None);
         }
-        let staged = store.staging.join(run_id);
+        let staged = store.staging_dir(run_id)?;
         let quarantined = store.quarantined_files(run_id)?;
-        if !staged.is_dir() && quarantined.is_empty() {
+        if staged.is_none() && quarantined.is_empty() {
             return Ok(None);
         }
-        let scratch = Scratch(temporary(&store.bundles, run_id, "assembling"));
-        fs::create_dir(&scratch.0)?;
-        let mut writer = StreamWriter::to_dir(&scratch.0, run_id, self.writer())?;
+        let scratch = Scratch {
+            bundles: &store.bundles_dir,
+            name: temporary(run_id, "assembling"),
+        };
+        let scratch_dir = store.bundles_dir.create_dir(&scratch.name)?;
+        let mut writer = StreamWriter::to_dir(scratch_dir.path(), run_id, self.writer())?;
         writer.declare_from_records();
         let mut span: Option<(u64, u64)> = None;
-        for node in sorted_names(&staged, true)? {
-            let dir = staged.join(&node);
-            for name in sorted_names(&dir, false)? {
+        let nodes = match &staged {
+            Some(staged) => store.names(staged, Kind::Dir)?,
+            None => Vec::new(),
+        };
+        for node in nodes {
+            let Some(staged) = &staged else { break };
+            let dir = staged.open_dir(&node)?;
+            for name in store.names(&dir, Kind::File)? {
                 if name.starts_with('.') {
                     continue; // a post still being written
                 }
                 let Some((kind, seq)) = layout::parse_staged_name(&name) else {
                     continue;
                 };
-                let path = dir.join(&name);
-                let bytes = fs::read(&path)?;
-                if let Some(ms) = fs::metadata(&path)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                    .map(|d| d.as_millis() as u64)
-                {
+                let (mut file, meta) = dir.open_file(&name)?;
+                let mut bytes = Vec::with_capacity(meta.len.min(64 << 20) as usize);
+                file.read_to_end(&mut bytes)?;
+                if meta.modified > UNIX_EPOCH {
+                    let ms = meta.modified_ms();
                     span = Some(span.map_or((ms, ms), |(lo, hi)| (lo.min(ms), hi.max(ms))));
                 }
                 let encoding = layout::Encoding::of_name(&name).unwrap_or_default();
@@ -268,37 +287,45 @@ impl Collector {
             writer.collector_span(lo, hi);
         }
         let written = writer.finish()?;
-        let mut entries: Vec<(String, PathBuf)> = files_under(&written.path)?
+        // The run's folder assembly wrote, below the scratch folder.
+        let written_rel = written
+            .path
+            .strip_prefix(scratch_dir.path())
+            .map_err(|_| io::Error::other("the assembled bundle is outside its scratch folder"))?
+            .to_string_lossy()
+            .into_owned();
+        let mut entries: Vec<(String, Source)> = files_under(&written.path)?
             .into_iter()
             .map(|rel| {
-                let path = rel.split('/').fold(written.path.clone(), |p, c| p.join(c));
-                (rel, path)
+                let at = format!("{written_rel}/{rel}");
+                (rel, Source::Written(at))
             })
             .collect();
-        entries.extend(
-            quarantined
-                .into_iter()
-                .map(|(rel, path)| (format!("{QUARANTINE_DIR}/{rel}"), path)),
-        );
-        entries.sort();
-        let out = temporary(&store.bundles, run_id, "tar.gz.partial");
+        entries.extend(quarantined.into_iter().map(|(rel, dir, name)| {
+            (
+                format!("{QUARANTINE_DIR}/{rel}"),
+                Source::Quarantined(dir, name),
+            )
+        }));
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let out = temporary(run_id, "tar.gz.partial");
+        let file = store.bundles_dir.create_new(&out)?;
         let mut archive = Archive {
-            path: Some(out.clone()),
+            bundles: store.bundles_dir.try_clone()?,
+            name: Some(out),
             listing: Listing {
                 manifest: written.manifest,
                 files: Vec::with_capacity(entries.len()),
             },
         };
-        let file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&out)?;
         let mut tar = TarGzWriter::new(run_id, BufWriter::with_capacity(1 << 16, file))?;
-        for (rel, path) in entries {
-            let file = File::open(&path)?;
-            let size = file.metadata()?.len();
-            tar.append_from(&rel, size, file)?;
-            archive.listing.files.push((rel, size));
+        for (rel, source) in entries {
+            let (file, meta) = match &source {
+                Source::Written(at) => scratch_dir.open_under(at)?,
+                Source::Quarantined(dir, name) => dir.open_file(name)?,
+            };
+            tar.append_from(&rel, meta.len, file)?;
+            archive.listing.files.push((rel, meta.len));
         }
         let file = tar.finish()?.into_inner().map_err(|e| e.into_error())?;
         if durable {
@@ -310,15 +337,16 @@ impl Collector {
     /// Moves an assembled archive into place as the run's canonical tarball,
     /// `bundles/<run_id>.tar.gz` (replacing the one before), and flushes the folder. Blocking.
     pub fn install_archive(&self, run_id: &str, mut archive: Archive) -> io::Result<PathBuf> {
-        let bundles = &self.store.bundles;
-        let path = bundles.join(format!("{run_id}.tar.gz"));
+        let bundles = &self.store.bundles_dir;
+        let name = format!("{run_id}.tar.gz");
+        let path = self.store.bundles.join(&name);
         self.store.fault(&path)?;
-        let from = archive.path.take().unwrap_or_default();
-        if let Err(e) = fs::rename(&from, &path) {
-            let _ = fs::remove_file(&from);
+        let from = archive.name.take().unwrap_or_default();
+        if let Err(e) = bundles.rename(&from, &name) {
+            let _ = bundles.remove(&from);
             return Err(e);
         }
-        sync_dir(bundles)?;
+        bundles.sync()?;
         Ok(path)
     }
 
@@ -340,9 +368,9 @@ impl Collector {
         let Some(fresh) = self.assemble_archive(run_id, false)? else {
             return Ok(None);
         };
-        let path = self.store.bundles.join(format!("{run_id}.tar.gz"));
-        let cached = if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-            Listing::of_archive(&path)
+        let name = format!("{run_id}.tar.gz");
+        let cached = if self.is_canonical_file(run_id) {
+            Listing::of_archive(&self.store.bundles.join(name))
         } else {
             None
         };
@@ -355,11 +383,16 @@ impl Collector {
 
     /// The run's canonical tarball, opened without following a link. Blocking.
     pub fn canonical_file(&self, run_id: &str) -> io::Result<File> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = self.store.bundles.join(format!("{run_id}.tar.gz"));
-        fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&path)
+        let name = format!("{run_id}.tar.gz");
+        self.store.bundles_dir.open_file(&name).map(|(f, _)| f)
+    }
+
+    /// Whether the run's canonical tarball is there, a regular file (not a link to one).
+    pub fn is_canonical_file(&self, run_id: &str) -> bool {
+        let name = format!("{run_id}.tar.gz");
+        self.store
+            .bundles_dir
+            .meta(&name)
+            .is_ok_and(|m| m.kind == Kind::File)
     }
 }

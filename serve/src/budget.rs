@@ -1,7 +1,8 @@
 //! The collector bounded as a whole: one memory budget that bodies in flight, stream read-backs
 //! and assemblies reserve from before they hold anything (the live buffers keep a fixed part of
-//! it, [`crate::live::Budget`]), and the counted places for streams, assemblies and bundle
-//! downloads, apart from the connections posters need. A request that finds the budget or its
+//! it, [`crate::live::Budget`]), the counted places for streams, assemblies and bundle
+//! downloads, apart from the connections posters need, and the disk the bundles of downloads in
+//! flight hold. A request that finds the budget or its
 //! places spent is answered `503` with `Retry-After` (nodes spool and retry), never queued
 //! without bound.
 //!
@@ -35,6 +36,8 @@ pub struct Bounds {
     streams: Arc<Semaphore>,
     assemblies: Arc<Semaphore>,
     downloads: Arc<Semaphore>,
+    download_disk: Arc<Semaphore>,
+    download_disk_kib: u64,
     /// What an assembly reserves from the memory budget (one staged file, the manifest's
     /// records read for their version and the compressor).
     pub assembly_cost: u64,
@@ -70,6 +73,8 @@ impl Bounds {
             streams: Arc::new(Semaphore::new(limits.max_streams.max(1))),
             assemblies: Arc::new(Semaphore::new(limits.max_assemblies.max(1))),
             downloads: Arc::new(Semaphore::new(limits.max_downloads.max(1))),
+            download_disk: Arc::new(Semaphore::new(kib(limits.max_download_disk_bytes) as usize)),
+            download_disk_kib: u64::from(kib(limits.max_download_disk_bytes)),
             assembly_cost: (limits.max_body_bytes as u64).saturating_add(16 << 20),
             retry_after: Duration::from_secs(1),
             begun: std::sync::atomic::AtomicU64::new(0),
@@ -112,6 +117,26 @@ impl Bounds {
     /// A place for a bundle download, or `None` when every one is taken.
     pub fn download(&self) -> Option<Place> {
         self.downloads.clone().try_acquire_owned().ok().map(Place)
+    }
+
+    /// The disk a download of a file of `bytes` holds until its client has read it, or `None`
+    /// when the downloads in flight hold too much already (a file larger than the whole
+    /// allowance takes all of it).
+    pub fn download_disk(&self, bytes: u64) -> Option<Reserved> {
+        let n = kib(bytes).min(self.download_disk_kib as u32);
+        if n == 0 {
+            return Some(Reserved(None));
+        }
+        self.download_disk
+            .clone()
+            .try_acquire_many_owned(n)
+            .ok()
+            .map(|p| Reserved(Some(p)))
+    }
+
+    /// The disk downloads in flight may hold together, in bytes.
+    pub fn download_disk_bytes(&self) -> u64 {
+        self.download_disk_kib * 1024
     }
 
     /// A place to assemble a bundle in, waiting for one, with its memory reserved (`None` only

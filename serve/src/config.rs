@@ -29,8 +29,13 @@ pub struct Limits {
     pub max_run_bytes: u64,
     /// Longest `x-run-id` or `x-node-id`, in bytes.
     pub max_id_bytes: usize,
-    /// Most connections served at once; further connections wait to be accepted.
+    /// Most connections served at once (4,096); a connection arriving past it closes the
+    /// oldest idle one, else it waits to be accepted.
     pub max_connections: usize,
+    /// Most idle connections at once (2,048): connections that have not sent a whole request
+    /// head yet, or are kept alive between requests. Past it the oldest idle one is closed, so
+    /// connections that send nothing never take the places posters need.
+    pub max_idle_connections: usize,
     /// Time a client has to send a request's headers (the connection is closed after it).
     pub header_timeout: Duration,
     /// Time a client has to send a request's body once its headers arrived (408 after it).
@@ -49,6 +54,11 @@ pub struct Limits {
     pub max_assemblies: usize,
     /// Most bundle downloads (`GET /diag/bundle`) served at once (8); 503 past it.
     pub max_downloads: usize,
+    /// Most disk the bundles of downloads in flight hold together, in bytes (4 GiB): a file
+    /// being served stays on disk until its client has read it, even once replaced or removed.
+    /// A download that would pass it is answered 503; a bundle larger than the whole of it is
+    /// served when no other download holds any.
+    pub max_download_disk_bytes: u64,
     /// Most problems a PostAck and a `.why.json` list (100); the rest are counted.
     pub max_problems: usize,
 }
@@ -63,6 +73,7 @@ impl Default for Limits {
             max_run_bytes: 1 << 30,
             max_id_bytes: 128,
             max_connections: 4_096,
+            max_idle_connections: 2_048,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             memory_budget_bytes: 512 << 20,
@@ -70,6 +81,7 @@ impl Default for Limits {
             max_waiting_runs: 64,
             max_assemblies: 2,
             max_downloads: 8,
+            max_download_disk_bytes: 4 << 30,
             max_problems: 100,
         }
     }
@@ -171,6 +183,14 @@ pub struct ServeArgs {
     /// request, unless given here or in `RUST_LOG`; `warn` for problems only).
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
+    /// Most idle connections at once (connected without a whole request head yet, or kept alive
+    /// between requests); past it the oldest idle one is closed.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_idle_connections)]
+    pub max_idle_connections: usize,
+    /// Most disk the bundles being downloaded hold together, e.g. `4GiB` or `500MB`; a download
+    /// that would pass it is answered 503 with `Retry-After`.
+    #[arg(long, value_name = "SIZE", default_value = "4GiB", value_parser = parse_size)]
+    pub max_download_disk: u64,
     /// How log lines are written: `text`, or `json` (one JSON object per line).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -183,8 +203,18 @@ impl ServeArgs {
         config.finalize_wait = self.finalize_wait;
         config.validate = !self.no_validate;
         config.dedupe = !self.no_dedupe;
+        config.limits.max_idle_connections = self.max_idle_connections;
+        config.limits.max_download_disk_bytes = self.max_download_disk;
         config
     }
+}
+
+/// Reads a size as the command line writes it (`4GiB`, `500MB`, `1048576`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<bytesize::ByteSize>()
+        .map(|s| s.as_u64())
+        .map_err(|e| format!("{text:?}: {e} (write a size like 4GiB, 500MB or 1048576)"))
 }
 
 /// Reads a duration as the command line writes it (`500ms`, `5s`, `1m 30s`).
@@ -234,6 +264,21 @@ mod tests {
         for (text, want) in cases {
             let got = parse_duration(text).ok().map(|d| d.as_millis() as u64);
             assert_eq!(got, *want, "{text}");
+        }
+    }
+
+    #[test]
+    fn sizes_read_as_written() {
+        let cases: &[(&str, Option<u64>)] = &[
+            ("4GiB", Some(4 << 30)),
+            ("500MB", Some(500_000_000)),
+            ("16MiB", Some(16 << 20)),
+            ("1048576", Some(1 << 20)),
+            ("lots", None),
+            ("-1GiB", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_size(text).ok(), *want, "{text}");
         }
     }
 }

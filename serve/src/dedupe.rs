@@ -15,7 +15,6 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::Path;
 
 use diagwire::layout::{self, Encoding, FileKind};
 use serde_json::Value;
@@ -722,9 +721,13 @@ impl NodeDedupe {
     /// The state of a node rebuilt from its staging directory: its staged files replayed in the
     /// order they were stored (modification time; boots first among files of one instant, then
     /// by number). Files that do not read as records are skipped. Reads one file at a time.
-    pub fn rebuild(dir: &Path, window: usize) -> std::io::Result<NodeDedupe> {
+    pub fn rebuild(
+        store: &crate::store::Store,
+        dir: &crate::confined::Dir,
+        window: usize,
+    ) -> std::io::Result<NodeDedupe> {
         let mut files = Vec::new();
-        for name in crate::store::sorted_names(dir, false)? {
+        for name in store.names(dir, crate::confined::Kind::File)? {
             let Some((kind, n)) = layout::parse_staged_name(&name) else {
                 continue;
             };
@@ -732,16 +735,17 @@ impl NodeDedupe {
                 Some((_, e)) => e,
                 None => continue,
             };
-            let modified = std::fs::metadata(dir.join(&name))
-                .and_then(|m| m.modified())
-                .ok();
+            let modified = dir.meta(&name).ok().map(|m| m.modified);
             let rank = u8::from(kind != FileKind::Boot);
             files.push((modified, rank, n, kind, encoding, name));
         }
         files.sort_by_key(|a| (a.0, a.1, a.2));
         let mut state = NodeDedupe::default();
         for (_, _, n, kind, encoding, name) in files {
-            let Ok(bytes) = std::fs::read(dir.join(&name)) else {
+            let Ok(bytes) = dir.open_file(&name).and_then(|(mut f, _)| {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut bytes).map(|_| bytes)
+            }) else {
                 continue;
             };
             let Ok(text) = diagwire::binary::json_text(encoding, kind.record_kind(), &bytes) else {

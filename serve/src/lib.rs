@@ -47,12 +47,13 @@ impl Collector {
     /// Opens a collector on `config.root`, recovering every run staged there.
     pub fn open(config: Config) -> std::io::Result<Arc<Collector>> {
         let config = Arc::new(config);
-        let store = store::Store::open(config.clone())?;
+        let metrics = observe::Metrics::new();
+        let store = store::Store::open(config.clone(), metrics.links_refused.clone())?;
         let validators = Validators::new().map_err(|e| std::io::Error::other(e.to_string()))?;
         Ok(Arc::new(Collector {
             config,
             store,
-            metrics: observe::Metrics::new(),
+            metrics,
             validators,
         }))
     }

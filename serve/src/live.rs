@@ -156,6 +156,8 @@ impl Inner {
 /// Where the run's staged files are, to read back what the buffer no longer holds.
 struct Staged {
     run_id: String,
+    /// The collector's root: staged files are read from it without following a link.
+    root: Arc<crate::confined::Root>,
     dir: PathBuf,
 }
 
@@ -205,14 +207,14 @@ impl WeakHub {
 pub type Recovered = Vec<(String, FileKind, u64)>;
 
 impl Hub {
-    /// The stream of run `run_id`, whose staged files are under `dir` (`staging/<run_id>`),
-    /// keeping up to `cap` records within `budget`. `recovered` are the files already staged
+    /// The stream of run `run_id`, whose staged files are under `dir` (`staging/<run_id>`, below
+    /// `root`, read without following a link), keeping up to `cap` records within `budget`. `recovered` are the files already staged
     /// (per node and kind, the highest number): they take the first ids, every node's boot
     /// records first, then each node's files by kind and number. The run's buffer holds at
     /// most `run_bytes` (its share of `budget`); read-backs reserve memory from `bounds`.
     pub fn new(
         run_id: &str,
-        dir: PathBuf,
+        (root, dir): (Arc<crate::confined::Root>, PathBuf),
         recovered: Recovered,
         (cap, run_bytes): (usize, u64),
         budget: Arc<Budget>,
@@ -249,6 +251,7 @@ impl Hub {
                 newest,
                 staged: Staged {
                     run_id: run_id.to_owned(),
+                    root,
                     dir,
                 },
             }),
@@ -461,17 +464,23 @@ impl Subscription {
     }
 }
 
-/// The size of a staged record's file (0 when it is not there). Blocking.
+/// The folder of a node's staged files, opened without following a link.
+fn node_dir(staged: &Staged, node: &str) -> Option<crate::confined::Dir> {
+    staged.root.dir(&staged.dir.join(node), false).ok()
+}
+
+/// The size of a staged record's file (0 when it is not there, or not a regular file). Blocking.
 fn staged_size(staged: &Staged, key: &Key, n: u64) -> u64 {
-    let dir = staged.dir.join(&key.node);
+    let Some(dir) = node_dir(staged, &key.node) else {
+        return 0;
+    };
     [Encoding::Json, Encoding::Protobuf]
         .into_iter()
         .find_map(|encoding| {
-            let path = dir.join(layout::staged_name_as(&key.kind, n, encoding));
-            std::fs::symlink_metadata(path)
-                .ok()
-                .filter(std::fs::Metadata::is_file)
-                .map(|m| m.len())
+            let meta = dir
+                .meta(&layout::staged_name_as(&key.kind, n, encoding))
+                .ok()?;
+            (meta.kind == crate::confined::Kind::File).then_some(meta.len)
         })
         .unwrap_or(0)
 }
@@ -479,24 +488,20 @@ fn staged_size(staged: &Staged, key: &Key, n: u64) -> u64 {
 /// A staged record read back as the stream sent it; `None` when its file is gone or does not
 /// read. Blocking.
 fn read_back(staged: &Staged, back: &ReadBack) -> Option<LiveItem> {
-    let dir = staged.dir.join(&back.key.node);
-    let (bytes, encoding, modified) =
+    let dir = node_dir(staged, &back.key.node)?;
+    let (bytes, encoding, meta) =
         [Encoding::Json, Encoding::Protobuf]
             .into_iter()
             .find_map(|encoding| {
-                let path = dir.join(layout::staged_name_as(&back.key.kind, back.n, encoding));
-                let meta = std::fs::symlink_metadata(&path).ok()?;
-                if !meta.is_file() {
-                    return None;
-                }
-                let bytes = std::fs::read(&path).ok()?;
-                Some((bytes, encoding, meta.modified().ok()))
+                let name = layout::staged_name_as(&back.key.kind, back.n, encoding);
+                let (mut file, meta) = dir.open_file(&name).ok()?;
+                let mut bytes = Vec::with_capacity(meta.len.min(64 << 20) as usize);
+                std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+                Some((bytes, encoding, meta))
             })?;
     let text = diagwire::binary::json_text(encoding, back.key.kind.record_kind(), &bytes).ok()?;
     let body: serde_json::Value = serde_json::from_slice(&text).ok()?;
-    let recv_ms = modified
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as u64);
+    let recv_ms = meta.modified_ms();
     let stem = back.key.kind.staged_stem();
     let record = LiveRecord::new(
         &staged.run_id,
@@ -550,9 +555,10 @@ mod tests {
                 &crate::config::Limits::default(),
                 0,
             ));
+            let root = Arc::new(crate::confined::Root::open(dir.path()).unwrap());
             let hub = Hub::new(
                 "r",
-                dir.path().to_path_buf(),
+                (root, dir.path().to_path_buf()),
                 recovered
                     .iter()
                     .map(|(node, kind, n)| (node.to_string(), kind.clone(), *n))
@@ -695,10 +701,12 @@ mod tests {
             0,
         ));
         let hub = |id: &str| {
-            let dir = std::env::temp_dir().join(format!("diagwire-live-share-{id}"));
+            let tmp = std::env::temp_dir();
+            let dir = tmp.join(format!("diagwire-live-share-{id}"));
+            let root = Arc::new(crate::confined::Root::open(&tmp).unwrap());
             Hub::new(
                 id,
-                dir,
+                (root, dir),
                 Recovered::new(),
                 (100, 3 * unit),
                 budget.clone(),

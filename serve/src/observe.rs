@@ -86,6 +86,10 @@ pub struct Metrics {
     pub assemblies: Counter,
     /// Time one assembly took.
     pub assembly_seconds: Histogram,
+    /// Connections closed as idle (`crate::server::Conns`).
+    pub idle_closed: Counter,
+    /// Links found under the root where a folder or a file was expected, never followed.
+    pub links_refused: Counter,
 }
 
 impl Default for Metrics {
@@ -111,6 +115,8 @@ impl Metrics {
             lagged: Counter::default(),
             assemblies: Counter::default(),
             assembly_seconds: latency_buckets(),
+            idle_closed: Counter::default(),
+            links_refused: Counter::default(),
         };
         registry.register(
             "diagwire_serve_posts",
@@ -166,6 +172,16 @@ impl Metrics {
             "diagwire_serve_assembly_seconds",
             "Time one assembly took",
             m.assembly_seconds.clone(),
+        );
+        registry.register(
+            "diagwire_serve_idle_connections_closed",
+            "Connections closed as idle (no whole request head yet, or kept alive between requests)",
+            m.idle_closed.clone(),
+        );
+        registry.register(
+            "diagwire_serve_links_refused",
+            "Links found under the root where the collector reads, never followed",
+            m.links_refused.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -213,6 +213,39 @@ struct Outcome {
     deduplicated: Option<(bool, u64, u64)>,
 }
 
+impl Outcome {
+    /// A body kept in quarantine, nothing staged.
+    fn kept(at: String, problems: Problems, unreadable: Option<String>) -> Outcome {
+        Outcome {
+            seq: None,
+            problems,
+            quarantined: Some(at),
+            unreadable,
+            deduplicated: None,
+        }
+    }
+}
+
+/// A post admitted at the door: who posts what, read from its route and headers.
+#[derive(Clone)]
+struct Admitted {
+    run_id: String,
+    node: String,
+    /// `x-node-send-ms`, echoed back (0 when missing or not an integer).
+    send_ms: u64,
+    /// The route's last segment, as posted.
+    kind_name: String,
+    /// The record kind; `None` for an unknown kind whose body is kept in quarantine.
+    kind: Option<FileKind>,
+    content_type: Option<String>,
+    /// The body's encoding by its content type (JSON without one); `None` when neither.
+    encoding: Option<layout::Encoding>,
+    recv_ms: u64,
+}
+
+/// `POST /diag/<kind>`: admitted from its headers, its body read within the budget, decided by
+/// the door while it is flushed, stored, then answered (a finalize after its wait and
+/// assembly).
 async fn ingest(
     State(c): State<Arc<Collector>>,
     Path(kind_name): Path<String>,
@@ -220,17 +253,45 @@ async fn ingest(
 ) -> Response {
     let recv_ms = now_ms();
     let (parts, body) = request.into_parts();
+    let admitted = match admit(&c, kind_name, &parts.headers, recv_ms) {
+        Ok(a) => a,
+        Err((status, why)) => return error(status, why),
+    };
     let limits = &c.config.limits;
-    let run_id = match id_header(&parts.headers, "x-run-id", limits.max_id_bytes) {
-        Ok(v) => v,
-        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    let (bytes, _memory) = match read_body(
+        body,
+        &parts.headers,
+        limits.max_body_bytes,
+        limits.body_timeout,
+        &c.store.bounds,
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(r) => return r,
     };
-    let node = match id_header(&parts.headers, "x-node-id", limits.max_id_bytes) {
-        Ok(v) => v,
-        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    let (run, outcome) = match store_post(&c, &admitted, bytes).await {
+        Ok(stored) => stored,
+        Err(r) => return r,
     };
-    let send_ms = parts
-        .headers
+    reply(&c, &admitted, &run, outcome).await
+}
+
+/// Reads who posts what: the id headers (400 when missing or unsafe), the send time, the kind
+/// (404 for an unknown kind that cannot be kept), the content type; else the error's status and
+/// message.
+fn admit(
+    c: &Collector,
+    kind_name: String,
+    headers: &HeaderMap,
+    recv_ms: u64,
+) -> Result<Admitted, (StatusCode, String)> {
+    let max = c.config.limits.max_id_bytes;
+    let run_id =
+        id_header(headers, "x-run-id", max).map_err(|why| (StatusCode::BAD_REQUEST, why))?;
+    let node =
+        id_header(headers, "x-node-id", max).map_err(|why| (StatusCode::BAD_REQUEST, why))?;
+    let send_ms = headers
         .get("x-node-send-ms")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -245,289 +306,407 @@ async fn ingest(
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_');
     if kind.is_none() && !keep_unknown {
-        return error(StatusCode::NOT_FOUND, "unknown record kind");
+        return Err((StatusCode::NOT_FOUND, "unknown record kind".into()));
     }
-    let (bytes, _memory) = match read_body(
-        body,
-        &parts.headers,
-        limits.max_body_bytes,
-        limits.body_timeout,
-        &c.store.bounds,
-    )
-    .await
-    {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let content_type = parts
-        .headers
+    let content_type = headers
         .get(header::CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let run = match c.store.run_or_create(&run_id) {
-        Ok(r) => r,
-        Err(e) => return store_error(e),
-    };
-    let seq_lock = match c.store.node_seq(&run, &node) {
-        Ok(s) => s,
-        Err(e) => return store_error(e),
-    };
-    let mut guard = seq_lock.lock_owned().await;
     let encoding = match content_type.as_deref() {
         None => Some(layout::Encoding::Json),
         Some(ct) => layout::Encoding::of_content_type(ct),
     };
-    // A record is most often staged as posted: its bytes are written and flushed under a
-    // temporary name while the door parses them, so the flush and the parse overlap. The file is
-    // linked to its staged name only once the door said to stage the body as posted (else it is
-    // removed); the node's sequence lock, held throughout, keeps its number free.
-    let early = match (&kind, encoding) {
-        (Some(kind), Some(encoding)) => {
-            let (c, run, node, bytes) = (c.clone(), run.clone(), node.clone(), bytes.clone());
-            let (kind, n) = (kind.clone(), guard.next_number(kind));
-            Some(tokio::task::spawn_blocking(move || {
-                let post = Post {
-                    kind: &kind,
-                    bytes: &bytes,
-                    encoding,
-                    recv_ms,
-                };
-                c.store.flush(&run, &node, n, &post)
-            }))
-        }
-        _ => None,
-    };
-    let verdict = match &kind {
-        Some(kind) => {
-            let (c, kind, bytes, ct) =
-                (c.clone(), kind.clone(), bytes.clone(), content_type.clone());
-            let decide = tokio::task::spawn_blocking(move || {
-                let door = Door {
-                    validate: c.config.validate,
-                    validators: &c.validators,
-                    max_problems: c.config.limits.max_problems,
-                };
-                door::decide(&door, &kind, ct.as_deref(), &bytes)
-            });
-            match decide.await {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    return error(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("the post was not read: {e}"),
-                    );
-                }
-            }
-        }
+    Ok(Admitted {
+        run_id,
+        node,
+        send_ms,
+        kind_name,
+        kind,
+        content_type,
+        encoding,
+        recv_ms,
+    })
+}
+
+/// Stores a read body under its node's sequence lock: flushed as posted while the door decides
+/// what it is, then staged, staged in part or kept in quarantine as the door said.
+async fn store_post(
+    c: &Arc<Collector>,
+    admitted: &Admitted,
+    bytes: Bytes,
+) -> Result<(Arc<crate::store::Run>, Outcome), Response> {
+    let run = c
+        .store
+        .run_or_create(&admitted.run_id)
+        .map_err(store_error)?;
+    let seq_lock = c
+        .store
+        .node_seq(&run, &admitted.node)
+        .map_err(store_error)?;
+    let mut guard = seq_lock.lock_owned().await;
+    let early = flush_early(c, admitted, &run, &mut guard, &bytes);
+    let verdict = match &admitted.kind {
+        Some(kind) => Some(explain(c, kind, admitted.content_type.clone(), bytes.clone()).await?),
         None => None,
     };
     let early = match early {
-        Some(task) => match task.await {
-            Ok(flushed) => Some(flushed),
-            Err(e) => {
-                return error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("the post was not stored: {e}"),
-                );
-            }
-        },
-        None => None,
-    };
-    let worker = c.clone();
-    let (run2, node2, kind2) = (run.clone(), node.clone(), kind.clone());
-    let outcome =
-        tokio::task::spawn_blocking(move || -> Result<Outcome, StoreError> {
-            let c = worker;
-            let (Some(kind), Some(verdict)) = (kind2, verdict) else {
-                let why = why_json(Why {
-                    route: kind_name.clone(),
-                    problem: Some("unknown record kind".into()),
-                    ..Why::default()
-                });
-                let at = c.store.quarantine(
-                    &run2,
-                    &node2,
-                    &mut guard,
-                    &Quarantined {
-                        kind: &kind_name,
-                        body: &bytes,
-                        extension: "bin",
-                        why,
-                        recv_ms,
-                    },
-                )?;
-                return Ok(Outcome {
-                    seq: None,
-                    problems: Problems::default(),
-                    quarantined: Some(at),
-                    unreadable: None,
-                    deduplicated: None,
-                });
-            };
-            let stem = kind.staged_stem();
-            let ext = match encoding {
-                Some(e) => e.extension(),
-                None => "bin",
-            };
-            let keep = |c: &Collector, guard: &mut crate::store::NodeSeq, problems: &Problems| {
-                let why = why_json(Why {
-                    route: stem.clone(),
-                    content_type: content_type.clone(),
-                    problems: problems
-                        .list
-                        .iter()
-                        .map(|p| WhyProblem {
-                            pointer: p.pointer.clone(),
-                            message: p.message.clone(),
-                        })
-                        .collect(),
-                    problem: None,
-                });
-                let why = with_omitted(why, problems.omitted);
-                c.store.quarantine(
-                    &run2,
-                    &node2,
-                    guard,
-                    &Quarantined {
-                        kind: &stem,
-                        body: &bytes,
-                        extension: ext,
-                        why,
-                        recv_ms,
-                    },
-                )
-            };
-            match verdict {
-                Verdict::Unreadable(message) => {
-                    drop(early);
-                    let problems = Problems {
-                        list: vec![door::DoorProblem {
-                            pointer: String::new(),
-                            message: message.clone(),
-                        }],
-                        omitted: 0,
-                    };
-                    let at = keep(&c, &mut guard, &problems)?;
-                    Ok(Outcome {
-                        seq: None,
-                        problems,
-                        quarantined: Some(at),
-                        unreadable: Some(message),
-                        deduplicated: None,
-                    })
-                }
-                Verdict::NotARecord(problems) => {
-                    drop(early);
-                    let at = keep(&c, &mut guard, &problems)?;
-                    Ok(Outcome {
-                        seq: None,
-                        problems,
-                        quarantined: Some(at),
-                        unreadable: None,
-                        deduplicated: None,
-                    })
-                }
-                Verdict::Stage {
-                    bytes: staged,
-                    encoding,
-                    json,
-                    problems,
-                } => {
-                    // What the node staged already is left out (`crate::dedupe`).
-                    let plan = if c.config.dedupe {
-                        guard.dedupe.plan(&kind, &json)
-                    } else {
-                        crate::dedupe::Plan::default()
-                    };
-                    // The body as posted goes to quarantine first, so a crash between the two never
-                    // leaves the left-out records nowhere; a repeat of a staged post was kept then.
-                    let quarantined = if problems.is_empty() || plan.duplicate {
-                        None
-                    } else {
-                        Some(keep(&c, &mut guard, &problems)?)
-                    };
-                    // Records kept in conflict are listed after the door's problems, within the
-                    // same cap; the rest are counted.
-                    let mut problems = problems;
-                    let room = c
-                        .config
-                        .limits
-                        .max_problems
-                        .saturating_sub(problems.list.len());
-                    problems
-                        .list
-                        .extend(plan.conflicts.iter().take(room).cloned());
-                    problems.omitted += plan.conflicts.len().saturating_sub(room) as u64;
-                    if plan.duplicate {
-                        drop(early);
-                        guard.dedupe.commit(&plan, 0, c.config.dedupe_window);
-                        crate::dedupe::count(&run2, &node2, &plan);
-                        return Ok(Outcome {
-                            seq: plan.seq,
-                            problems,
-                            quarantined,
-                            unreadable: None,
-                            deduplicated: Some((true, plan.left_out, 0)),
-                        });
-                    }
-                    let (staged, encoding, json) = match plan.kept.clone() {
-                        Some(kept) => (
-                            Some(kept.clone().into_bytes()),
-                            layout::Encoding::Json,
-                            kept,
-                        ),
-                        None => (staged, encoding, json),
-                    };
-                    let post = Post {
-                        kind: &kind,
-                        bytes: staged.as_deref().unwrap_or(&bytes),
-                        encoding,
-                        recv_ms,
-                    };
-                    let seq = match (staged.is_none(), early) {
-                        (true, Some(flushed)) => {
-                            c.store.commit(&run2, &node2, &mut guard, flushed?, &post)?
-                        }
-                        (_, early) => {
-                            drop(early);
-                            c.store.stage(&run2, &node2, &mut guard, &post)?
-                        }
-                    };
-                    let record = LiveRecord::new(
-                        &run2.id,
-                        &node2,
-                        crate::live::live_kind(&stem),
-                        recv_ms,
-                        seq,
-                        diagwire::Json(serde_json::Value::Null),
-                    );
-                    if c.config.dedupe {
-                        guard.dedupe.commit(&plan, seq, c.config.dedupe_window);
-                        crate::dedupe::count(&run2, &node2, &plan);
-                    }
-                    run2.live.publish(&node2, &kind, live_data(&record, &json));
-                    Ok(Outcome {
-                        seq: Some(seq),
-                        problems,
-                        quarantined,
-                        unreadable: None,
-                        deduplicated: (plan.left_out > 0 || !plan.conflicts.is_empty())
-                            .then_some((false, plan.left_out, plan.conflicts.len() as u64)),
-                    })
-                }
-            }
-        })
-        .await;
-    let outcome = match outcome {
-        Ok(Ok(o)) => o,
-        Ok(Err(e)) => return store_error(e),
-        Err(e) => {
-            return error(
+        Some(task) => Some(task.await.map_err(|e| {
+            error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("the post was not stored: {e}"),
-            );
+            )
+        })?),
+        None => None,
+    };
+    let stored = {
+        let (c, run, admitted) = (c.clone(), run.clone(), admitted.clone());
+        tokio::task::spawn_blocking(move || {
+            store_verdict(&c, &run, &admitted, &mut guard, &bytes, verdict, early)
+        })
+        .await
+    };
+    match stored {
+        Ok(Ok(outcome)) => Ok((run, outcome)),
+        Ok(Err(e)) => Err(store_error(e)),
+        Err(e) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the post was not stored: {e}"),
+        )),
+    }
+}
+
+/// A staged file being written and flushed under a temporary name.
+type Flushing = tokio::task::JoinHandle<Result<crate::store::Reserved, StoreError>>;
+
+/// A record is most often staged as posted: its bytes are written and flushed under a
+/// temporary name while the door parses them, so the flush and the parse overlap. The file is
+/// linked to its staged name only once the door said to stage the body as posted (else it is
+/// removed); the node's sequence lock, held throughout, keeps its number free. `None` for a
+/// body that cannot be staged as posted (an unknown kind or content type).
+fn flush_early(
+    c: &Arc<Collector>,
+    admitted: &Admitted,
+    run: &Arc<crate::store::Run>,
+    guard: &mut crate::store::NodeSeq,
+    bytes: &Bytes,
+) -> Option<Flushing> {
+    let (Some(kind), Some(encoding)) = (&admitted.kind, admitted.encoding) else {
+        return None;
+    };
+    let (c, run, node, bytes) = (c.clone(), run.clone(), admitted.node.clone(), bytes.clone());
+    let (kind, n, recv_ms) = (kind.clone(), guard.next_number(kind), admitted.recv_ms);
+    Some(tokio::task::spawn_blocking(move || {
+        let post = Post {
+            kind: &kind,
+            bytes: &bytes,
+            encoding,
+            recv_ms,
+        };
+        c.store.flush(&run, &node, n, &post)
+    }))
+}
+
+/// The door's verdict on a body of `kind`, decided on a blocking thread.
+async fn explain(
+    c: &Arc<Collector>,
+    kind: &FileKind,
+    content_type: Option<String>,
+    bytes: Bytes,
+) -> Result<Verdict, Response> {
+    let (c, kind) = (c.clone(), kind.clone());
+    tokio::task::spawn_blocking(move || {
+        let door = Door {
+            validate: c.config.validate,
+            validators: &c.validators,
+            max_problems: c.config.limits.max_problems,
+        };
+        door::decide(&door, &kind, content_type.as_deref(), &bytes)
+    })
+    .await
+    .map_err(|e| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the post was not read: {e}"),
+        )
+    })
+}
+
+/// Does what the door decided (blocking): keeps an unknown kind's body, an unreadable body or
+/// one that is not a record in quarantine, or stages the records not staged before (the body
+/// as posted, through its early flush, when nothing was left out).
+fn store_verdict(
+    c: &Collector,
+    run: &Arc<crate::store::Run>,
+    admitted: &Admitted,
+    guard: &mut crate::store::NodeSeq,
+    bytes: &[u8],
+    verdict: Option<Verdict>,
+    early: Option<Result<crate::store::Reserved, StoreError>>,
+) -> Result<Outcome, StoreError> {
+    let (Some(kind), Some(verdict)) = (&admitted.kind, verdict) else {
+        let why = why_json(Why {
+            route: admitted.kind_name.clone(),
+            problem: Some("unknown record kind".into()),
+            ..Why::default()
+        });
+        let at = c.store.quarantine(
+            run,
+            &admitted.node,
+            guard,
+            &Quarantined {
+                kind: &admitted.kind_name,
+                body: bytes,
+                extension: "bin",
+                why,
+                recv_ms: admitted.recv_ms,
+            },
+        )?;
+        return Ok(Outcome::kept(at, Problems::default(), None));
+    };
+    match verdict {
+        Verdict::Unreadable(message) => {
+            drop(early);
+            let problems = Problems {
+                list: vec![door::DoorProblem {
+                    pointer: String::new(),
+                    message: message.clone(),
+                }],
+                omitted: 0,
+            };
+            let at = keep(c, run, admitted, guard, bytes, &problems)?;
+            Ok(Outcome::kept(at, problems, Some(message)))
+        }
+        Verdict::NotARecord(problems) => {
+            drop(early);
+            let at = keep(c, run, admitted, guard, bytes, &problems)?;
+            Ok(Outcome::kept(at, problems, None))
+        }
+        Verdict::Stage {
+            bytes: staged,
+            encoding,
+            json,
+            problems,
+        } => {
+            let staged = Staged {
+                kind,
+                staged,
+                encoding,
+                json,
+                problems,
+            };
+            stage(c, run, admitted, guard, bytes, staged, early)
+        }
+    }
+}
+
+/// Keeps a body as posted in quarantine with its problems beside it (`.why.json`); where it is
+/// kept, relative to the root.
+fn keep(
+    c: &Collector,
+    run: &Arc<crate::store::Run>,
+    admitted: &Admitted,
+    guard: &mut crate::store::NodeSeq,
+    bytes: &[u8],
+    problems: &Problems,
+) -> Result<String, StoreError> {
+    let stem = admitted
+        .kind
+        .as_ref()
+        .map(FileKind::staged_stem)
+        .unwrap_or_default();
+    let why = why_json(Why {
+        route: stem.clone(),
+        content_type: admitted.content_type.clone(),
+        problems: problems
+            .list
+            .iter()
+            .map(|p| WhyProblem {
+                pointer: p.pointer.clone(),
+                message: p.message.clone(),
+            })
+            .collect(),
+        problem: None,
+    });
+    let why = with_omitted(why, problems.omitted);
+    c.store.quarantine(
+        run,
+        &admitted.node,
+        guard,
+        &Quarantined {
+            kind: &stem,
+            body: bytes,
+            extension: admitted.encoding.map_or("bin", |e| e.extension()),
+            why,
+            recv_ms: admitted.recv_ms,
+        },
+    )
+}
+
+/// What the door said to stage.
+struct Staged<'a> {
+    kind: &'a FileKind,
+    /// The bytes to stage when not the body as posted (a batch without its bad records).
+    staged: Option<Vec<u8>>,
+    encoding: layout::Encoding,
+    /// The record as one line of JSON (for the live stream and idempotent ingest).
+    json: String,
+    problems: Problems,
+}
+
+/// Stages the records of a post not staged before (`crate::dedupe`), publishes them on the live
+/// stream, and keeps the body as posted in quarantine when the door left some of its records
+/// out.
+fn stage(
+    c: &Collector,
+    run: &Arc<crate::store::Run>,
+    admitted: &Admitted,
+    guard: &mut crate::store::NodeSeq,
+    bytes: &[u8],
+    door_said: Staged<'_>,
+    early: Option<Result<crate::store::Reserved, StoreError>>,
+) -> Result<Outcome, StoreError> {
+    let Staged {
+        kind,
+        staged,
+        encoding,
+        json,
+        problems,
+    } = door_said;
+    let node = &admitted.node;
+    // What the node staged already is left out (`crate::dedupe`).
+    let plan = if c.config.dedupe {
+        guard.dedupe.plan(kind, &json)
+    } else {
+        crate::dedupe::Plan::default()
+    };
+    // The body as posted goes to quarantine first, so a crash between the two never leaves the
+    // left-out records nowhere; a repeat of a staged post was kept then.
+    let quarantined = if problems.is_empty() || plan.duplicate {
+        None
+    } else {
+        Some(keep(c, run, admitted, guard, bytes, &problems)?)
+    };
+    // Records kept in conflict are listed after the door's problems, within the same cap; the
+    // rest are counted.
+    let mut problems = problems;
+    let room = c
+        .config
+        .limits
+        .max_problems
+        .saturating_sub(problems.list.len());
+    problems
+        .list
+        .extend(plan.conflicts.iter().take(room).cloned());
+    problems.omitted += plan.conflicts.len().saturating_sub(room) as u64;
+    if plan.duplicate {
+        drop(early);
+        guard.dedupe.commit(&plan, 0, c.config.dedupe_window);
+        crate::dedupe::count(run, node, &plan);
+        return Ok(Outcome {
+            seq: plan.seq,
+            problems,
+            quarantined,
+            unreadable: None,
+            deduplicated: Some((true, plan.left_out, 0)),
+        });
+    }
+    let (staged, encoding, json) = match plan.kept.clone() {
+        Some(kept) => (
+            Some(kept.clone().into_bytes()),
+            layout::Encoding::Json,
+            kept,
+        ),
+        None => (staged, encoding, json),
+    };
+    let post = Post {
+        kind,
+        bytes: staged.as_deref().unwrap_or(bytes),
+        encoding,
+        recv_ms: admitted.recv_ms,
+    };
+    let seq = match (staged.is_none(), early) {
+        (true, Some(flushed)) => c.store.commit(run, node, guard, flushed?, &post)?,
+        (_, early) => {
+            drop(early);
+            c.store.stage(run, node, guard, &post)?
         }
     };
-    // What the request's log line and metrics say of the post (`crate::observe`).
+    let record = LiveRecord::new(
+        &run.id,
+        node,
+        crate::live::live_kind(&kind.staged_stem()),
+        admitted.recv_ms,
+        seq,
+        diagwire::Json(serde_json::Value::Null),
+    );
+    if c.config.dedupe {
+        guard.dedupe.commit(&plan, seq, c.config.dedupe_window);
+        crate::dedupe::count(run, node, &plan);
+    }
+    run.live.publish(node, kind, live_data(&record, &json));
+    Ok(Outcome {
+        seq: Some(seq),
+        problems,
+        quarantined,
+        unreadable: None,
+        deduplicated: (plan.left_out > 0 || !plan.conflicts.is_empty()).then_some((
+            false,
+            plan.left_out,
+            plan.conflicts.len() as u64,
+        )),
+    })
+}
+
+/// Waits the finalize wait and answers with the run's canonical tarball: the one a finalize just
+/// wrote when it holds the run as it is now (finalizes of one run are coalesced), else one
+/// assembled now. Its path, for the PostAck's `body`.
+async fn finalize(
+    c: &Arc<Collector>,
+    run: &Arc<crate::store::Run>,
+    run_id: &str,
+) -> Result<serde_json::Value, Response> {
+    run.hint_all();
+    tokio::time::sleep(c.config.finalize_wait).await;
+    let _assembling = run.assembly.lock().await;
+    let generation = run.generation();
+    let written = if run.bundled_at(generation) && c.is_canonical_file(run_id) {
+        Ok(Ok(c.store.bundles.join(format!("{run_id}.tar.gz"))))
+    } else {
+        let Some(_place) = c.store.bounds.assembly().await else {
+            return Err(busy(&c.store.bounds, "no place to assemble the bundle in"));
+        };
+        let worker = c.clone();
+        let id = run_id.to_owned();
+        let started = std::time::Instant::now();
+        let written = tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await;
+        let ok = matches!(written, Ok(Ok(_)));
+        c.metrics.assembled(run_id, started.elapsed(), ok);
+        written
+    };
+    match written {
+        Ok(Ok(path)) => {
+            run.set_bundled(generation);
+            run.live.finish();
+            run.live.release_unwatched();
+            Ok(serde_json::json!({ "bundle_path": path.display().to_string() }))
+        }
+        Ok(Err(e)) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the bundle of run {run_id:?} could not be assembled: {e}"),
+        )),
+        Err(e) => Err(error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+    }
+}
+
+/// The reply to a stored post: 404 for an unknown kind and 400 for an unreadable body (each
+/// naming where the body is kept), else the PostAck (a finalize's after its wait and
+/// assembly). What the request's log line and metrics say of the post goes in the reply's
+/// extensions (`crate::observe`).
+async fn reply(
+    c: &Arc<Collector>,
+    admitted: &Admitted,
+    run: &Arc<crate::store::Run>,
+    outcome: Outcome,
+) -> Response {
     let posted = crate::observe::Posted {
         seq: outcome.seq,
         deduplicated: outcome.deduplicated.map_or(0, |d| d.1),
@@ -538,7 +717,7 @@ async fn ingest(
         r.extensions_mut().insert(posted.clone());
         r
     };
-    if kind.is_none() {
+    if admitted.kind.is_none() {
         return with_posted(error(
             StatusCode::NOT_FOUND,
             format!(
@@ -556,47 +735,16 @@ async fn ingest(
             ),
         ));
     }
-    let mut body = None;
-    if kind == Some(FileKind::Finalize) {
-        run.hint_all();
-        tokio::time::sleep(c.config.finalize_wait).await;
-        let _assembling = run.assembly.lock().await;
-        // Finalizes of one run are coalesced: one that finds the canonical tarball holding the
-        // run as it is now (another finalize just wrote it) answers with it.
-        let generation = run.generation();
-        let canonical = c.store.bundles.join(format!("{run_id}.tar.gz"));
-        let written = if run.bundled_at(generation) && is_plain_file(&canonical) {
-            Ok(Ok(canonical))
-        } else {
-            let Some(_place) = c.store.bounds.assembly().await else {
-                return busy(&c.store.bounds, "no place to assemble the bundle in");
-            };
-            let worker = c.clone();
-            let id = run_id.clone();
-            let started = std::time::Instant::now();
-            let written = tokio::task::spawn_blocking(move || worker.write_bundle(&id)).await;
-            let ok = matches!(written, Ok(Ok(_)));
-            c.metrics.assembled(&run_id, started.elapsed(), ok);
-            written
-        };
-        match written {
-            Ok(Ok(path)) => {
-                run.set_bundled(generation);
-                run.live.finish();
-                run.live.release_unwatched();
-                body = Some(serde_json::json!({ "bundle_path": path.display().to_string() }));
-            }
-            Ok(Err(e)) => {
-                return error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("the bundle of run {run_id:?} could not be assembled: {e}"),
-                );
-            }
-            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    let body = if admitted.kind == Some(FileKind::Finalize) {
+        match finalize(c, run, &admitted.run_id).await {
+            Ok(body) => Some(body),
+            Err(r) => return r,
         }
-    }
-    let mut ack = PostAck::new(ClockEcho::new(send_ms, recv_ms, now_ms()));
-    if run.take_hint(&node) {
+    } else {
+        None
+    };
+    let mut ack = PostAck::new(ClockEcho::new(admitted.send_ms, admitted.recv_ms, now_ms()));
+    if run.take_hint(&admitted.node) {
         let mut hints = Hints::new();
         hints.snapshot_now = true;
         ack.hints = Some(hints);
@@ -688,11 +836,6 @@ async fn runs(State(c): State<Arc<Collector>>) -> Response {
     json_reply(StatusCode::OK, &listing)
 }
 
-/// Whether `path` is a regular file itself (not a link to one).
-fn is_plain_file(path: &std::path::Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
-}
-
 async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> Response {
     if layout::sanitize_component(&run_id) != run_id || run_id.len() > c.config.limits.max_id_bytes
     {
@@ -751,6 +894,17 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
             if let (true, Some(run), Some(g)) = (cached, &run, generation) {
                 run.set_bundled(g);
             }
+            // The file stays on disk until its client has read it: the downloads in flight
+            // hold a bounded number of bytes.
+            let Some(disk) = c.store.bounds.download_disk(len) else {
+                return busy(
+                    &c.store.bounds,
+                    format!(
+                        "the disk for bundles being downloaded ({} bytes) is taken",
+                        c.store.bounds.download_disk_bytes()
+                    ),
+                );
+            };
             (
                 StatusCode::OK,
                 [
@@ -765,7 +919,7 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
                     ),
                     (header::CONTENT_LENGTH, HeaderValue::from(len)),
                 ],
-                file_body(file, place),
+                file_body(file, (place, disk)),
             )
                 .into_response()
         }
@@ -779,8 +933,8 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
 }
 
 /// A body read from an open file in chunks as the client takes them, so a bundle is never held
-/// whole in memory; the download's place is given back when it ends.
-fn file_body(file: std::fs::File, place: Place) -> Body {
+/// whole in memory; the download's place and disk are given back when it ends.
+fn file_body(file: std::fs::File, place: (Place, Reserved)) -> Body {
     let file = tokio::fs::File::from_std(file);
     let chunks = futures_util::stream::unfold(Some((file, place)), |file| async move {
         let (mut file, place) = file?;

@@ -10,15 +10,15 @@
 //! post is acknowledged.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use diagwire::bundle::target::create_dir_durable;
 use diagwire::layout::{self, Encoding, FileKind};
+use prometheus_client::metrics::counter::Counter;
 
 use crate::config::Config;
+use crate::confined::{Dir, Kind};
 use crate::durable::Flushed;
 use crate::live::{Budget, Hub, Recovered, WeakHub, lock};
 
@@ -215,8 +215,13 @@ pub struct Store {
     pub quarantine: PathBuf,
     /// `root/bundles`.
     pub bundles: PathBuf,
+    /// `root/bundles`, held open: assembly writes, renames and removes in it, and serves from
+    /// it, without following a link.
+    pub bundles_dir: Dir,
     /// The root, held open: every post is written under it without following a link.
-    root: crate::confined::Root,
+    root: Arc<crate::confined::Root>,
+    /// Links found where a folder or a file was expected (never followed).
+    links_refused: Counter,
     runs: Mutex<BTreeMap<String, Arc<Run>>>,
     /// The live streams of runs that have subscribers but no post yet (taken by the run at its
     /// first post). Held weakly: a stream goes when its last subscriber does, and such runs take
@@ -256,41 +261,30 @@ pub struct Quarantined<'a> {
 impl Store {
     /// Opens (creating) the root and recovers every run from disk: sequence numbers continue
     /// after the highest staged number of each (run, node, kind), temporary files of posts that
-    /// were never acknowledged are removed.
-    pub fn open(config: Arc<Config>) -> io::Result<Store> {
+    /// were never acknowledged are removed. Every folder and file is opened without following
+    /// a link ([`crate::confined`]); a link found is skipped (a link where work in progress is
+    /// removed, removed itself), logged and counted in `links_refused`.
+    pub fn open(config: Arc<Config>, links_refused: Counter) -> io::Result<Store> {
         let root = &config.root;
+        std::fs::create_dir_all(root)?;
+        let confined = crate::confined::Root::open(root)?;
         let (staging, quarantine, bundles) = (
             root.join("staging"),
             root.join("quarantine"),
             root.join("bundles"),
         );
-        for dir in [&staging, &quarantine, &bundles] {
-            create_dir_durable(dir)?;
+        for dir in [&staging, &quarantine] {
+            confined.dir(dir, true)?;
         }
-        // Work in progress a crash left in `bundles/` (assemblies, tarballs never moved into
-        // place): names starting with `~`, which no run id has (`.` may start one, so the
-        // bundle of run `.x` is never taken for work in progress). An older collector's hidden
-        // work in progress never ended in `.tar.gz`, which every bundle does.
-        for entry in fs::read_dir(&bundles)? {
-            let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let legacy = name.starts_with('.')
-                && !name.ends_with(".tar.gz")
-                && (name.contains(".assembling-") || name.contains(".tar.gz.partial-"));
-            if name.starts_with(crate::assembly::WORK_PREFIX) || legacy {
-                if entry.file_type()?.is_dir() {
-                    fs::remove_dir_all(entry.path())?;
-                } else {
-                    fs::remove_file(entry.path())?;
-                }
-            }
-        }
+        let bundles_dir = confined.dir(&bundles, true)?;
         let store = Store {
-            root: crate::confined::Root::open(root)?,
+            root: Arc::new(confined),
             config: config.clone(),
             staging,
             quarantine,
             bundles,
+            bundles_dir,
+            links_refused,
             runs: Mutex::new(BTreeMap::new()),
             waiting: Mutex::new(BTreeMap::new()),
             live_budget: Budget::new(config.live_budget_bytes),
@@ -299,35 +293,81 @@ impl Store {
                 config.live_budget_bytes,
             )),
         };
+        store.remove_work_in_progress()?;
         store.recover()?;
         Ok(store)
+    }
+
+    /// Removes the work in progress a crash left in `bundles/` (assemblies, tarballs never moved
+    /// into place): names starting with `~`, which no run id has (`.` may start one, so the
+    /// bundle of run `.x` is never taken for work in progress). An older collector's hidden
+    /// work in progress never ended in `.tar.gz`, which every bundle does.
+    fn remove_work_in_progress(&self) -> io::Result<()> {
+        for (name, kind) in self.bundles_dir.entries()? {
+            let legacy = name.starts_with('.')
+                && !name.ends_with(".tar.gz")
+                && (name.contains(".assembling-") || name.contains(".tar.gz.partial-"));
+            if name.starts_with(crate::assembly::WORK_PREFIX) || legacy {
+                if kind == Kind::Link {
+                    self.refuse_link(&self.bundles.join(&name));
+                }
+                self.bundles_dir.remove_tree(&name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Logs and counts a link found under the root where the collector reads (it is never
+    /// followed).
+    pub fn refuse_link(&self, path: &Path) {
+        self.links_refused.inc();
+        tracing::warn!(
+            target: "diagwire_serve::links",
+            path = %diagwire::problem::printable(&path.display().to_string()),
+            "a link under the root is not followed"
+        );
+    }
+
+    /// The names in `dir` of folders (`want` [`Kind::Dir`]) or regular files, sorted; each link
+    /// is refused ([`Store::refuse_link`]) and left out, as is anything else.
+    pub fn names(&self, dir: &Dir, want: Kind) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for (name, kind) in dir.entries()? {
+            if kind == want {
+                out.push(name);
+            } else if kind == Kind::Link {
+                self.refuse_link(&dir.path().join(&name));
+            }
+        }
+        Ok(out)
     }
 
     fn recover(&self) -> io::Result<()> {
         let mut runs = BTreeMap::new();
         for (base, quarantine) in [(&self.staging, false), (&self.quarantine, true)] {
-            for run_id in sorted_names(base, true)? {
+            let base = self.root.dir(base, false)?;
+            for run_id in self.names(&base, Kind::Dir)? {
+                let run_dir = base.open_dir(&run_id)?;
                 let run = runs
                     .entry(run_id.clone())
                     .or_insert_with(|| (RunAccount::default(), BTreeMap::new(), BTreeMap::new()));
-                for node in sorted_names(&base.join(&run_id), true)? {
+                for node in self.names(&run_dir, Kind::Dir)? {
                     let seq: &mut NodeSeq = run.1.entry(node.clone()).or_default();
                     let mut account = run.0.nodes.remove(&node).unwrap_or_default();
-                    let dir = base.join(&run_id).join(&node);
-                    for entry in fs::read_dir(&dir)? {
-                        let entry = entry?;
-                        let Ok(name) = entry.file_name().into_string() else {
-                            continue;
-                        };
-                        if name.starts_with('.') && name.contains(".partial") {
+                    let dir = run_dir.open_dir(&node)?;
+                    for (name, kind) in dir.entries()? {
+                        if kind == Kind::Link {
+                            self.refuse_link(&dir.path().join(&name));
+                        }
+                        if name.starts_with('.') && name.contains(".partial") && kind != Kind::Dir {
                             // Never acknowledged: the writer died before moving it into place.
-                            fs::remove_file(entry.path())?;
+                            dir.remove(&name)?;
                             continue;
                         }
-                        let meta = entry.metadata()?;
-                        if !meta.is_file() {
+                        if kind != Kind::File {
                             continue;
                         }
+                        let meta = dir.meta(&name)?;
                         if quarantine {
                             if name.ends_with(".why.json") {
                                 continue;
@@ -349,18 +389,15 @@ impl Store {
                             let highest = run.2.entry((node.clone(), kind)).or_insert(0);
                             *highest = (*highest).max(n);
                         }
-                        run.0.bytes += meta.len();
-                        if let Some(ms) = meta
-                            .modified()
-                            .ok()
-                            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        {
-                            run.0.saw(ms.as_millis() as u64);
-                        }
+                        run.0.bytes += meta.len;
+                        run.0.saw(meta.modified_ms());
                     }
                     if !quarantine && self.config.dedupe {
-                        seq.dedupe =
-                            crate::dedupe::NodeDedupe::rebuild(&dir, self.config.dedupe_window)?;
+                        seq.dedupe = crate::dedupe::NodeDedupe::rebuild(
+                            self,
+                            &dir,
+                            self.config.dedupe_window,
+                        )?;
                         account.conflicts = seq.dedupe.conflicts;
                     }
                     run.0.nodes.insert(node, account);
@@ -371,7 +408,11 @@ impl Store {
         for (id, (account, seqs, staged)) in runs {
             let staged = staged.into_iter().map(|((node, kind), n)| (node, kind, n));
             let hub = self.new_hub(&id, staged.collect());
-            if self.bundles.join(format!("{id}.tar.gz")).is_file() {
+            if self
+                .bundles_dir
+                .meta(&format!("{id}.tar.gz"))
+                .is_ok_and(|m| m.kind == Kind::File)
+            {
                 hub.finish();
             }
             let run = self.new_run(&id, hub);
@@ -392,7 +433,7 @@ impl Store {
     fn new_hub(&self, id: &str, staged: Recovered) -> Hub {
         Hub::new(
             id,
-            self.staging.join(id),
+            (self.root.clone(), self.staging.join(id)),
             staged,
             (self.config.live_replay, self.config.live_run_bytes),
             self.live_budget.clone(),
@@ -697,41 +738,27 @@ impl Store {
     }
 
     /// The quarantined files of a run (bodies and their `.why.json`), as paths relative to the
-    /// run's quarantine folder (`<node>/<name>`), sorted.
-    pub fn quarantined_files(&self, run_id: &str) -> io::Result<Vec<(String, PathBuf)>> {
-        let base = self.quarantine.join(run_id);
+    /// run's quarantine folder (`<node>/<name>`) with the folder holding each, sorted. Links are
+    /// refused and left out.
+    pub fn quarantined_files(&self, run_id: &str) -> io::Result<Vec<(String, Arc<Dir>, String)>> {
+        let Some(base) = self.root.dir_if_any(&self.quarantine.join(run_id))? else {
+            return Ok(Vec::new());
+        };
         let mut out = Vec::new();
-        for node in sorted_names(&base, true)? {
-            let dir = base.join(&node);
-            for name in sorted_names(&dir, false)? {
+        for node in self.names(&base, Kind::Dir)? {
+            let dir = Arc::new(base.open_dir(&node)?);
+            for name in self.names(&dir, Kind::File)? {
                 if !name.starts_with('.') {
-                    out.push((format!("{node}/{name}"), dir.join(&name)));
+                    out.push((format!("{node}/{name}"), dir.clone(), name));
                 }
             }
         }
-        out.sort();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
     }
-}
 
-/// The names in `dir` (none when it does not exist) of directories (`dirs`) or regular files,
-/// sorted; links and names that are not UTF-8 are left out.
-pub(crate) fn sorted_names(dir: &Path, dirs: bool) -> io::Result<Vec<String>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        if ((dirs && kind.is_dir()) || (!dirs && kind.is_file()))
-            && let Ok(name) = entry.file_name().into_string()
-        {
-            out.push(name);
-        }
+    /// The run's staging folder, when it has one (opened without following a link).
+    pub fn staging_dir(&self, run_id: &str) -> io::Result<Option<Dir>> {
+        self.root.dir_if_any(&self.staging.join(run_id))
     }
-    out.sort();
-    Ok(out)
 }

@@ -1,9 +1,11 @@
 //! The collector bounded as a whole, one hostile case each through one check: an events batch
 //! of a hundred thousand bad records is explained within the problem limit, bodies past the
 //! memory budget are answered 503 with `Retry-After`, subscribers and downloads have places of
-//! their own (posters still post), finalizes of one run are coalesced, a served bundle that is
+//! their own (posters still post), the disk downloads hold is bounded, idle connections are
+//! closed oldest first (a node connecting among thousands still posts), finalizes of one run are coalesced, a served bundle that is
 //! current is the canonical tarball (no temporary), links planted under the root are refused
-//! (nothing written outside it, nothing acknowledged lost), the bundle of run `.hidden` survives
+//! (nothing written outside it, nothing acknowledged lost) and never followed where assembly and
+//! recovery at start-up read (nothing outside read, written or removed; each counted), the bundle of run `.hidden` survives
 //! a restart, concurrent posts never pass a run's byte limit, finished runs give their place
 //! back, and one run cannot take the live budget from the others. The cases about memory run the
 //! real binary under a 2 GiB address-space cap (`ulimit -v 2097152`) and check it still serves a
@@ -70,10 +72,16 @@ enum Case {
     StreamsPastTheirPlacesAre503AndNodesStillPost,
     StreamsWaitingForRunsWithNoPostAreBounded,
     DownloadsPastTheirPlacesAre503,
+    ADownloadPastTheDiskForDownloadsIs503,
+    ThousandsOfIdleConnectionsAreClosedOldestFirstAndANodeStillPosts,
     ACurrentBundleIsServedFromTheCanonicalTarball,
     FinalizesOfOneRunAreCoalesced,
     ALinkPlantedUnderStagingIsRefusedAndNothingIsWrittenOutside,
     ALinkPlantedUnderQuarantineIsRefusedAndNothingIsWrittenOutside,
+    ALinkPlantedAsANodeFolderIsNotFollowedByAssembly,
+    ALinkPlantedAsAStagedFileIsNotFollowedByAssembly,
+    LinksPlantedUnderTheRootAreNotFollowedAtStartUp,
+    ALinkPlantedAsAStagedFileIsNotReadBackByTheStream,
     TheBundleOfRunDotHiddenSurvivesARestart,
     ConcurrentPostsNeverPassARunsByteLimit,
     AFinishedRunGivesItsPlaceBack,
@@ -86,10 +94,16 @@ const CASES: &[Case] = &[
     Case::StreamsPastTheirPlacesAre503AndNodesStillPost,
     Case::StreamsWaitingForRunsWithNoPostAreBounded,
     Case::DownloadsPastTheirPlacesAre503,
+    Case::ADownloadPastTheDiskForDownloadsIs503,
+    Case::ThousandsOfIdleConnectionsAreClosedOldestFirstAndANodeStillPosts,
     Case::ACurrentBundleIsServedFromTheCanonicalTarball,
     Case::FinalizesOfOneRunAreCoalesced,
     Case::ALinkPlantedUnderStagingIsRefusedAndNothingIsWrittenOutside,
     Case::ALinkPlantedUnderQuarantineIsRefusedAndNothingIsWrittenOutside,
+    Case::ALinkPlantedAsANodeFolderIsNotFollowedByAssembly,
+    Case::ALinkPlantedAsAStagedFileIsNotFollowedByAssembly,
+    Case::LinksPlantedUnderTheRootAreNotFollowedAtStartUp,
+    Case::ALinkPlantedAsAStagedFileIsNotReadBackByTheStream,
     Case::TheBundleOfRunDotHiddenSurvivesARestart,
     Case::ConcurrentPostsNeverPassARunsByteLimit,
     Case::AFinishedRunGivesItsPlaceBack,
@@ -211,6 +225,80 @@ async fn get_head(addr: SocketAddr, path: &str) -> Result<(u16, String), String>
     read_head(&mut s).await
 }
 
+/// A node folder outside the root, `node/`, holding a boot and an events batch.
+fn plant_node(outside: &Path, boot: &[u8]) {
+    let node = outside.join("node");
+    std::fs::create_dir_all(&node).unwrap();
+    std::fs::write(node.join("boot-000001.json"), boot).unwrap();
+    std::fs::write(
+        node.join("events-000001.json"),
+        example("stage-0/events/events-000001.json"),
+    )
+    .unwrap();
+}
+
+/// Every path under `dir` with its bytes (a folder's as empty).
+fn outside_state(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    tree(dir)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(dir.join(&p)).unwrap_or_default();
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// The value of the counter `name` on the collector's `/metrics`.
+async fn metric(conn: &mut Connection, name: &str) -> Result<u64, String> {
+    let metrics = conn.get("/metrics").await.map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&metrics.body).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .ok_or_else(|| format!("no {name} in /metrics"))
+}
+
+/// Whether the collector closed the connection (it reads to its end; anything it sent first,
+/// a reply kept alive, is passed over).
+async fn closed(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(60), s.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+/// Posts three events batches of 8 MiB of records that compress badly, so the run's bundle
+/// (about 4.5 MB) outgrows loopback's socket buffers and a download not read stays in flight.
+async fn post_noise(conn: &mut Connection, run: &str) -> Result<(), String> {
+    let mut noise = String::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..(8 << 20) / 16 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.push_str(&format!("{x:016x}"));
+    }
+    let mut record: serde_json::Value = serde_json::from_slice::<Vec<serde_json::Value>>(&example(
+        "stage-0/events/events-000001.json",
+    ))
+    .unwrap()[0]
+        .clone();
+    record["noise"] = noise.into();
+    let body = serde_json::to_vec(&vec![record]).unwrap();
+    for _ in 0..3 {
+        let reply = post(conn, "events", run, "n", &body).await;
+        ensure(
+            reply.status == 200,
+            format!("a large post: {}", reply.status),
+        )?;
+    }
+    Ok(())
+}
+
 fn is_busy((status, text): &(u16, String)) -> bool {
     *status == 503 && text.to_ascii_lowercase().contains("retry-after: ")
 }
@@ -266,6 +354,14 @@ async fn check(case: Case) -> Result<(), String> {
         Case::StreamsPastTheirPlacesAre503AndNodesStillPost => cfg.limits.max_streams = 4,
         Case::StreamsWaitingForRunsWithNoPostAreBounded => cfg.limits.max_waiting_runs = 2,
         Case::DownloadsPastTheirPlacesAre503 => cfg.limits.max_downloads = 1,
+        // One bundle of the run (about 4.5 MB) fits, two do not; the places (8) are not spent.
+        Case::ADownloadPastTheDiskForDownloadsIs503 => {
+            cfg.limits.max_download_disk_bytes = 6 << 20;
+        }
+        Case::ThousandsOfIdleConnectionsAreClosedOldestFirstAndANodeStillPosts => {
+            cfg.limits.max_connections = 64;
+            cfg.limits.max_idle_connections = 32;
+        }
         Case::FinalizesOfOneRunAreCoalesced => cfg.finalize_wait = Duration::from_secs(1),
         Case::ConcurrentPostsNeverPassARunsByteLimit => cfg.limits.max_run_bytes = 1 << 20,
         Case::AFinishedRunGivesItsPlaceBack => cfg.limits.max_runs = 2,
@@ -346,32 +442,9 @@ async fn check(case: Case) -> Result<(), String> {
             let known = get_head(addr, "/diag/stream/r").await?;
             ensure(known.0 == 200, format!("a run with posts: {known:?}"))
         }
-        Case::DownloadsPastTheirPlacesAre503 => {
-            // Records that do not compress, so the bundle outgrows the socket's buffers.
-            let mut noise = String::new();
-            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-            for _ in 0..(8 << 20) / 16 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                noise.push_str(&format!("{x:016x}"));
-            }
-            let mut record: serde_json::Value = serde_json::from_slice::<Vec<serde_json::Value>>(
-                &example("stage-0/events/events-000001.json"),
-            )
-            .unwrap()[0]
-                .clone();
-            record["noise"] = noise.into();
-            let body = serde_json::to_vec(&vec![record]).unwrap();
+        Case::DownloadsPastTheirPlacesAre503 | Case::ADownloadPastTheDiskForDownloadsIs503 => {
             post(&mut conn, "boot", "r", "n", &boot).await;
-            // About 12 MiB compressed, more than loopback's socket buffers hold.
-            for _ in 0..3 {
-                let reply = post(&mut conn, "events", "r", "n", &body).await;
-                ensure(
-                    reply.status == 200,
-                    format!("a large post: {}", reply.status),
-                )?;
-            }
+            post_noise(&mut conn, "r").await?;
             let mut first = never_read(addr, "/diag/bundle/r").await?;
             let (status, _) = read_head(&mut first).await?;
             ensure(status == 200, format!("the first download: {status}"))?;
@@ -379,6 +452,36 @@ async fn check(case: Case) -> Result<(), String> {
             ensure(is_busy(&second), format!("the second download: {second:?}"))?;
             drop(first);
             a_node_still_posts(addr, "r").await
+        }
+        Case::ThousandsOfIdleConnectionsAreClosedOldestFirstAndANodeStillPosts => {
+            // Kept alive after one request, then connected without ever sending: far more than
+            // the 64 connections the collector serves at once.
+            let mut kept = Vec::new();
+            for _ in 0..30 {
+                let mut s = never_read(addr, "/diag/runs").await?;
+                let (status, _) = read_head(&mut s).await?;
+                ensure(status == 200, format!("a request: {status}"))?;
+                kept.push(s);
+            }
+            let mut silent = Vec::new();
+            for _ in 0..2_000 {
+                silent.push(TcpStream::connect(addr).await.map_err(|e| e.to_string())?);
+            }
+            a_node_still_posts(addr, "r").await?;
+            // The oldest idle connections were closed: every kept-alive one and all but the
+            // last few silent ones (at most 32 stay idle).
+            for (i, s) in kept.iter_mut().chain(&mut silent[..1_900]).enumerate() {
+                ensure(
+                    closed(s).await,
+                    format!("idle connection {i} is still open"),
+                )?;
+            }
+            let closed_idle =
+                metric(&mut conn, "diagwire_serve_idle_connections_closed_total").await?;
+            ensure(
+                closed_idle >= 1_930,
+                format!("{closed_idle} connections counted as closed idle"),
+            )
         }
         Case::ACurrentBundleIsServedFromTheCanonicalTarball => {
             post(&mut conn, "boot", "r", "n", &boot).await;
@@ -463,6 +566,147 @@ async fn check(case: Case) -> Result<(), String> {
                 format!("written outside the root: {:?}", tree(outside.path())),
             )?;
             a_node_still_posts(addr, "r").await
+        }
+        Case::ALinkPlantedAsANodeFolderIsNotFollowedByAssembly
+        | Case::ALinkPlantedAsAStagedFileIsNotFollowedByAssembly => {
+            post(&mut conn, "boot", "r", "n", &boot).await;
+            let node = root.path().join("staging/r/n");
+            match case {
+                Case::ALinkPlantedAsANodeFolderIsNotFollowedByAssembly => {
+                    plant_node(outside.path(), &boot);
+                    std::os::unix::fs::symlink(
+                        outside.path().join("node"),
+                        root.path().join("staging/r/planted"),
+                    )
+                    .unwrap();
+                }
+                _ => {
+                    plant_node(outside.path(), &boot);
+                    std::os::unix::fs::symlink(
+                        outside.path().join("node/events-000001.json"),
+                        node.join("events-000001.json"),
+                    )
+                    .unwrap();
+                }
+            }
+            let before = outside_state(outside.path());
+            let fin = post(&mut conn, "finalize", "r", "n", br#"{"exit_reason":"x"}"#).await;
+            ensure(fin.status == 200, format!("the finalize: {}", fin.status))?;
+            let listing = diagwire_serve::assembly::Listing::of_archive(
+                &root.path().join("bundles/r.tar.gz"),
+            )
+            .ok_or("the bundle does not read")?;
+            let files: Vec<&str> = listing.files.iter().map(|(p, _)| p.as_str()).collect();
+            ensure(
+                listing.manifest.nodes.len() == 1 && !files.iter().any(|p| p.contains("events")),
+                format!("the bundle holds what the link points to: {files:?}"),
+            )?;
+            ensure(
+                outside_state(outside.path()) == before,
+                "what the link points to changed",
+            )?;
+            let refused = metric(&mut conn, "diagwire_serve_links_refused_total").await?;
+            ensure(refused >= 1, format!("{refused} links counted"))
+        }
+        Case::LinksPlantedUnderTheRootAreNotFollowedAtStartUp => {
+            post(&mut conn, "boot", "r", "n", &boot).await;
+            drop(server);
+            plant_node(outside.path(), &boot);
+            let staging = root.path().join("staging");
+            let at = |target: &str, link: &Path| {
+                std::os::unix::fs::symlink(outside.path().join(target), link).unwrap();
+            };
+            // A run folder, a node folder, a staged file, a post's temporary name and work in
+            // progress in bundles/, each a link out of the root.
+            at("node", &staging.join("linked-run"));
+            at("node", &staging.join("r/planted"));
+            at(
+                "node/events-000001.json",
+                &staging.join("r/n/events-000001.json"),
+            );
+            at(
+                "node/boot-000001.json",
+                &staging.join("r/n/.boot-000002.json.partial-1-1"),
+            );
+            at("node", &root.path().join("bundles/~r.assembling-1-1"));
+            let before = outside_state(outside.path());
+            let again = start(cfg).await;
+            ensure(
+                outside_state(outside.path()) == before,
+                "what a link points to changed at start-up",
+            )?;
+            let mut conn = Connection::new(again.addr);
+            let runs = conn.get("/diag/runs").await.map_err(|e| e.to_string())?;
+            let runs: serde_json::Value =
+                serde_json::from_slice(&runs.body).map_err(|e| e.to_string())?;
+            let expected = serde_json::json!([{"run_id": "r", "nodes": [
+                {"node_id": "n", "boot_recorded": true, "event_batches": 0}
+            ]}]);
+            let got: Vec<serde_json::Value> = runs
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| {
+                    let nodes: Vec<serde_json::Value> = r["nodes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|n| {
+                            serde_json::json!({"node_id": n["node_id"],
+                                "boot_recorded": n["boot_recorded"],
+                                "event_batches": n["event_batches"]})
+                        })
+                        .collect();
+                    serde_json::json!({"run_id": r["run_id"], "nodes": nodes})
+                })
+                .collect();
+            ensure(
+                serde_json::Value::Array(got.clone()) == expected,
+                format!("recovered through a link: {got:?}"),
+            )?;
+            ensure(
+                !root.path().join("bundles/~r.assembling-1-1").exists()
+                    && !staging.join("r/n/.boot-000002.json.partial-1-1").exists(),
+                "work in progress left at start-up",
+            )?;
+            let refused = metric(&mut conn, "diagwire_serve_links_refused_total").await?;
+            ensure(refused >= 5, format!("{refused} links counted"))
+        }
+        Case::ALinkPlantedAsAStagedFileIsNotReadBackByTheStream => {
+            post(&mut conn, "boot", "r", "n", &boot).await;
+            let events = example("stage-0/events/events-000001.json");
+            post(&mut conn, "events", "r", "n", &events).await;
+            let fin = post(&mut conn, "finalize", "r", "n", br#"{"exit_reason":"x"}"#).await;
+            ensure(fin.status == 200, format!("the finalize: {}", fin.status))?;
+            // The run's buffer was given back with its bundle written: a subscriber now reads
+            // every record back from staging, where the events batch is now a link out.
+            plant_node(outside.path(), &boot);
+            let staged = root.path().join("staging/r/n/events-000001.json");
+            std::fs::remove_file(&staged).unwrap();
+            std::os::unix::fs::symlink(outside.path().join("node/events-000001.json"), &staged)
+                .unwrap();
+            let url = format!("http://{addr}/diag/stream/r");
+            let mut sub = subscribe(&url, Some(0)).await.map_err(|e| e.to_string())?;
+            let mut seen = Vec::new();
+            for _ in 0..8 {
+                let event = tokio::time::timeout(Duration::from_secs(30), sub.next())
+                    .await
+                    .map_err(|_| "nothing within 30 s".to_string())?;
+                match event {
+                    Some(Ok(StreamEvent::Record { record, .. })) => {
+                        seen.push(format!("{:?}", record.kind));
+                    }
+                    Some(Ok(StreamEvent::Lagged { skipped })) => {
+                        seen.push(format!("lagged {skipped}"))
+                    }
+                    Some(Ok(StreamEvent::End { .. })) | None => break,
+                    Some(Err(e)) => return Err(e.to_string()),
+                }
+            }
+            ensure(
+                seen.len() == 3 && seen[1] == "lagged 1",
+                format!("the stream read through the link: {seen:?}"),
+            )
         }
         Case::TheBundleOfRunDotHiddenSurvivesARestart => {
             post(&mut conn, "boot", ".hidden", "n", &boot).await;
