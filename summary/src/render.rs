@@ -10,7 +10,7 @@ use diagwire_runtime::text::json_pretty;
 use serde_json::Value;
 
 use crate::absence::{Absent, HOST_FIELDS, run_fields};
-use crate::model::{MAX_LISTED, Summary, hosts, run_span};
+use crate::model::{MAX_LISTED, RelayTotals, Summary, hosts, run_span};
 use crate::output::SummaryOutput;
 use diagwire::problem::printable;
 use diagwire::v1::Manifest;
@@ -278,38 +278,47 @@ fn relay_sessions(s: &Summary, o: &mut String) {
         let _ = writeln!(o, "Not observed: {why}.\n");
     }
     for t in &s.relay_totals {
-        let reasons: Vec<String> = t
-            .by_reason
-            .iter()
-            .map(|(r, n)| format!("{} {n}", clean(r)))
-            .collect();
-        let reasons = if reasons.is_empty() {
-            "none".into()
-        } else {
-            reasons.join(", ")
-        };
-        if t.counted {
-            let _ = writeln!(
-                o,
-                "{}: {} active, {} opened, {} closed, {} bytes in, {} bytes out; closes by reason: {reasons}.\n",
-                Code(&t.relay),
-                t.active,
-                t.opens,
-                t.closes,
-                t.bytes_rx,
-                t.bytes_tx,
-            );
-        } else {
-            let _ = writeln!(
-                o,
-                "{}: could not count its sessions (its session counters are placeholders, not an idle relay); closes by reason: {reasons}.\n",
-                Code(&t.relay),
-            );
-        }
+        relay_totals(t, o);
     }
-    if s.relay_closes.is_empty() {
-        return;
+    if !s.relay_closes.is_empty() {
+        relay_closes(s, o);
     }
+}
+
+/// A relay's latest totals in a sentence, or that it could not count its sessions.
+fn relay_totals(t: &RelayTotals, o: &mut String) {
+    let reasons: Vec<String> = t
+        .by_reason
+        .iter()
+        .map(|(r, n)| format!("{} {n}", clean(r)))
+        .collect();
+    let reasons = if reasons.is_empty() {
+        "none".into()
+    } else {
+        reasons.join(", ")
+    };
+    if t.counted {
+        let _ = writeln!(
+            o,
+            "{}: {} active, {} opened, {} closed, {} bytes in, {} bytes out; closes by reason: {reasons}.\n",
+            Code(&t.relay),
+            t.active,
+            t.opens,
+            t.closes,
+            t.bytes_rx,
+            t.bytes_tx,
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "{}: could not count its sessions (its session counters are placeholders, not an idle relay); closes by reason: {reasons}.\n",
+            Code(&t.relay),
+        );
+    }
+}
+
+/// The latest closed session per (relay, peer), with the failure another node's cache holds.
+fn relay_closes(s: &Summary, o: &mut String) {
     table(
         o,
         &[
@@ -384,6 +393,14 @@ fn probe_rtt(s: &Summary, o: &mut String) {
         let _ = writeln!(o, "No data: {why}.\n");
         return;
     }
+    rtt_pairs(s, o);
+    o.push_str("\nPer 5-second bucket of send time (epoch seconds):\n\n");
+    rtt_buckets(s, o);
+    o.push('\n');
+}
+
+/// A row per observer → target: its probes and the quantiles of their RTTs.
+fn rtt_pairs(s: &Summary, o: &mut String) {
     table(
         o,
         &[
@@ -420,7 +437,10 @@ fn probe_rtt(s: &Summary, o: &mut String) {
             ],
         );
     }
-    o.push_str("\nPer 5-second bucket of send time (epoch seconds):\n\n");
+}
+
+/// A row per observer → target and 5-second bucket of send time.
+fn rtt_buckets(s: &Summary, o: &mut String) {
     table(
         o,
         &[
@@ -457,7 +477,6 @@ fn probe_rtt(s: &Summary, o: &mut String) {
             ],
         );
     }
-    o.push('\n');
 }
 
 /// The kernel network counters that moved between a node's first and last host snapshot.
