@@ -7,8 +7,14 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::absence::{Absent, HOST_FIELDS, run_fields};
-use crate::model::{Summary, hosts, run_span};
+use diagwire::Problem;
+use diagwire::quarantine::Quarantined;
+
+use crate::absence::{Absent, HOST_FIELDS, Said, run_fields};
+use crate::model::{
+    Absence, Dials, FirstDead, Gossip, Node, ProbeRow, RelayClose, RelayTotals, RttBucket, RttPair,
+    SubprocessRow, Summary, hosts, run_span,
+};
 
 /// The version of this JSON shape (a semantic version, bumped by the contract's rules: a new
 /// optional key is minor, a removed or retyped key is major).
@@ -490,21 +496,10 @@ pub struct Unknown {
 
 /// The rows of `probe_rtt_buckets`, one per (observer, target, bucket), made as they are read.
 pub fn bucket_rows(s: &Summary) -> impl Iterator<Item = ProbeRttBucketRow> + '_ {
-    s.rtt_buckets
-        .iter()
-        .flat_map(|((observer, target), v)| v.iter().map(move |(b, x)| (observer, target, b, x)))
-        .map(|(observer, target, bucket_s, x)| ProbeRttBucketRow {
-            observer: observer.clone(),
-            target: target.clone(),
-            bucket_s: *bucket_s,
-            probes: x.probes,
-            acked: x.acked,
-            timed_out: x.timed_out,
-            pending: x.pending,
-            median_ms: x.rtts.percentile(50),
-            p95_ms: x.rtts.percentile(95),
-            p99_ms: x.rtts.percentile(99),
-        })
+    s.rtt_buckets.iter().flat_map(|(pair, v)| {
+        v.iter()
+            .map(move |(b, x)| ProbeRttBucketRow::new(pair, *b, x))
+    })
 }
 
 impl SummaryOutput {
@@ -515,282 +510,367 @@ impl SummaryOutput {
 
     /// The JSON output of a summary, without the rows of `probe_rtt_buckets` when `with_buckets`
     /// is false (the one part that grows with the run; [`bucket_rows`] makes them one by one).
+    /// Each section is made by its row type's `new`, from the summary's part it shows.
     pub(crate) fn build(s: &Summary, with_buckets: bool) -> Self {
-        let (start_ms, end_ms) = run_span(s);
-        let nodes = s
-            .nodes
-            .values()
-            .map(|n| NodeRow {
-                label: n.label.clone(),
-                role: n.role.clone(),
-                id: n.id.clone(),
-                listed: n.listed,
-                snapshots: n.snapshots,
-                events: n.events,
-                finalize: n.finalize,
-            })
-            .collect();
-        let hosts = hosts(s)
-            .into_iter()
-            .map(|(node, f)| {
-                let boot_record = f.is_some();
-                let absent = f
-                    .iter()
-                    .flatten()
-                    .zip(HOST_FIELDS)
-                    .filter_map(|(v, name)| v.as_ref().err().map(|a| AbsentValue::new(name, a)))
-                    .collect();
-                let [
-                    rental,
-                    ip,
-                    datacenter,
-                    country,
-                    container,
-                    hostname,
-                    relay,
-                    iroh,
-                    git,
-                ] = f.map_or_else(Default::default, |f| f.map(Result::ok));
-                HostRow {
-                    absent,
-                    node,
-                    boot_record,
-                    rental,
-                    ip,
-                    datacenter,
-                    country,
-                    container,
-                    hostname,
-                    relay,
-                    iroh_version: iroh,
-                    git_sha: git,
-                }
-            })
-            .collect();
         SummaryOutput {
             format_version: FORMAT_VERSION,
-            run: Run {
-                run_id: s.run_id.clone(),
-                nodes: s.nodes.len(),
-                finalize_received: s.manifest.as_ref().map(|m| m.finalize_received),
-                start_ms,
-                end_ms,
-                contract_version: s.manifest.as_ref().and_then(|m| m.contract_version.clone()),
-                absent: run_fields(s.manifest.as_ref())
-                    .iter()
-                    .map(|(f, a)| AbsentValue::new(*f, a))
-                    .collect(),
-            },
-            nodes,
-            hosts,
-            first_dead: s.first_dead.as_ref().map(|d| FirstDeadRow {
-                observer: d.observer.clone(),
-                peer: d.peer.clone(),
-                wall_ms: d.wall_ms,
-                reason: d.reason.clone(),
-                observer_conn_type: d.observer_conn.clone(),
-                peer_conn_type: d.peer_conn.clone(),
-                observer_probe_ok: d.observer_probe_ok,
-                peer_probe_ok: d.peer_probe_ok,
-                absent: d
-                    .absent
-                    .iter()
-                    .map(|(f, a)| AbsentValue::new(*f, a))
-                    .collect(),
-            }),
-            relay_totals: s
-                .relay_totals
-                .iter()
-                .map(|t| RelayTotalsRow {
-                    relay: t.relay.clone(),
-                    counted: t.counted,
-                    active: t.counted.then_some(t.active),
-                    opens: t.counted.then_some(t.opens),
-                    closes: t.counted.then_some(t.closes),
-                    bytes_rx: t.counted.then_some(t.bytes_rx),
-                    bytes_tx: t.counted.then_some(t.bytes_tx),
-                    closes_by_reason: t
-                        .by_reason
-                        .iter()
-                        .map(|(reason, count)| ReasonCount {
-                            reason: reason.clone(),
-                            count: *count,
-                        })
-                        .collect(),
-                })
-                .collect(),
-            relay_sessions: s
-                .relay_closes
-                .iter()
-                .map(|c| RelaySessionRow {
-                    relay: c.relay.clone(),
-                    peer: c.peer.clone(),
-                    initiator: c.initiator.clone(),
-                    reason: c.reason.clone(),
-                    duration_ms: c.duration_ms,
-                    bytes_in: c.bytes_in,
-                    bytes_out: c.bytes_out,
-                    closed_at_ms: c.closed_at_ms,
-                    node_last_failure_reason: c.node_last_failure_reason.clone(),
-                    node_last_failure_from: c.node_last_failure_from.clone(),
-                })
-                .collect(),
-            probe_outcomes: s
-                .probes
-                .iter()
-                .map(|p| ProbeOutcomeRow {
-                    node: p.node.clone(),
-                    kind: p.kind.clone(),
-                    target: p.target.clone(),
-                    outcome: p.outcome.clone(),
-                    rtt_ms: p.rtt_ms,
-                    successes: p.successes,
-                    attempts: p.attempts,
-                })
-                .collect(),
-            probe_rtt: s
-                .rtt
-                .iter()
-                .map(|((observer, target), p)| ProbeRttRow {
-                    observer: observer.clone(),
-                    target: target.clone(),
-                    probes: p.probes,
-                    acked: p.acked,
-                    timed_out: p.timed_out,
-                    pending: p.probes - p.acked - p.timed_out,
-                    median_ms: p.rtts.percentile(50),
-                    p95_ms: p.rtts.percentile(95),
-                    p99_ms: p.rtts.percentile(99),
-                    budget: p.budget.clone(),
-                })
-                .collect(),
+            run: Run::new(s),
+            nodes: s.nodes.values().map(NodeRow::new).collect(),
+            hosts: hosts(s).into_iter().map(HostRow::new).collect(),
+            first_dead: s.first_dead.as_ref().map(FirstDeadRow::new),
+            relay_totals: s.relay_totals.iter().map(RelayTotalsRow::new).collect(),
+            relay_sessions: s.relay_closes.iter().map(RelaySessionRow::new).collect(),
+            probe_outcomes: s.probes.iter().map(ProbeOutcomeRow::new).collect(),
+            probe_rtt: s.rtt.iter().map(ProbeRttRow::new).collect(),
             probe_rtt_buckets: match with_buckets {
                 true => bucket_rows(s).collect(),
                 false => Vec::new(),
             },
-            kernel_drops: s
-                .kernel_drops
-                .iter()
-                .map(|(node, counter, delta)| KernelDropRow {
-                    node: node.clone(),
-                    counter: counter.clone(),
-                    delta: i64::try_from(*delta).unwrap_or(i64::MAX),
-                })
-                .collect(),
-            gossip: s
-                .gossip
-                .iter()
-                .map(|((node, kind), g)| GossipRow {
-                    node: node.clone(),
-                    kind: kind.clone(),
-                    count: g.count,
-                    bytes: g.bytes,
-                    items: g.items,
-                })
-                .collect(),
-            bandwidth: Bandwidth {
-                by_kind: s
-                    .bandwidth
-                    .iter()
-                    .map(|((node, dir, kind), t)| BandwidthKindRow {
-                        node: node.clone(),
-                        direction: dir.as_str(),
-                        kind: kind.clone(),
-                        count: t.count,
-                        bytes: t.bytes,
-                    })
-                    .collect(),
-                by_peer: s
-                    .bandwidth_peers
-                    .iter()
-                    .map(|((node, peer), t)| BandwidthPeerRow {
-                        node: node.clone(),
-                        peer: peer.clone(),
-                        sent: t.sent.count,
-                        sent_bytes: t.sent.bytes,
-                        received: t.received.count,
-                        received_bytes: t.received.bytes,
-                    })
-                    .collect(),
-            },
-            inference_responses: InferenceResponses {
-                total: s.inference_total,
-                listed: s
-                    .inference
-                    .iter()
-                    .map(|i| InferenceRow {
-                        sender: i.sender.clone(),
-                        target: i.target.clone(),
-                        request_id: i.request_id.clone(),
-                        bytes: i.bytes,
-                        outcome: i.outcome.clone(),
-                        wall_ms: i.wall_ms,
-                    })
-                    .collect(),
-            },
-            dials: s
-                .dials
-                .iter()
-                .map(|(peer, d)| DialRow {
-                    peer: peer.clone(),
-                    started: d.started,
-                    succeeded: d.succeeded,
-                    failed: d.failed,
-                    in_flight: d.started as i64 - d.succeeded as i64 - d.failed as i64,
-                    last_outcome: d.last.as_ref().map(|(t, _)| t.clone()),
-                    last_outcome_ms: d.last.as_ref().map(|(_, at)| *at),
-                })
-                .collect(),
+            kernel_drops: s.kernel_drops.iter().map(KernelDropRow::new).collect(),
+            gossip: s.gossip.iter().map(GossipRow::new).collect(),
+            bandwidth: Bandwidth::new(s),
+            inference_responses: InferenceResponses::new(s),
+            dials: s.dials.iter().map(DialRow::new).collect(),
             subprocesses: s
                 .subprocesses
                 .iter()
-                .map(|r| SubprocessOutputRow {
-                    node: r.node.clone(),
-                    label: r.label.clone(),
-                    bucket: r.bucket.as_str(),
-                    detail: r.detail.clone(),
-                })
+                .map(SubprocessOutputRow::new)
                 .collect(),
             event_totals: s.event_totals.clone(),
-            absent: s
-                .absent
+            absent: s.absent.iter().map(AbsentRow::new).collect(),
+            validation: Validation::new(s),
+            unknown: Unknown::new(s),
+        }
+    }
+}
+
+/// Why each of `fields` that is absent is absent.
+fn absent_values<'a>(fields: impl IntoIterator<Item = (&'a str, &'a Absent)>) -> Vec<AbsentValue> {
+    fields
+        .into_iter()
+        .map(|(f, a)| AbsentValue::new(f, a))
+        .collect()
+}
+
+impl Run {
+    fn new(s: &Summary) -> Self {
+        let (start_ms, end_ms) = run_span(s);
+        Run {
+            run_id: s.run_id.clone(),
+            nodes: s.nodes.len(),
+            finalize_received: s.manifest.as_ref().map(|m| m.finalize_received),
+            start_ms,
+            end_ms,
+            contract_version: s.manifest.as_ref().and_then(|m| m.contract_version.clone()),
+            absent: absent_values(run_fields(s.manifest.as_ref()).iter().map(|(f, a)| (*f, a))),
+        }
+    }
+}
+
+impl NodeRow {
+    fn new(n: &Node) -> Self {
+        NodeRow {
+            label: n.label.clone(),
+            role: n.role.clone(),
+            id: n.id.clone(),
+            listed: n.listed,
+            snapshots: n.snapshots,
+            events: n.events,
+            finalize: n.finalize,
+        }
+    }
+}
+
+impl HostRow {
+    /// A node's row from the host fields of its latest boot record, if it has one.
+    fn new((node, fields): (String, Option<[Said; 9]>)) -> Self {
+        let boot_record = fields.is_some();
+        let absent = fields
+            .iter()
+            .flatten()
+            .zip(HOST_FIELDS)
+            .filter_map(|(v, name)| v.as_ref().err().map(|a| AbsentValue::new(name, a)))
+            .collect();
+        let [
+            rental,
+            ip,
+            datacenter,
+            country,
+            container,
+            hostname,
+            relay,
+            iroh,
+            git,
+        ] = fields.map_or_else(Default::default, |f| f.map(Result::ok));
+        HostRow {
+            absent,
+            node,
+            boot_record,
+            rental,
+            ip,
+            datacenter,
+            country,
+            container,
+            hostname,
+            relay,
+            iroh_version: iroh,
+            git_sha: git,
+        }
+    }
+}
+
+impl FirstDeadRow {
+    fn new(d: &FirstDead) -> Self {
+        FirstDeadRow {
+            observer: d.observer.clone(),
+            peer: d.peer.clone(),
+            wall_ms: d.wall_ms,
+            reason: d.reason.clone(),
+            observer_conn_type: d.observer_conn.clone(),
+            peer_conn_type: d.peer_conn.clone(),
+            observer_probe_ok: d.observer_probe_ok,
+            peer_probe_ok: d.peer_probe_ok,
+            absent: absent_values(d.absent.iter().map(|(f, a)| (*f, a))),
+        }
+    }
+}
+
+impl RelayTotalsRow {
+    /// A relay's row; its counters are null when it could not count its sessions.
+    fn new(t: &RelayTotals) -> Self {
+        RelayTotalsRow {
+            relay: t.relay.clone(),
+            counted: t.counted,
+            active: t.counted.then_some(t.active),
+            opens: t.counted.then_some(t.opens),
+            closes: t.counted.then_some(t.closes),
+            bytes_rx: t.counted.then_some(t.bytes_rx),
+            bytes_tx: t.counted.then_some(t.bytes_tx),
+            closes_by_reason: t
+                .by_reason
                 .iter()
-                .map(|a| AbsentRow {
-                    section: a.section,
-                    why: a.why.clone(),
+                .map(|(reason, count)| ReasonCount {
+                    reason: reason.clone(),
+                    count: *count,
                 })
                 .collect(),
-            validation: Validation {
-                records: s.records,
-                problems: s.problem_total(),
-                by_kind: s.problem_counts.clone(),
-                first: s
-                    .problems
-                    .iter()
-                    .take(20)
-                    .map(|p| ProblemRow {
-                        kind: p.kind.as_str(),
-                        file: p.location.file.clone(),
-                        record: p.location.record,
-                        pointer: p.location.pointer.clone(),
-                        message: p.message.clone(),
-                    })
-                    .collect(),
-                quarantined: s.quarantined_total,
-                quarantined_bodies: s
-                    .quarantined
-                    .iter()
-                    .map(|q| QuarantinedRow {
-                        node: q.node.clone(),
-                        file: q.location.clone(),
-                        why: q.why.clone(),
-                    })
-                    .collect(),
-            },
-            unknown: Unknown {
-                event_types: s.unknown_event_types.clone(),
-                fields: s.unknown_fields.clone(),
-            },
+        }
+    }
+}
+
+impl RelaySessionRow {
+    fn new(c: &RelayClose) -> Self {
+        RelaySessionRow {
+            relay: c.relay.clone(),
+            peer: c.peer.clone(),
+            initiator: c.initiator.clone(),
+            reason: c.reason.clone(),
+            duration_ms: c.duration_ms,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            closed_at_ms: c.closed_at_ms,
+            node_last_failure_reason: c.node_last_failure_reason.clone(),
+            node_last_failure_from: c.node_last_failure_from.clone(),
+        }
+    }
+}
+
+impl ProbeOutcomeRow {
+    fn new(p: &ProbeRow) -> Self {
+        ProbeOutcomeRow {
+            node: p.node.clone(),
+            kind: p.kind.clone(),
+            target: p.target.clone(),
+            outcome: p.outcome.clone(),
+            rtt_ms: p.rtt_ms,
+            successes: p.successes,
+            attempts: p.attempts,
+        }
+    }
+}
+
+impl ProbeRttRow {
+    fn new(((observer, target), p): (&(String, String), &RttPair)) -> Self {
+        ProbeRttRow {
+            observer: observer.clone(),
+            target: target.clone(),
+            probes: p.probes,
+            acked: p.acked,
+            timed_out: p.timed_out,
+            pending: p.probes - p.acked - p.timed_out,
+            median_ms: p.rtts.percentile(50),
+            p95_ms: p.rtts.percentile(95),
+            p99_ms: p.rtts.percentile(99),
+            budget: p.budget.clone(),
+        }
+    }
+}
+
+impl ProbeRttBucketRow {
+    fn new((observer, target): &(String, String), bucket_s: u64, x: &RttBucket) -> Self {
+        ProbeRttBucketRow {
+            observer: observer.clone(),
+            target: target.clone(),
+            bucket_s,
+            probes: x.probes,
+            acked: x.acked,
+            timed_out: x.timed_out,
+            pending: x.pending,
+            median_ms: x.rtts.percentile(50),
+            p95_ms: x.rtts.percentile(95),
+            p99_ms: x.rtts.percentile(99),
+        }
+    }
+}
+
+impl KernelDropRow {
+    /// A counter's row; a delta past `i64` is `i64::MAX`.
+    fn new((node, counter, delta): &(String, String, i128)) -> Self {
+        KernelDropRow {
+            node: node.clone(),
+            counter: counter.clone(),
+            delta: i64::try_from(*delta).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+impl GossipRow {
+    fn new(((node, kind), g): (&(String, String), &Gossip)) -> Self {
+        GossipRow {
+            node: node.clone(),
+            kind: kind.clone(),
+            count: g.count,
+            bytes: g.bytes,
+            items: g.items,
+        }
+    }
+}
+
+impl Bandwidth {
+    fn new(s: &Summary) -> Self {
+        Bandwidth {
+            by_kind: s
+                .bandwidth
+                .iter()
+                .map(|((node, dir, kind), t)| BandwidthKindRow {
+                    node: node.clone(),
+                    direction: dir.as_str(),
+                    kind: kind.clone(),
+                    count: t.count,
+                    bytes: t.bytes,
+                })
+                .collect(),
+            by_peer: s
+                .bandwidth_peers
+                .iter()
+                .map(|((node, peer), t)| BandwidthPeerRow {
+                    node: node.clone(),
+                    peer: peer.clone(),
+                    sent: t.sent.count,
+                    sent_bytes: t.sent.bytes,
+                    received: t.received.count,
+                    received_bytes: t.received.bytes,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl InferenceResponses {
+    fn new(s: &Summary) -> Self {
+        InferenceResponses {
+            total: s.inference_total,
+            listed: s
+                .inference
+                .iter()
+                .map(|i| InferenceRow {
+                    sender: i.sender.clone(),
+                    target: i.target.clone(),
+                    request_id: i.request_id.clone(),
+                    bytes: i.bytes,
+                    outcome: i.outcome.clone(),
+                    wall_ms: i.wall_ms,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl DialRow {
+    fn new((peer, d): (&String, &Dials)) -> Self {
+        DialRow {
+            peer: peer.clone(),
+            started: d.started,
+            succeeded: d.succeeded,
+            failed: d.failed,
+            in_flight: d.started as i64 - d.succeeded as i64 - d.failed as i64,
+            last_outcome: d.last.as_ref().map(|(t, _)| t.clone()),
+            last_outcome_ms: d.last.as_ref().map(|(_, at)| *at),
+        }
+    }
+}
+
+impl SubprocessOutputRow {
+    fn new(r: &SubprocessRow) -> Self {
+        SubprocessOutputRow {
+            node: r.node.clone(),
+            label: r.label.clone(),
+            bucket: r.bucket.as_str(),
+            detail: r.detail.clone(),
+        }
+    }
+}
+
+impl AbsentRow {
+    fn new(a: &Absence) -> Self {
+        AbsentRow {
+            section: a.section,
+            why: a.why.clone(),
+        }
+    }
+}
+
+impl Validation {
+    /// The counts, the first 20 located problems and the first quarantined bodies.
+    fn new(s: &Summary) -> Self {
+        Validation {
+            records: s.records,
+            problems: s.problem_total(),
+            by_kind: s.problem_counts.clone(),
+            first: s.problems.iter().take(20).map(ProblemRow::new).collect(),
+            quarantined: s.quarantined_total,
+            quarantined_bodies: s.quarantined.iter().map(QuarantinedRow::new).collect(),
+        }
+    }
+}
+
+impl ProblemRow {
+    fn new(p: &Problem) -> Self {
+        ProblemRow {
+            kind: p.kind.as_str(),
+            file: p.location.file.clone(),
+            record: p.location.record,
+            pointer: p.location.pointer.clone(),
+            message: p.message.clone(),
+        }
+    }
+}
+
+impl QuarantinedRow {
+    fn new(q: &Quarantined) -> Self {
+        QuarantinedRow {
+            node: q.node.clone(),
+            file: q.location.clone(),
+            why: q.why.clone(),
+        }
+    }
+}
+
+impl Unknown {
+    fn new(s: &Summary) -> Self {
+        Unknown {
+            event_types: s.unknown_event_types.clone(),
+            fields: s.unknown_fields.clone(),
         }
     }
 }

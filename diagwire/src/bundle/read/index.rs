@@ -8,7 +8,7 @@ use std::io::{self, Read, Seek};
 use std::path::Path;
 
 use super::conflicts::{Node, path_conflicts};
-use super::inflate::stream_of;
+use super::inflate::{Fail, stream_of};
 use super::run_dir::{find_run_dir, strip_run_dir};
 use super::spill::{Spill, SpillWriter};
 use super::tar_reader::{RawEntry, Walker, is_directory, normalize_entry_name};
@@ -63,17 +63,59 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
 
 /// [`open_archive`]; `keep` false for a pass that does not keep the files' data (what happens when
 /// no temporary file can be written), so that they are read by another pass.
+///
+/// In steps: [`sniff`] what the file is, make the one [`Pass`] over its entries, find the run
+/// directory among the files it found ([`run_dir_of`]), and list what to yield
+/// ([`run_dir_items`]).
 pub(super) fn open_archive_keeping(
     path: &Path,
     limits: Limits,
     keep: bool,
 ) -> Result<BundleReader, ReadError> {
     let here = path.display().to_string();
-    let io_error = |e: io::Error| ReadError::new(ReadErrorKind::Io, &here, e.to_string());
+    let (file, gzip) = sniff(path, &here)?;
+    let found = Pass::run(file, gzip, keep, limits, &here)?;
+    let run_dir = run_dir_of(&found, &here)?;
+    let Found {
+        indexed,
+        conflicts,
+        tail,
+        broken: _,
+        manifest_runs,
+        data,
+    } = found;
+    let items = run_dir_items(indexed, conflicts, run_dir.as_deref());
+    let (file_count, file_bytes) = file_totals(&items);
+    let (run_id, dir_name) = run_names(path, run_dir, manifest_runs);
+    Ok(BundleReader {
+        source: path.to_path_buf(),
+        run_id,
+        dir_name,
+        limits,
+        layout: Layout::Archive {
+            gzip,
+            items,
+            spill: data,
+        },
+        tail,
+        file_count,
+        file_bytes,
+    })
+}
+
+/// The error of an I/O failure on the archive at `here`.
+fn io_error(here: &str) -> impl Fn(io::Error) -> ReadError + '_ {
+    move |e| ReadError::new(ReadErrorKind::Io, here, e.to_string())
+}
+
+/// Opens the archive and tells from its first bytes whether it is gzip'd (`true`) or a plain tar
+/// (`false`); anything else is not a bundle. The file is left at its start, for the pass.
+fn sniff(path: &Path, here: &str) -> Result<(File, bool), ReadError> {
+    let io_error = io_error(here);
     let mut magic = [0u8; 512];
     let mut got = 0;
     // Opened once: the pass reads from the start again through the same handle.
-    let mut file = File::open(path).map_err(io_error)?;
+    let mut file = File::open(path).map_err(&io_error)?;
     while got < magic.len() {
         match file.read(&mut magic[got..]) {
             Ok(0) => break,
@@ -82,81 +124,159 @@ pub(super) fn open_archive_keeping(
             Err(e) => return Err(io_error(e)),
         }
     }
-    file.seek(io::SeekFrom::Start(0)).map_err(io_error)?;
-    let gzip = if got >= 2 && magic[..2] == GZIP_MAGIC {
-        true
+    file.seek(io::SeekFrom::Start(0)).map_err(&io_error)?;
+    if got >= 2 && magic[..2] == GZIP_MAGIC {
+        Ok((file, true))
     } else if got == 512 && &magic[257..262] == b"ustar" {
-        false
+        Ok((file, false))
     } else {
-        return Err(ReadError::new(
+        Err(ReadError::new(
             ReadErrorKind::NotABundle,
             here,
             format!("not a bundle: {}", not_an_archive(&magic[..got])),
-        ));
-    };
-
-    // The one pass: index every entry, and keep the data of the regular files where they can be
-    // read again in any order (a plain tar is read in place).
-    let mut source = if gzip {
-        None
-    } else {
-        Some(file.try_clone().map_err(io_error)?)
-    };
-    let mut spill = gzip.then(SpillWriter::new);
-    if !keep {
-        if let Some(spill) = &mut spill {
-            spill.stop();
-        }
-        source = None;
+        ))
     }
-    let stream = stream_of(file, gzip).map_err(io_error)?;
-    let mut walker = Walker::new(stream, limits);
-    let mut indexed: Vec<(u64, Indexed)> = Vec::new();
-    // The paths of the entries, to find paths that are both a file and a directory.
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut tail: Vec<ReadError> = Vec::new();
-    let mut entries = 0usize;
-    let mut ended = false;
-    // The failure that ended the pass inside an entry.
-    let mut broken: Option<ReadError> = None;
-    // The run id each `MANIFEST.json` where a run directory may be names (the last copy's), read
-    // in this pass so that the reader knows the run before yielding a file.
-    let mut manifest_runs: HashMap<String, Option<String>> = HashMap::new();
-    loop {
-        let entry = match walker.next_entry() {
-            Ok(Some(entry)) => entry,
-            Ok(None) => {
-                ended = true;
-                break;
+}
+
+/// What the one pass over an archive found.
+struct Found {
+    /// Each entry, with where its data starts in the uncompressed tar stream.
+    indexed: Vec<(u64, Indexed)>,
+    /// The entries whose path is also another entry's directory (or the reverse), by index in
+    /// `indexed`.
+    conflicts: HashMap<usize, ReadError>,
+    /// Errors of the archive as a whole, after its entries.
+    tail: Vec<ReadError>,
+    /// The failure that ended the pass inside an entry.
+    broken: Option<ReadError>,
+    /// The run id each `MANIFEST.json` where a run directory may be names (the last copy's), read
+    /// in this pass so that the reader knows the run before yielding a file.
+    manifest_runs: HashMap<String, Option<String>>,
+    /// The files' data, kept where it can be read again in any order; `None` when it was not
+    /// kept.
+    data: Option<Spill>,
+}
+
+/// How the pass goes on after an entry.
+enum Then {
+    /// To the next entry.
+    Next,
+    /// It stops before the archive's end: damage, or a limit.
+    Stop,
+    /// The tar archive ended.
+    End,
+}
+
+/// An entry the pass has indexed, before it moves past the entry's data.
+struct Judged {
+    /// Its index in [`Found::indexed`].
+    at: usize,
+    /// The name and size of a `MANIFEST.json` to read whole.
+    manifest: Option<(String, u64)>,
+    /// Whether its data is kept.
+    keep: bool,
+}
+
+/// The one pass over an archive, under way: every entry indexed, and the data of the regular files
+/// kept where they can be read again in any order (a gzip'd archive's in a [`SpillWriter`]; a plain
+/// tar is read in place).
+struct Pass<'a> {
+    /// The archive, as errors name it.
+    here: &'a str,
+    limits: Limits,
+    walker: Walker,
+    /// Entries read so far.
+    entries: usize,
+    /// The paths of the entries, to find paths that are both a file and a directory.
+    nodes: Vec<Node>,
+    /// Where a gzip'd archive's file data goes.
+    spill: Option<SpillWriter>,
+    /// A plain tar, to read its files' data from.
+    source: Option<File>,
+    found: Found,
+}
+
+impl<'a> Pass<'a> {
+    /// Reads the archive's entries to the end, or to the damage or limit that stops the pass.
+    fn run(
+        file: File,
+        gzip: bool,
+        keep: bool,
+        limits: Limits,
+        here: &'a str,
+    ) -> Result<Found, ReadError> {
+        let mut source = if gzip {
+            None
+        } else {
+            Some(file.try_clone().map_err(io_error(here))?)
+        };
+        let mut spill = gzip.then(SpillWriter::new);
+        if !keep {
+            if let Some(spill) = &mut spill {
+                spill.stop();
             }
-            Err((kind, message)) => {
-                if entries == 0 && kind == ReadErrorKind::Tar {
-                    let message = if walker.pos == 0 {
-                        "not a bundle: the gzip data inflates to nothing (no tar archive inside)"
-                            .to_owned()
-                    } else {
-                        format!("not a bundle: the data is not a tar archive ({message})")
-                    };
-                    return Err(ReadError::new(ReadErrorKind::NotABundle, here, message));
-                }
-                tail.push(ReadError::new(kind, &here, message));
-                break;
+            source = None;
+        }
+        let stream = stream_of(file, gzip).map_err(io_error(here))?;
+        let mut pass = Pass {
+            here,
+            limits,
+            walker: Walker::new(stream, limits),
+            entries: 0,
+            nodes: Vec::new(),
+            spill,
+            source,
+            found: Found {
+                indexed: Vec::new(),
+                conflicts: HashMap::new(),
+                tail: Vec::new(),
+                broken: None,
+                manifest_runs: HashMap::new(),
+                data: None,
+            },
+        };
+        let ended = loop {
+            match pass.entry()? {
+                Then::Next => {}
+                Then::Stop => break false,
+                Then::End => break true,
             }
         };
-        entries += 1;
-        if entries > limits.max_entries {
-            tail.push(ReadError::new(
+        if ended && gzip {
+            pass.trailer();
+        }
+        Ok(pass.finish())
+    }
+
+    /// Reads the next entry's header, indexes the entry, and moves past its data.
+    fn entry(&mut self) -> Result<Then, ReadError> {
+        let entry = match self.walker.next_entry() {
+            Ok(Some(entry)) => entry,
+            Ok(None) => return Ok(Then::End),
+            Err((kind, message)) => {
+                if self.entries == 0 && kind == ReadErrorKind::Tar {
+                    return Err(self.not_a_tar(message));
+                }
+                self.found
+                    .tail
+                    .push(ReadError::new(kind, self.here, message));
+                return Ok(Then::Stop);
+            }
+        };
+        self.entries += 1;
+        if self.entries > self.limits.max_entries {
+            self.found.tail.push(ReadError::new(
                 ReadErrorKind::TooManyEntries,
-                &here,
+                self.here,
                 format!(
                     "the archive holds more than {} entries (the limit); the rest were not read",
-                    limits.max_entries
+                    self.limits.max_entries
                 ),
             ));
-            break;
+            return Ok(Then::Stop);
         }
         let shown = String::from_utf8_lossy(&entry.name).into_owned();
-        let location = format!("{here}!{shown}");
+        let location = format!("{}!{shown}", self.here);
         let usable = match normalize_entry_name(&entry.name) {
             Ok(name) if !name.is_empty() && entry.name_problem.is_none() => Some(name),
             _ => None,
@@ -167,11 +287,41 @@ pub(super) fn open_archive_keeping(
             if let Some(name) = usable {
                 error = error.about(name);
             }
-            broken = Some(error.clone());
-            indexed.push((entry.data_pos, Indexed::Error(error)));
-            break;
+            self.found.broken = Some(error.clone());
+            self.found
+                .indexed
+                .push((entry.data_pos, Indexed::Error(error)));
+            return Ok(Then::Stop);
         }
-        let item = classify_entry(&entry, &location, limits).map(|item| match item {
+        let judged = self.index(&entry, &location, usable.as_deref(), &shown);
+        match self.pass_data(entry.size, judged.manifest, judged.keep) {
+            Ok(()) => Ok(Then::Next),
+            Err(fail) => {
+                self.stopped_in_data(judged.at, location, usable, fail);
+                Ok(Then::Stop)
+            }
+        }
+    }
+
+    /// The error of an archive whose first entry does not read as tar: not a bundle.
+    fn not_a_tar(&self, message: String) -> ReadError {
+        let message = if self.walker.pos == 0 {
+            "not a bundle: the gzip data inflates to nothing (no tar archive inside)".to_owned()
+        } else {
+            format!("not a bundle: the data is not a tar archive ({message})")
+        };
+        ReadError::new(ReadErrorKind::NotABundle, self.here, message)
+    }
+
+    /// Judges an entry from its header ([`classify_entry`]) and records what it is, and its path.
+    fn index(
+        &mut self,
+        entry: &RawEntry,
+        location: &str,
+        usable: Option<&str>,
+        shown: &str,
+    ) -> Judged {
+        let item = classify_entry(entry, location, self.limits).map(|item| match item {
             // Remember which path a refused entry had, so that it still counts as present.
             Indexed::Error(e) => match normalize_entry_name(&entry.name) {
                 Ok(name) if !name.is_empty() => Indexed::Error(e.about(name)),
@@ -187,129 +337,193 @@ pub(super) fn open_archive_keeping(
             _ => None,
         };
         if let Indexed::File { at, .. } = &mut item {
-            *at = match &spill {
+            *at = match &self.spill {
                 Some(spill) => spill.offset(),
                 None => entry.data_pos,
             };
         }
-        let keeping =
-            matches!(item, Indexed::File { .. }) && spill.as_ref().is_some_and(|s| s.active());
-        let at = indexed.len();
-        indexed.push((entry.data_pos, item));
-        if let Some(name) = &usable {
-            let dir = is_directory(&entry);
-            nodes.push(Node::new(name, dir, at, &shown));
+        let keep =
+            matches!(item, Indexed::File { .. }) && self.spill.as_ref().is_some_and(|s| s.active());
+        let at = self.found.indexed.len();
+        self.found.indexed.push((entry.data_pos, item));
+        if let Some(name) = usable {
+            self.nodes
+                .push(Node::new(name, is_directory(entry), at, shown));
         }
-        // Move past the data now, so that damage inside it is found and located here. Data that
-        // would pass the total limit is not read at all.
-        let left = std::mem::take(&mut walker.skip);
-        let moved = if walker.pos.saturating_add(left) > limits.max_total_bytes {
-            Err((
+        Judged { at, manifest, keep }
+    }
+
+    /// Moves past the entry's data (`size` bytes, as its header declares) now, so that damage
+    /// inside it is found and located here: keeps it when `keep`, and reads a manifest whole. Data
+    /// that would pass the total limit is not read at all.
+    fn pass_data(
+        &mut self,
+        size: u64,
+        manifest: Option<(String, u64)>,
+        keep: bool,
+    ) -> Result<(), Fail> {
+        let walker = &mut self.walker;
+        if walker.pos.saturating_add(walker.skip) > self.limits.max_total_bytes {
+            return Err((
                 ReadErrorKind::TooLarge,
                 format!(
-                    "the entry's header declares {} bytes of data, which would take the archive \
-                     past the total limit of {} bytes; reading stopped here",
-                    entry.size, limits.max_total_bytes
+                    "the entry's header declares {size} bytes of data, which would take the \
+                     archive past the total limit of {} bytes; reading stopped here",
+                    self.limits.max_total_bytes
                 ),
-            ))
-        } else if keeping {
-            let spill = spill
-                .as_mut()
-                .expect("OK because `keeping` says it is there");
-            walker.skip = left;
-            match manifest {
-                // A manifest is read whole (it is within the per-file limit) so that the run id it
-                // names is known at open, and kept like any other file.
-                Some((name, size)) => walker.read_data(size).map(|bytes| {
-                    manifest_runs.insert(name, manifest_run_id(&bytes));
-                    spill.write(&bytes);
-                }),
-                None => walker.copy_data(entry.size, &mut |bytes| spill.write(bytes)),
-            }
-            .and_then(|()| {
-                let padding = std::mem::take(&mut walker.skip);
-                walker.discard(padding)
-            })
-        } else if let Some((name, size)) = manifest {
-            walker.skip = left;
-            walker.read_data(size).and_then(|bytes| {
-                manifest_runs.insert(name, manifest_run_id(&bytes));
-                let padding = std::mem::take(&mut walker.skip);
-                walker.discard(padding)
-            })
-        } else {
-            walker.discard(left)
-        };
-        if let Err((kind, message)) = moved {
-            let error = ReadError::new(kind, location, message);
-            broken = Some(error.clone());
-            let file = matches!(
-                indexed[at].1,
-                Indexed::File { .. } | Indexed::TooLarge { .. }
-            );
-            indexed[at].1 = match usable {
-                // A file cut by the total limit still tells where the run directory is.
-                Some(name) if file && kind == ReadErrorKind::TooLarge => {
-                    Indexed::TooLarge { name, error }
-                }
-                Some(name) => Indexed::Error(error.about(name)),
-                None => Indexed::Error(error),
-            };
-            break;
+            ));
         }
+        let spill = match keep {
+            true => Some(
+                self.spill
+                    .as_mut()
+                    .expect("OK because `keep` says it is there"),
+            ),
+            false => None,
+        };
+        match (manifest, spill) {
+            // A manifest is read whole (it is within the per-file limit) so that the run id it
+            // names is known at open, and kept like any other file.
+            (Some((name, size)), spill) => {
+                let bytes = walker.read_data(size)?;
+                self.found
+                    .manifest_runs
+                    .insert(name, manifest_run_id(&bytes));
+                if let Some(spill) = spill {
+                    spill.write(&bytes);
+                }
+            }
+            (None, Some(spill)) => walker.copy_data(size, &mut |bytes| spill.write(bytes))?,
+            (None, None) => {}
+        }
+        // The padding after the data read, or the data passed over.
+        let left = std::mem::take(&mut walker.skip);
+        walker.discard(left)
     }
-    if ended && gzip {
-        if let Err((kind, mut message)) = walker.drain() {
+
+    /// Records the failure that stopped the pass inside entry `at`'s data.
+    fn stopped_in_data(
+        &mut self,
+        at: usize,
+        location: String,
+        usable: Option<String>,
+        (kind, message): Fail,
+    ) {
+        let error = ReadError::new(kind, location, message);
+        self.found.broken = Some(error.clone());
+        let item = &mut self.found.indexed[at].1;
+        let file = matches!(item, Indexed::File { .. } | Indexed::TooLarge { .. });
+        *item = match usable {
+            // A file cut by the total limit still tells where the run directory is.
+            Some(name) if file && kind == ReadErrorKind::TooLarge => {
+                Indexed::TooLarge { name, error }
+            }
+            Some(name) => Indexed::Error(error.about(name)),
+            None => Indexed::Error(error),
+        };
+    }
+
+    /// Reads a gzip'd archive past the end of its tar archive: a damaged trailer, or bytes after
+    /// the last member that are not a gzip member, are an error of the archive.
+    fn trailer(&mut self) {
+        if let Err((kind, mut message)) = self.walker.drain() {
             if kind == ReadErrorKind::Gzip {
-                // A damaged trailer, or bytes after the last member that are not a gzip member.
                 message.push_str(", after the end of the tar archive");
             }
-            tail.push(ReadError::new(kind, &here, message));
+            self.found
+                .tail
+                .push(ReadError::new(kind, self.here, message));
         }
     }
-    drop(walker);
-    let mut conflicts = path_conflicts(&nodes, &here);
-    drop(nodes);
 
-    // Find the run directory among the regular files.
-    let names: Vec<&str> = indexed
+    /// What the pass found, with the paths that conflict and the files' data.
+    fn finish(self) -> Found {
+        let Pass {
+            here,
+            walker,
+            nodes,
+            spill,
+            source,
+            mut found,
+            ..
+        } = self;
+        drop(walker);
+        found.conflicts = path_conflicts(&nodes, here);
+        drop(nodes);
+        found.data = match spill {
+            Some(spill) => spill.finish(),
+            None => source.map(Spill::Source),
+        };
+        found
+    }
+}
+
+/// The run directory among the regular files the pass found. When none shows, the archive is not a
+/// bundle, unless a cap stopped the pass before it showed (the bundle then opens, yields no file,
+/// and reports the cap like any other archive past it) or damage did (the damage is the error).
+fn run_dir_of(found: &Found, here: &str) -> Result<Option<String>, ReadError> {
+    let names: Vec<&str> = found
+        .indexed
         .iter()
         .filter_map(|(_, item)| match item {
             Indexed::File { name, .. } | Indexed::TooLarge { name, .. } => Some(name.as_str()),
             Indexed::Error(_) | Indexed::Quiet => None,
         })
         .collect();
-    let run_dir = match find_run_dir(&names) {
-        Ok(run_dir) => Some(run_dir),
-        Err(why) => {
-            let capped = |e: &ReadError| {
-                matches!(
-                    e.kind,
-                    ReadErrorKind::TooLarge | ReadErrorKind::TooManyEntries
-                )
-            };
-            if broken.iter().chain(&tail).any(capped) {
-                // A cap stopped the pass before the run directory showed: the bundle opens,
-                // yields no file, and reports the cap like any other archive past it.
-                None
-            } else {
-                // A damaged archive says more about itself than "not a bundle".
-                let damage = broken.or_else(|| tail.first().cloned());
-                return Err(damage.unwrap_or_else(|| {
-                    ReadError::new(
-                        ReadErrorKind::NotABundle,
-                        &here,
-                        format!("not a bundle: the archive {why}"),
-                    )
-                }));
-            }
-        }
+    let why = match find_run_dir(&names) {
+        Ok(run_dir) => return Ok(Some(run_dir)),
+        Err(why) => why,
     };
-    let inside = |name: &str| -> Option<String> {
-        strip_run_dir(name, run_dir.as_deref()?).map(str::to_owned)
+    let capped = |e: &ReadError| {
+        matches!(
+            e.kind,
+            ReadErrorKind::TooLarge | ReadErrorKind::TooManyEntries
+        )
     };
+    if found.broken.iter().chain(&found.tail).any(capped) {
+        return Ok(None);
+    }
+    // A damaged archive says more about itself than "not a bundle".
+    let damage = found.broken.clone().or_else(|| found.tail.first().cloned());
+    Err(damage.unwrap_or_else(|| {
+        ReadError::new(
+            ReadErrorKind::NotABundle,
+            here,
+            format!("not a bundle: the archive {why}"),
+        )
+    }))
+}
 
-    // Keep the files of the run directory (the last copy of a duplicate) and every error.
+/// What to yield, in path order: the files of the run directory (the last copy of a duplicate)
+/// and every error, their paths relative to the run directory.
+fn run_dir_items(
+    indexed: Vec<(u64, Indexed)>,
+    mut conflicts: HashMap<usize, ReadError>,
+    run_dir: Option<&str>,
+) -> Vec<ArchiveItem> {
+    let inside =
+        |name: &str| -> Option<String> { strip_run_dir(name, run_dir?).map(str::to_owned) };
+    let is_last_copy = last_copies(&indexed, &inside);
+    let mut items = Vec::with_capacity(indexed.len());
+    for (i, (data_pos, item)) in indexed.into_iter().enumerate() {
+        if let Some(what) = item.action(is_last_copy[i], &inside) {
+            items.push(ArchiveItem { data_pos, what });
+        }
+        if let Some(e) = conflicts.remove(&i) {
+            let what = ArchiveAction::Error(ReadError {
+                path: e.path.as_deref().and_then(inside),
+                ..e
+            });
+            items.push(ArchiveItem { data_pos, what });
+        }
+    }
+    sort_by_path(&mut items);
+    items
+}
+
+/// Per entry, whether it is the last copy of a file of the run directory (`inside` says a path
+/// relative to it); by index rather than by name, so that no name is copied for it.
+fn last_copies(indexed: &[(u64, Indexed)], inside: &dyn Fn(&str) -> Option<String>) -> Vec<bool> {
     let mut last_copy: HashMap<&str, usize> = HashMap::new();
     for (i, (_, item)) in indexed.iter().enumerate() {
         if let Indexed::File { name, .. } = item {
@@ -318,14 +532,23 @@ pub(super) fn open_archive_keeping(
             }
         }
     }
-    // By index rather than by name, so that no name is copied for it.
     let mut is_last_copy = vec![false; indexed.len()];
     for i in last_copy.into_values() {
         is_last_copy[i] = true;
     }
-    let mut items = Vec::with_capacity(indexed.len());
-    for (i, (data_pos, item)) in indexed.into_iter().enumerate() {
-        let what = match item {
+    is_last_copy
+}
+
+impl Indexed {
+    /// What to yield for the entry, its path relative to the run directory (`inside`): nothing for
+    /// an entry passed over or a file outside the run directory; an error for a copy that a later
+    /// one replaces.
+    fn action(
+        self,
+        last_copy: bool,
+        inside: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<ArchiveAction> {
+        match self {
             Indexed::Quiet => None,
             Indexed::Error(e) => Some(ArchiveAction::Error(ReadError {
                 path: e.path.as_deref().and_then(inside),
@@ -342,7 +565,7 @@ pub(super) fn open_archive_keeping(
                 at,
             } => match inside(&name) {
                 None => None,
-                Some(rel) if !is_last_copy[i] => Some(ArchiveAction::Error(
+                Some(rel) if !last_copy => Some(ArchiveAction::Error(
                     ReadError::new(
                         ReadErrorKind::Tar,
                         location,
@@ -357,30 +580,28 @@ pub(super) fn open_archive_keeping(
                     at,
                 }),
             },
-        };
-        if let Some(what) = what {
-            items.push(ArchiveItem { data_pos, what });
-        }
-        if let Some(e) = conflicts.remove(&i) {
-            let what = ArchiveAction::Error(ReadError {
-                path: e.path.as_deref().and_then(inside),
-                ..e
-            });
-            items.push(ArchiveItem { data_pos, what });
         }
     }
-    sort_by_path(&mut items);
-    let file_count = items
+}
+
+/// How many files the items yield, and their bytes.
+fn file_totals(items: &[ArchiveItem]) -> (usize, u64) {
+    items
         .iter()
-        .filter(|i| matches!(i.what, ArchiveAction::File { .. }))
-        .count();
-    let file_bytes = items
-        .iter()
-        .map(|i| match &i.what {
-            ArchiveAction::File { size, .. } => *size,
-            ArchiveAction::Error(_) => 0,
+        .fold((0, 0), |(count, bytes), item| match &item.what {
+            ArchiveAction::File { size, .. } => (count + 1, bytes + size),
+            ArchiveAction::Error(_) => (count, bytes),
         })
-        .sum();
+}
+
+/// The run's id and its directory's name: the name is the run directory's last component, or for
+/// an archive whose top level is the run directory the archive's name without its suffix; the id
+/// is the one the run directory's `MANIFEST.json` names, else that name.
+fn run_names(
+    path: &Path,
+    run_dir: Option<String>,
+    mut manifest_runs: HashMap<String, Option<String>>,
+) -> (String, String) {
     let manifest_run = run_dir.as_deref().and_then(|dir| {
         let name = match dir {
             "" => "MANIFEST.json".to_owned(),
@@ -396,23 +617,7 @@ pub(super) fn open_archive_keeping(
         _ => archive_stem(path),
     };
     let run_id = manifest_run.unwrap_or_else(|| dir_name.clone());
-    Ok(BundleReader {
-        source: path.to_path_buf(),
-        run_id,
-        dir_name,
-        limits,
-        layout: Layout::Archive {
-            gzip,
-            items,
-            spill: match spill {
-                Some(spill) => spill.finish(),
-                None => source.take().map(Spill::Source),
-            },
-        },
-        tail,
-        file_count,
-        file_bytes,
-    })
+    (run_id, dir_name)
 }
 
 /// Whether an entry is a `MANIFEST.json` where a run directory may be (the top, or at most two
