@@ -264,15 +264,22 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// The record files staged for the soak's runs: landed ones only, not the hidden temporary files
+/// of posts still being written (the attackers' keep coming while the count is taken).
 fn staged_files(root: &Path) -> u64 {
     let mut n = 0;
-    let mut stack = vec![root.join("staging")];
+    let soak_runs = std::fs::read_dir(root.join("staging"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("soak-"));
+    let mut stack: Vec<_> = soak_runs.map(|e| e.path()).collect();
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else {
+            } else if !e.file_name().to_string_lossy().starts_with('.') {
                 n += 1;
             }
         }
