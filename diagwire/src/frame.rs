@@ -325,8 +325,32 @@ pub(crate) fn decode_front(
 #[derive(Debug)]
 pub(crate) struct Whole {
     pub text: std::ops::Range<usize>,
-    pub record: crate::v1::Record,
+    pub record: Kept,
     pub unknown_keys: bool,
+}
+
+/// A decoded record as it is kept: an event as itself (a [`crate::v1::Record`] takes the room of
+/// its largest kind, several times an event's), any other record boxed.
+#[derive(Debug)]
+pub(crate) enum Kept {
+    Event(crate::v1::EventRecord),
+    Other(Box<crate::v1::Record>),
+}
+
+impl Kept {
+    pub(crate) fn of(record: crate::v1::Record) -> Kept {
+        match record {
+            crate::v1::Record::Event(event) => Kept::Event(event),
+            other => Kept::Other(Box::new(other)),
+        }
+    }
+
+    pub(crate) fn into_record(self) -> crate::v1::Record {
+        match self {
+            Kept::Event(event) => crate::v1::Record::Event(event),
+            Kept::Other(record) => *record,
+        }
+    }
 }
 
 /// The one-pass decode of a whole file's text as a file of `kind`: each record decoded with the
@@ -358,7 +382,7 @@ pub(crate) fn decode_whole(kind: RecordKind, text: &str, each: &mut dyn FnMut(Wh
             .max(start);
         each(Whole {
             text: start..end,
-            record,
+            record: Kept::Other(Box::new(record)),
             unknown_keys,
         });
         return true;
@@ -380,7 +404,7 @@ pub(crate) fn decode_whole(kind: RecordKind, text: &str, each: &mut dyn FnMut(Wh
         let end = at + one.byte_offset();
         each(Whole {
             text: at..end,
-            record: Record::Event(event),
+            record: Kept::Event(event),
             unknown_keys: diagwire_runtime::unknown_keys_read() != unknown_before,
         });
         at = ws(end);

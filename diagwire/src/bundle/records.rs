@@ -39,7 +39,7 @@ use std::io::Read;
 use std::sync::mpsc;
 
 use super::read::{BundleReader, ReadError, StreamFile};
-use crate::frame::{Frames, Whole, decode_whole, frame};
+use crate::frame::{Frames, Kept, Whole, decode_whole, frame};
 use crate::layout::{Encoding, Role};
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::quarantine::{Pairing, Quarantined};
@@ -124,7 +124,7 @@ impl Decoded {
     pub fn push(&mut self, text: std::ops::Range<usize>, record: Record, unknown_keys: bool) {
         self.records.push(Whole {
             text,
-            record,
+            record: Kept::of(record),
             unknown_keys,
         });
     }
@@ -144,15 +144,14 @@ impl Decoded {
         Decoded { records }
     }
 
-    /// Each record with its text in `bytes`, or `None` when one's text is not there.
-    fn texts<'a>(&'a self, bytes: &'a [u8]) -> Option<Vec<(&'a Whole, &'a str)>> {
-        self.records
+    /// The file's text, when every record's text is in it.
+    fn text_in<'a>(&self, bytes: &'a [u8]) -> Option<&'a str> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let all_in = self
+            .records
             .iter()
-            .map(|w| {
-                let text = std::str::from_utf8(bytes.get(w.text.clone())?).ok()?;
-                Some((w, text))
-            })
-            .collect()
+            .all(|w| text.get(w.text.clone()).is_some());
+        all_in.then_some(text)
     }
 }
 
@@ -222,6 +221,7 @@ pub fn walk_into(
         settings,
         walked: Walked::default(),
         quarantine: Pairing::default(),
+        spent: None,
     };
     let Some(verdict) = settings.verdict else {
         for file in reader.stream() {
@@ -235,19 +235,26 @@ pub fn walk_into(
     let parts = std::sync::Mutex::new(Some((reader, &mut *verdict as &mut (dyn Verdict + Send))));
     std::thread::scope(|scope| {
         let (batches, judged) = mpsc::sync_channel::<Vec<Judged>>(1);
+        let (spent, to_free) = mpsc::sync_channel::<Vec<Kept>>(SPENT_BATCHES);
         let parts = &parts;
         let _reading = std::thread::Builder::new()
             .name("diagwire-verdict".into())
             .spawn_scoped(scope, move || {
                 if let Some((reader, judge)) = take(parts) {
-                    judge_ahead(reader, judge, &batches);
+                    judge_ahead(reader, judge, &batches, &to_free);
                 }
             });
+        walk.spent = Some(Vec::new());
         for batch in judged {
             for (file, judgement) in batch {
                 walk.item(file, Some(judgement), consumers);
             }
+            if let Some(records) = walk.spent.as_mut().filter(|r| !r.is_empty()) {
+                // When the thread has enough to free already, they are freed here.
+                let _ = spent.try_send(std::mem::take(records));
+            }
         }
+        walk.spent = None;
         // No thread to be had: the verdict judges each file on this one.
         if let Some((reader, judge)) = take(parts) {
             for file in reader.stream() {
@@ -271,6 +278,10 @@ pub fn walk_into(
 const BATCH_BYTES: u64 = 1 << 20;
 const BATCH_FILES: usize = 64;
 
+/// The most batches of records handed on that wait for the verdict's thread to free them: a record
+/// freed on the thread that decoded it costs the allocator a fraction of one freed on another.
+const SPENT_BATCHES: usize = 2;
+
 /// The verdict's judgement of one entry of the stream.
 fn judge_one(judge: &mut (dyn Verdict + Send), file: &Result<StreamFile, ReadError>) -> Judgement {
     match file {
@@ -292,15 +303,20 @@ type Judgement = (Vec<Problem>, Option<Decoded>);
 type Judged = (Result<StreamFile, ReadError>, Judgement);
 
 /// The verdict's thread: reads the bundle's files in order, judges each, and hands them on in
-/// batches ([`BATCH_BYTES`], [`BATCH_FILES`]) until the walk stops taking them.
+/// batches ([`BATCH_BYTES`], [`BATCH_FILES`]) until the walk stops taking them; frees the records
+/// the walk has handed on (`to_free`) as it goes.
 fn judge_ahead(
     reader: &mut BundleReader,
     judge: &mut (dyn Verdict + Send),
     batches: &mpsc::SyncSender<Vec<Judged>>,
+    to_free: &mpsc::Receiver<Vec<Kept>>,
 ) {
     let mut batch = Vec::new();
     let mut bytes = 0;
     for file in reader.stream() {
+        while let Ok(records) = to_free.try_recv() {
+            drop(records);
+        }
         bytes += file.as_ref().map_or(0, |f| f.size);
         let judgement = judge_one(judge, &file);
         batch.push((file, judgement));
@@ -323,6 +339,8 @@ struct Walking<'a> {
     max_record: usize,
     walked: Walked,
     quarantine: Pairing,
+    /// The verdict's records handed on, kept for its thread to free (when it has one).
+    spent: Option<Vec<Kept>>,
 }
 
 impl Walking<'_> {
@@ -339,6 +357,7 @@ impl Walking<'_> {
         let (judged, decoded) = judged.unwrap_or_default();
         let walked = &mut self.walked;
         let quarantine = &mut self.quarantine;
+        let spent = &mut self.spent;
         let settings = self.settings;
         let max_record = self.max_record;
         let mut file = match file {
@@ -384,13 +403,16 @@ impl Walking<'_> {
             Encoding::Json => {
                 let bytes = file.contents();
                 let verdicts = decoded
-                    .as_ref()
                     .filter(|_| bytes.len() <= max_record)
-                    .and_then(|d| d.texts(bytes));
+                    .and_then(|d| Some((d.text_in(bytes)?, d)));
                 match verdicts {
-                    Some(records) => {
-                        for (index, (w, text)) in records.into_iter().enumerate() {
-                            typed.deliver(index, text, &w.record, w.unknown_keys);
+                    Some((text, decoded)) => {
+                        for (index, w) in decoded.records.into_iter().enumerate() {
+                            let record = w.record.into_record();
+                            typed.deliver(index, &text[w.text], &record, w.unknown_keys);
+                            if let Some(spent) = spent.as_mut() {
+                                spent.push(Kept::of(record));
+                            }
                         }
                         Ok(())
                     }
@@ -520,7 +542,8 @@ impl Typed<'_, '_> {
         if bytes.len() <= max_record {
             if let Ok(text) = std::str::from_utf8(bytes) {
                 let whole = decode_whole(kind, text, &mut |w| {
-                    self.deliver(self.delivered, &text[w.text], &w.record, w.unknown_keys);
+                    let record = w.record.into_record();
+                    self.deliver(self.delivered, &text[w.text], &record, w.unknown_keys);
                     self.delivered += 1;
                 });
                 if whole {

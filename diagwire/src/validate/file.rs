@@ -12,7 +12,7 @@ use serde::de::{Deserializer as _, SeqAccess, Visitor};
 
 use super::record::{At, check_record};
 use super::{FileSink, Report, Validator};
-use crate::frame::{FileShape, Frames, Whole, decode_front, decode_whole, frame};
+use crate::frame::{FileShape, Frames, Kept, Whole, decode_front, decode_whole, frame};
 use crate::problem::{Location, ProblemKind};
 use crate::scan::{Position, Take};
 use crate::v1::{EventRecord, Record, RecordKind};
@@ -239,7 +239,15 @@ fn fast(
             return None;
         }
         let kept = match (keep, &records[..]) {
-            (true, [one]) => Some(one.record.clone()),
+            (
+                true,
+                [
+                    Whole {
+                        record: Kept::Other(one),
+                        ..
+                    },
+                ],
+            ) => Some((**one).clone()),
             _ => None,
         };
         let n = records.len();
