@@ -331,6 +331,8 @@ pub(crate) struct Whole {
 
 /// A decoded record as it is kept: an event as itself (a [`crate::v1::Record`] takes the room of
 /// its largest kind, several times an event's), any other record boxed.
+/// (Nearly every record kept is an event: boxing it would cost an allocation per record.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Kept {
     Event(crate::v1::EventRecord),

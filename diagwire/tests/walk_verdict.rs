@@ -102,7 +102,7 @@ impl Verdict for Judge<'_> {
                 moved.push(past, boot_of_other_run(), false);
                 Some(moved).filter(|_| !d.is_empty())
             }
-            (Records::OtherBoot, Some(d)) if path.ends_with("/boot.json") => {
+            (Records::OtherBoot, Some(_)) if path.ends_with("/boot.json") => {
                 let mut other = Decoded::default();
                 let whole: Range<usize> = 0..bytes.len();
                 other.push(whole, boot_of_other_run(), false);

@@ -28,7 +28,9 @@
 //! thread. Judging a well-formed file decodes its records: the verdict keeps them, each with where
 //! its text is ([`Verdict::file_records`], [`Decoded`]; a bounded size of file, so memory holds a
 //! few batches of records), and the walk hands those on, so each record is decoded once and the
-//! walk's thread only runs the consumers. A file the verdict hands no records of (a problem, too
+//! walk's thread only runs the consumers (the records it has handed on go back to the verdict's
+//! thread to be freed, where the allocator frees them without taking another thread's arena: a
+//! few batches at most, [`SPENT_BATCHES`]). A file the verdict hands no records of (a problem, too
 //! large, a binary file) is decoded by the walk as without a verdict; a refused record's text is
 //! then decoded twice (by the walk, to hand on the records around it, and by the validation),
 //! never read twice. The standard library's scoped threads and channels do it; no pool is needed

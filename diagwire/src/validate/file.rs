@@ -29,6 +29,7 @@ impl Validator<'_> {
     /// decoding them again; it is left `None` when the file needs framing. An error reading the
     /// file ends the check of its records; it is returned, not reported (the caller knows whether
     /// a reader reports it already).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn validate_reader_keep(
         &mut self,
         file: &str,
