@@ -319,3 +319,101 @@ pub(crate) fn decode_front(
         }
     }
 }
+
+/// A record of a file decoded whole ([`decode_whole`]): where its text is in the file's, the
+/// record, and whether it held a key its types keep as unknown.
+#[derive(Debug)]
+pub(crate) struct Whole {
+    pub text: std::ops::Range<usize>,
+    pub record: Kept,
+    pub unknown_keys: bool,
+}
+
+/// A decoded record as it is kept: an event as itself (a [`crate::v1::Record`] takes the room of
+/// its largest kind, several times an event's), any other record boxed.
+/// (Nearly every record kept is an event: boxing it would cost an allocation per record.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Kept {
+    Event(crate::v1::EventRecord),
+    Other(Box<crate::v1::Record>),
+}
+
+impl Kept {
+    pub(crate) fn of(record: crate::v1::Record) -> Kept {
+        match record {
+            crate::v1::Record::Event(event) => Kept::Event(event),
+            other => Kept::Other(Box::new(other)),
+        }
+    }
+
+    pub(crate) fn into_record(self) -> crate::v1::Record {
+        match self {
+            Kept::Event(event) => crate::v1::Record::Event(event),
+            Kept::Other(record) => *record,
+        }
+    }
+}
+
+/// The one-pass decode of a whole file's text as a file of `kind`: each record decoded with the
+/// generated types and handed to `each` with where its text is (a file of one record: its text
+/// without the whitespace around it), serde_json's stream decoder saying where each record ends.
+/// False at the first thing it cannot take (the records before it have been handed on); a file it
+/// takes whole is one the framing and the typed decode of each record take without a problem.
+/// Whether a record held unknown keys is read from `diagwire_runtime`'s counter of the calling
+/// thread.
+pub(crate) fn decode_whole(kind: RecordKind, text: &str, each: &mut dyn FnMut(Whole)) -> bool {
+    use crate::v1::{EventRecord, Record};
+    let b = text.as_bytes();
+    let ws = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+            i += 1;
+        }
+        i
+    };
+    if FileShape::of(kind) != FileShape::ArrayOf(RecordKind::Event) {
+        let unknown_before = diagwire_runtime::unknown_keys_read();
+        let Ok(record) = Record::parse(kind, text) else {
+            return false;
+        };
+        let unknown_keys = diagwire_runtime::unknown_keys_read() != unknown_before;
+        let start = ws(0);
+        let end = text
+            .trim_end_matches([' ', '\n', '\r', '\t'])
+            .len()
+            .max(start);
+        each(Whole {
+            text: start..end,
+            record: Kept::Other(Box::new(record)),
+            unknown_keys,
+        });
+        return true;
+    }
+    let mut at = ws(0);
+    if b.get(at) != Some(&b'[') {
+        return false;
+    }
+    at = ws(at + 1);
+    if b.get(at) == Some(&b']') {
+        return ws(at + 1) == b.len();
+    }
+    loop {
+        let mut one = serde_json::Deserializer::from_str(&text[at..]).into_iter::<EventRecord>();
+        let unknown_before = diagwire_runtime::unknown_keys_read();
+        let Some(Ok(event)) = one.next() else {
+            return false;
+        };
+        let end = at + one.byte_offset();
+        each(Whole {
+            text: at..end,
+            record: Kept::Event(event),
+            unknown_keys: diagwire_runtime::unknown_keys_read() != unknown_before,
+        });
+        at = ws(end);
+        match b.get(at) {
+            Some(b',') => at = ws(at + 1),
+            Some(b']') => return ws(at + 1) == b.len(),
+            _ => return false,
+        }
+    }
+}

@@ -21,21 +21,27 @@
 //! With a [`Verdict`] ([`Walk::verdict`]; the validation's `BundleVerdict`), the bundle's
 //! validation runs in the same pass, on the same bytes: its problems (files outside the layout and
 //! the parts of the bundle against each other too) are the ones handed to the consumers, and the
-//! walk's own are not, so every reader reports what `diagwire validate` reports. A refused
-//! record's text is then decoded twice (by the walk, to hand on the records around it, and by the
-//! validation), never read twice. The validation runs on a thread of its own, which reads the
-//! files from the stream, judges each and hands it with its problems to the walk, at most one
-//! batch of files ahead ([`BATCH_BYTES`]): validating and decoding, about equal in cost, overlap on
-//! two cores, and the consumers still get a file's records, then its problems, file after file in
-//! path order, as without the thread. The standard library's scoped threads and channels do it;
-//! no pool is needed for one helper thread.
+//! walk's own are not, so every reader reports what `diagwire validate` reports. The validation
+//! runs on a thread of its own, which reads the files from the stream, judges each and hands it
+//! with its problems to the walk, at most one batch of files ahead ([`BATCH_BYTES`]); the consumers
+//! still get a file's records, then its problems, file after file in path order, as without the
+//! thread. Judging a well-formed file decodes its records: the verdict keeps them, each with where
+//! its text is ([`Verdict::file_records`], [`Decoded`]; a bounded size of file, so memory holds a
+//! few batches of records), and the walk hands those on, so each record is decoded once and the
+//! walk's thread only runs the consumers (the records it has handed on go back to the verdict's
+//! thread to be freed, where the allocator frees them without taking another thread's arena: a
+//! few batches at most, [`SPENT_BATCHES`]). A file the verdict hands no records of (a problem, too
+//! large, a binary file) is decoded by the walk as without a verdict; a refused record's text is
+//! then decoded twice (by the walk, to hand on the records around it, and by the validation),
+//! never read twice. The standard library's scoped threads and channels do it; no pool is needed
+//! for one helper thread.
 
 use std::cell::RefCell;
 use std::io::Read;
 use std::sync::mpsc;
 
 use super::read::{BundleReader, ReadError, StreamFile};
-use crate::frame::{Frames, frame};
+use crate::frame::{Frames, Kept, Whole, decode_whole, frame};
 use crate::layout::{Encoding, Role};
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::quarantine::{Pairing, Quarantined};
@@ -88,9 +94,67 @@ pub trait Verdict {
     /// A file of the run directory (`path` inside it, shown as `location`) and its bytes: the
     /// problems kept of it.
     fn file(&mut self, path: &str, location: &str, bytes: &[u8]) -> Vec<Problem>;
+    /// As [`Verdict::file`], and the file's records when the verdict decoded them in judging it
+    /// ([`Decoded`]): the walk then hands those to the consumers instead of decoding the file
+    /// again. The default decodes nothing.
+    fn file_records(
+        &mut self,
+        path: &str,
+        location: &str,
+        bytes: &[u8],
+    ) -> (Vec<Problem>, Option<Decoded>) {
+        (self.file(path, location, bytes), None)
+    }
     /// The walk has ended: the problems kept of the bundle as a whole, and how many problems
     /// were found in all and not kept.
     fn finish(&mut self) -> (Vec<Problem>, usize);
+}
+
+/// A file's records as a [`Verdict`] decoded them in judging it ([`Verdict::file_records`]), in
+/// file order: each record with where its text is in the file's bytes and whether it held a key
+/// its types keep as unknown. The walk hands them on as it would its own decode's (a record at
+/// `index` of the file is the `index`-th pushed); one whose text is not in the file is not
+/// trusted, and the file is then decoded by the walk.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    records: Vec<Whole>,
+}
+
+impl Decoded {
+    /// Adds the file's next record: its text is `text` of the file's bytes, `unknown_keys` says
+    /// whether it held a key its types keep as unknown.
+    pub fn push(&mut self, text: std::ops::Range<usize>, record: Record, unknown_keys: bool) {
+        self.records.push(Whole {
+            text,
+            record: Kept::of(record),
+            unknown_keys,
+        });
+    }
+
+    /// How many records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The records decoded whole by [`decode_whole`].
+    pub(crate) fn from_whole(records: Vec<Whole>) -> Decoded {
+        Decoded { records }
+    }
+
+    /// The file's text, when every record's text is in it.
+    fn text_in<'a>(&self, bytes: &'a [u8]) -> Option<&'a str> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let all_in = self
+            .records
+            .iter()
+            .all(|w| text.get(w.text.clone()).is_some());
+        all_in.then_some(text)
+    }
 }
 
 /// Says where in a record, and why, its type refuses it: one `(kind, JSON pointer, message)` per
@@ -159,6 +223,7 @@ pub fn walk_into(
         settings,
         walked: Walked::default(),
         quarantine: Pairing::default(),
+        spent: None,
     };
     let Some(verdict) = settings.verdict else {
         for file in reader.stream() {
@@ -172,24 +237,31 @@ pub fn walk_into(
     let parts = std::sync::Mutex::new(Some((reader, &mut *verdict as &mut (dyn Verdict + Send))));
     std::thread::scope(|scope| {
         let (batches, judged) = mpsc::sync_channel::<Vec<Judged>>(1);
+        let (spent, to_free) = mpsc::sync_channel::<Vec<Kept>>(SPENT_BATCHES);
         let parts = &parts;
         let _reading = std::thread::Builder::new()
             .name("diagwire-verdict".into())
             .spawn_scoped(scope, move || {
                 if let Some((reader, judge)) = take(parts) {
-                    judge_ahead(reader, judge, &batches);
+                    judge_ahead(reader, judge, &batches, &to_free);
                 }
             });
+        walk.spent = Some(Vec::new());
         for batch in judged {
-            for (file, problems) in batch {
-                walk.item(file, Some(problems), consumers);
+            for (file, judgement) in batch {
+                walk.item(file, Some(judgement), consumers);
+            }
+            if let Some(records) = walk.spent.as_mut().filter(|r| !r.is_empty()) {
+                // When the thread has enough to free already, they are freed here.
+                let _ = spent.try_send(std::mem::take(records));
             }
         }
+        walk.spent = None;
         // No thread to be had: the verdict judges each file on this one.
         if let Some((reader, judge)) = take(parts) {
             for file in reader.stream() {
-                let problems = judge_one(judge, &file);
-                walk.item(file, Some(problems), consumers);
+                let judgement = judge_one(judge, &file);
+                walk.item(file, Some(judgement), consumers);
             }
         }
     });
@@ -208,14 +280,15 @@ pub fn walk_into(
 const BATCH_BYTES: u64 = 1 << 20;
 const BATCH_FILES: usize = 64;
 
-/// The verdict's problems of one entry of the stream.
-fn judge_one(
-    judge: &mut (dyn Verdict + Send),
-    file: &Result<StreamFile, ReadError>,
-) -> Vec<Problem> {
+/// The most batches of records handed on that wait for the verdict's thread to free them: a record
+/// freed on the thread that decoded it costs the allocator a fraction of one freed on another.
+const SPENT_BATCHES: usize = 2;
+
+/// The verdict's judgement of one entry of the stream.
+fn judge_one(judge: &mut (dyn Verdict + Send), file: &Result<StreamFile, ReadError>) -> Judgement {
     match file {
-        Ok(f) => judge.file(&f.path, &f.location, f.contents()),
-        Err(e) => judge.entry(e),
+        Ok(f) => judge.file_records(&f.path, &f.location, f.contents()),
+        Err(e) => (judge.entry(e), None),
     }
 }
 
@@ -225,22 +298,30 @@ fn take<T>(slot: &std::sync::Mutex<Option<T>>) -> Option<T> {
         .take()
 }
 
-/// An entry of the stream and the verdict's problems of it.
-type Judged = (Result<StreamFile, ReadError>, Vec<Problem>);
+/// The verdict's problems of an entry of the stream, and the file's records when it decoded them.
+type Judgement = (Vec<Problem>, Option<Decoded>);
+
+/// An entry of the stream and the verdict's judgement of it.
+type Judged = (Result<StreamFile, ReadError>, Judgement);
 
 /// The verdict's thread: reads the bundle's files in order, judges each, and hands them on in
-/// batches ([`BATCH_BYTES`], [`BATCH_FILES`]) until the walk stops taking them.
+/// batches ([`BATCH_BYTES`], [`BATCH_FILES`]) until the walk stops taking them; frees the records
+/// the walk has handed on (`to_free`) as it goes.
 fn judge_ahead(
     reader: &mut BundleReader,
     judge: &mut (dyn Verdict + Send),
     batches: &mpsc::SyncSender<Vec<Judged>>,
+    to_free: &mpsc::Receiver<Vec<Kept>>,
 ) {
     let mut batch = Vec::new();
     let mut bytes = 0;
     for file in reader.stream() {
+        while let Ok(records) = to_free.try_recv() {
+            drop(records);
+        }
         bytes += file.as_ref().map_or(0, |f| f.size);
-        let problems = judge_one(judge, &file);
-        batch.push((file, problems));
+        let judgement = judge_one(judge, &file);
+        batch.push((file, judgement));
         if bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES {
             bytes = 0;
             if batches.send(std::mem::take(&mut batch)).is_err() {
@@ -260,21 +341,25 @@ struct Walking<'a> {
     max_record: usize,
     walked: Walked,
     quarantine: Pairing,
+    /// The verdict's records handed on, kept for its thread to free (when it has one).
+    spent: Option<Vec<Kept>>,
 }
 
 impl Walking<'_> {
     /// Reads one entry of the stream and hands on its records and problems: the verdict's
-    /// (`judged`, after the file's records) when there is one, else its own.
+    /// (`judged`, after the file's records, which are the verdict's decode when it kept them)
+    /// when there is one, else its own.
     fn item(
         &mut self,
         file: Result<StreamFile, ReadError>,
-        judged: Option<Vec<Problem>>,
+        judged: Option<Judgement>,
         consumers: &mut [&mut dyn Consumer],
     ) {
         let verdict = judged.is_some();
-        let judged = judged.unwrap_or_default();
+        let (judged, decoded) = judged.unwrap_or_default();
         let walked = &mut self.walked;
         let quarantine = &mut self.quarantine;
+        let spent = &mut self.spent;
         let settings = self.settings;
         let max_record = self.max_record;
         let mut file = match file {
@@ -317,7 +402,25 @@ impl Walking<'_> {
             delivered: 0,
         };
         let read = match file.encoding {
-            Encoding::Json => typed.read(file.contents(), kind, max_record),
+            Encoding::Json => {
+                let bytes = file.contents();
+                let verdicts = decoded
+                    .filter(|_| bytes.len() <= max_record)
+                    .and_then(|d| Some((d.text_in(bytes)?, d)));
+                match verdicts {
+                    Some((text, decoded)) => {
+                        for (index, w) in decoded.records.into_iter().enumerate() {
+                            let record = w.record.into_record();
+                            typed.deliver(index, &text[w.text], &record, w.unknown_keys);
+                            if let Some(spent) = spent.as_mut() {
+                                spent.push(Kept::of(record));
+                            }
+                        }
+                        Ok(())
+                    }
+                    None => typed.read(bytes, kind, max_record),
+                }
+            }
             Encoding::Protobuf => {
                 let cap = crate::binary::MAX_BINARY_FILE_BYTES as u64;
                 let mut bytes = Vec::new();
@@ -440,72 +543,17 @@ impl Typed<'_, '_> {
     fn read(&mut self, bytes: &[u8], kind: RecordKind, max_record: usize) -> std::io::Result<()> {
         if bytes.len() <= max_record {
             if let Ok(text) = std::str::from_utf8(bytes) {
-                let whole = match kind {
-                    RecordKind::EventBatch => self.each_event(text),
-                    k => self.one(k, text),
-                };
+                let whole = decode_whole(kind, text, &mut |w| {
+                    let record = w.record.into_record();
+                    self.deliver(self.delivered, &text[w.text], &record, w.unknown_keys);
+                    self.delivered += 1;
+                });
                 if whole {
                     return Ok(());
                 }
             }
         }
         frame(&mut &bytes[..], kind, max_record, &mut Vec::new(), self)
-    }
-
-    /// The one-pass decode of an events file; false at the first thing it cannot take (the
-    /// records before it are handed on and counted in `delivered`).
-    fn each_event(&mut self, text: &str) -> bool {
-        let b = text.as_bytes();
-        let ws = |mut i: usize| {
-            while matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
-                i += 1;
-            }
-            i
-        };
-        let mut at = ws(0);
-        if b.get(at) != Some(&b'[') {
-            return false;
-        }
-        at = ws(at + 1);
-        if b.get(at) == Some(&b']') {
-            return ws(at + 1) == b.len();
-        }
-        loop {
-            let mut one = serde_json::Deserializer::from_str(&text[at..])
-                .into_iter::<crate::v1::EventRecord>();
-            let unknown_before = diagwire_runtime::unknown_keys_read();
-            let Some(Ok(event)) = one.next() else {
-                return false;
-            };
-            let end = at + one.byte_offset();
-            let unknown = diagwire_runtime::unknown_keys_read() != unknown_before;
-            self.deliver(
-                self.delivered,
-                &text[at..end],
-                &Record::Event(event),
-                unknown,
-            );
-            self.delivered += 1;
-            at = ws(end);
-            match b.get(at) {
-                Some(b',') => at = ws(at + 1),
-                Some(b']') => return ws(at + 1) == b.len(),
-                _ => return false,
-            }
-        }
-    }
-
-    /// The one-pass decode of a file of one record.
-    fn one(&mut self, kind: RecordKind, text: &str) -> bool {
-        let unknown_before = diagwire_runtime::unknown_keys_read();
-        let Ok(record) = Record::parse(kind, text) else {
-            return false;
-        };
-        let unknown = diagwire_runtime::unknown_keys_read() != unknown_before;
-        let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\n' | '\r' | '\t'));
-        self.deliver(0, trimmed, &record, unknown);
-        self.delivered = 1;
-        true
     }
 
     /// Hands a decoded record to every consumer.

@@ -23,7 +23,8 @@ use std::path::Path;
 
 use super::{Options, Report, Validator};
 use crate::bundle::read::{BundleReader, Limits, ReadError};
-use crate::bundle::records::Verdict;
+use crate::bundle::records::{Decoded, Verdict};
+use crate::frame::Whole;
 use crate::layout::{self, Encoding, FileKind, Role};
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::quarantine::Pairing;
@@ -173,7 +174,7 @@ impl Validator<'_> {
                 Ok(mut file) => {
                     let size = file.size;
                     let (path, location) = (file.path.clone(), file.location.clone());
-                    verdict.take_file(&path, &location, Some(size), &mut file);
+                    verdict.take_file(&path, &location, Some(size), &mut file, None);
                 }
                 Err(e) => verdict.take_entry(e),
             }
@@ -247,8 +248,16 @@ impl<'v> BundleVerdict<'v> {
         self.report.push(&options, e.into());
     }
 
-    /// A file of the run directory at `rel`, shown as `location`, of `size` bytes when known.
-    fn take_file(&mut self, rel: &str, location: &str, size: Option<u64>, file: &mut dyn Read) {
+    /// A file of the run directory at `rel`, shown as `location`, of `size` bytes when known;
+    /// with `decoded`, a JSON record file read in one typed pass keeps its records there.
+    fn take_file(
+        &mut self,
+        rel: &str,
+        location: &str,
+        size: Option<u64>,
+        file: &mut dyn Read,
+        decoded: Option<&mut Option<Vec<Whole>>>,
+    ) {
         let options = self.validator.options;
         let (seen, report) = (&mut self.seen, &mut self.report);
         if seen.prefix.is_none() {
@@ -277,7 +286,7 @@ impl<'v> BundleVerdict<'v> {
         let checked = match at.encoding {
             Encoding::Json => self
                 .validator
-                .validate_reader_keep(location, kind, size, file, keep, report),
+                .validate_reader_keep(location, kind, size, file, keep, decoded, report),
             Encoding::Protobuf => self
                 .validator
                 .check_binary(location, kind, file, keep, report),
@@ -344,7 +353,25 @@ impl Verdict for BundleVerdict<'_> {
 
     fn file(&mut self, path: &str, location: &str, bytes: &[u8]) -> Vec<Problem> {
         let size = Some(bytes.len() as u64);
-        self.kept(|v| v.take_file(path, location, size, &mut &bytes[..]))
+        self.kept(|v| v.take_file(path, location, size, &mut &bytes[..], None))
+    }
+
+    /// A JSON record file up to [`DECODED_BYTES`] that reads in one typed pass keeps its
+    /// records for the walk, decoded on the verdict's thread.
+    fn file_records(
+        &mut self,
+        path: &str,
+        location: &str,
+        bytes: &[u8],
+    ) -> (Vec<Problem>, Option<Decoded>) {
+        if bytes.len() as u64 > DECODED_BYTES {
+            return (self.file(path, location, bytes), None);
+        }
+        let size = Some(bytes.len() as u64);
+        let mut decoded = None;
+        let problems =
+            self.kept(|v| v.take_file(path, location, size, &mut &bytes[..], Some(&mut decoded)));
+        (problems, decoded.map(Decoded::from_whole))
     }
 
     fn finish(&mut self) -> (Vec<Problem>, usize) {
@@ -353,6 +380,11 @@ impl Verdict for BundleVerdict<'_> {
         (kept, omitted)
     }
 }
+
+/// The largest file whose records the verdict keeps for the walk ([`Verdict::file_records`]):
+/// decoded records take a few times their text, and the walk holds a few batches of files
+/// (about 1 MiB each) at once, so memory stays bounded whatever the bundle holds.
+pub const DECODED_BYTES: u64 = 1 << 20;
 
 /// A second file holding the record an earlier one holds.
 fn written_twice(location: &str, first: &str) -> Problem {

@@ -12,7 +12,7 @@ use serde::de::{Deserializer as _, SeqAccess, Visitor};
 
 use super::record::{At, check_record};
 use super::{FileSink, Report, Validator};
-use crate::frame::{FileShape, Frames, decode_front, frame};
+use crate::frame::{FileShape, Frames, Kept, Whole, decode_front, decode_whole, frame};
 use crate::problem::{Location, ProblemKind};
 use crate::scan::{Position, Take};
 use crate::v1::{EventRecord, Record, RecordKind};
@@ -24,8 +24,12 @@ pub const IN_MEMORY: u64 = 8 << 20;
 impl Validator<'_> {
     /// Checks what `reader` yields as a file of `kind` named `file`. `size` is what the file's
     /// metadata says, when known. Returns the record of a one-record file when it is valid and
-    /// `keep` is set. An error reading the file ends the check of its records; it is returned, not
-    /// reported (the caller knows whether a reader reports it already).
+    /// `keep` is set. With `decoded`, a file read in one typed pass keeps its records there
+    /// ([`decode_whole`]: each with where its text is), for the record walk to hand on without
+    /// decoding them again; it is left `None` when the file needs framing. An error reading the
+    /// file ends the check of its records; it is returned, not reported (the caller knows whether
+    /// a reader reports it already).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn validate_reader_keep(
         &mut self,
         file: &str,
@@ -33,6 +37,7 @@ impl Validator<'_> {
         size: Option<u64>,
         reader: &mut dyn Read,
         keep: bool,
+        decoded: Option<&mut Option<Vec<Whole>>>,
         report: &mut Report,
     ) -> io::Result<Option<Record>> {
         report.files += 1;
@@ -44,7 +49,7 @@ impl Validator<'_> {
                 .take(in_memory.saturating_add(1))
                 .read_to_end(&mut buf);
             let result = match read {
-                Ok(_) if buf.len() as u64 <= in_memory => match fast(kind, &buf, keep) {
+                Ok(_) if buf.len() as u64 <= in_memory => match fast(kind, &buf, keep, decoded) {
                     Some((n, kept)) => {
                         report.records += n;
                         Ok(kept)
@@ -98,7 +103,7 @@ impl Validator<'_> {
         let size = text.len() as u64;
         let before = report.problems.len();
         let checked =
-            self.validate_reader_keep(file, kind, Some(size), &mut &text[..], keep, report);
+            self.validate_reader_keep(file, kind, Some(size), &mut &text[..], keep, None, report);
         // Lines and columns of the decoded text would point nowhere in the binary file; the record
         // and the JSON pointer locate a problem.
         for p in &mut report.problems[before..] {
@@ -118,7 +123,7 @@ impl Validator<'_> {
         reader: &mut dyn Read,
         report: &mut Report,
     ) -> io::Result<()> {
-        self.validate_reader_keep(file, kind, size, reader, false, report)
+        self.validate_reader_keep(file, kind, size, reader, false, None, report)
             .map(|_| ())
     }
 
@@ -220,9 +225,36 @@ impl Frames for CheckFrames<'_, '_> {
 }
 
 /// The one typed pass over a whole file: the number of records and the record of a one-record
-/// file when `keep` is set, or `None` when anything is wrong.
-fn fast(kind: RecordKind, bytes: &[u8], keep: bool) -> Option<(usize, Option<Record>)> {
+/// file when `keep` is set, or `None` when anything is wrong. With `decoded`, the records are
+/// kept there, each with where its text is.
+fn fast(
+    kind: RecordKind,
+    bytes: &[u8],
+    keep: bool,
+    decoded: Option<&mut Option<Vec<Whole>>>,
+) -> Option<(usize, Option<Record>)> {
     let text = std::str::from_utf8(bytes).ok()?;
+    if let Some(slot) = decoded {
+        let mut records = Vec::new();
+        if !decode_whole(kind, text, &mut |w| records.push(w)) {
+            return None;
+        }
+        let kept = match (keep, &records[..]) {
+            (
+                true,
+                [
+                    Whole {
+                        record: Kept::Other(one),
+                        ..
+                    },
+                ],
+            ) => Some((**one).clone()),
+            _ => None,
+        };
+        let n = records.len();
+        *slot = Some(records);
+        return Some((n, kept));
+    }
     match FileShape::of(kind) {
         FileShape::ArrayOf(_) => {
             let mut de = serde_json::Deserializer::from_str(text);
