@@ -322,6 +322,8 @@ pub(crate) fn decode_front(
 
 /// A record of a file decoded whole ([`decode_whole`]): where its text is in the file's, the
 /// record, and whether it held a key its types keep as unknown.
+// Kept whole for the record walk (feature `bundle`); validation alone only decodes.
+#[cfg_attr(not(feature = "bundle"), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) struct Whole {
     pub text: std::ops::Range<usize>,
@@ -333,12 +335,14 @@ pub(crate) struct Whole {
 /// its largest kind, several times an event's), any other record boxed.
 /// (Nearly every record kept is an event: boxing it would cost an allocation per record.)
 #[allow(clippy::large_enum_variant)]
+#[cfg_attr(not(feature = "bundle"), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) enum Kept {
     Event(crate::v1::EventRecord),
     Other(Box<crate::v1::Record>),
 }
 
+#[cfg_attr(not(feature = "bundle"), allow(dead_code))]
 impl Kept {
     pub(crate) fn of(record: crate::v1::Record) -> Kept {
         match record {

@@ -141,7 +141,9 @@ impl Decoded {
         self.records.is_empty()
     }
 
-    /// The records decoded whole by [`decode_whole`].
+    /// The records decoded whole by [`decode_whole`] (by the bundle's validation, feature
+    /// `validate`).
+    #[cfg_attr(not(feature = "validate"), allow(dead_code))]
     pub(crate) fn from_whole(records: Vec<Whole>) -> Decoded {
         Decoded { records }
     }
