@@ -574,6 +574,7 @@ fn stage(
     let node = &admitted.node;
     // What the node staged already is left out (`crate::dedupe`).
     let plan = if c.config.dedupe {
+        c.store.warm(&run.id, node, guard)?;
         guard.dedupe.plan(kind, &json)
     } else {
         crate::dedupe::Plan::default()
@@ -641,6 +642,9 @@ fn stage(
     if c.config.dedupe {
         guard.dedupe.commit(&plan, seq, c.config.dedupe_window);
         crate::dedupe::count(run, node, &plan);
+        if *kind == FileKind::Finalize {
+            guard.cool();
+        }
     }
     run.live.publish(node, kind, live_data(&record, &json));
     Ok(Outcome {

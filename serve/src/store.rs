@@ -117,9 +117,21 @@ pub struct NodeSeq {
     next_quarantine: u64,
     /// What the node staged, to leave out what it posts again.
     pub dedupe: crate::dedupe::NodeDedupe,
+    /// Whether `dedupe` was let go ([`NodeSeq::cool`]), to be read back from the node's staged
+    /// files before its next post is planned ([`Store::warm`]).
+    cold: bool,
 }
 
 impl NodeSeq {
+    /// Lets go of what the node staged once its finalize is in: a node that finalized seldom
+    /// posts again, and a collector that has seen thousands of runs holds none of the finished
+    /// ones' state in memory (about 100 KB a node at the default window). A later post of the
+    /// node reads it back from its staged files first ([`Store::warm`]), as a restart does.
+    pub fn cool(&mut self) {
+        self.dedupe = Default::default();
+        self.cold = true;
+    }
+
     fn take(&self, stem: &str) -> u64 {
         *self.next.get(stem).unwrap_or(&1)
     }
@@ -534,6 +546,7 @@ impl Store {
             next: BTreeMap::new(),
             next_quarantine: 1,
             dedupe: Default::default(),
+            cold: false,
         }));
         seqs.insert(node.to_owned(), s.clone());
         Ok(s)
@@ -755,6 +768,32 @@ impl Store {
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
+    }
+
+    /// Reads a cooled node's dedupe state back from its staged files ([`NodeSeq::cool`]); a node
+    /// that was not cooled is left as it is.
+    pub fn warm(&self, run_id: &str, node: &str, seq: &mut NodeSeq) -> Result<(), StoreError> {
+        if !seq.cold {
+            return Ok(());
+        }
+        let io = |e: io::Error| {
+            StoreError::Io(format!(
+                "the staged records of node {node:?} of run {run_id:?} could not be read back: {e}"
+            ))
+        };
+        if let Some(run_dir) = self.staging_dir(run_id).map_err(io)? {
+            match run_dir.open_dir(node) {
+                Ok(dir) => {
+                    seq.dedupe =
+                        crate::dedupe::NodeDedupe::rebuild(self, &dir, self.config.dedupe_window)
+                            .map_err(io)?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        seq.cold = false;
+        Ok(())
     }
 
     /// The run's staging folder, when it has one (opened without following a link).

@@ -329,6 +329,27 @@ fn cases() -> Vec<Case> {
             conflicts: 0,
         },
         Case {
+            name: "after its finalize a node's state is let go and read back from staging at its next post",
+            dedupe: true,
+            steps: vec![
+                Post("boot", boot(T0), new(1)),
+                Post("events", events(T0, 1..=3), new(1)),
+                Post("snapshot", snapshot(1), new(1)),
+                Post("finalize", finalize(), new(1)),
+                Post("events", events(T0, 1..=3), repeat(1, 3)),
+                Post("snapshot", snapshot(1), repeat(1, 1)),
+                Post("events", events(T0, 3..=4), {
+                    let mut a = new(2);
+                    a.duplicate = Some(false);
+                    a.deduplicated = 1;
+                    a
+                }),
+                Post("finalize", finalize(), repeat(1, 1)),
+            ],
+            served: served(vec![T0], seqs(1..=4), &[1], 1),
+            conflicts: 0,
+        },
+        Case {
             name: "with dedupe off every post is staged, retries included",
             dedupe: false,
             steps: vec![
