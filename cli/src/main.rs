@@ -25,6 +25,7 @@ mod validate;
 
 use clap::{Parser, Subcommand};
 use diagwire::bundle::read::Limits;
+use diagwire::units::parse_duration;
 use diagwire::v1::RecordKind;
 
 /// The swactor diagnostics wire contract: its schemas, a run's bundle, the collector, the fleet.
@@ -527,12 +528,6 @@ enum EncodingArg {
     Pb,
     /// JSON, `.json` files.
     Json,
-}
-
-/// A duration written like `2s`, `500ms` or `1m 30s`.
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("{e}: write a duration like `2s`, `500ms` or `1m 30s`"))
 }
 
 fn parse_kind(s: &str) -> Result<RecordKind, String> {

@@ -78,6 +78,9 @@ pub mod quarantine;
 pub mod scan;
 pub mod shape;
 
+#[cfg(feature = "units")]
+pub mod units;
+
 pub use problem::{Location, Problem, ProblemKind, TextPosition};
 
 #[cfg(feature = "validate")]

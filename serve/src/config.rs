@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use diagwire::units::{parse_duration, parse_size};
+
 /// A hook called before each durable write with the path about to be written; an error it
 /// returns is the write's error. Tests inject a full disk (`ENOSPC`) through it.
 pub type WriteFault = Arc<dyn Fn(&Path) -> std::io::Result<()> + Send + Sync>;
@@ -209,20 +211,6 @@ impl ServeArgs {
     }
 }
 
-/// Reads a size as the command line writes it (`4GiB`, `500MB`, `1048576`).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    text.trim()
-        .parse::<bytesize::ByteSize>()
-        .map(|s| s.as_u64())
-        .map_err(|e| format!("{text:?}: {e} (write a size like 4GiB, 500MB or 1048576)"))
-}
-
-/// Reads a duration as the command line writes it (`500ms`, `5s`, `1m 30s`).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|e| format!("{text:?}: {e} (write a duration like 5s, 500ms or 1m 30s)"))
-}
-
 /// A listening address as `--listen` takes it: `HOST:PORT`, the host an IP address (IPv6 in
 /// brackets) or a name resolved when the collector starts.
 fn parse_listen(s: &str) -> Result<String, String> {
@@ -240,45 +228,4 @@ fn parse_listen(s: &str) -> Result<String, String> {
         ));
     }
     Ok(s.to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_as_written() {
-        let cases: &[(&str, Option<u64>)] = &[
-            ("5s", Some(5_000)),
-            ("500ms", Some(500)),
-            ("2m", Some(120_000)),
-            ("1h", Some(3_600_000)),
-            ("0s", Some(0)),
-            ("1m 30s", Some(90_000)),
-            ("5", None),
-            ("s", None),
-            ("5 parsecs", None),
-            ("-1s", None),
-            ("99999999999999999999s", None),
-        ];
-        for (text, want) in cases {
-            let got = parse_duration(text).ok().map(|d| d.as_millis() as u64);
-            assert_eq!(got, *want, "{text}");
-        }
-    }
-
-    #[test]
-    fn sizes_read_as_written() {
-        let cases: &[(&str, Option<u64>)] = &[
-            ("4GiB", Some(4 << 30)),
-            ("500MB", Some(500_000_000)),
-            ("16MiB", Some(16 << 20)),
-            ("1048576", Some(1 << 20)),
-            ("lots", None),
-            ("-1GiB", None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(parse_size(text).ok(), *want, "{text}");
-        }
-    }
 }

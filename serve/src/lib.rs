@@ -27,7 +27,7 @@ use std::sync::Arc;
 use diagwire::v1::{BundleWriter, WriterKind};
 use diagwire::validate::Validators;
 
-pub use config::{Config, Limits, ServeArgs, WriteFault, parse_duration};
+pub use config::{Config, Limits, ServeArgs, WriteFault};
 pub use routes::router;
 pub use server::{run, serve};
 
