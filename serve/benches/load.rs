@@ -19,6 +19,17 @@
 //! compares idempotent ingest on and off (validation on): 100 nodes posting back to back into
 //! one run, alternating over the rounds, and the ratio of posts/s on/off
 //! (`--no-dedupe-table` leaves it out).
+//!
+//! `--runs R` spreads the table's nodes over R runs (node n in run n mod R; each run is
+//! finalized by its first node), so posting back to back for longer does not pass a run's bytes
+//! limit (1 GiB by default; the bench's own collector lifts it).
+//!
+//! `--addr HOST:PORT` posts to a collector already listening there (another build, e.g. an older
+//! `diagwire-serve` started by hand) instead of one of its own: the table's phases are run once
+//! per round with that collector's validation setting (shown as `ext`), each phase into a run of
+//! its own (named with the time), ended without a finalize (the posting alone is measured), and
+//! no soak or dedupe table. With `--server-pid PID` the CPU time per post is that process's
+//! (`/proc/PID/stat`) instead of this one's, so two collectors are compared with the same client.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,6 +47,12 @@ struct Args {
     hostile: bool,
     table: bool,
     dedupe_table: bool,
+    /// A collector to post to instead of one of the bench's own.
+    addr: Option<std::net::SocketAddr>,
+    /// The process whose CPU time is measured (this one when `None`).
+    server_pid: Option<u32>,
+    /// The runs the table's nodes are spread over.
+    runs: usize,
 }
 
 fn args() -> Args {
@@ -47,6 +64,9 @@ fn args() -> Args {
         hostile: false,
         table: true,
         dedupe_table: true,
+        addr: None,
+        server_pid: None,
+        runs: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -56,6 +76,17 @@ fn args() -> Args {
             "--no-table" => a.table = false,
             "--no-dedupe-table" => a.dedupe_table = false,
             "--hostile" => a.hostile = true,
+            "--addr" => {
+                let v = it.next().unwrap_or_default();
+                a.addr = Some(
+                    std::net::ToSocketAddrs::to_socket_addrs(&v)
+                        .ok()
+                        .and_then(|mut addrs| addrs.next())
+                        .unwrap_or_else(|| panic!("--addr {v:?}: not HOST:PORT")),
+                );
+            }
+            "--server-pid" => a.server_pid = it.next().and_then(|v| v.parse().ok()),
+            "--runs" => a.runs = it.next().and_then(|v| v.parse().ok()).unwrap_or(1).max(1),
             "--soak-seconds" => {
                 a.soak_seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(0)
             }
@@ -239,26 +270,55 @@ struct Phase {
     finalize_s: f64,
 }
 
+/// The collector a phase posts to.
+#[derive(Clone, Copy)]
+struct Target {
+    addr: std::net::SocketAddr,
+    /// Not the bench's own (`--addr`): the phase ends without a finalize.
+    external: bool,
+    /// The process whose CPU time is measured (this one when `None`).
+    cpu_pid: Option<u32>,
+    /// The runs the nodes are spread over (`<run>-<i>` when more than one).
+    runs: usize,
+}
+
+impl Target {
+    fn own(addr: std::net::SocketAddr) -> Target {
+        Target {
+            addr,
+            external: false,
+            cpu_pid: None,
+            runs: 1,
+        }
+    }
+}
+
 fn phase(
     rt: &tokio::runtime::Runtime,
-    addr: std::net::SocketAddr,
+    target: Target,
     run: &str,
     nodes: usize,
     seconds: u64,
     pace: Option<Duration>,
     bodies: &Arc<Bodies>,
 ) -> Phase {
+    let addr = target.addr;
     let start = Instant::now();
-    let cpu_start = cpu_s();
+    let cpu_start = cpu_s(target.cpu_pid);
     let until = start + Duration::from_secs(seconds);
     let tallies = rt.block_on(async {
         let mut tasks = Vec::new();
         for n in 0..nodes {
             // Paced nodes spread their posts over the second.
             let offset = pace.map_or(Duration::ZERO, |p| p * n as u32 / nodes as u32);
+            let run = if target.runs > 1 {
+                format!("{run}-{}", n % target.runs)
+            } else {
+                run.to_owned()
+            };
             tasks.push(tokio::spawn(node(
                 addr,
-                run.to_owned(),
+                run,
                 format!("node-{n:05}"),
                 bodies.clone(),
                 until,
@@ -271,20 +331,31 @@ fn phase(
             out.push(t.await.unwrap());
         }
         let elapsed = start.elapsed().as_secs_f64();
-        let cpu = cpu_s() - cpu_start;
+        let cpu = cpu_s(target.cpu_pid) - cpu_start;
         let finalize = Instant::now();
+        if target.external {
+            return (out, elapsed, cpu, f64::NAN);
+        }
         let mut conn = Connection::new(addr);
-        let fin = conn
-            .post(
-                "finalize",
-                run,
-                "node-00000",
-                0,
-                "application/json",
-                Bytes::from_static(b"{}"),
-            )
-            .await;
-        assert_eq!(fin.map(|r| r.status).ok(), Some(200), "finalize");
+        // Run i's first node (node i) finalizes it.
+        for i in 0..target.runs.min(nodes.max(1)) {
+            let run = if target.runs > 1 {
+                format!("{run}-{i}")
+            } else {
+                run.to_owned()
+            };
+            let fin = conn
+                .post(
+                    "finalize",
+                    &run,
+                    &format!("node-{i:05}"),
+                    0,
+                    "application/json",
+                    Bytes::from_static(b"{}"),
+                )
+                .await;
+            assert_eq!(fin.map(|r| r.status).ok(), Some(200), "finalize");
+        }
         (out, elapsed, cpu, finalize.elapsed().as_secs_f64())
     });
     let (tallies, elapsed, cpu_s, finalize_s) = tallies;
@@ -377,17 +448,36 @@ fn main() {
         // (posts, seconds, CPU seconds) summed over the rounds, on and off.
         let mut sums = [(0u64, 0f64, 0f64); 2];
         for _ in 0..args.rounds {
+            let run = if pace.is_some() { "paced" } else { "load" };
+            if let Some(addr) = args.addr {
+                let target = Target {
+                    addr,
+                    external: true,
+                    cpu_pid: args.server_pid,
+                    runs: args.runs,
+                };
+                let run = format!("{run}-{}", diagwire_serve::routes::now_ms());
+                let p = phase(&clients, target, &run, nodes, args.seconds, pace, &bodies);
+                print_row(nodes, "ext", mode, &p);
+                continue;
+            }
             for validate in [true, false] {
                 let (root, server, addr) = server(validate, true);
-                let run = if pace.is_some() { "paced" } else { "load" };
-                let p = phase(&clients, addr, run, nodes, args.seconds, pace, &bodies);
-                print_row(nodes, validate, mode, &p);
+                let target = Target {
+                    runs: args.runs,
+                    ..Target::own(addr)
+                };
+                let p = phase(&clients, target, run, nodes, args.seconds, pace, &bodies);
+                print_row(nodes, if validate { "on" } else { "off" }, mode, &p);
                 let sum = &mut sums[usize::from(!validate)];
                 sum.0 += p.posts;
                 sum.1 += p.elapsed_s;
                 sum.2 += p.cpu_s;
                 drop((server, root));
             }
+        }
+        if args.addr.is_some() {
+            continue;
         }
         let rate = |s: (u64, f64, f64)| s.0 as f64 / s.1;
         let cpu = |s: (u64, f64, f64)| s.2 * 1e3 / s.0.max(1) as f64;
@@ -396,6 +486,9 @@ fn main() {
             rate(sums[0]) / rate(sums[1]),
             cpu(sums[0]) / cpu(sums[1]),
         );
+    }
+    if args.addr.is_some() {
+        return;
     }
     if args.dedupe_table {
         dedupe_table(&clients, &args, &bodies);
@@ -417,7 +510,7 @@ fn main() {
             let left = args.soak_seconds - start.elapsed().as_secs();
             let p = phase(
                 &clients,
-                addr,
+                Target::own(addr),
                 &format!("soak-{minute}"),
                 100,
                 60.min(left).max(1),
@@ -464,7 +557,15 @@ fn dedupe_table(clients: &tokio::runtime::Runtime, args: &Args, bodies: &Arc<Bod
     for _ in 0..args.rounds {
         for dedupe in [true, false] {
             let (root, server, addr) = server(true, dedupe);
-            let p = phase(clients, addr, "dedupe", 100, args.seconds, None, bodies);
+            let p = phase(
+                clients,
+                Target::own(addr),
+                "dedupe",
+                100,
+                args.seconds,
+                None,
+                bodies,
+            );
             println!(
                 "| 100 | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
                 if dedupe { "on" } else { "off" },
@@ -511,10 +612,9 @@ fn fsync_baseline() {
     );
 }
 
-fn print_row(nodes: usize, validate: bool, mode: &str, p: &Phase) {
+fn print_row(nodes: usize, validation: &str, mode: &str, p: &Phase) {
     println!(
-        "| {nodes} | {} | {mode} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.2} | {} | {:.1} |",
-        if validate { "on" } else { "off" },
+        "| {nodes} | {validation} | {mode} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.3} | {} | {:.1} |",
         p.posts,
         p.posts_per_s,
         p.mb_per_s,
@@ -526,9 +626,11 @@ fn print_row(nodes: usize, validate: bool, mode: &str, p: &Phase) {
     );
 }
 
-/// The process's CPU time so far (user + system), in seconds, from `/proc/self/stat`.
-fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+/// The CPU time so far (user + system) of this process, or of process `pid`, in seconds, from
+/// `/proc/PID/stat`.
+fn cpu_s(pid: Option<u32>) -> f64 {
+    let path = pid.map_or("/proc/self/stat".to_owned(), |p| format!("/proc/{p}/stat"));
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     // The fields after the command name (which may hold spaces) start after its closing `)`.
     let fields: Vec<&str> = stat
         .rsplit_once(')')

@@ -56,6 +56,17 @@ impl Ranges {
     }
 
     fn insert(&mut self, s: u64) {
+        // A node numbers its events on: most often `s` extends the highest range.
+        if let Some(mut last) = self.0.last_entry() {
+            let (start, end) = (*last.key(), *last.get());
+            if end.checked_add(1) == Some(s) {
+                *last.get_mut() = s;
+                return;
+            }
+            if (start..=end).contains(&s) {
+                return;
+            }
+        }
         if self.contains(s) {
             return;
         }
@@ -87,17 +98,46 @@ impl Ranges {
     }
 }
 
+/// The last events staged with their content, by `monotonic_seq`: kept sorted in one ring, as a
+/// node numbers its events on, so remembering one is most often a push at the back and
+/// forgetting the oldest a pop at the front (an ordered tree map cost a tenth of a post's time
+/// in its upkeep).
+#[derive(Debug, Default)]
+struct Recent(VecDeque<(u64, Seen)>);
+
+impl Recent {
+    fn get(&self, seq: u64) -> Option<&Seen> {
+        let i = self.0.binary_search_by_key(&seq, |e| e.0).ok()?;
+        self.0.get(i).map(|e| &e.1)
+    }
+
+    fn insert(&mut self, seq: u64, seen: Seen) {
+        if self.0.back().is_none_or(|e| e.0 < seq) {
+            self.0.push_back((seq, seen));
+            return;
+        }
+        match self.0.binary_search_by_key(&seq, |e| e.0) {
+            Ok(i) => self.0[i].1 = seen,
+            Err(i) => self.0.insert(i, (seq, seen)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// The events of one incarnation.
 #[derive(Debug, Default)]
 struct Epoch {
     staged: Ranges,
-    recent: BTreeMap<u64, Seen>,
+    recent: Recent,
 }
 
 impl Epoch {
     fn trim(&mut self, window: usize) {
         while self.recent.len() > window {
-            self.recent.pop_first();
+            self.recent.0.pop_front();
         }
     }
 }
@@ -239,7 +279,10 @@ struct HashSeed {
 struct Hashed {
     hash: u64,
     number: Option<u64>,
-    text: Option<String>,
+    /// The string `Custom` (an event's `type`).
+    custom: bool,
+    /// The string `clock_sample` (a `Custom` event's `kind`).
+    clock_sample: bool,
     identity: Option<EventIdentity>,
 }
 
@@ -288,7 +331,8 @@ impl<'de> serde::de::Visitor<'de> for HashSeed {
     fn visit_str<E>(self, s: &str) -> Result<Hashed, E> {
         let mut h = hashed(join(3, bytes_hash(s.as_bytes()), 0));
         if self.top {
-            h.text = Some(s.to_owned());
+            h.custom = s == "Custom";
+            h.clock_sample = s == "clock_sample";
         }
         Ok(h)
     }
@@ -311,8 +355,8 @@ impl<'de> serde::de::Visitor<'de> for HashSeed {
                 match which {
                     1 => id.monotonic_seq = v.number,
                     2 => id.wall_ms = v.number,
-                    3 => is_custom = v.text.as_deref() == Some("Custom"),
-                    _ => id.clock_sample = v.text.as_deref() == Some("clock_sample"),
+                    3 => is_custom = v.custom,
+                    _ => id.clock_sample = v.clock_sample,
                 }
             }
             sum = sum.wrapping_add(join(8, key, v.hash));
@@ -569,7 +613,8 @@ impl NodeDedupe {
         // Whether each record is kept.
         let mut kept: Vec<bool> = Vec::with_capacity(items.len());
         // Records of this very post, by (incarnation, seq): a batch that repeats a record.
-        let mut here: HashMap<(Option<usize>, bool, u64), u64> = HashMap::new();
+        let mut here: foldhash::HashMap<(Option<usize>, bool, u64), u64> =
+            foldhash::HashMap::with_capacity_and_hasher(items.len(), Default::default());
         for (i, item) in items.iter().enumerate() {
             let identity = item
                 .as_ref()
@@ -604,7 +649,7 @@ impl NodeDedupe {
             here.insert((epoch, clock, seq), hash);
             let inc = epoch.and_then(|e| self.incarnations.get(e));
             let stream = inc.map(|inc| &inc.events[usize::from(clock)]);
-            match stream.map(|s| (s.recent.get(&seq), s.staged.contains(seq))) {
+            match stream.map(|s| (s.recent.get(seq), s.staged.contains(seq))) {
                 Some((Some(seen), _)) if seen.hash == hash => {
                     plan.left_out += 1;
                     kept.push(false);
@@ -793,6 +838,67 @@ mod tests {
         }
         assert_eq!(r.0.len(), MAX_RANGES);
         assert!(!r.contains(1), "the lowest ranges are forgotten");
+    }
+
+    #[test]
+    fn the_recent_events_stay_sorted_by_number_whatever_order_they_come_in() {
+        let seen = |file| Seen { hash: file, file };
+        let cases: &[(&str, &[u64], &[u64])] = &[
+            ("numbered on, each goes last", &[1, 2, 3], &[1, 2, 3]),
+            (
+                "an older number goes in its place",
+                &[1, 4, 2, 3],
+                &[1, 2, 3, 4],
+            ),
+            (
+                "a number below every other goes first",
+                &[5, 6, 1],
+                &[1, 5, 6],
+            ),
+            (
+                "a number again is remembered once, as the later",
+                &[1, 2, 1],
+                &[1, 2],
+            ),
+        ];
+        for (name, inserted, want) in cases {
+            let mut recent = Recent::default();
+            for (i, &n) in inserted.iter().enumerate() {
+                recent.insert(n, seen(i as u64));
+            }
+            let got: Vec<u64> = recent.0.iter().map(|e| e.0).collect();
+            assert_eq!(got, *want, "{name}");
+            let last = inserted.iter().rposition(|&n| n == inserted[0]).unwrap();
+            assert_eq!(
+                recent.get(inserted[0]).map(|s| s.file),
+                Some(last as u64),
+                "{name}: the latest content is remembered"
+            );
+            assert_eq!(recent.get(1_000), None, "{name}: a number never inserted");
+        }
+        let mut epoch = Epoch::default();
+        for n in 1..=5 {
+            epoch.recent.insert(n, seen(n));
+        }
+        epoch.trim(2);
+        let kept: Vec<u64> = epoch.recent.0.iter().map(|e| e.0).collect();
+        assert_eq!(
+            kept,
+            [4, 5],
+            "past the window the lowest numbers are forgotten"
+        );
+    }
+
+    #[test]
+    fn ranges_grow_at_the_top_as_a_node_numbers_on() {
+        let mut r = Ranges::default();
+        for s in [1, 2, 3, 3, 2, 7, 8] {
+            r.insert(s);
+        }
+        assert_eq!(r.0, BTreeMap::from([(1, 3), (7, 8)]));
+        r.insert(u64::MAX);
+        r.insert(u64::MAX);
+        assert_eq!(r.0.len(), 3, "the largest number does not overflow a range");
     }
 
     #[test]

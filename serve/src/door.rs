@@ -235,9 +235,11 @@ impl<'de> serde::de::Visitor<'de> for &mut Batch<'_, '_> {
 }
 
 /// JSON text on one line, as a Server-Sent Event's `data` needs it: in valid JSON a line break
-/// can only be white space (strings escape theirs), so each becomes a space.
+/// can only be white space (strings escape theirs), so each becomes a space. The look for a line
+/// break is `memchr`'s (a char-set `contains` walks the text a char at a time: it was a
+/// twentieth of the collector's time per post).
 fn one_line(text: &str) -> String {
-    if text.contains(['\n', '\r']) {
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
         text.replace(['\n', '\r'], " ")
     } else {
         text.to_owned()
