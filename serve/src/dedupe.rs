@@ -9,7 +9,10 @@
 //! [`SNAPSHOT_WINDOW`] snapshot and [`VASTAI_WINDOW`] vast.ai record identities. A post is first
 //! planned against that state ([`NodeDedupe::plan`], nothing changes), then, once its file is
 //! durable, recorded ([`NodeDedupe::commit`]), so a post that failed to store leaves no trace and
-//! its retry is staged. At open the state is rebuilt from each node's staged files
+//! its retry is staged. An event is remembered by the hash of its text on one line, taken from
+//! the door's parse ([`EventKey`]): a retry is the same text; a record with a staged one's
+//! identity and another text is compared by its JSON value with the staged record, read back from
+//! its file, so key order and spacing never make another record. At open the state is rebuilt from each node's staged files
 //! ([`NodeDedupe::rebuild`]). The range set is written here rather than taken from a crate
 //! because it forgets its oldest ranges past a bound, which the range crates do not do.
 
@@ -36,7 +39,8 @@ pub const OLD_EVENT_WINDOW: usize = 256;
 /// Events remembered with their content for a node's current incarnation, by default.
 pub const EVENT_WINDOW: usize = 1_024;
 
-/// A record already staged: the hash of its JSON value and the staging number of its file.
+/// A record already staged: the hash of its JSON value (of an event, the hash of its text on one
+/// line, [`bytes_hash`]) and the staging number of its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seen {
     hash: u64,
@@ -200,6 +204,9 @@ enum Note {
     Finalize(u64),
 }
 
+/// An event's place: its incarnation, whether it is a clock sample, its `monotonic_seq`.
+type StreamSeq = (Option<usize>, bool, u64);
+
 /// What to do with a post.
 #[derive(Debug, Default)]
 pub struct Plan {
@@ -257,10 +264,33 @@ fn value_hash(v: &Value) -> u64 {
     h.finish()
 }
 
-/// What identifies an event, read with its hash in one pass over its text (no JSON value is
-/// built: an events batch of 512 records is hashed record by record as it is read).
+/// What identifies an event within its incarnation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventIdentity {
+    /// Its `monotonic_seq`.
+    pub monotonic_seq: u64,
+    /// Its `wall_ms` (which incarnation it belongs to).
+    pub wall_ms: u64,
+    /// A clock sample (a `Custom` event of kind `clock_sample`), numbered by the HTTP sink.
+    pub clock_sample: bool,
+}
+
+/// One record of an events batch: the range of its text in the batch's text, and its identity
+/// (`None` for a record that has none: not an object, or without whole numbers in
+/// `monotonic_seq` and `wall_ms`). The door gives them from its typed parse; a batch it did not
+/// parse (`--no-validate`, a staged file read back) is read for them here ([`batch_keys`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventKey {
+    /// Where the record's text is in the batch's.
+    pub range: std::ops::Range<usize>,
+    /// What identifies it.
+    pub identity: Option<EventIdentity>,
+}
+
+/// What identifies an event, read with its structural hash in one pass over its text (no JSON
+/// value is built).
 #[derive(Debug, Default)]
-struct EventIdentity {
+struct ReadIdentity {
     hash: u64,
     monotonic_seq: Option<u64>,
     wall_ms: Option<u64>,
@@ -283,7 +313,7 @@ struct Hashed {
     custom: bool,
     /// The string `clock_sample` (a `Custom` event's `kind`).
     clock_sample: bool,
-    identity: Option<EventIdentity>,
+    identity: Option<ReadIdentity>,
 }
 
 fn hashed(hash: u64) -> Hashed {
@@ -346,7 +376,7 @@ impl<'de> serde::de::Visitor<'de> for HashSeed {
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Hashed, A::Error> {
         let (mut sum, mut n) = (0u64, 0u64);
-        let mut id = EventIdentity::default();
+        let mut id = ReadIdentity::default();
         let mut is_custom = false;
         while let Some((key, which)) = map.next_key_seed(KeySeed)? {
             let top = self.top && which != 0;
@@ -400,12 +430,12 @@ impl serde::de::Visitor<'_> for KeySeed {
     }
 }
 
-/// Each record of an events batch: its identity and hash (`None` for a record that is not a JSON
-/// object), in one pass over the batch; `None` when the batch is not a JSON array.
-fn batch_identities(text: &str) -> Option<Vec<Option<EventIdentity>>> {
-    struct Batch;
-    impl<'de> serde::de::Visitor<'de> for Batch {
-        type Value = Vec<Option<EventIdentity>>;
+/// Each record of an events batch with its identity, read from the batch's text (for a batch the
+/// door did not parse); `None` when the batch is not a JSON array.
+fn batch_keys(text: &str) -> Option<Vec<EventKey>> {
+    struct Batch<'t>(&'t str);
+    impl<'de> serde::de::Visitor<'de> for Batch<'_> {
+        type Value = Vec<EventKey>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("an events batch")
         }
@@ -414,23 +444,129 @@ fn batch_identities(text: &str) -> Option<Vec<Option<EventIdentity>>> {
             mut seq: A,
         ) -> Result<Self::Value, A::Error> {
             let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4_096));
-            while let Some(x) = seq.next_element_seed(HashSeed { top: true })? {
-                out.push(x.identity);
+            while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                let text = item.get();
+                let start = (text.as_ptr() as usize).saturating_sub(self.0.as_ptr() as usize);
+                out.push(EventKey {
+                    range: start..start + text.len(),
+                    identity: read_identity(text).and_then(|e| {
+                        Some(EventIdentity {
+                            monotonic_seq: e.monotonic_seq?,
+                            wall_ms: e.wall_ms?,
+                            clock_sample: e.clock_sample,
+                        })
+                    }),
+                });
             }
             Ok(out)
         }
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    serde::Deserializer::deserialize_seq(&mut de, Batch).ok()
+    serde::Deserializer::deserialize_seq(&mut de, Batch(text)).ok()
 }
 
-/// An event's identity and hash, `None` when its text is not a JSON object.
-#[cfg(test)]
-fn event_identity(text: &str) -> Option<EventIdentity> {
+/// An event's identity and structural hash, `None` when its text is not a JSON object.
+fn read_identity(text: &str) -> Option<ReadIdentity> {
     let mut de = serde_json::Deserializer::from_str(text);
     serde::de::DeserializeSeed::deserialize(HashSeed { top: true }, &mut de)
         .ok()?
         .identity
+}
+
+/// The hash of a JSON text's value, the same whatever its key order and spacing ([`HashSeed`]).
+fn text_value_hash(text: &str) -> Option<u64> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(HashSeed { top: false }, &mut de)
+        .ok()
+        .map(|h| h.hash)
+}
+
+/// Whether two JSON texts are the same value (key order and spacing aside).
+fn same_value(a: &str, b: &str) -> bool {
+    text_value_hash(a).is_some_and(|a| Some(a) == text_value_hash(b))
+}
+
+/// The largest staged events file read back to compare a record with one of its own.
+const READ_BACK_MAX: u64 = 64 << 20;
+
+/// The JSON text of the node's staged events file number `n` (JSON or protobuf), as the door
+/// reads a body; `None` when there is none or it does not read.
+pub fn events_text(dir: &crate::confined::Dir, n: u64) -> Option<String> {
+    [Encoding::Json, Encoding::Protobuf]
+        .into_iter()
+        .find_map(|encoding| {
+            let name = layout::staged_name_as(&FileKind::Events, n, encoding);
+            let (f, _) = dir.open_file(&name).ok()?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(f, READ_BACK_MAX + 1), &mut bytes)
+                .ok()?;
+            if bytes.len() as u64 > READ_BACK_MAX {
+                return None;
+            }
+            let text =
+                diagwire::binary::json_text(encoding, FileKind::Events.record_kind(), &bytes)
+                    .ok()?;
+            String::from_utf8(text.into_owned()).ok()
+        })
+}
+
+/// The most bytes of staged files one plan reads back; past it a record with a staged one's
+/// identity and another text is kept as a conflict (never left out unproven), so a post costs a
+/// bounded amount of reading whatever it holds.
+const READ_BACK_BUDGET: u64 = 64 << 20;
+
+/// Staged events files read back for one plan, one held at a time with the hash and range of each
+/// of its records: to tell whether a record whose text differs from the staged one's (same
+/// identity) is the same value all the same.
+struct ReadBack<'a> {
+    staged: &'a dyn Fn(u64) -> Option<String>,
+    /// The file held: its number, its text on one line and its records' text hashes and ranges.
+    file: Option<(u64, Option<StagedBatch>)>,
+    /// Bytes that may still be read back.
+    budget: u64,
+}
+
+struct StagedBatch {
+    text: String,
+    /// Each record's text range by its text's hash.
+    records: foldhash::HashMap<u64, std::ops::Range<usize>>,
+}
+
+impl ReadBack<'_> {
+    fn new(staged: &dyn Fn(u64) -> Option<String>) -> ReadBack<'_> {
+        ReadBack {
+            staged,
+            file: None,
+            budget: READ_BACK_BUDGET,
+        }
+    }
+
+    /// Whether `text` is the value of the record `seen` (found in its file by its text's hash).
+    fn same(&mut self, seen: Seen, text: &str) -> bool {
+        if self.file.as_ref().is_none_or(|(n, _)| *n != seen.file) {
+            let batch = if self.budget == 0 {
+                None
+            } else {
+                (self.staged)(seen.file).and_then(|t| {
+                    self.budget = self.budget.saturating_sub(t.len() as u64);
+                    let text = crate::door::one_line(&t);
+                    let records = batch_keys(&text)?
+                        .into_iter()
+                        .map(|k| (bytes_hash(text[k.range.clone()].as_bytes()), k.range))
+                        .collect();
+                    Some(StagedBatch { text, records })
+                })
+            };
+            self.file = Some((seen.file, batch));
+        }
+        let Some((_, Some(batch))) = &self.file else {
+            return false;
+        };
+        batch
+            .records
+            .get(&seen.hash)
+            .is_some_and(|r| same_value(&batch.text[r.clone()], text))
+    }
 }
 
 /// murmur3's finalizer: spreads every bit of `x` over the result.
@@ -500,8 +636,18 @@ impl NodeDedupe {
         self.incarnations.iter().find(|i| i.key == Some(key))
     }
 
-    /// Plans a post of `kind` whose stored record is `json` (the door's text). Changes nothing.
-    pub fn plan(&self, kind: &FileKind, json: &str) -> Plan {
+    /// Plans a post of `kind` whose stored record is `json` (the door's text, on one line).
+    /// Changes nothing. For an events batch, `events` are its records as the door parsed them
+    /// (`None`: read here from `json`), and `staged` reads back the node's staged events file of
+    /// a number ([`events_text`]), needed only when a record has the identity of a staged one
+    /// and another text.
+    pub fn plan(
+        &self,
+        kind: &FileKind,
+        json: &str,
+        events: Option<&[EventKey]>,
+        staged: &dyn Fn(u64) -> Option<String>,
+    ) -> Plan {
         let mut plan = Plan::default();
         let single =
             |plan: &mut Plan, seen: Option<Seen>, hash: u64, note: Note, what: &str| match seen {
@@ -517,7 +663,7 @@ impl NodeDedupe {
                 None => plan.notes.push(note),
             };
         match kind {
-            FileKind::Events => return self.plan_events(json),
+            FileKind::Events => return self.plan_events(json, events, staged),
             FileKind::Boot => {
                 let Ok(v) = serde_json::from_str::<Value>(json) else {
                     return plan;
@@ -605,24 +751,42 @@ impl NodeDedupe {
         plan
     }
 
-    fn plan_events(&self, json: &str) -> Plan {
+    /// An events batch: each record is compared by the hash of its text (a retry is the same
+    /// text), and by its JSON value only when the text differs from the staged one's.
+    fn plan_events(
+        &self,
+        json: &str,
+        events: Option<&[EventKey]>,
+        staged: &dyn Fn(u64) -> Option<String>,
+    ) -> Plan {
         let mut plan = Plan::default();
-        let Some(items) = batch_identities(json) else {
-            return plan;
+        let read;
+        let items: &[EventKey] = match events {
+            Some(items) => items,
+            None => {
+                let Some(items) = batch_keys(json) else {
+                    return plan;
+                };
+                read = items;
+                &read
+            }
         };
+        let text_of = |k: &EventKey| json.get(k.range.clone()).unwrap_or_default();
+        let mut back = ReadBack::new(staged);
         // Whether each record is kept.
         let mut kept: Vec<bool> = Vec::with_capacity(items.len());
         // Records of this very post, by (incarnation, seq): a batch that repeats a record.
-        let mut here: foldhash::HashMap<(Option<usize>, bool, u64), u64> =
+        // Each with its text's hash, and its value's hash once it was needed.
+        let mut here: foldhash::HashMap<StreamSeq, (u64, usize, Option<u64>)> =
             foldhash::HashMap::with_capacity_and_hasher(items.len(), Default::default());
         for (i, item) in items.iter().enumerate() {
-            let identity = item
-                .as_ref()
-                .and_then(|e| Some((e.monotonic_seq?, e.wall_ms?, e.hash, e.clock_sample)));
-            let Some((seq, wall_ms, hash, clock)) = identity else {
+            let Some(id) = item.identity else {
                 kept.push(true);
                 continue;
             };
+            let (seq, wall_ms, clock) = (id.monotonic_seq, id.wall_ms, id.clock_sample);
+            let text = text_of(item);
+            let hash = bytes_hash(text.as_bytes());
             let epoch = self.epoch_of(wall_ms);
             let note = Note::Event {
                 wall_ms,
@@ -630,8 +794,16 @@ impl NodeDedupe {
                 seq,
                 hash,
             };
-            if let Some(&h) = here.get(&(epoch, clock, seq)) {
-                if h == hash {
+            if let Some((h, j, value)) = here.get_mut(&(epoch, clock, seq)) {
+                // The first record's value is hashed at most once, so a batch's repeats cost
+                // what the batch's size does.
+                let same = *h == hash || {
+                    let first = *value.get_or_insert_with(|| {
+                        text_value_hash(text_of(&items[*j])).unwrap_or_default()
+                    });
+                    text_value_hash(text) == Some(first)
+                };
+                if same {
                     plan.left_out += 1;
                     kept.push(false);
                 } else {
@@ -646,11 +818,11 @@ impl NodeDedupe {
                 }
                 continue;
             }
-            here.insert((epoch, clock, seq), hash);
+            here.insert((epoch, clock, seq), (hash, i, None));
             let inc = epoch.and_then(|e| self.incarnations.get(e));
             let stream = inc.map(|inc| &inc.events[usize::from(clock)]);
             match stream.map(|s| (s.recent.get(seq), s.staged.contains(seq))) {
-                Some((Some(seen), _)) if seen.hash == hash => {
+                Some((Some(seen), _)) if seen.hash == hash || back.same(*seen, text) => {
                     plan.left_out += 1;
                     kept.push(false);
                     plan.seq = Some(plan.seq.map_or(seen.file, |s| s.max(seen.file)));
@@ -679,13 +851,13 @@ impl NodeDedupe {
         if plan.left_out > 0 {
             if !kept.contains(&true) {
                 plan.duplicate = true;
-            } else if let Ok(raw) = serde_json::from_str::<Vec<&RawValue>>(json) {
-                // The records kept, as posted, in order (read again only in this case).
-                let texts: Vec<&str> = raw
+            } else {
+                // The records kept, as posted, in order.
+                let texts: Vec<&str> = items
                     .iter()
                     .zip(&kept)
                     .filter(|(_, k)| **k)
-                    .map(|(r, _)| r.get())
+                    .map(|(r, _)| text_of(r))
                     .collect();
                 plan.kept = Some(format!("[{}]", texts.join(",")));
             }
@@ -799,7 +971,8 @@ impl NodeDedupe {
             let Ok(text) = std::str::from_utf8(&text) else {
                 continue;
             };
-            let plan = state.plan(&kind, text);
+            let text = crate::door::one_line(text);
+            let plan = state.plan(&kind, &text, None, &|n| events_text(dir, n));
             if !plan.duplicate {
                 state.commit(&plan, n, window);
             }
@@ -903,16 +1076,16 @@ mod tests {
 
     #[test]
     fn an_event_is_read_with_its_identity_and_hashed_whatever_its_key_order() {
-        let a = event_identity(
+        let a = read_identity(
             r#"{"type":"Custom","kind":"clock_sample","monotonic_seq":3,"wall_ms":9,"fields":{"a":[1,-2,1.5]}}"#,
         )
         .unwrap();
-        let b = event_identity(
+        let b = read_identity(
             r#"{ "fields": {"a": [1, -2, 1.5]}, "wall_ms": 9, "monotonic_seq": 3, "kind": "clock_sample", "type": "Custom" }"#,
         )
         .unwrap();
-        let c = event_identity(r#"{"type":"Custom","kind":"x","monotonic_seq":3,"wall_ms":9}"#)
-            .unwrap();
+        let c =
+            read_identity(r#"{"type":"Custom","kind":"x","monotonic_seq":3,"wall_ms":9}"#).unwrap();
         assert_eq!(
             (a.monotonic_seq, a.wall_ms, a.clock_sample),
             (Some(3), Some(9), true)
@@ -920,7 +1093,127 @@ mod tests {
         assert_eq!(a.hash, b.hash);
         assert!(!c.clock_sample);
         assert_ne!(a.hash, c.hash);
-        assert!(event_identity("[1]").is_none());
+        assert!(read_identity("[1]").is_none());
+    }
+
+    #[test]
+    fn the_door_identifies_each_event_as_a_staged_file_read_back_does() {
+        let node = format!("[{}]", ["7"; 32].join(","));
+        let event = |seq: u64, kind: &str, fields: &str| {
+            format!(
+                r#"{{"node_id":{node},"monotonic_seq":{seq},"wall_ms":{},"type":"Custom","kind":"{kind}","fields":{fields}}}"#,
+                100 + seq
+            )
+        };
+        let clock = r#"{"collector_recv_ms":1,"collector_send_ms":2,"node_send_ms_echoed":0}"#;
+        let cases: &[(&str, String)] = &[
+            ("an empty batch", "[]".into()),
+            (
+                "events numbered on",
+                format!(
+                    "[{},{}]",
+                    event(1, "probe", "{}"),
+                    event(2, "probe", r#"{"a":1}"#)
+                ),
+            ),
+            (
+                "a clock sample beside an event with the same number",
+                format!(
+                    "[{}, {}]",
+                    event(1, "probe", "{}"),
+                    event(1, "clock_sample", clock)
+                ),
+            ),
+            (
+                "keys in another order, over several lines",
+                format!(
+                    "[\n {{ \"fields\": {{}},\n \"kind\": \"clock_sample\", \"type\": \"Custom\", \"wall_ms\": 9, \"monotonic_seq\": 4, \"node_id\": {node} }} ]"
+                )
+                .replace("\"fields\": {}", &format!("\"fields\": {clock}")),
+            ),
+        ];
+        for (name, text) in cases {
+            let door = crate::door::typed_batch(text);
+            assert!(door.is_some(), "{name}: the door parses the batch");
+            assert_eq!(door, batch_keys(text), "{name}");
+            for key in door.unwrap() {
+                assert!(
+                    text[key.range].starts_with('{'),
+                    "{name}: a range is a record's text"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_event_with_a_staged_identity_and_another_text_is_compared_with_the_staged_file() {
+        let staged =
+            r#"[{"monotonic_seq":1,"wall_ms":5,"a":1},{"monotonic_seq":2,"wall_ms":6,"a":2}]"#;
+        let reordered =
+            r#"[{"a":1, "wall_ms":5, "monotonic_seq":1}, {"a":2,"wall_ms":6,"monotonic_seq":2}]"#;
+        let other =
+            r#"[{"monotonic_seq":1,"wall_ms":5,"a":3},{"monotonic_seq":2,"wall_ms":6,"a":4}]"#;
+        // (rule, the post, the staged file as read back, duplicate, conflicts, files read)
+        type Case<'a> = (&'a str, &'a str, Option<&'a str>, bool, usize, usize);
+        let cases: &[Case] = &[
+            (
+                "the same text is a repeat, nothing read back",
+                staged,
+                Some(staged),
+                true,
+                0,
+                0,
+            ),
+            (
+                "the same values in another key order are a repeat, the file read once",
+                reordered,
+                Some(staged),
+                true,
+                0,
+                1,
+            ),
+            (
+                "a staged file that does not read back makes a conflict, never a repeat",
+                reordered,
+                None,
+                false,
+                2,
+                1,
+            ),
+            (
+                "a staged file whose records are not what was remembered makes a conflict",
+                reordered,
+                Some(other),
+                false,
+                2,
+                1,
+            ),
+            (
+                "other values are a conflict",
+                other,
+                Some(staged),
+                false,
+                2,
+                1,
+            ),
+        ];
+        for &(name, post, file, duplicate, conflicts, reads) in cases {
+            let mut state = NodeDedupe::default();
+            let plan = state.plan(&FileKind::Events, staged, None, &|_| None);
+            state.commit(&plan, 1, EVENT_WINDOW);
+            let read = std::cell::Cell::new(0);
+            let back = |n: u64| {
+                assert_eq!(n, 1, "{name}: the file the record was staged in");
+                read.set(read.get() + 1);
+                file.map(str::to_owned)
+            };
+            let plan = state.plan(&FileKind::Events, post, None, &back);
+            assert_eq!(
+                (plan.duplicate, plan.conflicts.len(), read.get()),
+                (duplicate, conflicts, reads),
+                "{name}"
+            );
+        }
     }
 
     #[test]

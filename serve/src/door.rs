@@ -2,12 +2,16 @@
 //! says (JSON, or protobuf decoded to JSON by the library), parsed with the generated type of its
 //! record kind, and either staged, staged in part (an events batch with bad records), or kept in
 //! quarantine with its problems. Unknown fields, event types and enum values are kept: the typed
-//! parse keeps them and the staged bytes are the posted bytes.
+//! parse keeps them and the staged bytes are the posted bytes. An events batch is parsed record by
+//! record, and each staged record's identity and text range go with the verdict, so idempotent
+//! ingest does not read the batch again (`crate::dedupe`).
 
 use diagwire::layout::{Encoding, FileKind};
-use diagwire::v1::{Record, RecordKind};
+use diagwire::v1::{CustomPayload, Event, EventRecord, Record, RecordKind};
 use diagwire::validate::Validators;
 use serde_json::value::RawValue;
+
+use crate::dedupe::{EventIdentity, EventKey};
 
 /// One problem with a body, as the PostAck (its `PostProblem`) and the quarantine's `.why.json`
 /// list it.
@@ -61,6 +65,9 @@ pub enum Verdict {
         json: String,
         /// Records left out.
         problems: Problems,
+        /// For an events batch the door parsed, each staged record's identity and its text's
+        /// range in `json` (idempotent ingest takes them from here, `crate::dedupe`).
+        events: Option<Vec<EventKey>>,
     },
     /// Valid JSON (or protobuf) that is not a record of its kind: quarantine, acknowledged.
     NotARecord(Problems),
@@ -130,25 +137,28 @@ pub fn decide(
     };
     // The body as posted, unless it was empty and reads as `null`.
     let as_posted = |body: &[u8]| (empty).then(|| body.to_vec());
-    let stage = |bytes: Option<Vec<u8>>, encoding, text: &str, problems| Verdict::Stage {
+    let stage = |bytes: Option<Vec<u8>>, encoding, text: &str, problems, events| Verdict::Stage {
         bytes,
         encoding,
         json: one_line(text),
         problems,
+        events,
     };
-    let well_formed = if door.validate {
-        Record::parse(record_kind, text).is_ok()
-    } else {
-        false
+    // An events batch is parsed record by record, so that each record's identity and text
+    // come with the verdict; any other body as its record.
+    let well_formed = match (door.validate, element) {
+        (false, _) => None,
+        (true, Some(_)) => typed_batch(text).map(Some),
+        (true, None) => Record::parse(record_kind, text).is_ok().then_some(None),
     };
-    if well_formed {
-        return stage(as_posted(body), encoding, text, Problems::default());
+    if let Some(events) = well_formed {
+        return stage(as_posted(body), encoding, text, Problems::default(), events);
     }
     if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
         return Verdict::Unreadable(format!("the body is not JSON: {e}"));
     }
     if !door.validate {
-        return stage(as_posted(body), encoding, text, Problems::default());
+        return stage(as_posted(body), encoding, text, Problems::default(), None);
     }
     let whole = || {
         let mut problems = Problems::default();
@@ -164,6 +174,7 @@ pub fn decide(
         door,
         element,
         kept: String::with_capacity(text.len()),
+        keys: Vec::new(),
         good: 0,
         problems: Problems::default(),
     };
@@ -188,6 +199,51 @@ pub fn decide(
         encoding: Encoding::Json,
         json: line,
         problems: batch.problems,
+        events: Some(batch.keys),
+    }
+}
+
+/// An events batch's records, each parsed with the generated type and taken with its identity
+/// and its text's range; `None` when the text is not a batch of event records.
+pub(crate) fn typed_batch(text: &str) -> Option<Vec<EventKey>> {
+    struct Records<'t>(&'t str);
+    impl<'de> serde::de::Visitor<'de> for Records<'_> {
+        type Value = Vec<EventKey>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array of event records")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4_096));
+            while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                let record: EventRecord =
+                    serde_json::from_str(item.get()).map_err(serde::de::Error::custom)?;
+                out.push(event_key(self.0, item.get(), &record));
+            }
+            Ok(out)
+        }
+    }
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let keys = serde::Deserializer::deserialize_seq(&mut reader, Records(text)).ok()?;
+    reader.end().ok()?;
+    Some(keys)
+}
+
+/// A parsed event's identity, `item` being its text within `within`.
+fn event_key(within: &str, item: &str, record: &EventRecord) -> EventKey {
+    let start = (item.as_ptr() as usize).saturating_sub(within.as_ptr() as usize);
+    EventKey {
+        range: start..start + item.len(),
+        identity: Some(EventIdentity {
+            monotonic_seq: record.monotonic_seq,
+            wall_ms: record.wall_ms,
+            clock_sample: matches!(
+                &record.event,
+                Event::Custom(c) if matches!(c.payload, CustomPayload::ClockSample(_))
+            ),
+        }),
     }
 }
 
@@ -196,6 +252,7 @@ struct Batch<'a, 'v> {
     door: &'a Door<'v>,
     element: RecordKind,
     kept: String,
+    keys: Vec<EventKey>,
     good: u64,
     problems: Problems,
 }
@@ -211,11 +268,15 @@ impl<'de> serde::de::Visitor<'de> for &mut Batch<'_, '_> {
         let mut i = 0u64;
         while let Some(item) = seq.next_element::<&'de RawValue>()? {
             let text = item.get();
-            if Record::parse(self.element, text).is_ok() {
+            if let Ok(record) = serde_json::from_str::<EventRecord>(text) {
                 if self.good > 0 {
                     self.kept.push(',');
                 }
+                let start = self.kept.len();
                 self.kept.push_str(text);
+                let mut key = event_key(text, text, &record);
+                key.range = start..start + text.len();
+                self.keys.push(key);
                 self.good += 1;
             } else if self.problems.list.len() < self.door.max_problems {
                 explain(
@@ -238,7 +299,7 @@ impl<'de> serde::de::Visitor<'de> for &mut Batch<'_, '_> {
 /// can only be white space (strings escape theirs), so each becomes a space. The look for a line
 /// break is `memchr`'s (a char-set `contains` walks the text a char at a time: it was a
 /// twentieth of the collector's time per post).
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
         text.replace(['\n', '\r'], " ")
     } else {

@@ -485,6 +485,7 @@ fn store_verdict(
             encoding,
             json,
             problems,
+            events,
         } => {
             let staged = Staged {
                 kind,
@@ -492,6 +493,7 @@ fn store_verdict(
                 encoding,
                 json,
                 problems,
+                events,
             };
             stage(c, run, admitted, guard, bytes, staged, early)
         }
@@ -550,6 +552,8 @@ struct Staged<'a> {
     /// The record as one line of JSON (for the live stream and idempotent ingest).
     json: String,
     problems: Problems,
+    /// An events batch's records as the door parsed them.
+    events: Option<Vec<crate::dedupe::EventKey>>,
 }
 
 /// Stages the records of a post not staged before (`crate::dedupe`), publishes them on the live
@@ -570,12 +574,14 @@ fn stage(
         encoding,
         json,
         problems,
+        events,
     } = door_said;
     let node = &admitted.node;
     // What the node staged already is left out (`crate::dedupe`).
     let plan = if c.config.dedupe {
         c.store.warm(&run.id, node, guard)?;
-        guard.dedupe.plan(kind, &json)
+        let staged = |n| c.store.staged_events(&run.id, node, n);
+        guard.dedupe.plan(kind, &json, events.as_deref(), &staged)
     } else {
         crate::dedupe::Plan::default()
     };

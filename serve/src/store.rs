@@ -796,6 +796,12 @@ impl Store {
         Ok(())
     }
 
+    /// The JSON text of a node's staged events file number `n` (`crate::dedupe::events_text`).
+    pub fn staged_events(&self, run_id: &str, node: &str, n: u64) -> Option<String> {
+        let dir = self.staging_dir(run_id).ok()??.open_dir(node).ok()?;
+        crate::dedupe::events_text(&dir, n)
+    }
+
     /// The run's staging folder, when it has one (opened without following a link).
     pub fn staging_dir(&self, run_id: &str) -> io::Result<Option<Dir>> {
         self.root.dir_if_any(&self.staging.join(run_id))

@@ -102,8 +102,39 @@ fn repeat(seq: u64, records: u64) -> Ack {
     }
 }
 
+/// A JSON value written with each object's keys in reverse order, spaces after every comma and
+/// colon and a line break before each key: the same value as another text.
+fn reordered(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let entries: Vec<String> = m
+                .iter()
+                .rev()
+                .map(|(k, v)| format!("\n  {}: {}", Value::from(k.as_str()), reordered(v)))
+                .collect();
+            format!("{{{} }}", entries.join(", "))
+        }
+        Value::Array(a) => {
+            let items: Vec<String> = a.iter().map(reordered).collect();
+            format!("[ {} ]", items.join(",\n "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A new post part of whose records were staged before: `deduplicated` of them left out.
+fn partly(seq: u64, deduplicated: u64) -> Ack {
+    Ack {
+        duplicate: Some(false),
+        deduplicated,
+        ..new(seq)
+    }
+}
+
 enum Step {
     Post(&'static str, Value, Ack),
+    /// A post of this exact text.
+    PostText(&'static str, String, Ack),
     /// The collector stopped and opened again on the same root.
     Restart,
 }
@@ -350,6 +381,86 @@ fn cases() -> Vec<Case> {
             conflicts: 0,
         },
         Case {
+            name: "a retry whose keys come in another order and with other spacing is still one record",
+            dedupe: true,
+            steps: vec![
+                Post("boot", boot(T0), new(1)),
+                Post("events", events(T0, 1..=3), new(1)),
+                PostText("events", reordered(&events(T0, 1..=3)), repeat(1, 3)),
+                PostText("events", reordered(&events(T0, 3..=4)), partly(2, 1)),
+            ],
+            served: served(vec![T0], seqs(1..=4), &[], 0),
+            conflicts: 0,
+        },
+        Case {
+            name: "a retry after a collector restart, its keys in another order, is still one record",
+            dedupe: true,
+            steps: vec![
+                Post("boot", boot(T0), new(1)),
+                Post("events", events(T0, 1..=3), new(1)),
+                Restart,
+                PostText("events", reordered(&events(T0, 1..=3)), repeat(1, 3)),
+                Post("events", events(T0, 1..=3), repeat(1, 3)),
+            ],
+            served: served(vec![T0], seqs(1..=3), &[], 0),
+            conflicts: 0,
+        },
+        Case {
+            name: "a batch posted over several lines is recognised when posted again on one, before and after a restart",
+            dedupe: true,
+            steps: vec![
+                Post("boot", boot(T0), new(1)),
+                PostText("events", reordered(&events(T0, 1..=3)), new(1)),
+                Post("events", events(T0, 1..=3), repeat(1, 3)),
+                Restart,
+                Post("events", events(T0, 1..=3), repeat(1, 3)),
+                PostText("events", reordered(&events(T0, 1..=3)), repeat(1, 3)),
+            ],
+            served: served(vec![T0], seqs(1..=3), &[], 0),
+            conflicts: 0,
+        },
+        Case {
+            name: "a record with a staged record's identity and other content is a conflict whatever its key order",
+            dedupe: true,
+            steps: vec![
+                Post("boot", boot(T0), new(1)),
+                Post("events", events(T0, 1..=3), new(1)),
+                PostText(
+                    "events",
+                    reordered(&json!([event(T0, 3, "other")])),
+                    Ack {
+                        problems: 1,
+                        ..new(2)
+                    },
+                ),
+            ],
+            served: served(
+                vec![T0],
+                [seqs(1..=3), vec![(3, "other".into())]].concat(),
+                &[],
+                0,
+            ),
+            conflicts: 1,
+        },
+        Case {
+            name: "a batch that repeats one of its records in another key order stages it once",
+            dedupe: true,
+            steps: vec![
+                Post("boot", boot(T0), new(1)),
+                PostText(
+                    "events",
+                    format!(
+                        "[{}, {}]",
+                        event(T0, 1, "worker"),
+                        reordered(&event(T0, 1, "worker"))
+                    ),
+                    partly(1, 1),
+                ),
+            ],
+            served: served(vec![T0], seqs(1..=1), &[], 0),
+            conflicts: 0,
+        },
+        Case {
             name: "with dedupe off every post is staged, retries included",
             dedupe: false,
             steps: vec![
@@ -421,10 +532,11 @@ async fn check(case: Case) {
                 server = start(conf()).await;
                 continue;
             }
-            Post(kind, body, want) => (kind, body, want),
+            Post(kind, body, want) => (kind, body.to_string(), want),
+            PostText(kind, body, want) => (kind, body.clone(), want),
         };
         let mut conn = Connection::new(server.addr);
-        let reply = post(&mut conn, kind, RUN, &node, body.to_string().as_bytes()).await;
+        let reply = post(&mut conn, kind, RUN, &node, body.as_bytes()).await;
         assert_eq!(reply.status, 200, "{}: post {i}", case.name);
         let ack = ack(&reply).unwrap();
         let got = (ack.seq, ack.duplicate, ack.deduplicated, ack.problems.len());
