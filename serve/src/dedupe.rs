@@ -287,6 +287,17 @@ pub struct EventKey {
     pub identity: Option<EventIdentity>,
 }
 
+impl EventKey {
+    /// The key of `record`, a record's text within `batch`'s, identified by `identity`.
+    pub(crate) fn at(batch: &str, record: &str, identity: Option<EventIdentity>) -> EventKey {
+        let start = (record.as_ptr() as usize).saturating_sub(batch.as_ptr() as usize);
+        EventKey {
+            range: start..start + record.len(),
+            identity,
+        }
+    }
+}
+
 /// What identifies an event, read with its structural hash in one pass over its text (no JSON
 /// value is built).
 #[derive(Debug, Default)]
@@ -433,36 +444,49 @@ impl serde::de::Visitor<'_> for KeySeed {
 /// Each record of an events batch with its identity, read from the batch's text (for a batch the
 /// door did not parse); `None` when the batch is not a JSON array.
 fn batch_keys(text: &str) -> Option<Vec<EventKey>> {
-    struct Batch<'t>(&'t str);
-    impl<'de> serde::de::Visitor<'de> for Batch<'_> {
+    keyed_batch(text, |record| {
+        Ok(read_identity(record).and_then(|e| {
+            Some(EventIdentity {
+                monotonic_seq: e.monotonic_seq?,
+                wall_ms: e.wall_ms?,
+                clock_sample: e.clock_sample,
+            })
+        }))
+    })
+}
+
+/// Each record of an events batch: its text's range and the identity `identity` reads from its
+/// text (the door's typed parse, or [`batch_keys`]'s scan); `None` when the text is not one JSON
+/// array or `identity` refuses a record.
+pub(crate) fn keyed_batch(
+    text: &str,
+    identity: impl FnMut(&str) -> Result<Option<EventIdentity>, String>,
+) -> Option<Vec<EventKey>> {
+    struct Batch<'t, F>(&'t str, F);
+    impl<'de, F: FnMut(&str) -> Result<Option<EventIdentity>, String>> serde::de::Visitor<'de>
+        for Batch<'_, F>
+    {
         type Value = Vec<EventKey>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("an events batch")
         }
         fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
+            mut self,
             mut seq: A,
         ) -> Result<Self::Value, A::Error> {
             let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4_096));
             while let Some(item) = seq.next_element::<&'de RawValue>()? {
-                let text = item.get();
-                let start = (text.as_ptr() as usize).saturating_sub(self.0.as_ptr() as usize);
-                out.push(EventKey {
-                    range: start..start + text.len(),
-                    identity: read_identity(text).and_then(|e| {
-                        Some(EventIdentity {
-                            monotonic_seq: e.monotonic_seq?,
-                            wall_ms: e.wall_ms?,
-                            clock_sample: e.clock_sample,
-                        })
-                    }),
-                });
+                let record = item.get();
+                let identity = (self.1)(record).map_err(serde::de::Error::custom)?;
+                out.push(EventKey::at(self.0, record, identity));
             }
             Ok(out)
         }
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    serde::Deserializer::deserialize_seq(&mut de, Batch(text)).ok()
+    let keys = serde::Deserializer::deserialize_seq(&mut de, Batch(text, identity)).ok()?;
+    de.end().ok()?;
+    Some(keys)
 }
 
 /// An event's identity and structural hash, `None` when its text is not a JSON object.

@@ -206,44 +206,22 @@ pub fn decide(
 /// An events batch's records, each parsed with the generated type and taken with its identity
 /// and its text's range; `None` when the text is not a batch of event records.
 pub(crate) fn typed_batch(text: &str) -> Option<Vec<EventKey>> {
-    struct Records<'t>(&'t str);
-    impl<'de> serde::de::Visitor<'de> for Records<'_> {
-        type Value = Vec<EventKey>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("an array of event records")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut seq: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4_096));
-            while let Some(item) = seq.next_element::<&'de RawValue>()? {
-                let record: EventRecord =
-                    serde_json::from_str(item.get()).map_err(serde::de::Error::custom)?;
-                out.push(event_key(self.0, item.get(), &record));
-            }
-            Ok(out)
-        }
-    }
-    let mut reader = serde_json::Deserializer::from_str(text);
-    let keys = serde::Deserializer::deserialize_seq(&mut reader, Records(text)).ok()?;
-    reader.end().ok()?;
-    Some(keys)
+    crate::dedupe::keyed_batch(text, |record| {
+        serde_json::from_str::<EventRecord>(record)
+            .map(|r| Some(identity(&r)))
+            .map_err(|e| e.to_string())
+    })
 }
 
-/// A parsed event's identity, `item` being its text within `within`.
-fn event_key(within: &str, item: &str, record: &EventRecord) -> EventKey {
-    let start = (item.as_ptr() as usize).saturating_sub(within.as_ptr() as usize);
-    EventKey {
-        range: start..start + item.len(),
-        identity: Some(EventIdentity {
-            monotonic_seq: record.monotonic_seq,
-            wall_ms: record.wall_ms,
-            clock_sample: matches!(
-                &record.event,
-                Event::Custom(c) if matches!(c.payload, CustomPayload::ClockSample(_))
-            ),
-        }),
+/// A parsed event's identity.
+fn identity(record: &EventRecord) -> EventIdentity {
+    EventIdentity {
+        monotonic_seq: record.monotonic_seq,
+        wall_ms: record.wall_ms,
+        clock_sample: matches!(
+            &record.event,
+            Event::Custom(c) if matches!(c.payload, CustomPayload::ClockSample(_))
+        ),
     }
 }
 
@@ -274,9 +252,10 @@ impl<'de> serde::de::Visitor<'de> for &mut Batch<'_, '_> {
                 }
                 let start = self.kept.len();
                 self.kept.push_str(text);
-                let mut key = event_key(text, text, &record);
-                key.range = start..start + text.len();
-                self.keys.push(key);
+                self.keys.push(EventKey {
+                    range: start..start + text.len(),
+                    identity: Some(identity(&record)),
+                });
                 self.good += 1;
             } else if self.problems.list.len() < self.door.max_problems {
                 explain(
