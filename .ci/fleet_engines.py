@@ -7,6 +7,7 @@ from the folder names), defines the shipped views from the same SQL files as `di
 (fleet/views/, in the order fleet/src/views.rs lists them) and runs `SELECT * FROM <view>`; the
 rows, in any order, must equal the rows `diagwire query --format json` prints.
 """
+import functools
 import json
 import math
 import os
@@ -46,12 +47,17 @@ def canon(rows):
     return sorted(json.dumps(r, sort_keys=True) for r in rows)
 
 
-def diagwire_rows(diagwire, dataset, view):
-    out = subprocess.run(
-        diagwire + ["query", dataset, f"SELECT * FROM {view}", "--format", "json"],
+@functools.cache
+def diagwire_rows_json(diagwire, dataset, view):
+    """`diagwire query`'s rows of a view, as JSON text: once per view, whichever engines compare."""
+    return subprocess.run(
+        list(diagwire) + ["query", dataset, f"SELECT * FROM {view}", "--format", "json"],
         check=True, capture_output=True, text=True,
     ).stdout
-    rows = json.loads(out)
+
+
+def diagwire_rows(diagwire, dataset, view):
+    rows = json.loads(diagwire_rows_json(tuple(diagwire), dataset, view))
     # arrow's JSON writer leaves null values out: put them back as the other engines have them.
     return rows
 
