@@ -28,12 +28,6 @@ use diagwire::bundle::read::Limits;
 use diagwire::units::parse_duration;
 use diagwire::v1::RecordKind;
 
-/// The allocator of every command (a crate rather than the system's): the reading commands decode
-/// millions of small records across threads, where glibc's frees took a fifth of their time; the
-/// cost and the memory it holds are measured in `docs/cli.md`, "Speed and memory".
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The swactor diagnostics wire contract: its schemas, a run's bundle, the collector, the fleet.
 #[derive(Parser)]
 #[command(name = "diagwire", version)]
