@@ -21,7 +21,6 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use diagwire::layout::{self, Encoding, FileKind};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::door::DoorProblem;
 
@@ -287,17 +286,6 @@ pub struct EventKey {
     pub identity: Option<EventIdentity>,
 }
 
-impl EventKey {
-    /// The key of `record`, a record's text within `batch`'s, identified by `identity`.
-    pub(crate) fn at(batch: &str, record: &str, identity: Option<EventIdentity>) -> EventKey {
-        let start = (record.as_ptr() as usize).saturating_sub(batch.as_ptr() as usize);
-        EventKey {
-            range: start..start + record.len(),
-            identity,
-        }
-    }
-}
-
 /// What identifies an event, read with its structural hash in one pass over its text (no JSON
 /// value is built).
 #[derive(Debug, Default)]
@@ -444,57 +432,75 @@ impl serde::de::Visitor<'_> for KeySeed {
 /// Each record of an events batch with its identity, read from the batch's text (for a batch the
 /// door did not parse); `None` when the batch is not a JSON array.
 fn batch_keys(text: &str) -> Option<Vec<EventKey>> {
-    keyed_batch(text, |record| {
-        Ok(read_identity(record).and_then(|e| {
+    keyed_batch(text, |IdentityOnly(read)| {
+        read.and_then(|e| {
             Some(EventIdentity {
                 monotonic_seq: e.monotonic_seq?,
                 wall_ms: e.wall_ms?,
                 clock_sample: e.clock_sample,
             })
-        }))
+        })
     })
 }
 
-/// Each record of an events batch: its text's range and the identity `identity` reads from its
-/// text (the door's typed parse, or [`batch_keys`]'s scan); `None` when the text is not one JSON
-/// array or `identity` refuses a record.
-pub(crate) fn keyed_batch(
-    text: &str,
-    identity: impl FnMut(&str) -> Result<Option<EventIdentity>, String>,
-) -> Option<Vec<EventKey>> {
-    struct Batch<'t, F>(&'t str, F);
-    impl<'de, F: FnMut(&str) -> Result<Option<EventIdentity>, String>> serde::de::Visitor<'de>
-        for Batch<'_, F>
-    {
-        type Value = Vec<EventKey>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("an events batch")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            mut self,
-            mut seq: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4_096));
-            while let Some(item) = seq.next_element::<&'de RawValue>()? {
-                let record = item.get();
-                let identity = (self.1)(record).map_err(serde::de::Error::custom)?;
-                out.push(EventKey::at(self.0, record, identity));
-            }
-            Ok(out)
-        }
+/// A record read for its identity alone ([`HashSeed`] at the top level), as [`keyed_batch`]
+/// decodes each record of a batch.
+struct IdentityOnly(Option<ReadIdentity>);
+
+impl<'de> serde::Deserialize<'de> for IdentityOnly {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::DeserializeSeed::deserialize(HashSeed { top: true }, d)
+            .map(|h| IdentityOnly(h.identity))
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let keys = serde::Deserializer::deserialize_seq(&mut de, Batch(text, identity)).ok()?;
-    de.end().ok()?;
-    Some(keys)
 }
 
-/// An event's identity and structural hash, `None` when its text is not a JSON object.
+/// Each record of an events batch: its text's range and the identity `identity` reads from its
+/// decode as a `T` (the door's typed parse, or [`batch_keys`]'s [`IdentityOnly`]); `None` when the
+/// text is not one JSON array of `T`s. One pass: each record's decode finds where its text ends
+/// (serde_json's stream decoder), so no record is scanned once to split the batch and again to
+/// decode it.
+pub(crate) fn keyed_batch<T: serde::de::DeserializeOwned>(
+    text: &str,
+    mut identity: impl FnMut(T) -> Option<EventIdentity>,
+) -> Option<Vec<EventKey>> {
+    let b = text.as_bytes();
+    let ws = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+            i += 1;
+        }
+        i
+    };
+    let mut at = ws(0);
+    if b.get(at) != Some(&b'[') {
+        return None;
+    }
+    at = ws(at + 1);
+    let mut out = Vec::new();
+    if b.get(at) == Some(&b']') {
+        return (ws(at + 1) == b.len()).then_some(out);
+    }
+    loop {
+        let mut one = serde_json::Deserializer::from_str(&text[at..]).into_iter::<T>();
+        let record = one.next()?.ok()?;
+        let end = at + one.byte_offset();
+        out.push(EventKey {
+            range: at..end,
+            identity: identity(record),
+        });
+        at = ws(end);
+        match b.get(at) {
+            Some(b',') => at = ws(at + 1),
+            Some(b']') => return (ws(at + 1) == b.len()).then_some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// An event's identity and structural hash, `None` when its text is not a JSON object (as
+/// [`batch_keys`] reads each record of a batch).
+#[cfg(test)]
 fn read_identity(text: &str) -> Option<ReadIdentity> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    serde::de::DeserializeSeed::deserialize(HashSeed { top: true }, &mut de)
-        .ok()?
-        .identity
+    serde_json::from_str::<IdentityOnly>(text).ok()?.0
 }
 
 /// The hash of a JSON text's value, the same whatever its key order and spacing ([`HashSeed`]).
@@ -1161,12 +1167,42 @@ mod tests {
             assert!(door.is_some(), "{name}: the door parses the batch");
             assert_eq!(door, batch_keys(text), "{name}");
             for key in door.unwrap() {
+                let record = &text[key.range];
                 assert!(
-                    text[key.range].starts_with('{'),
-                    "{name}: a range is a record's text"
+                    record.starts_with('{') && record.ends_with('}'),
+                    "{name}: a range is a record's text: {record:?}"
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_text_that_is_not_one_array_of_records_is_no_batch_for_either_reader() {
+        let one = format!(
+            r#"{{"node_id":[{}],"monotonic_seq":1,"wall_ms":2,"type":"Custom","kind":"probe","fields":{{}}}}"#,
+            ["7"; 32].join(",")
+        );
+        let cases: &[(&str, String)] = &[
+            ("nothing", String::new()),
+            ("an object", one.clone()),
+            ("an unclosed array", format!("[{one}")),
+            ("a comma before the end", format!("[{one},]")),
+            ("two records without a comma", format!("[{one} {one}]")),
+            ("text after the array", format!("[{one}] x")),
+            ("a second array", format!("[{one}][]")),
+            ("a record cut short", format!("[{}]", &one[..one.len() - 1])),
+        ];
+        for (name, text) in cases {
+            assert_eq!(crate::door::typed_batch(text), None, "{name}: the door");
+            assert_eq!(batch_keys(text), None, "{name}: a staged file read back");
+        }
+        let spaced = format!(" [ {one} ,\n{one} ] \n");
+        let keys = batch_keys(&spaced).expect("a batch with spaces around its records");
+        assert_eq!(keys, crate::door::typed_batch(&spaced).expect("the door's"));
+        assert!(
+            keys.iter().all(|k| spaced[k.range.clone()] == one),
+            "{keys:?}"
+        );
     }
 
     #[test]

@@ -206,11 +206,7 @@ pub fn decide(
 /// An events batch's records, each parsed with the generated type and taken with its identity
 /// and its text's range; `None` when the text is not a batch of event records.
 pub(crate) fn typed_batch(text: &str) -> Option<Vec<EventKey>> {
-    crate::dedupe::keyed_batch(text, |record| {
-        serde_json::from_str::<EventRecord>(record)
-            .map(|r| Some(identity(&r)))
-            .map_err(|e| e.to_string())
-    })
+    crate::dedupe::keyed_batch(text, |record: EventRecord| Some(identity(&record)))
 }
 
 /// A parsed event's identity.
