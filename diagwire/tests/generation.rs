@@ -1,7 +1,7 @@
 //! What a record proves of its writer's contract generation (`diagwire::generation`): the marks
 //! table against the frozen releases, one case per kind of mark, and the version a node declares.
 
-use diagwire::generation::{ADDED, Mark, declared, proven};
+use diagwire::generation::{declared, proven};
 use serde_json::{Value, json};
 
 /// A node id as events write it.
@@ -144,7 +144,8 @@ fn a_node_declares_the_newest_patch_of_the_minor_its_records_prove() {
 
 /// The example bundles: the oldest generation's records prove nothing beyond 1.0.0, the current
 /// generation's records prove 1.3.0 on every node (its snapshots and finalize carry
-/// `diag_records_dropped`).
+/// `diag_records_dropped`). Reading a bundle takes the feature `bundle`.
+#[cfg(feature = "bundle")]
 #[test]
 fn the_example_bundles_prove_their_generation_node_by_node() {
     use diagwire::bundle::read::{Limits, read_all};
@@ -179,6 +180,7 @@ fn the_example_bundles_prove_their_generation_node_by_node() {
 #[cfg(feature = "releases")]
 #[test]
 fn the_marks_are_what_the_frozen_releases_lack() {
+    use diagwire::generation::{ADDED, Mark};
     use diagwire::releases::{v1_0_0, v1_1_0, v1_2_0};
     use diagwire::shape::TypeKind;
     let releases = [&v1_0_0::CONTRACT, &v1_1_0::CONTRACT, &v1_2_0::CONTRACT];
