@@ -168,6 +168,17 @@ fn seqs(range: std::ops::RangeInclusive<u64>) -> Vec<(u64, String)> {
     range.map(|s| (s, "worker".to_owned())).collect()
 }
 
+/// What a run serves whose node staged events 1 to 3 and then another text of event 3 (a
+/// conflict, kept).
+fn served_with_another_3() -> Served {
+    served(
+        vec![T0],
+        [seqs(1..=3), vec![(3, "other".into())]].concat(),
+        &[],
+        0,
+    )
+}
+
 fn served(
     boots: Vec<u64>,
     events: Vec<(u64, String)>,
@@ -323,19 +334,12 @@ fn cases() -> Vec<Case> {
                     "events",
                     json!([event(T0, 3, "other")]),
                     Ack {
-                        seq: Some(2),
-                        duplicate: None,
-                        deduplicated: 0,
                         problems: 1,
+                        ..new(2)
                     },
                 ),
             ],
-            served: served(
-                vec![T0],
-                [seqs(1..=3), vec![(3, "other".into())]].concat(),
-                &[],
-                0,
-            ),
+            served: served_with_another_3(),
             conflicts: 1,
         },
         Case {
@@ -349,12 +353,7 @@ fn cases() -> Vec<Case> {
                 Post("boot", boot(T0), repeat(1, 1)),
                 Post("events", events(T0, 1..=3), repeat(1, 3)),
                 Post("snapshot", snapshot(1), repeat(1, 1)),
-                Post("events", events(T0, 3..=4), {
-                    let mut a = new(2);
-                    a.duplicate = Some(false);
-                    a.deduplicated = 1;
-                    a
-                }),
+                Post("events", events(T0, 3..=4), partly(2, 1)),
             ],
             served: served(vec![T0], seqs(1..=4), &[1], 0),
             conflicts: 0,
@@ -369,12 +368,7 @@ fn cases() -> Vec<Case> {
                 Post("finalize", finalize(), new(1)),
                 Post("events", events(T0, 1..=3), repeat(1, 3)),
                 Post("snapshot", snapshot(1), repeat(1, 1)),
-                Post("events", events(T0, 3..=4), {
-                    let mut a = new(2);
-                    a.duplicate = Some(false);
-                    a.deduplicated = 1;
-                    a
-                }),
+                Post("events", events(T0, 3..=4), partly(2, 1)),
                 Post("finalize", finalize(), repeat(1, 1)),
             ],
             served: served(vec![T0], seqs(1..=4), &[1], 1),
@@ -434,12 +428,7 @@ fn cases() -> Vec<Case> {
                     },
                 ),
             ],
-            served: served(
-                vec![T0],
-                [seqs(1..=3), vec![(3, "other".into())]].concat(),
-                &[],
-                0,
-            ),
+            served: served_with_another_3(),
             conflicts: 1,
         },
         Case {
