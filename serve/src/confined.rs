@@ -13,10 +13,10 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use diagwire::bundle::target::temporary_file_name;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
@@ -333,7 +333,7 @@ impl Dir {
     /// Writes the new file `name` durably, never replacing one: under a temporary name, flushed,
     /// linked into place, the temporary name removed and the folder flushed.
     pub fn write_new(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        let tmp = temporary_name(name);
+        let tmp = temporary_file_name(name);
         let mut file = self.create_new(&tmp)?;
         let written = file
             .write_all(bytes)
@@ -343,16 +343,4 @@ impl Dir {
         written?;
         self.sync()
     }
-}
-
-/// A hidden temporary name beside `name`, unique in this process (`.<name>.partial-<pid>-<n>`;
-/// staged and quarantined names never start with `.`, and the collector removes such names
-/// when it starts).
-pub fn temporary_name(name: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        ".{name}.partial-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
 }

@@ -10,7 +10,9 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::confined::{Dir, Root, temporary_name};
+use diagwire::bundle::target::temporary_file_name;
+
+use crate::confined::{Dir, Root};
 
 /// Bytes written and flushed under a temporary name, waiting to be linked to their staged name.
 #[derive(Debug)]
@@ -30,7 +32,7 @@ impl Flushed {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let tmp = temporary_name(&name);
+        let tmp = temporary_file_name(&name);
         let mut file = dir.create_new(&tmp)?;
         let flushed = Flushed {
             dir,

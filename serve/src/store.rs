@@ -14,6 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use diagwire::bundle::target::is_temporary_name;
 use diagwire::layout::{self, Encoding, FileKind};
 use prometheus_client::metrics::counter::Counter;
 
@@ -318,7 +319,7 @@ impl Store {
         for (name, kind) in self.bundles_dir.entries()? {
             let legacy = name.starts_with('.')
                 && !name.ends_with(".tar.gz")
-                && (name.contains(".assembling-") || name.contains(".tar.gz.partial-"));
+                && (name.contains(".assembling-") || is_temporary_name(&name));
             if name.starts_with(crate::assembly::WORK_PREFIX) || legacy {
                 if kind == Kind::Link {
                     self.refuse_link(&self.bundles.join(&name));
@@ -371,7 +372,7 @@ impl Store {
                         if kind == Kind::Link {
                             self.refuse_link(&dir.path().join(&name));
                         }
-                        if name.starts_with('.') && name.contains(".partial") && kind != Kind::Dir {
+                        if is_temporary_name(&name) && kind != Kind::Dir {
                             // Never acknowledged: the writer died before moving it into place.
                             dir.remove(&name)?;
                             continue;

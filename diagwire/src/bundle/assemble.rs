@@ -615,7 +615,7 @@ pub fn assemble(
                     continue;
                 }
             };
-            if is_partial(&file) {
+            if super::target::is_temporary_name(&file) {
                 continue;
             }
             let file_at = format!("{at}/{file}");
@@ -696,12 +696,6 @@ pub fn assemble(
         manifest: done.manifest,
         problems,
     })
-}
-
-/// Whether a staged name is a post [`store_staged`] is still writing (`.<name>.partial-…`, or
-/// `.<name>.partial` from earlier versions).
-fn is_partial(name: &str) -> bool {
-    name.starts_with('.') && (name.ends_with(".partial") || name.contains(".partial-"))
 }
 
 /// A problem with a staged file or directory at `at` (relative to the staging root).

@@ -103,19 +103,29 @@ fn resolve(path: &Path) -> Option<PathBuf> {
     }
 }
 
-/// A fresh name `.<name>.partial-<pid>-<n>` beside `target`.
-fn temporary_name(target: &Path) -> io::Result<PathBuf> {
+/// The temporary name a writer gives the file `name` while it writes it, beside it:
+/// `.<name>.partial-<pid>-<n>`, fresh in this process. Hidden (no run id, node label or bundle
+/// file name a writer produces starts with `.` and holds `.partial`), so a reader skips it and a
+/// writer's start-up cleanup recognizes it by [`is_temporary_name`]. The one convention of the
+/// library's writers, staging and the collector.
+pub fn temporary_file_name(name: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    let unique = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!(".{name}.partial-{}-{unique}", std::process::id())
+}
+
+/// Whether `name` is a file a writer had not finished: a [`temporary_file_name`], or
+/// `.<name>.partial` as earlier versions named it.
+pub fn is_temporary_name(name: &str) -> bool {
+    name.starts_with('.') && (name.ends_with(".partial") || name.contains(".partial-"))
+}
+
+/// A fresh [`temporary_file_name`] beside `target`.
+fn temporary_name(target: &Path) -> io::Result<PathBuf> {
     let name = target
         .file_name()
         .ok_or_else(|| refuse(format!("{} names no file", target.display())))?;
-    let unique = NEXT.fetch_add(1, Ordering::Relaxed);
-    let tmp = format!(
-        ".{}.partial-{}-{unique}",
-        name.to_string_lossy(),
-        std::process::id()
-    );
-    Ok(target.with_file_name(tmp))
+    Ok(target.with_file_name(temporary_file_name(&name.to_string_lossy())))
 }
 
 /// A file being written under a temporary name beside its target: renamed into place by
