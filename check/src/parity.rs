@@ -255,7 +255,7 @@ impl Profile {
             self.coverage.problem();
             return;
         };
-        self.coverage.record_value(item, &value);
+        self.coverage.record(item);
         let label = item.node.unwrap_or("").to_owned();
         let (record, tag, wall) = match item.record {
             Record::Event(e) => {

@@ -12,16 +12,14 @@
 //! This module collects a coverage in one pass ([`Coverage::record`]); [`compare`] (in
 //! `compare.rs`) sets two coverages side by side.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use diagwire::Provenance;
 use diagwire::bundle::records::Item;
 use diagwire::layout::{FileKind, Role};
-use diagwire::shape::{FieldShape, Presence, TypeKind, ValueShape};
+use diagwire::shape::{FieldShape, Presence, TypeKind};
 use diagwire::v1::{CONTRACT, Event, Record, RecordKind};
-use serde_json::Value;
 
 use crate::blocks;
 
@@ -301,21 +299,6 @@ impl Coverage {
             .record(item.node.unwrap_or(""), kind_name, item.text);
     }
 
-    /// Takes the next record of the walk, with its text already read as JSON.
-    pub fn record_value(&mut self, item: &Item<'_>, value: &Value) {
-        let kind_name = self.record_kinds(item);
-        let Some(info) = CONTRACT.record(kind_name) else {
-            return;
-        };
-        let role = self
-            .labels
-            .entry(item.node.unwrap_or("").to_owned())
-            .or_default();
-        blocks::instances_of_shape(&ValueShape::Ref(info.def), value, &mut |inst| {
-            count(role, kind_name, inst)
-        });
-    }
-
     /// Counts a record's kind, event type and node; gives its kind's name.
     fn record_kinds(&mut self, item: &Item<'_>) -> &'static str {
         self.records += 1;
@@ -561,81 +544,16 @@ fn cell(s: &str) -> String {
     diagwire::problem::printable(s).replace('|', "\\|")
 }
 
-/// A struct instance as the counting sees it, whichever walk found it.
-trait Found {
-    fn type_name(&self) -> &'static str;
-    fn fields(&self) -> &'static [FieldShape];
-    fn ptr(&self) -> Cow<'_, str>;
-    /// What the object holds for the field at `index` of [`Found::fields`], named `key`.
-    fn slot(&self, index: usize, key: &str) -> walk::Slot;
-    fn str_of(&self, key: &str) -> Option<Cow<'_, str>>;
-    fn declares(&self, gap: &str) -> bool;
-    /// The keys no field names, sorted.
-    fn unknown(&self) -> Vec<Cow<'_, str>>;
-}
-
-impl Found for blocks::Instance<'_, '_> {
-    fn type_name(&self) -> &'static str {
-        self.type_name
-    }
-    fn fields(&self) -> &'static [FieldShape] {
-        self.fields
-    }
-    fn ptr(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self.ptr)
-    }
-    fn slot(&self, _: usize, key: &str) -> walk::Slot {
-        match self.obj.get(key) {
-            None => walk::Slot::Absent,
-            Some(Value::Null) => walk::Slot::Null,
-            Some(_) => walk::Slot::Present,
-        }
-    }
-    fn str_of(&self, key: &str) -> Option<Cow<'_, str>> {
-        self.obj.get(key).and_then(Value::as_str).map(Cow::Borrowed)
-    }
-    fn declares(&self, gap: &str) -> bool {
-        blocks::Instance::declares(self, gap)
-    }
-    fn unknown(&self) -> Vec<Cow<'_, str>> {
-        self.unknown_keys().map(Cow::Borrowed).collect()
-    }
-}
-
-impl Found for walk::Instance<'_, '_, '_> {
-    fn type_name(&self) -> &'static str {
-        self.type_name
-    }
-    fn fields(&self) -> &'static [FieldShape] {
-        self.fields
-    }
-    fn ptr(&self) -> Cow<'_, str> {
-        Cow::Owned(walk::Instance::ptr(self))
-    }
-    fn slot(&self, index: usize, _: &str) -> walk::Slot {
-        walk::Instance::slot(self, index)
-    }
-    fn str_of(&self, key: &str) -> Option<Cow<'_, str>> {
-        walk::Instance::str_of(self, key)
-    }
-    fn declares(&self, gap: &str) -> bool {
-        walk::Instance::declares(self, gap)
-    }
-    fn unknown(&self) -> Vec<Cow<'_, str>> {
-        self.unknown_keys()
-    }
-}
-
 /// Counts one struct instance of a record of `kind_name` into its role's statistics.
-fn count(role: &mut RoleCoverage, kind_name: &str, inst: &dyn Found) {
-    let t = role.types.entry(inst.type_name()).or_default();
+fn count(role: &mut RoleCoverage, kind_name: &str, inst: &walk::Instance<'_, '_, '_>) {
+    let t = role.types.entry(inst.type_name).or_default();
     t.instances += 1;
-    let fields = inst.fields();
+    let fields = inst.fields;
     if t.fields.len() < fields.len() {
         t.fields.resize(fields.len(), FieldStats::default());
     }
     for (i, (f, s)) in fields.iter().zip(t.fields.iter_mut()).enumerate() {
-        let slot = inst.slot(i, f.key);
+        let slot = inst.slot(i);
         match slot {
             walk::Slot::Absent => s.absent += 1,
             walk::Slot::Null => s.null += 1,
@@ -656,7 +574,7 @@ fn count(role: &mut RoleCoverage, kind_name: &str, inst: &dyn Found) {
             }
         }
     }
-    for k in inst.unknown() {
+    for k in inst.unknown_keys() {
         let key = format!(
             "{kind_name}:{}/{}",
             normalize_pointer(&inst.ptr()),
@@ -682,27 +600,7 @@ fn contract_coverage(roles: &BTreeMap<String, RoleCoverage>) -> ContractCoverage
             continue;
         };
         let mut refs = Vec::new();
-        match &shape.kind {
-            TypeKind::Struct {
-                fields, flatten, ..
-            } => {
-                for f in fields.iter() {
-                    blocks::shape_refs(&f.value, &mut refs);
-                }
-                refs.extend(flatten.iter().copied());
-            }
-            TypeKind::Union { variants, .. } => {
-                for v in variants.iter() {
-                    match &v.payload {
-                        diagwire::shape::PayloadShape::Def(d) => refs.push(d),
-                        diagwire::shape::PayloadShape::Value(s) => blocks::shape_refs(s, &mut refs),
-                        diagwire::shape::PayloadShape::Unit => {}
-                    }
-                }
-            }
-            TypeKind::Array(item) => blocks::shape_refs(item, &mut refs),
-            _ => {}
-        }
+        blocks::type_refs(shape, &mut refs);
         stack.extend(refs);
     }
     let mut out = ContractCoverage::default();

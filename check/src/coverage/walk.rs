@@ -1,11 +1,12 @@
-//! Every struct instance of a record read as a [`Tape`], with the contract's shape table: the walk
-//! of `crate::blocks` (the same rules, in the same order) over a tape instead of a
-//! `serde_json::Value`, so coverage reads a record without building a value of it.
+//! Every struct instance of a record read as a [`Tape`], with the contract's shape table: the one
+//! walk of a record's instances in this crate (coverage and the rules that read snapshot blocks),
+//! without building a `serde_json::Value` of the record.
 //!
 //! The walk follows the generated types' rules: an internal union's variant shares its object with
 //! the struct that absorbs it, an adjacent union's payload sits under its content key, an external
-//! union is a string or a one-key object. `coverage_walks_agree` (in the crate's tests) holds it
-//! to `crate::blocks` on every record of the example bundles.
+//! union is a string or a one-key object. Its tests hold it to serde_json's reading of the same
+//! records: the unknown keys are those the library's walk over a value finds
+//! (`diagwire::shape::unknown_keys`), and each field read is the value's.
 //!
 //! The rules walk snapshot blocks with it too, told by [`Only`] which struct types they read: the
 //! walk then reports those alone and goes only into values whose type can hold one.
@@ -287,7 +288,7 @@ fn walk_value(
     }
 }
 
-// The walk's state travels as arguments, as in `crate::blocks`.
+// The walk's state travels as arguments.
 #[allow(clippy::too_many_arguments)]
 fn walk_type(
     t: &'static TypeShape,
@@ -425,4 +426,110 @@ fn variant(
 ) -> Option<PayloadShape> {
     let t = tape.as_str(tape.get(v, tag)?)?;
     variants.iter().find(|x| x.tag == t).map(|x| x.payload)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The walk over a tape, held to what serde_json reads of the same texts: a record's unknown
+    //! keys are those the library's walk over a `serde_json::Value` finds
+    //! (`diagwire::shape::unknown_keys`), and the object at each instance's pointer holds what the
+    //! instance says of each of its fields (absent, null or present, and its string).
+
+    use std::collections::BTreeSet;
+    use std::path::{Path, PathBuf};
+
+    use diagwire::bundle::read::{BundleReader, Limits};
+    use diagwire::bundle::records::walk;
+    use diagwire_runtime::shape::escape_pointer_token;
+    use diagwire_testkit::scenario::{Params, generate};
+    use serde_json::Value;
+
+    use super::super::tape::Buffer;
+    use super::*;
+
+    /// A generated run with unknown keys of every shape (an object holding an array, a key that
+    /// needs escaping), the 1.1.0 golden archive and every shipped example bundle.
+    fn bundles(scratch: &Path) -> Vec<PathBuf> {
+        let mut run = generate(&Params::small(1));
+        let peer = &mut run.node_mut("stage-0").snapshots[0]
+            .body
+            .iroh
+            .as_mut()
+            .expect("the small scenario's stages report iroh")
+            .peers[0];
+        peer.extra
+            .insert("x_peer".into(), serde_json::json!({"a": [1, "b"]}));
+        peer.extra
+            .insert("x\"esc/aped~".into(), serde_json::json!(null));
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let mut out = vec![
+            run.write_dir(scratch).unwrap(),
+            repo.join("compat-tests/fixtures/1.1.0/golden.tar.gz"),
+        ];
+        for entry in std::fs::read_dir(repo.join("examples/bundles")).unwrap() {
+            out.push(entry.unwrap().path());
+        }
+        out
+    }
+
+    /// Walks one record's text; checks it against its value. Returns the instances found.
+    fn check_record(kind: &str, text: &str, at: &str) -> usize {
+        let value: Value = serde_json::from_str(text).unwrap();
+        let def = CONTRACT.record(kind).unwrap().def;
+        let tape = Tape::read(text, Buffer::default()).expect("the tape reads every record");
+        let mut unknown = BTreeSet::new();
+        let mut found = 0;
+        instances_of_shape(&ValueShape::Ref(def), &tape, &mut |inst| {
+            found += 1;
+            let ptr = inst.ptr();
+            let obj = value
+                .pointer(&ptr)
+                .and_then(Value::as_object)
+                .unwrap_or_else(|| panic!("{at}: no object at {ptr:?}"));
+            for (i, f) in inst.fields.iter().enumerate() {
+                let expected = match obj.get(f.key) {
+                    None => Slot::Absent,
+                    Some(Value::Null) => Slot::Null,
+                    Some(_) => Slot::Present,
+                };
+                assert_eq!(inst.slot(i), expected, "{at}: {ptr}/{}", f.key);
+                assert_eq!(
+                    inst.str_of(f.key).as_deref(),
+                    obj.get(f.key).and_then(Value::as_str),
+                    "{at}: {ptr}/{}",
+                    f.key
+                );
+            }
+            for k in inst.unknown_keys() {
+                assert!(obj.contains_key(k.as_ref()), "{at}: {ptr}: {k}");
+                unknown.insert(format!("{ptr}/{}", escape_pointer_token(&k)));
+            }
+        });
+        let expected: BTreeSet<String> = diagwire::shape::unknown_keys(&CONTRACT, kind, &value)
+            .into_iter()
+            .collect();
+        assert_eq!(unknown, expected, "{at}");
+        found
+    }
+
+    #[test]
+    fn the_tape_walk_reads_each_instance_as_serde_json_reads_the_record() {
+        let scratch = tempfile::tempdir().unwrap();
+        let (mut records, mut instances, mut unknown_seen) = (0, 0, false);
+        for path in bundles(scratch.path()) {
+            let mut reader = BundleReader::open(&path, Limits::default()).unwrap();
+            walk(
+                &mut reader,
+                |item| {
+                    let kind = item.record.kind();
+                    let at = format!("{}:{}", item.path, item.index);
+                    instances += check_record(kind.as_str(), item.text, &at);
+                    unknown_seen |= item.text.contains("x_peer");
+                    records += 1;
+                },
+                |_| {},
+            );
+        }
+        assert!(records > 1000 && instances > records && unknown_seen);
+    }
 }

@@ -17,11 +17,9 @@ use std::thread::JoinHandle;
 
 use diagwire::shape::ValueShape;
 use diagwire::v1::CONTRACT;
-use serde_json::Value;
 
 use super::tape::{Buffer, Tape};
 use super::{RoleCoverage, count, walk};
-use crate::blocks;
 
 /// The text a batch gathers before it is handed on.
 pub(super) const BATCH_BYTES: usize = 1 << 20;
@@ -179,19 +177,15 @@ impl Reader {
             None => self.found.entry(label.to_owned()).or_default(),
         };
         let shape = ValueShape::Ref(info.def);
+        // The walk hands on only records the typed decode read, which the tape reads whole (it
+        // follows deeper nesting than serde_json and any text the size limits let through); a
+        // text it refused would add nothing here rather than something wrong.
         match Tape::read(text, std::mem::take(&mut self.buffer)) {
             Ok(tape) => {
                 walk::instances_of_shape(&shape, &tape, &mut |inst| count(role, kind_name, inst));
                 self.buffer = tape.into_buffer();
             }
-            Err(buffer) => {
-                self.buffer = buffer;
-                if let Ok(value) = serde_json::from_str::<Value>(text) {
-                    blocks::instances_of_shape(&shape, &value, &mut |inst| {
-                        count(role, kind_name, inst)
-                    });
-                }
-            }
+            Err(buffer) => self.buffer = buffer,
         }
     }
 }
