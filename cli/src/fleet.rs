@@ -204,7 +204,7 @@ pub fn query(
 /// error.
 #[cfg(feature = "fleet")]
 pub fn report(dataset: &Path, format: ReportFormat, out: Option<&Path>) -> ExitCode {
-    use diagwire_summary::fleet;
+    use diagwire_fleet_report as fleet;
     let report = match diagwire_fleet::report::report(dataset) {
         Ok(r) => r,
         Err(e) => {

@@ -75,8 +75,8 @@ pub const OUTPUTS: &[Output] = &[
     Output {
         name: "fleet",
         command: "diagwire fleet --format json",
-        version: diagwire_summary::fleet::FORMAT_VERSION,
-        schema: || schemars::schema_for!(diagwire_summary::fleet::FleetReport),
+        version: diagwire_fleet_report::FORMAT_VERSION,
+        schema: || schemars::schema_for!(diagwire_fleet_report::FleetReport),
     },
 ];
 

@@ -1,6 +1,6 @@
 //! `diagwire fleet`: the fleet report of a dataset, computed with SQL through the same DataFusion
 //! session `diagwire query` uses (the tables with their registered schemas and the shipped
-//! views), into the typed [`FleetReport`] that `diagwire_summary::fleet` renders as Markdown, HTML
+//! views), into the typed [`FleetReport`] that `diagwire_fleet_report` renders as Markdown, HTML
 //! or JSON. Dial failures read the `dials` view, RTTs by region the `probe_rtt_samples` view and
 //! subprocess buckets the `subprocesses` view, so each counts by the rules the summary's section
 //! of one run uses; relay closes count every `RelaySessionClosed` (the `relay_sessions` view keeps
@@ -12,7 +12,7 @@ use std::path::Path;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::prelude::SessionContext;
-use diagwire_summary::fleet::{
+use diagwire_fleet_report::{
     DayRow, DialDimension, DialFailureRow, FORMAT_VERSION, FaultRow, FleetReport, QuarantineRow,
     RegionRttRow, RelayCloseRow, SubprocessBucketRow, WriterRow,
 };

@@ -12,7 +12,7 @@ use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::bundle::records::walk;
 use diagwire::v1::{Event, Record};
 use diagwire_fleet::{export, report};
-use diagwire_summary::fleet::{DialDimension, FleetReport};
+use diagwire_fleet_report::{DialDimension, FleetReport};
 use diagwire_summary::quantile::Samples;
 
 fn root() -> PathBuf {
@@ -401,8 +401,8 @@ fn an_empty_dataset_has_every_section_empty_and_says_so() {
         .unwrap();
     let r = report::report(dir.path()).unwrap();
     assert_eq!(r.runs, 0);
-    let md = diagwire_summary::fleet::markdown(&r);
-    for s in diagwire_summary::fleet::sections(&r) {
+    let md = diagwire_fleet_report::markdown(&r);
+    for s in diagwire_fleet_report::sections(&r) {
         assert!(s.rows.is_empty(), "{}", s.title);
         assert!(md.contains(s.empty), "{}: {md}", s.title);
     }
@@ -520,7 +520,7 @@ fn quarantined_bodies_count_per_kind_of_post_as_the_walk_hands_them() {
         Some(&(3, 12, 3, 2)),
         "the bundles hold what the test means"
     );
-    let md = diagwire_summary::fleet::markdown(&r);
+    let md = diagwire_fleet_report::markdown(&r);
     assert!(md.contains("## Quarantined at ingest"), "{md}");
     assert!(md.contains("| events | 3 | 12 | 3 | 2 |"), "{md}");
 }

@@ -14,18 +14,18 @@ use crate::render::markdown;
 use crate::svg::{Scale, Svg, esc};
 
 /// The plots' width, in pixels.
-pub(crate) const WIDTH: f64 = 1100.0;
+pub const WIDTH: f64 = 1100.0;
 /// Where a plot's data area starts (the lane names are right-aligned before it).
-pub(crate) const LEFT: f64 = 230.0;
+pub const LEFT: f64 = 230.0;
 /// The margin after a plot's data area.
-pub(crate) const RIGHT: f64 = 20.0;
+pub const RIGHT: f64 = 20.0;
 /// The height of one lane.
-pub(crate) const LANE: f64 = 16.0;
+pub const LANE: f64 = 16.0;
 /// Most lanes a plot draws.
-pub(crate) const MAX_LANES: usize = 64;
+pub const MAX_LANES: usize = 64;
 
 /// The page's style sheet (the fleet report's page shares it).
-pub(crate) const CSS: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\
+pub const CSS: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}\
 table{border-collapse:collapse;margin:8px 0;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}\
 th{background:#f3f3f3}code{background:#f5f5f5;padding:0 2px}.note{color:#666;font-size:12px}\
@@ -50,7 +50,7 @@ fn relay_color(s: &str) -> &'static str {
 }
 
 /// A legend: a colour swatch and an escaped name per item.
-pub(crate) fn legend(items: &[(&str, &str)]) -> String {
+pub fn legend(items: &[(&str, &str)]) -> String {
     let mut o = String::from("<p class=\"legend\">");
     for (color, name) in items {
         let _ = write!(

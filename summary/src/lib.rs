@@ -10,7 +10,6 @@ pub mod absence;
 mod buckets;
 pub mod collect;
 pub mod compare;
-pub mod fleet;
 mod gaps;
 pub mod html;
 pub mod model;

@@ -1,16 +1,16 @@
 //! The fleet report as one self-contained HTML page: no network, no script, the same bytes for the
 //! same report. Each section's table follows its plot where it has one — runs per day by writer
 //! kind, the dial failure rate per provider, datacenter and country, the probe RTT quantiles per
-//! region pair — drawn as inline SVG with the summary's writer ([`crate::svg`]); every string is
+//! region pair — drawn as inline SVG with the summary's writer ([`diagwire_summary::svg`]); every string is
 //! escaped ([`esc`]), and a plot draws at most [`MAX_LANES`] bars and says so.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::render::{Section, percent, sections};
-use super::{DialFailureRow, FleetReport, RegionRttRow};
-use crate::html::{CSS, LANE, LEFT, MAX_LANES, RIGHT, WIDTH, legend};
-use crate::svg::{Scale, Svg, esc};
+use crate::render::{Section, percent, sections};
+use crate::{DialFailureRow, FleetReport, RegionRttRow};
+use diagwire_summary::html::{CSS, LANE, LEFT, MAX_LANES, RIGHT, WIDTH, legend};
+use diagwire_summary::svg::{Scale, Svg, esc};
 
 const COLORS: [&str; 6] = [
     "#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#00897b", "#e53935",

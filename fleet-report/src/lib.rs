@@ -2,8 +2,9 @@
 //! JSON `--format json` prints and the source of `schemas/tools/fleet.schema.json` — and its two
 //! renderings, Markdown for a terminal ([`markdown`]) and one self-contained HTML page with inline
 //! SVG plots ([`page`]). The numbers come from SQL over a fleet dataset (`diagwire-fleet`'s
-//! `report`); this module only shapes and prints them, so it builds without DataFusion and shares
-//! the summary's escaping, SVG writer and page style.
+//! `report`); this crate only shapes and prints them, so it builds without DataFusion (the CLI writes
+//! the report's schema in every build) and draws with the summary's escaping, SVG writer and page
+//! style.
 
 use schemars::JsonSchema;
 use serde::Serialize;

@@ -1,11 +1,11 @@
 //! The fleet report's sections as plain tables of text, shared by the Markdown and the HTML page,
 //! and the Markdown itself: every cell from the dataset passes through the terminal escaping
-//! ([`crate::render::clean`]) on its way into Markdown.
+//! ([`diagwire_summary::render::clean`]) on its way into Markdown.
 
 use std::fmt::Write;
 
-use super::FleetReport;
-use crate::render::clean;
+use crate::FleetReport;
+use diagwire_summary::render::clean;
 
 /// One section: a heading, a sentence on what it counts, and a table, or what the dataset lacks.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 //! Markdown only through the terminal escaping and the page only HTML-escaped, wherever it sits;
 //! the plots draw what the rows say; an empty report says so in every section.
 
-use diagwire_summary::fleet::{
+use diagwire_fleet_report::{
     DayRow, DialDimension, DialFailureRow, FORMAT_VERSION, FaultRow, FleetReport, QuarantineRow,
     RegionRttRow, RelayCloseRow, SubprocessBucketRow, WriterRow, markdown, page, sections,
 };
