@@ -20,6 +20,7 @@ use datafusion::arrow::datatypes::{DataType, FieldRef, Int64Type};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyInfo};
 use datafusion::logical_expr::sort_properties::{ExprProperties, SortProperties};
+use datafusion::logical_expr::udf_eq::UdfEq;
 use datafusion::logical_expr::{
     ColumnarValue, Documentation, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
     ScalarUDFImpl, Signature,
@@ -27,7 +28,7 @@ use datafusion::logical_expr::{
 use datafusion::prelude::SessionContext;
 
 /// How a function's result grows with its arguments.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Growth {
     /// `repeat(text, n)`: the text's bytes × n.
     Repeat,
@@ -63,7 +64,7 @@ pub fn register(ctx: &SessionContext, limit: usize) {
             continue;
         };
         let wrapped = Bounded {
-            inner: Arc::clone(udf.inner()),
+            inner: UdfEq::from(Arc::clone(udf.inner())),
             growth: *growth,
             limit,
         };
@@ -72,9 +73,9 @@ pub fn register(ctx: &SessionContext, limit: usize) {
 }
 
 /// A function of [`GROWING`] with its limit; everything but the call is the wrapped function's.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 struct Bounded {
-    inner: Arc<dyn ScalarUDFImpl>,
+    inner: UdfEq<Arc<dyn ScalarUDFImpl>>,
     growth: Growth,
     limit: usize,
 }
@@ -211,10 +212,6 @@ impl ScalarUDFImpl for Bounded {
 
     fn name(&self) -> &str {
         self.inner.name()
-    }
-
-    fn display_name(&self, args: &[Expr]) -> Result<String> {
-        self.inner.display_name(args)
     }
 
     fn schema_name(&self, args: &[Expr]) -> Result<String> {

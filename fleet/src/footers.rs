@@ -8,12 +8,12 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+
+use datafusion::datasource::listing::PartitionedFile;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use datafusion::datasource::physical_plan::{
-    FileMeta, ParquetFileMetrics, ParquetFileReaderFactory,
-};
+use datafusion::datasource::physical_plan::{ParquetFileMetrics, ParquetFileReaderFactory};
 use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
 use datafusion::parquet::arrow::async_reader::{AsyncFileReader, ParquetObjectReader};
 use datafusion::parquet::errors::Result;
@@ -68,14 +68,14 @@ impl ParquetFileReaderFactory for SharedFooters {
     fn create_reader(
         &self,
         partition_index: usize,
-        file_meta: FileMeta,
+        file: PartitionedFile,
         metadata_size_hint: Option<usize>,
         metrics: &ExecutionPlanMetricsSet,
     ) -> datafusion::common::Result<Box<dyn AsyncFileReader + Send>> {
-        let location = file_meta.location().to_string();
+        let location = file.object_meta.location.to_string();
         let mut reader = self
             .footers
-            .reader(Arc::clone(&self.store), &file_meta.object_meta);
+            .reader(Arc::clone(&self.store), &file.object_meta);
         if let Some(hint) = metadata_size_hint {
             reader.inner = reader.inner.with_footer_size_hint(hint);
         }

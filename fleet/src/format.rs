@@ -12,9 +12,8 @@ use datafusion::catalog::Session;
 use datafusion::common::{Result, Statistics};
 use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
-use datafusion::datasource::file_format::parquet::{
-    ParquetFormat, statistics_from_parquet_meta_calc,
-};
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::datasource::physical_plan::{
     FileScanConfig, FileScanConfigBuilder, FileSource, ParquetSource,
 };
@@ -49,6 +48,10 @@ impl FileFormat for EvolvingParquet {
         self.inner.get_ext_with_compression(c)
     }
 
+    fn compression_type(&self) -> Option<FileCompressionType> {
+        self.inner.compression_type()
+    }
+
     async fn infer_schema(
         &self,
         state: &dyn Session,
@@ -70,7 +73,7 @@ impl FileFormat for EvolvingParquet {
             .reader(Arc::clone(store), object)
             .get_metadata(None)
             .await?;
-        statistics_from_parquet_meta_calc(&footer, table_schema)
+        DFParquetMetadata::statistics_from_parquet_metadata(&footer, &table_schema)
     }
 
     async fn create_physical_plan(

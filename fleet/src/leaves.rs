@@ -17,17 +17,17 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
-use datafusion::arrow::error::ArrowError;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{Result, Statistics};
+use datafusion::common::{DataFusionError, Result, Statistics};
+use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::DefaultParquetFileReaderFactory;
 use datafusion::datasource::physical_plan::{
-    FileMeta, FileOpenFuture, FileOpener, FileScanConfig, FileSource, ParquetFileReaderFactory,
-    ParquetSource,
+    FileOpenFuture, FileOpener, FileScanConfig, FileSource, ParquetFileReaderFactory, ParquetSource,
 };
 use datafusion::datasource::schema_adapter::SchemaAdapterFactory;
 use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
 use datafusion::execution::context::{QueryPlanner, SessionState};
 use datafusion::logical_expr::{Distinct, Expr, LogicalPlan};
 use datafusion::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -274,7 +274,7 @@ impl LeafSource {
 
     /// This source reading, of the scan's struct columns, only the leaves `fields` names.
     fn reaching(&self, config: &FileScanConfig, fields: &HashMap<String, Vec<FieldPath>>) -> Self {
-        let schema = &config.file_schema;
+        let schema = config.file_schema();
         let projection = config
             .file_column_projection_indices()
             .unwrap_or_else(|| (0..schema.fields().len()).collect());
@@ -322,11 +322,11 @@ impl FileSource for LeafSource {
             .unwrap_or_else(|| Arc::new(DefaultParquetFileReaderFactory::new(object_store)));
         let projection = base_config
             .file_column_projection_indices()
-            .unwrap_or_else(|| (0..base_config.file_schema.fields().len()).collect());
+            .unwrap_or_else(|| (0..base_config.file_schema().fields().len()).collect());
         Arc::new(LeafOpener {
             partition,
             projection,
-            file_schema: Arc::clone(&base_config.file_schema),
+            file_schema: Arc::clone(base_config.file_schema()),
             limit: base_config.limit,
             batch_size: self.batch_size.unwrap_or(8192),
             reached: Arc::clone(&self.reached),
@@ -347,7 +347,7 @@ impl FileSource for LeafSource {
         })
     }
 
-    fn with_schema(&self, schema: SchemaRef) -> Arc<dyn FileSource> {
+    fn with_schema(&self, schema: TableSchema) -> Arc<dyn FileSource> {
         self.with_inner(self.inner.with_schema(schema))
     }
 
@@ -466,11 +466,11 @@ fn leaves(
 }
 
 impl FileOpener for LeafOpener {
-    fn open(&self, file_meta: FileMeta) -> Result<FileOpenFuture> {
-        let range = file_meta.range.clone();
+    fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
+        let range = file.range.clone();
         let mut reader: Box<dyn AsyncFileReader> =
             self.factory
-                .create_reader(self.partition, file_meta, None, &self.metrics)?;
+                .create_reader(self.partition, file, None, &self.metrics)?;
         let projected = Arc::new(self.file_schema.project(&self.projection)?);
         let adapter = ByName.create(projected, Arc::clone(&self.file_schema));
         let reached = Arc::clone(&self.reached);
@@ -512,8 +512,8 @@ impl FileOpener for LeafOpener {
             }
             let stream = builder
                 .build()?
-                .map_err(|e| ArrowError::ExternalError(Box::new(e)))
-                .map(move |batch| batch.and_then(|b| Ok(mapper.map_batch(b)?)));
+                .map_err(DataFusionError::from)
+                .map(move |batch| batch.and_then(|b| mapper.map_batch(b)));
             Ok(stream.boxed())
         }))
     }
