@@ -6,7 +6,8 @@
 //! Written here rather than taken from a crate: the walk needs only where each value starts and
 //! ends and the text of keys and strings, and the text has been read as JSON already (by the typed
 //! decode of the walk), so a tokenizer of a hundred lines is all it takes; a text it cannot take
-//! is refused as a whole and the caller reads it with `serde_json` instead.
+//! (nesting deeper than any record the readers take, 4 GiB or more) is refused as a whole and its
+//! caller skips it.
 //!
 //! Objects keep serde_json's map semantics where the walk needs them: [`Tape::get`] finds a key's
 //! last value (a repeated key reads as its last value), and [`Tape::keys`] yields each distinct
