@@ -1,12 +1,11 @@
 //! The contract's shape table as the behavioural rules and coverage ask it: the snapshot blocks
 //! that carry their own `api_gaps` list, and which types a type refers to or can hold. The walk of
-//! a record's struct instances is `crate::coverage::walk`, over the record's text read as a tape.
+//! a record's struct instances is the library's record view (`diagwire::view`).
 
-use diagwire::shape::{PayloadShape, TypeKind, TypeShape, ValueShape};
+use diagwire::shape::{TypeKind, ValueShape, type_refs};
 use diagwire::v1::CONTRACT;
 
-/// The name of the field that lists a block's gaps.
-pub const GAP_LIST: &str = "api_gaps";
+pub use diagwire::view::GAP_LIST;
 
 /// A snapshot body block that carries its own gap list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,44 +55,4 @@ fn reaches_inner(from: &str, to: &str, seen: &mut std::collections::BTreeSet<Str
     let mut refs = Vec::new();
     type_refs(t, &mut refs);
     refs.into_iter().any(|r| reaches_inner(r, to, seen))
-}
-
-/// The type names a type refers to: its fields' and flattened union's, its variants' payloads',
-/// its items'.
-pub fn type_refs(t: &TypeShape, refs: &mut Vec<&'static str>) {
-    match &t.kind {
-        TypeKind::Struct {
-            fields, flatten, ..
-        } => {
-            for f in fields.iter() {
-                shape_refs(&f.value, refs);
-            }
-            refs.extend(flatten.iter().copied());
-        }
-        TypeKind::Union { variants, .. } => {
-            for v in variants.iter() {
-                match &v.payload {
-                    PayloadShape::Def(d) => refs.push(d),
-                    PayloadShape::Value(s) => shape_refs(s, refs),
-                    PayloadShape::Unit => {}
-                }
-            }
-        }
-        TypeKind::Array(item) => shape_refs(item, refs),
-        _ => {}
-    }
-}
-
-/// The type names a value shape refers to.
-pub fn shape_refs(shape: &ValueShape, out: &mut Vec<&'static str>) {
-    match shape {
-        ValueShape::Ref(n) => out.push(n),
-        ValueShape::Vec(item) => shape_refs(item, out),
-        ValueShape::Tuple(items) => {
-            for i in items.iter() {
-                shape_refs(i, out);
-            }
-        }
-        _ => {}
-    }
 }

@@ -31,9 +31,9 @@ use std::path::Path;
 use diagwire::bundle::read::{BundleReader, Limits, ReadError};
 use diagwire::bundle::records::{Item, walk};
 use diagwire::v1::{Event, Record};
+use diagwire::view::{Buffer, Tape};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::coverage::{self, Coverage, Difference, Mode};
 use crate::significance::{self, PMethod};
@@ -191,6 +191,8 @@ pub struct Profile {
     /// The coverage and absence statistics.
     pub coverage: Coverage,
     samples: Vec<GroupSamples>,
+    /// The token buffer the records' views share.
+    buffer: Buffer,
     /// Per node directory, the first and last event wall clock.
     spans: BTreeMap<String, (u64, u64)>,
 }
@@ -205,18 +207,26 @@ impl Profile {
     }
 }
 
-fn class_of(v: Option<&Value>) -> String {
+/// The class a value names: a string's text, an object's first key, `-` for none or `null`, and
+/// any other value's JSON text.
+fn class_of(tape: &Tape<'_>, v: Option<usize>) -> String {
     match v {
-        None | Some(Value::Null) => "-".to_owned(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(o)) => o.keys().next().cloned().unwrap_or_else(|| "-".into()),
-        Some(other) => other.to_string(),
+        None => "-".to_owned(),
+        Some(v) if tape.is_null(v) => "-".to_owned(),
+        Some(v) if tape.is_object(v) => tape
+            .first_entry(v)
+            .map_or_else(|| "-".into(), |(k, _)| k.into_owned()),
+        Some(v) => match tape.as_str(v) {
+            Some(s) => s.into_owned(),
+            None => tape.canonical(v).unwrap_or_default(),
+        },
     }
 }
 
-fn at<'v>(v: &'v Value, ptr: &Option<String>) -> Option<&'v Value> {
+/// The value at `ptr` from `v` (`v` itself without one).
+fn at(tape: &Tape<'_>, v: usize, ptr: &Option<String>) -> Option<usize> {
     match ptr {
-        Some(p) => v.pointer(p),
+        Some(p) => tape.pointer(v, p),
         None => Some(v),
     }
 }
@@ -227,6 +237,7 @@ impl Profile {
         Profile {
             coverage: Coverage::new(source),
             samples: vec![GroupSamples::default(); config.groups.len()],
+            buffer: Buffer::default(),
             spans: BTreeMap::new(),
         }
     }
@@ -251,11 +262,22 @@ pub fn profile(path: &Path, limits: Limits, config: &Config) -> Result<Profile, 
 
 impl Profile {
     fn record(&mut self, item: &Item<'_>, config: &Config) {
-        let Ok(value) = serde_json::from_str::<Value>(item.text) else {
-            self.coverage.problem();
-            return;
+        // The record's view, whole: a group's pointers may lead into any array.
+        let tape = match Tape::read_whole(item.text, std::mem::take(&mut self.buffer)) {
+            Ok(tape) => tape,
+            Err(buffer) => {
+                self.buffer = buffer;
+                self.coverage.problem();
+                return;
+            }
         };
         self.coverage.record(item);
+        self.samples_of(item, &tape, config);
+        self.buffer = tape.into_buffer();
+    }
+
+    /// Adds what a record (read as `tape`) gives each group.
+    fn samples_of(&mut self, item: &Item<'_>, tape: &Tape<'_>, config: &Config) {
         let label = item.node.unwrap_or("").to_owned();
         let (record, tag, wall) = match item.record {
             Record::Event(e) => {
@@ -281,25 +303,26 @@ impl Profile {
             if record == "event" && g.event_type.as_deref() != tag.as_deref() {
                 continue;
             }
-            let items: Vec<&Value> = match &g.each {
-                Some(ptr) => match value.pointer(ptr) {
-                    Some(Value::Array(a)) => a.iter().collect(),
+            let items: Vec<usize> = match &g.each {
+                Some(ptr) => match tape.pointer(0, ptr) {
+                    Some(a) if tape.is_array(a) => tape.elements(a).collect(),
                     _ => Vec::new(),
                 },
-                None => vec![&value],
+                None => vec![0],
             };
             for it in items {
-                let class = class_of(g.by.as_ref().and_then(|b| it.pointer(b)));
+                let class = class_of(tape, g.by.as_ref().and_then(|b| tape.pointer(it, b)));
                 match g.kind {
                     GroupKind::Values => {
-                        let Some(x) = at(it, &g.value).and_then(Value::as_f64) else {
+                        let Some(x) = at(tape, it, &g.value).and_then(|v| tape.as_f64(v)) else {
                             continue;
                         };
                         if !g.distinct_by.is_empty() {
                             let key = std::iter::once(label.clone())
                                 .chain(g.distinct_by.iter().map(|d| {
-                                    it.pointer(d)
-                                        .map_or_else(|| "null".into(), Value::to_string)
+                                    tape.pointer(it, d)
+                                        .and_then(|v| tape.canonical(v))
+                                        .unwrap_or_else(|| "null".into())
                                 }))
                                 .collect::<Vec<_>>()
                                 .join("\u{1f}");
@@ -321,7 +344,7 @@ impl Profile {
                     }
                     GroupKind::Rate => samples.count += 1,
                     GroupKind::Mix => {
-                        let cat = class_of(at(it, &g.value));
+                        let cat = class_of(tape, at(tape, it, &g.value));
                         *samples
                             .mixes
                             .entry(class)
@@ -331,15 +354,15 @@ impl Profile {
                     }
                     GroupKind::Dwell => {
                         let (Some(since), Some(state)) = (
-                            at(it, &g.since).and_then(Value::as_u64),
-                            g.state.as_ref().and_then(|s| it.pointer(s)),
+                            at(tape, it, &g.since).and_then(|v| tape.as_u64(v)),
+                            g.state.as_ref().and_then(|s| tape.pointer(it, s)),
                         ) else {
                             continue;
                         };
-                        let state = class_of(Some(state));
+                        let state = class_of(tape, Some(state));
                         let key = (
                             label.clone(),
-                            class_of(g.key.as_ref().and_then(|k| it.pointer(k))),
+                            class_of(tape, g.key.as_ref().and_then(|k| tape.pointer(it, k))),
                         );
                         match samples.dwell.get(&key) {
                             Some((prev, prev_state)) if since > *prev => {

@@ -77,6 +77,7 @@ pub mod problem;
 pub mod quarantine;
 pub mod scan;
 pub mod shape;
+pub mod view;
 
 #[cfg(feature = "units")]
 pub mod units;

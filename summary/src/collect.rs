@@ -12,6 +12,7 @@ use diagwire::bundle::records::{Consumer, Item, Walk, walk_into};
 use diagwire::layout::{FileKind, Role};
 use diagwire::quarantine::Quarantined;
 use diagwire::v1::{CustomPayload, DialResult, Event, EventRecord, PeerState, Record, Snapshot};
+use diagwire::view::{self, Buffer, Tape};
 use diagwire::{NodeId, Problem};
 use diagwire_runtime::short_hex;
 
@@ -312,10 +313,10 @@ impl Pass {
         };
         // Only records with unknown keys somewhere pay for the walk: a text without a key the
         // generated types dropped into `extra` is the common case.
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(item.text) else {
+        let Ok(tape) = Tape::read(item.text, Buffer::default()) else {
             return;
         };
-        for ptr in diagwire::shape::unknown_keys(&diagwire::v1::CONTRACT, kind, &value) {
+        for ptr in view::unknown_keys(&diagwire::v1::CONTRACT, kind, &tape) {
             let generic: Vec<&str> = ptr
                 .split('/')
                 .map(|t| {

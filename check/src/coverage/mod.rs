@@ -20,12 +20,9 @@ use diagwire::bundle::records::Item;
 use diagwire::layout::{FileKind, Role};
 use diagwire::shape::{FieldShape, Presence, TypeKind};
 use diagwire::v1::{CONTRACT, Event, Record, RecordKind};
-
-use crate::blocks;
+use diagwire::view::{Instance, Slot};
 
 mod compare;
-pub(crate) mod tape;
-pub(crate) mod walk;
 mod worker;
 
 pub use compare::{DiffKind, Difference, Mode, Thresholds, compare, differences_markdown};
@@ -545,7 +542,7 @@ fn cell(s: &str) -> String {
 }
 
 /// Counts one struct instance of a record of `kind_name` into its role's statistics.
-fn count(role: &mut RoleCoverage, kind_name: &str, inst: &walk::Instance<'_, '_, '_>) {
+fn count(role: &mut RoleCoverage, kind_name: &str, inst: &Instance<'_, '_, '_>) {
     let t = role.types.entry(inst.type_name).or_default();
     t.instances += 1;
     let fields = inst.fields;
@@ -555,12 +552,12 @@ fn count(role: &mut RoleCoverage, kind_name: &str, inst: &walk::Instance<'_, '_,
     for (i, (f, s)) in fields.iter().zip(t.fields.iter_mut()).enumerate() {
         let slot = inst.slot(i);
         match slot {
-            walk::Slot::Absent => s.absent += 1,
-            walk::Slot::Null => s.null += 1,
-            walk::Slot::Present => s.present += 1,
+            Slot::Absent => s.absent += 1,
+            Slot::Null => s.null += 1,
+            Slot::Present => s.present += 1,
         }
         if has_provenance(f) {
-            let has = slot == walk::Slot::Present;
+            let has = slot == Slot::Present;
             let source = f.source.and_then(|k| inst.str_of(k));
             let gap = f.gap.map(|g| (g, inst.declares(g)));
             match Provenance::resolve(has.then_some(()), source.as_deref(), gap) {
@@ -600,7 +597,7 @@ fn contract_coverage(roles: &BTreeMap<String, RoleCoverage>) -> ContractCoverage
             continue;
         };
         let mut refs = Vec::new();
-        blocks::type_refs(shape, &mut refs);
+        diagwire::shape::type_refs(shape, &mut refs);
         stack.extend(refs);
     }
     let mut out = ContractCoverage::default();

@@ -18,8 +18,8 @@ use std::thread::JoinHandle;
 use diagwire::shape::ValueShape;
 use diagwire::v1::CONTRACT;
 
-use super::tape::{Buffer, Tape};
-use super::{RoleCoverage, count, walk};
+use super::{RoleCoverage, count};
+use diagwire::view::{Buffer, Shapes, Tape};
 
 /// The text a batch gathers before it is handed on.
 pub(super) const BATCH_BYTES: usize = 1 << 20;
@@ -182,7 +182,8 @@ impl Reader {
         // text it refused would add nothing here rather than something wrong.
         match Tape::read(text, std::mem::take(&mut self.buffer)) {
             Ok(tape) => {
-                walk::instances_of_shape(&shape, &tape, &mut |inst| count(role, kind_name, inst));
+                Shapes::of(&CONTRACT)
+                    .instances(&shape, &tape, &mut |inst| count(role, kind_name, inst));
                 self.buffer = tape.into_buffer();
             }
             Err(buffer) => self.buffer = buffer,

@@ -18,6 +18,7 @@ use diagwire::shape::ValueShape;
 use diagwire::v1::{
     CONTRACT, CustomPayload, Event, EventRecord, Finalize, Identity, Manifest, Record, Snapshot,
 };
+use diagwire::view::{Buffer, Only, Shapes, Tape};
 use diagwire::{Location, Problem};
 use serde_json::Value;
 
@@ -25,8 +26,6 @@ use super::{
     BlockIn, End, Evaluator, EventIn, Fields, Found, Input, Nodes, Stream, Tally, for_rule,
 };
 use crate::blocks::{self, GapBlock};
-use crate::coverage::tape::{Buffer, Tape};
-use crate::coverage::walk;
 use crate::rulebook::Rulebook;
 use crate::verdict::{CheckReport, Finding, RuleResult};
 
@@ -57,7 +56,7 @@ pub struct Checker<'c> {
     blocks: Vec<GapBlock>,
     need_blocks: bool,
     /// The struct instances of the blocks that some evaluator reads.
-    block_only: walk::Only,
+    block_only: Only,
     /// The JSON text of the snapshot block being read, and the buffer of the tapes of blocks and
     /// events (both reused).
     block_json: Vec<u8>,
@@ -165,7 +164,7 @@ impl<'c> Checker<'c> {
             value_tags,
             blocks: blocks::gap_blocks(),
             need_blocks,
-            block_only: walk::Only::types(block_types),
+            block_only: Shapes::of(&CONTRACT).only(block_types),
             block_json: Vec::new(),
             tape_buffer: Buffer::default(),
             records: 0,
@@ -374,7 +373,7 @@ impl<'c> Checker<'c> {
             };
             let mut found: Vec<Found<'_>> = Vec::new();
             let shape = ValueShape::Ref(block.type_name);
-            walk::instances_of_shape_only(&shape, &tape, &self.block_only, &mut |i| {
+            Shapes::of(&CONTRACT).instances_only(&shape, &tape, &self.block_only, &mut |i| {
                 found.push(Found {
                     type_name: i.type_name,
                     fields: i.fields,

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::key::Part;
-use crate::coverage::tape::{Buffer, Tape};
+use diagwire::view::{Buffer, Tape};
 
 /// The fields of one event record.
 #[derive(Debug)]

@@ -52,7 +52,7 @@ impl PartialOrd for Key {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coverage::tape::Buffer;
+    use diagwire::view::Buffer;
 
     fn key(text: &str, fields: &[String]) -> Key {
         let v = Fields::read(text, Buffer::default()).expect("an object");

@@ -16,9 +16,9 @@ use diagwire::{Location, Problem};
 use serde_json::Value;
 
 use crate::blocks::GapBlock;
-use crate::coverage::tape::Tape;
 use crate::rulebook::{Check, Rule, event_variants};
 use crate::verdict::{Finding, Witness};
+use diagwire::view::Tape;
 
 mod count;
 mod dial_pairing;

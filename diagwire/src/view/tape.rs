@@ -1,13 +1,12 @@
-//! A record's JSON text as a flat tape of borrowed tokens, which the coverage walk reads in place
-//! of a `serde_json::Value` (and so do the rules, for an event's fields and a snapshot's blocks):
-//! one pass over the bytes, no allocation per value (the tape's buffer is reused from record to
-//! record), strings borrowed from the text.
+//! A record's JSON text as a flat tape of borrowed tokens, which the tools read in place of a
+//! `serde_json::Value`: one pass over the bytes, no allocation per value (the tape's buffer is
+//! reused from record to record), strings borrowed from the text.
 //!
 //! Written here rather than taken from a crate: the walk needs only where each value starts and
 //! ends and the text of keys and strings, and the text has been read as JSON already (by the typed
-//! decode of the walk), so a tokenizer of a hundred lines is all it takes; a text it cannot take
-//! (nesting deeper than any record the readers take, 4 GiB or more) is refused as a whole and its
-//! caller skips it.
+//! decode of the reading path), so a tokenizer of a hundred lines is all it takes; a text it
+//! cannot take (nesting deeper than any record the readers take, 4 GiB or more) is refused as a
+//! whole and its caller skips it.
 //!
 //! Objects keep serde_json's map semantics where the walk needs them: [`Tape::get`] finds a key's
 //! last value (a repeated key reads as its last value), and [`Tape::keys`] yields each distinct
@@ -54,13 +53,26 @@ const MAX_DEPTH: usize = 256;
 impl<'t> Tape<'t> {
     /// Reads `text` into a tape that uses `buffer`'s allocation; gives the buffer back when the
     /// text is not one JSON value as the tokenizer reads it (or is 4 GiB or more).
+    ///
+    /// An array of numbers, booleans and nulls only is one token, whose elements are not kept
+    /// (no struct instance is inside it): [`Tape::read_whole`] keeps them.
     pub fn read(text: &'t str, buffer: Buffer) -> Result<Tape<'t>, Buffer> {
+        Tape::read_as(text, buffer, false)
+    }
+
+    /// As [`Tape::read`], keeping the elements of every array, so that [`Tape::pointer`] reaches
+    /// every value a `serde_json::Value`'s pointer reaches.
+    pub fn read_whole(text: &'t str, buffer: Buffer) -> Result<Tape<'t>, Buffer> {
+        Tape::read_as(text, buffer, true)
+    }
+
+    fn read_as(text: &'t str, buffer: Buffer, whole: bool) -> Result<Tape<'t>, Buffer> {
         let mut tape = Tape {
             text,
             tokens: buffer.0,
         };
         tape.tokens.clear();
-        if u32::try_from(text.len()).is_ok() && tape.tokenize() {
+        if u32::try_from(text.len()).is_ok() && tape.tokenize(whole) {
             Ok(tape)
         } else {
             Err(Buffer(tape.tokens))
@@ -72,12 +84,13 @@ impl<'t> Tape<'t> {
         Buffer(self.tokens)
     }
 
-    fn tokenize(&mut self) -> bool {
+    fn tokenize(&mut self, whole: bool) -> bool {
         let b = self.text.as_bytes();
         let mut r = Reading {
             i: skip_ws(b, 0),
             open: Vec::new(),
             want_key: false,
+            whole,
         };
         loop {
             let Some(&c) = b.get(r.i) else {
@@ -95,7 +108,8 @@ impl<'t> Tape<'t> {
                     let object = c == b'{';
                     self.push(if object { Kind::Object } else { Kind::Array }, r.i, r.i);
                     let numbers = match object {
-                        false => numbers_end(b, r.i + 1),
+                        false if !r.whole => numbers_end(b, r.i + 1),
+                        false => None,
                         true => None,
                     };
                     if let Some(end) = numbers {
@@ -182,7 +196,7 @@ impl<'t> Tape<'t> {
                 Some(b']') if !object => {}
                 _ => return Some(false),
             }
-            if !object && plain {
+            if !object && plain && !r.whole {
                 // No struct instance is inside an array of numbers, booleans and nulls: its
                 // elements are dropped.
                 self.tokens.truncate(top + 1);
@@ -330,6 +344,55 @@ impl<'t> Tape<'t> {
         keys
     }
 
+    /// The value at the JSON pointer `ptr` (RFC 6901) from the value at `v`, as
+    /// `serde_json::Value::pointer` finds it: an object's key (its last value), an array's index
+    /// (decimal, no sign, no leading zero). Inside an array of plain values only with a tape read
+    /// whole ([`Tape::read_whole`]).
+    pub fn pointer(&self, v: usize, ptr: &str) -> Option<usize> {
+        if ptr.is_empty() {
+            return self.token(v).map(|_| v);
+        }
+        let mut at = v;
+        for token in ptr.strip_prefix('/')?.split('/') {
+            let token = match token.contains('~') {
+                true => Cow::Owned(token.replace("~1", "/").replace("~0", "~")),
+                false => Cow::Borrowed(token),
+            };
+            at = match self.token(at)?.kind {
+                Kind::Object => self.get(at, &token)?,
+                Kind::Array => {
+                    if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
+                        return None;
+                    }
+                    let index: usize = token.parse().ok()?;
+                    self.elements(at).nth(index)?
+                }
+                _ => return None,
+            };
+        }
+        Some(at)
+    }
+
+    /// The number at `v` as an `f64`, if it is one (`serde_json::Value::as_f64`).
+    pub fn as_f64(&self, v: usize) -> Option<f64> {
+        let t = self.token(v).filter(|t| t.kind == Kind::Number)?;
+        self.text
+            .get(t.start as usize..t.end as usize)?
+            .parse()
+            .ok()
+    }
+
+    /// The number at `v` as a `u64`, if it is a non-negative integer that fits
+    /// (`serde_json::Value::as_u64`).
+    pub fn as_u64(&self, v: usize) -> Option<u64> {
+        let t = self.token(v).filter(|t| t.kind == Kind::Number)?;
+        let text = self.text.get(t.start as usize..t.end as usize)?;
+        match text.bytes().all(|c| c.is_ascii_digit()) {
+            true => text.parse().ok(),
+            false => None,
+        }
+    }
+
     /// The first key of the object at `v` in a `serde_json::Map`'s order (the smallest) and its
     /// value.
     pub fn first_entry(&self, v: usize) -> Option<(Cow<'t, str>, usize)> {
@@ -363,7 +426,7 @@ impl<'t> Key<'_, 't> {
 }
 
 /// A tape's token buffer, kept by a caller between records so their tapes share one allocation.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Buffer(Vec<Token>);
 
 /// The elements of an array, as indices.
@@ -392,6 +455,8 @@ struct Reading {
     i: usize,
     open: Vec<(usize, bool, bool)>,
     want_key: bool,
+    /// Whether every array's elements are kept ([`Tape::read_whole`]).
+    whole: bool,
 }
 
 /// Where an array whose elements start at `i` ends (its `]`), when it holds numbers only (at least
@@ -488,6 +553,43 @@ mod tests {
         assert_eq!(t.elements(items[0]).count(), 0, "numbers are not walked");
         assert_eq!(t.elements(items[1]).count(), 1, "strings are");
         assert!(t.is_object(items[2]) && t.keys(items[2]).is_empty());
+    }
+
+    #[test]
+    fn a_pointer_reaches_what_serde_json_reaches() {
+        let text = r#"{"a": [1, 2.5, {"b/c": "d", "e~f": [true, null]}], "a": [0, -3, 1e2, {"g": 18446744073709551615}], "": {"": 7}, "h": 12345678901234567890123, "z": -0}"#;
+        let whole: serde_json::Value = serde_json::from_str(text).unwrap();
+        let t = Tape::read_whole(text, Buffer::default()).unwrap();
+        for ptr in [
+            "", "/a", "/a/0", "/a/1", "/a/2", "/a/3", "/a/3/g", "/a/4", "/a/01", "/a/+1", "/a/-1",
+            "/", "//", "/h", "/z", "/x", "a", "/a/3/g/0", "/a/0/x",
+        ] {
+            let expected = whole.pointer(ptr);
+            let got = t.pointer(0, ptr);
+            assert_eq!(got.is_some(), expected.is_some(), "{ptr:?}");
+            if let (Some(v), Some(e)) = (got, expected) {
+                assert_eq!(
+                    t.canonical(v).as_deref(),
+                    Some(e.to_string().as_str()),
+                    "{ptr:?}"
+                );
+                assert_eq!(t.as_f64(v), e.as_f64(), "{ptr:?}");
+                assert_eq!(t.as_u64(v), e.as_u64(), "{ptr:?}");
+            }
+        }
+        let text = r#"{"a": [1, 2.5, {"b/c": "d", "e~f": [true, null]}]}"#;
+        let whole: serde_json::Value = serde_json::from_str(text).unwrap();
+        let t = Tape::read_whole(text, Buffer::default()).unwrap();
+        for ptr in ["/a/2/b~1c", "/a/2/e~0f/1", "/a/2/e~0f/0", "/a/2/e~0f/2"] {
+            let got = t.pointer(0, ptr).and_then(|v| t.canonical(v));
+            assert_eq!(got, whole.pointer(ptr).map(|e| e.to_string()), "{ptr:?}");
+        }
+        let collapsed = Tape::read(text, Buffer::default()).unwrap();
+        assert_eq!(
+            collapsed.pointer(0, "/a/2/e~0f/0"),
+            None,
+            "a plain array's elements are not kept"
+        );
     }
 
     #[test]
