@@ -286,146 +286,222 @@ pub struct EventKey {
     pub identity: Option<EventIdentity>,
 }
 
-/// What identifies an event, read with its structural hash in one pass over its text (no JSON
-/// value is built).
+/// What identifies an event, read from its text's top-level keys (every other value is skipped
+/// by serde_json's scan, not decoded or hashed).
 #[derive(Debug, Default)]
 struct ReadIdentity {
-    hash: u64,
     monotonic_seq: Option<u64>,
     wall_ms: Option<u64>,
     clock_sample: bool,
 }
 
 /// The hash of a JSON text, the same for equal values whatever their key order and spacing (an
-/// object's entries are combined by a commutative sum); at the top level it also reads the
-/// envelope fields an event is identified by.
-struct HashSeed {
-    top: bool,
-}
-
-/// A hashed value, and the scalar it is when the top level asked for it.
-#[derive(Default)]
-struct Hashed {
-    hash: u64,
-    number: Option<u64>,
-    /// The string `Custom` (an event's `type`).
-    custom: bool,
-    /// The string `clock_sample` (a `Custom` event's `kind`).
-    clock_sample: bool,
-    identity: Option<ReadIdentity>,
-}
-
-fn hashed(hash: u64) -> Hashed {
-    Hashed {
-        hash,
-        ..Hashed::default()
-    }
-}
+/// object's entries are combined by a commutative sum).
+struct HashSeed;
 
 impl<'de> serde::de::DeserializeSeed<'de> for HashSeed {
-    type Value = Hashed;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Hashed, D::Error> {
+    type Value = u64;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<u64, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> serde::de::Visitor<'de> for HashSeed {
-    type Value = Hashed;
+    type Value = u64;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("JSON")
     }
-    fn visit_unit<E>(self) -> Result<Hashed, E> {
-        Ok(hashed(join(0, 0, 0)))
+    fn visit_unit<E>(self) -> Result<u64, E> {
+        Ok(join(0, 0, 0))
     }
-    fn visit_none<E>(self) -> Result<Hashed, E> {
-        Ok(hashed(join(0, 0, 0)))
+    fn visit_none<E>(self) -> Result<u64, E> {
+        Ok(join(0, 0, 0))
     }
-    fn visit_bool<E>(self, b: bool) -> Result<Hashed, E> {
-        Ok(hashed(join(1, u64::from(b), 0)))
+    fn visit_bool<E>(self, b: bool) -> Result<u64, E> {
+        Ok(join(1, u64::from(b), 0))
     }
-    fn visit_u64<E>(self, u: u64) -> Result<Hashed, E> {
-        let mut h = hashed(join(2, u, 0));
-        h.number = Some(u);
-        Ok(h)
+    fn visit_u64<E>(self, u: u64) -> Result<u64, E> {
+        Ok(join(2, u, 0))
     }
-    fn visit_i64<E: serde::de::Error>(self, i: i64) -> Result<Hashed, E> {
+    fn visit_i64<E: serde::de::Error>(self, i: i64) -> Result<u64, E> {
         match u64::try_from(i) {
             Ok(u) => self.visit_u64(u),
-            Err(_) => Ok(hashed(join(6, i as u64, 0))),
+            Err(_) => Ok(join(6, i as u64, 0)),
         }
     }
-    fn visit_f64<E>(self, f: f64) -> Result<Hashed, E> {
-        Ok(hashed(join(7, f.to_bits(), 0)))
+    fn visit_f64<E>(self, f: f64) -> Result<u64, E> {
+        Ok(join(7, f.to_bits(), 0))
     }
-    fn visit_str<E>(self, s: &str) -> Result<Hashed, E> {
-        let mut h = hashed(join(3, bytes_hash(s.as_bytes()), 0));
-        if self.top {
-            h.custom = s == "Custom";
-            h.clock_sample = s == "clock_sample";
-        }
-        Ok(h)
+    fn visit_str<E>(self, s: &str) -> Result<u64, E> {
+        Ok(join(3, bytes_hash(s.as_bytes()), 0))
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Hashed, A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
         let (mut h, mut n) = (join(4, 0, 0), 0u64);
-        while let Some(x) = seq.next_element_seed(HashSeed { top: false })? {
-            h = join(4, h, x.hash);
+        while let Some(x) = seq.next_element_seed(HashSeed)? {
+            h = join(4, h, x);
             n += 1;
         }
-        Ok(hashed(join(4, h, n)))
+        Ok(join(4, h, n))
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Hashed, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<u64, A::Error> {
         let (mut sum, mut n) = (0u64, 0u64);
-        let mut id = ReadIdentity::default();
-        let mut is_custom = false;
-        while let Some((key, which)) = map.next_key_seed(KeySeed)? {
-            let top = self.top && which != 0;
-            let v = map.next_value_seed(HashSeed { top })?;
-            if top {
-                match which {
-                    1 => id.monotonic_seq = v.number,
-                    2 => id.wall_ms = v.number,
-                    3 => is_custom = v.custom,
-                    _ => id.clock_sample = v.clock_sample,
-                }
-            }
-            sum = sum.wrapping_add(join(8, key, v.hash));
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let v = map.next_value_seed(HashSeed)?;
+            sum = sum.wrapping_add(join(8, bytes_hash(key.as_bytes()), v));
             n += 1;
         }
-        id.clock_sample &= is_custom;
-        id.hash = join(5, sum, n);
-        Ok(Hashed {
-            hash: id.hash,
-            identity: self.top.then_some(id),
-            ..Hashed::default()
-        })
+        Ok(join(5, sum, n))
     }
 }
 
-/// An object's key, read without a copy: its hash, and which envelope field it is (1
-/// `monotonic_seq`, 2 `wall_ms`, 3 `type`, 4 `kind`, else 0).
+/// An object's key, borrowed from the text when it holds no escape.
 struct KeySeed;
 
 impl<'de> serde::de::DeserializeSeed<'de> for KeySeed {
-    type Value = (u64, u8);
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(u64, u8), D::Error> {
+    type Value = std::borrow::Cow<'de, str>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
     }
 }
 
-impl serde::de::Visitor<'_> for KeySeed {
-    type Value = (u64, u8);
+impl<'de> serde::de::Visitor<'de> for KeySeed {
+    type Value = std::borrow::Cow<'de, str>;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a key")
     }
-    fn visit_str<E>(self, s: &str) -> Result<(u64, u8), E> {
-        let which = match s {
-            "monotonic_seq" => 1,
-            "wall_ms" => 2,
-            "type" => 3,
-            "kind" => 4,
-            _ => 0,
-        };
-        Ok((bytes_hash(s.as_bytes()), which))
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(std::borrow::Cow::Borrowed(s))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(std::borrow::Cow::Owned(s.to_owned()))
+    }
+}
+
+/// A top-level value of an event as its identity reads it: a whole number, or whether it is the
+/// string `Custom` (an event's `type`) or `clock_sample` (a `Custom` event's `kind`); any other
+/// value reads as neither.
+#[derive(Default)]
+struct Scalar {
+    number: Option<u64>,
+    custom: bool,
+    clock_sample: bool,
+}
+
+struct ScalarSeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for ScalarSeed {
+    type Value = Scalar;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ScalarSeed {
+    type Value = Scalar;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_unit<E>(self) -> Result<Scalar, E> {
+        Ok(Scalar::default())
+    }
+    fn visit_none<E>(self) -> Result<Scalar, E> {
+        Ok(Scalar::default())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Scalar, E> {
+        Ok(Scalar::default())
+    }
+    fn visit_u64<E>(self, u: u64) -> Result<Scalar, E> {
+        Ok(Scalar {
+            number: Some(u),
+            ..Scalar::default()
+        })
+    }
+    fn visit_i64<E>(self, i: i64) -> Result<Scalar, E> {
+        Ok(Scalar {
+            number: u64::try_from(i).ok(),
+            ..Scalar::default()
+        })
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Scalar, E> {
+        Ok(Scalar::default())
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Scalar, E> {
+        Ok(Scalar {
+            custom: s == "Custom",
+            clock_sample: s == "clock_sample",
+            ..Scalar::default()
+        })
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Scalar::default())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Scalar::default())
+    }
+}
+
+/// A record read for its identity alone, as [`keyed_batch`] decodes each record of a batch the
+/// door did not parse: `None` when it is not a JSON object.
+struct IdentityOnly(Option<ReadIdentity>);
+
+impl<'de> serde::Deserialize<'de> for IdentityOnly {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(IdentityVisitor)
+    }
+}
+
+struct IdentityVisitor;
+
+impl<'de> serde::de::Visitor<'de> for IdentityVisitor {
+    type Value = IdentityOnly;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_unit<E>(self) -> Result<IdentityOnly, E> {
+        Ok(IdentityOnly(None))
+    }
+    fn visit_none<E>(self) -> Result<IdentityOnly, E> {
+        Ok(IdentityOnly(None))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<IdentityOnly, E> {
+        Ok(IdentityOnly(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<IdentityOnly, E> {
+        Ok(IdentityOnly(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<IdentityOnly, E> {
+        Ok(IdentityOnly(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<IdentityOnly, E> {
+        Ok(IdentityOnly(None))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<IdentityOnly, E> {
+        Ok(IdentityOnly(None))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<IdentityOnly, A::Error> {
+        ScalarSeed.visit_seq(seq).map(|_| IdentityOnly(None))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<IdentityOnly, A::Error> {
+        let mut id = ReadIdentity::default();
+        let mut is_custom = false;
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            match key.as_ref() {
+                "monotonic_seq" => id.monotonic_seq = map.next_value_seed(ScalarSeed)?.number,
+                "wall_ms" => id.wall_ms = map.next_value_seed(ScalarSeed)?.number,
+                "type" => is_custom = map.next_value_seed(ScalarSeed)?.custom,
+                "kind" => id.clock_sample = map.next_value_seed(ScalarSeed)?.clock_sample,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        id.clock_sample &= is_custom;
+        Ok(IdentityOnly(Some(id)))
     }
 }
 
@@ -441,17 +517,6 @@ fn batch_keys(text: &str) -> Option<Vec<EventKey>> {
             })
         })
     })
-}
-
-/// A record read for its identity alone ([`HashSeed`] at the top level), as [`keyed_batch`]
-/// decodes each record of a batch.
-struct IdentityOnly(Option<ReadIdentity>);
-
-impl<'de> serde::Deserialize<'de> for IdentityOnly {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde::de::DeserializeSeed::deserialize(HashSeed { top: true }, d)
-            .map(|h| IdentityOnly(h.identity))
-    }
 }
 
 /// Each record of an events batch: its text's range and the identity `identity` reads from its
@@ -496,8 +561,8 @@ pub(crate) fn keyed_batch<T: serde::de::DeserializeOwned>(
     }
 }
 
-/// An event's identity and structural hash, `None` when its text is not a JSON object (as
-/// [`batch_keys`] reads each record of a batch).
+/// An event's identity, `None` when its text is not a JSON object (as [`batch_keys`] reads each
+/// record of a batch).
 #[cfg(test)]
 fn read_identity(text: &str) -> Option<ReadIdentity> {
     serde_json::from_str::<IdentityOnly>(text).ok()?.0
@@ -506,9 +571,7 @@ fn read_identity(text: &str) -> Option<ReadIdentity> {
 /// The hash of a JSON text's value, the same whatever its key order and spacing ([`HashSeed`]).
 fn text_value_hash(text: &str) -> Option<u64> {
     let mut de = serde_json::Deserializer::from_str(text);
-    serde::de::DeserializeSeed::deserialize(HashSeed { top: false }, &mut de)
-        .ok()
-        .map(|h| h.hash)
+    serde::de::DeserializeSeed::deserialize(HashSeed, &mut de).ok()
 }
 
 /// Whether two JSON texts are the same value (key order and spacing aside).
@@ -1106,23 +1169,24 @@ mod tests {
 
     #[test]
     fn an_event_is_read_with_its_identity_and_hashed_whatever_its_key_order() {
-        let a = read_identity(
-            r#"{"type":"Custom","kind":"clock_sample","monotonic_seq":3,"wall_ms":9,"fields":{"a":[1,-2,1.5]}}"#,
-        )
-        .unwrap();
-        let b = read_identity(
-            r#"{ "fields": {"a": [1, -2, 1.5]}, "wall_ms": 9, "monotonic_seq": 3, "kind": "clock_sample", "type": "Custom" }"#,
-        )
-        .unwrap();
-        let c =
-            read_identity(r#"{"type":"Custom","kind":"x","monotonic_seq":3,"wall_ms":9}"#).unwrap();
+        let a_text = r#"{"type":"Custom","kind":"clock_sample","monotonic_seq":3,"wall_ms":9,"fields":{"a":[1,-2,1.5]}}"#;
+        let b_text = r#"{ "fields": {"a": [1, -2, 1.5]}, "wall_ms": 9, "monotonic_seq": 3, "kind": "clock_sample", "type": "Custom" }"#;
+        let c_text = r#"{"type":"Custom","kind":"x","monotonic_seq":3,"wall_ms":9}"#;
+        let a = read_identity(a_text).unwrap();
+        let b = read_identity(b_text).unwrap();
+        let c = read_identity(c_text).unwrap();
+        assert_eq!(
+            (b.monotonic_seq, b.wall_ms, b.clock_sample),
+            (Some(3), Some(9), true)
+        );
         assert_eq!(
             (a.monotonic_seq, a.wall_ms, a.clock_sample),
             (Some(3), Some(9), true)
         );
-        assert_eq!(a.hash, b.hash);
         assert!(!c.clock_sample);
-        assert_ne!(a.hash, c.hash);
+        let hash = |t: &str| text_value_hash(t).unwrap();
+        assert_eq!(hash(a_text), hash(b_text));
+        assert_ne!(hash(a_text), hash(c_text));
         assert!(read_identity("[1]").is_none());
     }
 
