@@ -131,6 +131,43 @@ fn an_archive_is_read_once_when_it_is_opened() {
     }
 }
 
+#[test]
+fn an_archive_open_as_a_file_reads_as_by_its_path_and_leaves_the_files_offset_alone() {
+    use std::io::{Read, Seek};
+    for size in [IN_MEMORY, IN_A_FILE] {
+        for order in [Order::Name, Order::Scrambled, Order::Reverse] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let path = dir.path().join("run-1.tar.gz");
+            let bytes = archive(&members(order), size);
+            std::fs::write(&path, &bytes).expect("write");
+            let mut file = std::fs::File::open(&path).expect("open");
+            file.seek(std::io::SeekFrom::Start(7)).expect("seek");
+            let handle = file.try_clone().expect("clone");
+            let mut reader =
+                BundleReader::open_archive_file(handle, &path, Limits::default()).expect("open");
+            let mut by_path = BundleReader::open(&path, Limits::default()).expect("open");
+            let read = |r: &mut BundleReader| -> Vec<(String, Vec<u8>)> {
+                r.files()
+                    .map(|f| f.expect("file"))
+                    .map(|f| (f.path, f.bytes))
+                    .collect()
+            };
+            let files = read(&mut reader);
+            assert_eq!(files, read(&mut by_path), "{order:?}, {size} bytes each");
+            assert_eq!(reader.run_id(), "run-1");
+            assert_eq!(reader.source(), path.as_path());
+            // Whoever holds the file reads it from where they left it.
+            let mut rest = Vec::new();
+            file.read_to_end(&mut rest).expect("read");
+            assert_eq!(rest, bytes[7..], "{order:?}, {size} bytes each");
+        }
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let not_a_file = std::fs::File::open(dir.path()).expect("open the directory");
+    let refused = BundleReader::open_archive_file(not_a_file, dir.path(), Limits::default());
+    assert!(refused.is_err(), "a directory is not an archive");
+}
+
 /// An archive entry: its name and its data.
 type Entry<'a> = (&'a str, &'a [u8]);
 

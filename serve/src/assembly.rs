@@ -188,7 +188,13 @@ impl Listing {
 
     /// Reads what an archive holds, one file at a time; `None` when it cannot be read whole.
     pub fn of_archive(path: &Path) -> Option<Listing> {
-        let mut reader = BundleReader::open(path, Limits::default()).ok()?;
+        Listing::of_archive_file(File::open(path).ok()?, path)
+    }
+
+    /// [`Listing::of_archive`] of an archive open as `file` (shown as `path`), read at positions
+    /// of the reader's own: a handle of the same file can be served afterwards from its start.
+    pub fn of_archive_file(file: File, path: &Path) -> Option<Listing> {
+        let mut reader = BundleReader::open_archive_file(file, path, Limits::default()).ok()?;
         let mut files = Vec::new();
         let mut manifest = None;
         for file in reader.stream() {
@@ -368,15 +374,19 @@ impl Collector {
         let Some(fresh) = self.assemble_archive(run_id, false)? else {
             return Ok(None);
         };
-        let name = format!("{run_id}.tar.gz");
-        let cached = if self.is_canonical_file(run_id) {
-            Listing::of_archive(&self.store.bundles.join(name))
-        } else {
-            None
-        };
+        // The canonical tarball is opened once, without following a link, and the file whose
+        // listing is compared is the very file served.
+        let canonical = self.canonical_file(run_id).ok();
+        let cached = canonical.as_ref().and_then(|file| {
+            let shown = self.store.bundles.join(format!("{run_id}.tar.gz"));
+            Listing::of_archive_file(file.try_clone().ok()?, &shown)
+        });
         match decide(run_id, cached.as_ref(), &fresh.listing) {
             ServeDecision::NotFound => Ok(None),
-            ServeDecision::ServeCached => self.canonical_file(run_id).map(|f| Some((f, true))),
+            ServeDecision::ServeCached => match canonical {
+                Some(file) => Ok(Some((file, true))),
+                None => fresh.open_and_forget().map(|f| Some((f, false))),
+            },
             ServeDecision::Resynthesize => fresh.open_and_forget().map(|f| Some((f, false))),
         }
     }

@@ -4,11 +4,11 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read, Seek};
+use std::io::{self, Read};
 use std::path::Path;
 
 use super::conflicts::{Node, path_conflicts};
-use super::inflate::{Fail, stream_of};
+use super::inflate::{At, Fail, stream_of};
 use super::run_dir::{find_run_dir, strip_run_dir};
 use super::spill::{Spill, SpillWriter};
 use super::tar_reader::{RawEntry, Walker, is_directory, normalize_entry_name};
@@ -61,6 +61,15 @@ pub(super) fn open_archive(path: &Path, limits: Limits) -> Result<BundleReader, 
     open_archive_keeping(path, limits, true)
 }
 
+/// [`open_archive`] of an archive its caller opened: `file`, shown and named as `path`.
+pub(super) fn open_archive_file(
+    file: File,
+    path: &Path,
+    limits: Limits,
+) -> Result<BundleReader, ReadError> {
+    archive_of(file, path, limits, true)
+}
+
 /// [`open_archive`]; `keep` false for a pass that does not keep the files' data (what happens when
 /// no temporary file can be written), so that they are read by another pass.
 ///
@@ -73,8 +82,21 @@ pub(super) fn open_archive_keeping(
     keep: bool,
 ) -> Result<BundleReader, ReadError> {
     let here = path.display().to_string();
-    let (file, gzip) = sniff(path, &here)?;
-    let found = Pass::run(file, gzip, keep, limits, &here)?;
+    let file = File::open(path).map_err(io_error(&here))?;
+    archive_of(file, path, limits, keep)
+}
+
+/// [`open_archive_keeping`] of the archive open as `file`. The archive is read at positions of
+/// the reader's own (never at `file`'s offset), and kept open for the passes that read it again.
+fn archive_of(
+    file: File,
+    path: &Path,
+    limits: Limits,
+    keep: bool,
+) -> Result<BundleReader, ReadError> {
+    let here = path.display().to_string();
+    let gzip = sniff(&file, &here)?;
+    let found = Pass::run(&file, gzip, keep, limits, &here)?;
     let run_dir = run_dir_of(&found, &here)?;
     let Found {
         indexed,
@@ -96,6 +118,7 @@ pub(super) fn open_archive_keeping(
             gzip,
             items,
             spill: data,
+            origin: file,
         },
         tail,
         file_count,
@@ -110,12 +133,11 @@ fn io_error(here: &str) -> impl Fn(io::Error) -> ReadError + '_ {
 
 /// Opens the archive and tells from its first bytes whether it is gzip'd (`true`) or a plain tar
 /// (`false`); anything else is not a bundle. The file is left at its start, for the pass.
-fn sniff(path: &Path, here: &str) -> Result<(File, bool), ReadError> {
+fn sniff(file: &File, here: &str) -> Result<bool, ReadError> {
     let io_error = io_error(here);
     let mut magic = [0u8; 512];
     let mut got = 0;
-    // Opened once: the pass reads from the start again through the same handle.
-    let mut file = File::open(path).map_err(&io_error)?;
+    let mut file = At { file, pos: 0 };
     while got < magic.len() {
         match file.read(&mut magic[got..]) {
             Ok(0) => break,
@@ -124,11 +146,10 @@ fn sniff(path: &Path, here: &str) -> Result<(File, bool), ReadError> {
             Err(e) => return Err(io_error(e)),
         }
     }
-    file.seek(io::SeekFrom::Start(0)).map_err(&io_error)?;
     if got >= 2 && magic[..2] == GZIP_MAGIC {
-        Ok((file, true))
+        Ok(true)
     } else if got == 512 && &magic[257..262] == b"ustar" {
-        Ok((file, false))
+        Ok(false)
     } else {
         Err(ReadError::new(
             ReadErrorKind::NotABundle,
@@ -199,7 +220,7 @@ struct Pass<'a> {
 impl<'a> Pass<'a> {
     /// Reads the archive's entries to the end, or to the damage or limit that stops the pass.
     fn run(
-        file: File,
+        file: &File,
         gzip: bool,
         keep: bool,
         limits: Limits,

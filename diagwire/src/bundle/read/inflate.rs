@@ -7,7 +7,6 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
-use std::path::Path;
 use std::sync::mpsc;
 
 use super::ReadErrorKind;
@@ -65,16 +64,17 @@ pub(super) fn classify(e: io::Error) -> Fail {
     }
 }
 
-/// Opens the uncompressed tar stream of an archive. Gzip data is inflated on a thread of its own
-/// (see [`Inflater`]); the members of a multi-member gzip file are read, in order, as one stream.
-pub(super) fn open_stream(path: &Path, gzip: bool) -> io::Result<Box<dyn Read>> {
-    stream_of(File::open(path)?, gzip)
-}
-
-/// [`open_stream`] of an archive already open, read from where `file` is.
-pub(super) fn stream_of(file: File, gzip: bool) -> io::Result<Box<dyn Read>> {
+/// The uncompressed tar stream of an archive, read from its start. Gzip data is inflated on a
+/// thread of its own (see [`Inflater`]); the members of a multi-member gzip file are read, in
+/// order, as one stream. The archive is read at positions of its own ([`At`]) through another
+/// handle of `archive`, so passes over it never move each other's place, nor the place of a
+/// caller that hands the same open file on.
+pub(super) fn stream_of(archive: &File, gzip: bool) -> io::Result<Box<dyn Read>> {
     let file = TagReader {
-        inner: file,
+        inner: At {
+            file: archive.try_clone()?,
+            pos: 0,
+        },
         kind: ReadErrorKind::Io,
     };
     let buffered = BufReader::with_capacity(64 * 1024, file);
@@ -87,6 +87,28 @@ pub(super) fn stream_of(file: File, gzip: bool) -> io::Result<Box<dyn Read>> {
     } else {
         Box::new(buffered)
     })
+}
+
+/// Reads from `file` at `pos` (`pread`), not at the file's shared offset.
+pub(super) fn read_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, buf, pos);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, buf, pos);
+}
+
+/// A file (owned or borrowed) read from a position of its own ([`read_at`]).
+pub(super) struct At<F> {
+    pub(super) file: F,
+    pub(super) pos: u64,
+}
+
+impl<F: std::borrow::Borrow<File>> Read for At<F> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = read_at(self.file.borrow(), buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
 }
 
 /// The bytes the inflating thread hands over at a time.

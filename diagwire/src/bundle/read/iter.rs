@@ -3,6 +3,7 @@
 //! index), and the problems with the bundle as a whole last.
 
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
 use std::io;
 
 /// Without the data of the one pass (no temporary file could be written): the most bytes of files
@@ -12,7 +13,7 @@ pub(super) const EARLY_BYTES: u64 = 32 << 20;
 
 use super::dir::{DirItem, read_dir_file};
 use super::index::{ArchiveAction, ArchiveItem};
-use super::inflate::{Fail, open_stream};
+use super::inflate::{Fail, stream_of};
 use super::spill::Spill;
 use super::tar_reader::Walker;
 use super::{
@@ -70,9 +71,12 @@ impl Iterator for Files<'_> {
         if !self.stopped {
             let item = match &self.reader.layout {
                 Layout::Dir(items) => self.next_dir(items),
-                Layout::Archive { gzip, items, spill } => {
-                    self.next_archive(*gzip, items, spill.as_ref())
-                }
+                Layout::Archive {
+                    gzip,
+                    items,
+                    spill,
+                    origin,
+                } => self.next_archive(*gzip, items, spill.as_ref(), origin),
             };
             if item.is_some() {
                 return item;
@@ -133,6 +137,7 @@ impl<'a> Files<'a> {
         gzip: bool,
         items: &[ArchiveItem],
         spill: Option<&Spill>,
+        origin: &File,
     ) -> Option<Result<BundleFile, ReadError>> {
         let item = items.get(self.next)?;
         self.next += 1;
@@ -149,7 +154,7 @@ impl<'a> Files<'a> {
             Some(spill) => spill
                 .read(at, size)
                 .map_err(|e| (ReadErrorKind::Io, e.to_string())),
-            None => self.read_archive_file(gzip, items, item.data_pos, size),
+            None => self.read_archive_file(gzip, origin, items, item.data_pos, size),
         };
         Some(match result {
             Ok(bytes) => Ok(BundleFile::new(rel.clone(), location.clone(), bytes)),
@@ -165,6 +170,7 @@ impl<'a> Files<'a> {
     fn read_archive_file(
         &mut self,
         gzip: bool,
+        origin: &File,
         items: &[ArchiveItem],
         data_pos: u64,
         size: u64,
@@ -186,8 +192,7 @@ impl<'a> Files<'a> {
             self.walker = None;
         }
         if self.walker.is_none() {
-            let stream = open_stream(self.reader.source(), gzip)
-                .map_err(|e| (ReadErrorKind::Io, e.to_string()))?;
+            let stream = stream_of(origin, gzip).map_err(|e| (ReadErrorKind::Io, e.to_string()))?;
             self.walker = Some(Walker::new(stream, self.reader.limits));
             self.walker_at = 0;
         }

@@ -24,7 +24,10 @@
 //! inflated twice and no file is sought behind the pass. A gzip'd archive's file data is kept in
 //! memory while it is at most 4 MiB and in an unnamed temporary file past that (on disk, at most
 //! what [`Limits::max_total_bytes`] lets the archive expand to; the system deletes it when the
-//! reader is dropped); a plain tar's is read where it is in the archive. Iterating again reads it
+//! reader is dropped); a plain tar's is read where it is in the archive. The archive is opened
+//! once (or handed over open: [`BundleReader::open_archive_file`], for a caller that opened it
+//! without following links) and read at positions of the reader's own, never at the open file's
+//! shared offset; a pass that reads it again reads the same open file, never its path again. Iterating again reads it
 //! from there. When no temporary file can be written (no writable temporary directory, a full
 //! disk), the files are read by another pass over the archive instead, those met before their turn
 //! kept in memory up to 32 MiB and the rest read by a pass each. Why the whole pass comes before
@@ -293,6 +296,8 @@ enum Layout {
         /// The data of the files, kept by the pass; `None` when it could not be kept, and the
         /// files are read by another pass over the archive.
         spill: Option<spill::Spill>,
+        /// The archive, open: another pass reads it again from here, never by its path.
+        origin: fs::File,
     },
 }
 
@@ -318,6 +323,29 @@ impl BundleReader {
                 "not a directory or a regular file",
             ))
         }
+    }
+
+    /// Opens an archive its caller has open as `file` (for one that opened it without following
+    /// links, relative to a directory it holds), shown and named as `path` as [`BundleReader::open`]
+    /// would show and name it. The reader reads `file` at positions of its own, so `file`'s
+    /// offset is left where it was and another handle of it can be read or served meanwhile.
+    pub fn open_archive_file(
+        file: fs::File,
+        path: &Path,
+        limits: Limits,
+    ) -> Result<BundleReader, ReadError> {
+        let here = path.display().to_string();
+        let meta = file
+            .metadata()
+            .map_err(|e| ReadError::new(ReadErrorKind::Io, &here, e.to_string()))?;
+        if !meta.is_file() {
+            return Err(ReadError::new(
+                ReadErrorKind::NotABundle,
+                here,
+                "not a regular file",
+            ));
+        }
+        index::open_archive_file(file, path, limits)
     }
 
     /// The run id: the manifest's `run_id` when the manifest reads and names one that is a plain

@@ -10,7 +10,9 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufWriter, Read, Write};
+
+use super::inflate::At;
 
 /// The most file data kept in memory before it goes to a temporary file.
 pub(super) const MEMORY_BYTES: usize = 4 << 20;
@@ -55,10 +57,9 @@ impl Spill {
                     .ok_or_else(short)
             }
             Spill::Temp(file) | Spill::Source(file) => {
-                let mut file = file;
-                file.seek(SeekFrom::Start(at))?;
+                // At positions of its own: an archive's file may be one its caller shares.
                 let mut bytes = Vec::with_capacity(len);
-                file.take(size).read_to_end(&mut bytes)?;
+                At { file, pos: at }.take(size).read_to_end(&mut bytes)?;
                 if bytes.len() < len {
                     return Err(short());
                 }
