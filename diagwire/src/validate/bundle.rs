@@ -17,8 +17,8 @@
 //!   sequence number differently; a body the collector quarantined (`@quarantine/`) is one problem,
 //!   "quarantined at ingest" with the reason its `.why.json` records ([`crate::quarantine`]).
 
+use crate::validate::file::Body;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Read;
 use std::path::Path;
 
 use super::{Options, Report, Validator};
@@ -171,10 +171,10 @@ impl Validator<'_> {
             let (done, size) = stream.progress();
             progress(done, size);
             match item {
-                Ok(mut file) => {
+                Ok(file) => {
                     let size = file.size;
                     let (path, location) = (file.path.clone(), file.location.clone());
-                    verdict.take_file(&path, &location, Some(size), &mut file, None);
+                    verdict.take_file(&path, &location, Some(size), file.contents(), None);
                 }
                 Err(e) => verdict.take_entry(e),
             }
@@ -255,7 +255,7 @@ impl<'v> BundleVerdict<'v> {
         rel: &str,
         location: &str,
         size: Option<u64>,
-        file: &mut dyn Read,
+        file: &[u8],
         decoded: Option<&mut Option<Vec<Whole>>>,
     ) {
         let options = self.validator.options;
@@ -265,7 +265,7 @@ impl<'v> BundleVerdict<'v> {
                 seen.prefix = Some(p.to_owned());
             }
         }
-        if let Some(found) = self.quarantine.take(rel, location, size, &mut *file) {
+        if let Some(found) = self.quarantine.take(rel, location, size, file) {
             for body in found {
                 report.push(&options, body.problem());
             }
@@ -284,12 +284,19 @@ impl<'v> BundleVerdict<'v> {
         };
         let keep = matches!(at.role, Role::Manifest | Role::Latest(FileKind::Boot));
         let checked = match at.encoding {
-            Encoding::Json => self
-                .validator
-                .validate_reader_keep(location, kind, size, file, keep, decoded, report),
-            Encoding::Protobuf => self
-                .validator
-                .check_binary(location, kind, file, keep, report),
+            Encoding::Json => self.validator.validate_reader_keep(
+                location,
+                kind,
+                size,
+                Body::Bytes(file),
+                keep,
+                decoded,
+                report,
+            ),
+            Encoding::Protobuf => {
+                self.validator
+                    .check_binary(location, kind, &mut &file[..], keep, report)
+            }
         };
         match (checked, at.node) {
             (Ok(Some(Record::Manifest(m))), _) => seen.manifest = Some((location.to_owned(), m)),
@@ -353,7 +360,7 @@ impl Verdict for BundleVerdict<'_> {
 
     fn file(&mut self, path: &str, location: &str, bytes: &[u8]) -> Vec<Problem> {
         let size = Some(bytes.len() as u64);
-        self.kept(|v| v.take_file(path, location, size, &mut &bytes[..], None))
+        self.kept(|v| v.take_file(path, location, size, bytes, None))
     }
 
     /// A JSON record file up to [`DECODED_BYTES`] that reads in one typed pass keeps its
@@ -369,8 +376,7 @@ impl Verdict for BundleVerdict<'_> {
         }
         let size = Some(bytes.len() as u64);
         let mut decoded = None;
-        let problems =
-            self.kept(|v| v.take_file(path, location, size, &mut &bytes[..], Some(&mut decoded)));
+        let problems = self.kept(|v| v.take_file(path, location, size, bytes, Some(&mut decoded)));
         (problems, decoded.map(Decoded::from_whole))
     }
 

@@ -21,6 +21,12 @@ use crate::v1::{EventRecord, Record, RecordKind};
 /// ([`super::Options::in_memory_bytes`]).
 pub const IN_MEMORY: u64 = 8 << 20;
 
+/// A file's content as a check takes it: its bytes, already in memory, or a reader of them.
+pub(crate) enum Body<'a> {
+    Bytes(&'a [u8]),
+    Reader(&'a mut dyn Read),
+}
+
 impl Validator<'_> {
     /// Checks what `reader` yields as a file of `kind` named `file`. `size` is what the file's
     /// metadata says, when known. Returns the record of a one-record file when it is valid and
@@ -35,13 +41,27 @@ impl Validator<'_> {
         file: &str,
         kind: RecordKind,
         size: Option<u64>,
-        reader: &mut dyn Read,
+        body: Body<'_>,
         keep: bool,
         decoded: Option<&mut Option<Vec<Whole>>>,
         report: &mut Report,
     ) -> io::Result<Option<Record>> {
         report.files += 1;
         let in_memory = self.options.in_memory_bytes;
+        let reader = match body {
+            // A file already in memory is decoded where it is.
+            Body::Bytes(bytes) if bytes.len() as u64 <= in_memory => {
+                return match fast(kind, bytes, keep, decoded) {
+                    Some((n, kept)) => {
+                        report.records += n;
+                        Ok(kept)
+                    }
+                    None => self.scan(file, kind, &mut &bytes[..], keep, report),
+                };
+            }
+            Body::Bytes(bytes) => return self.scan(file, kind, &mut &bytes[..], keep, report),
+            Body::Reader(reader) => reader,
+        };
         if size.is_some_and(|s| s <= in_memory) {
             let mut buf = std::mem::take(&mut self.buf);
             buf.clear();
@@ -102,8 +122,15 @@ impl Validator<'_> {
         drop(bytes);
         let size = text.len() as u64;
         let before = report.problems.len();
-        let checked =
-            self.validate_reader_keep(file, kind, Some(size), &mut &text[..], keep, None, report);
+        let checked = self.validate_reader_keep(
+            file,
+            kind,
+            Some(size),
+            Body::Bytes(&text),
+            keep,
+            None,
+            report,
+        );
         // Lines and columns of the decoded text would point nowhere in the binary file; the record
         // and the JSON pointer locate a problem.
         for p in &mut report.problems[before..] {
@@ -123,7 +150,7 @@ impl Validator<'_> {
         reader: &mut dyn Read,
         report: &mut Report,
     ) -> io::Result<()> {
-        self.validate_reader_keep(file, kind, size, reader, false, None, report)
+        self.validate_reader_keep(file, kind, size, Body::Reader(reader), false, None, report)
             .map(|_| ())
     }
 
