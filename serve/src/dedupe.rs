@@ -674,18 +674,13 @@ fn join(tag: u64, a: u64, b: u64) -> u64 {
     mix(a.rotate_left(23) ^ b ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
-/// The hash of bytes, eight at a time (cheap enough for every key and string of a 512-record
-/// batch; a record's hash needs no resistance to crafted collisions, only a node's own records
-/// are compared).
+/// The hash of bytes: foldhash with a fixed seed (fast on long texts, and the same in every
+/// process). A record's hash needs no resistance to crafted collisions: only a node's own records
+/// of one identity are compared.
 fn bytes_hash(b: &[u8]) -> u64 {
-    let mut h = mix(b.len() as u64 ^ 0xcbf2_9ce4_8422_2325);
-    let mut chunks = b.chunks_exact(8);
-    for c in &mut chunks {
-        h = mix(h ^ u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
-    }
-    let mut last = [0u8; 8];
-    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    mix(h ^ u64::from_le_bytes(last))
+    use std::hash::BuildHasher;
+    const SEED: u64 = 0x6469_6167_7769_7265;
+    foldhash::quality::FixedState::with_seed(SEED).hash_one(b)
 }
 
 fn key_hash(parts: &impl Hash) -> u64 {
