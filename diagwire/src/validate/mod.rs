@@ -249,8 +249,10 @@ impl<'v> Validator<'v> {
         kind: RecordKind,
         report: &mut Report,
     ) {
-        // Reading from a slice cannot fail.
-        let _ = self.validate_reader(file, kind, Some(text.len() as u64), &mut &text[..], report);
+        // A text in memory is decoded where it is; it cannot fail to be read.
+        let size = Some(text.len() as u64);
+        let body = file::Body::Bytes(text);
+        let _ = self.validate_reader_keep(file, kind, size, body, false, None, report);
     }
 
     /// Checks a record file on disk, of `kind` or of the kind its name implies
