@@ -478,9 +478,10 @@ impl Walker<'_> {
                     let Some(p) = variant(tape, v, tag, variants) else {
                         return;
                     };
-                    if let PayloadShape::Def(name) = p
-                        && let Some(t) = self.type_of(name)
-                    {
+                    let PayloadShape::Def(name) = p else {
+                        return;
+                    };
+                    if let Some(t) = self.type_of(name) {
                         // The tag shares the variant's object: a key the union names, not one
                         // the variant's struct keeps as unknown.
                         outer.push(tag);
