@@ -863,10 +863,13 @@ async fn bundle(State(c): State<Arc<Collector>>, Path(run_id): Path<String>) -> 
         None => None,
     };
     let generation = run.as_ref().map(|r| r.generation());
+    // Current: no post since the canonical tarball was written, and it is still a regular file
+    // (one swapped for a link is never read; the bundle is assembled again instead).
     let current = run
         .as_ref()
         .zip(generation)
-        .is_some_and(|(r, g)| r.bundled_at(g));
+        .is_some_and(|(r, g)| r.bundled_at(g))
+        && c.is_canonical_file(&run_id);
     // Assembling holds memory and a place; serving the current canonical tarball holds neither.
     let _assembly = if current {
         None

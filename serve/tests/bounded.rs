@@ -82,6 +82,7 @@ enum Case {
     ALinkPlantedAsAStagedFileIsNotFollowedByAssembly,
     LinksPlantedUnderTheRootAreNotFollowedAtStartUp,
     ALinkPlantedAsAStagedFileIsNotReadBackByTheStream,
+    ALinkPlantedAsTheCanonicalTarballIsNotServed,
     TheBundleOfRunDotHiddenSurvivesARestart,
     ConcurrentPostsNeverPassARunsByteLimit,
     AFinishedRunGivesItsPlaceBack,
@@ -104,6 +105,7 @@ const CASES: &[Case] = &[
     Case::ALinkPlantedAsAStagedFileIsNotFollowedByAssembly,
     Case::LinksPlantedUnderTheRootAreNotFollowedAtStartUp,
     Case::ALinkPlantedAsAStagedFileIsNotReadBackByTheStream,
+    Case::ALinkPlantedAsTheCanonicalTarballIsNotServed,
     Case::TheBundleOfRunDotHiddenSurvivesARestart,
     Case::ConcurrentPostsNeverPassARunsByteLimit,
     Case::AFinishedRunGivesItsPlaceBack,
@@ -706,6 +708,38 @@ async fn check(case: Case) -> Result<(), String> {
             ensure(
                 seen.len() == 3 && seen[1] == "lagged 1",
                 format!("the stream read through the link: {seen:?}"),
+            )
+        }
+        Case::ALinkPlantedAsTheCanonicalTarballIsNotServed => {
+            post(&mut conn, "boot", "r", "n", &boot).await;
+            let fin = post(&mut conn, "finalize", "r", "n", br#"{"exit_reason":"x"}"#).await;
+            ensure(fin.status == 200, format!("the finalize: {}", fin.status))?;
+            let canonical = root.path().join("bundles/r.tar.gz");
+            let assembled = std::fs::read(&canonical).map_err(|e| e.to_string())?;
+            // A local user swaps the tarball for a link to a file of theirs.
+            let theirs = outside.path().join("theirs.tar.gz");
+            std::fs::write(&theirs, b"not the run's bundle").unwrap();
+            std::fs::remove_file(&canonical).unwrap();
+            std::os::unix::fs::symlink(&theirs, &canonical).unwrap();
+            let served = conn
+                .get("/diag/bundle/r")
+                .await
+                .map_err(|e| e.to_string())?;
+            ensure(
+                served.status == 200,
+                format!(
+                    "served: {} {}",
+                    served.status,
+                    String::from_utf8_lossy(&served.body)
+                ),
+            )?;
+            ensure(
+                served.body[..] == assembled[..],
+                format!(
+                    "the download is not the run's bundle ({} bytes, {} assembled)",
+                    served.body.len(),
+                    assembled.len()
+                ),
             )
         }
         Case::TheBundleOfRunDotHiddenSurvivesARestart => {
