@@ -151,10 +151,21 @@ fn read_all(rx: Receiver<Batch>, back: SyncSender<Batch>) -> Found {
 }
 
 /// Reads records' texts into per-label statistics.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Reader {
+    shapes: &'static Shapes,
     buffer: Buffer,
     found: Found,
+}
+
+impl Default for Reader {
+    fn default() -> Reader {
+        Reader {
+            shapes: Shapes::of(&CONTRACT),
+            buffer: Buffer::default(),
+            found: Found::default(),
+        }
+    }
 }
 
 impl Reader {
@@ -182,7 +193,7 @@ impl Reader {
         // text it refused would add nothing here rather than something wrong.
         match Tape::read(text, std::mem::take(&mut self.buffer)) {
             Ok(tape) => {
-                Shapes::of(&CONTRACT)
+                self.shapes
                     .instances(&shape, &tape, &mut |inst| count(role, kind_name, inst));
                 self.buffer = tape.into_buffer();
             }

@@ -373,7 +373,7 @@ impl<'c> Checker<'c> {
             };
             let mut found: Vec<Found<'_>> = Vec::new();
             let shape = ValueShape::Ref(block.type_name);
-            Shapes::of(&CONTRACT).instances_only(&shape, &tape, &self.block_only, &mut |i| {
+            self.block_only.instances(&shape, &tape, &mut |i| {
                 found.push(Found {
                     type_name: i.type_name,
                     fields: i.fields,

@@ -51,13 +51,7 @@ impl Validator<'_> {
         let reader = match body {
             // A file already in memory is decoded where it is.
             Body::Bytes(bytes) if bytes.len() as u64 <= in_memory => {
-                return match fast(kind, bytes, keep, decoded) {
-                    Some((n, kept)) => {
-                        report.records += n;
-                        Ok(kept)
-                    }
-                    None => self.scan(file, kind, &mut &bytes[..], keep, report),
-                };
+                return self.whole(file, kind, bytes, keep, decoded, report);
             }
             Body::Bytes(bytes) => return self.scan(file, kind, &mut &bytes[..], keep, report),
             Body::Reader(reader) => reader,
@@ -69,13 +63,9 @@ impl Validator<'_> {
                 .take(in_memory.saturating_add(1))
                 .read_to_end(&mut buf);
             let result = match read {
-                Ok(_) if buf.len() as u64 <= in_memory => match fast(kind, &buf, keep, decoded) {
-                    Some((n, kept)) => {
-                        report.records += n;
-                        Ok(kept)
-                    }
-                    None => self.scan(file, kind, &mut &buf[..], keep, report),
-                },
+                Ok(_) if buf.len() as u64 <= in_memory => {
+                    self.whole(file, kind, &buf, keep, decoded, report)
+                }
                 // Larger than its metadata said: go on streaming.
                 Ok(_) => self.scan(file, kind, &mut (&buf[..]).chain(reader), keep, report),
                 Err(e) => {
@@ -88,6 +78,26 @@ impl Validator<'_> {
             result
         } else {
             self.scan(file, kind, reader, keep, report)
+        }
+    }
+
+    /// A file held whole: one typed pass ([`fast`]), or the record-by-record check when that
+    /// pass cannot take it.
+    fn whole(
+        &mut self,
+        file: &str,
+        kind: RecordKind,
+        bytes: &[u8],
+        keep: bool,
+        decoded: Option<&mut Option<Vec<Whole>>>,
+        report: &mut Report,
+    ) -> io::Result<Option<Record>> {
+        match fast(kind, bytes, keep, decoded) {
+            Some((n, kept)) => {
+                report.records += n;
+                Ok(kept)
+            }
+            None => self.scan(file, kind, &mut &bytes[..], keep, report),
         }
     }
 

@@ -222,27 +222,12 @@ impl Shapes {
         walk.value(shape, tape, 0, Ptr::Root, None, visit);
     }
 
-    /// Like [`Shapes::instances`], for the instances `only` names: the same instances in the same
-    /// order, less the others, without walking values that cannot hold one.
-    pub fn instances_only(
-        &'static self,
-        shape: &ValueShape,
-        tape: &Tape<'_>,
-        only: &Only,
-        visit: Visit<'_>,
-    ) {
-        let walk = Walker {
-            shapes: self,
-            only: Some(only),
-        };
-        walk.value(shape, tape, 0, Ptr::Root, None, visit);
-    }
-
     /// Which instances a walk reports: those of the types `report` (names of this table), and it
     /// goes only into values of types that can hold one of them.
     pub fn only(&'static self, report: impl IntoIterator<Item = &'static str>) -> Only {
         let n = self.types.len();
         let mut only = Only {
+            shapes: self,
             report: vec![false; n],
             enter: vec![false; n],
         };
@@ -303,12 +288,25 @@ pub fn unknown_keys(contract: &Contract, kind: &str, tape: &Tape<'_>) -> Vec<Str
     out
 }
 
-/// Which struct instances a walk reports ([`Shapes::instances_only`], made by [`Shapes::only`]):
-/// by the type's index in its contract's table.
-#[derive(Debug, Default)]
+/// Which struct instances a walk reports ([`Only::instances`], made by [`Shapes::only`]): by the
+/// type's index in the table it was made from.
+#[derive(Debug)]
 pub struct Only {
+    shapes: &'static Shapes,
     report: Vec<bool>,
     enter: Vec<bool>,
+}
+
+impl Only {
+    /// Like [`Shapes::instances`], for the instances this names: the same instances in the same
+    /// order, less the others, without walking values that cannot hold one.
+    pub fn instances(&self, shape: &ValueShape, tape: &Tape<'_>, visit: Visit<'_>) {
+        let walk = Walker {
+            shapes: self.shapes,
+            only: Some(self),
+        };
+        walk.value(shape, tape, 0, Ptr::Root, None, visit);
+    }
 }
 
 /// Hashes the addresses of [`Shapes::type_of`].
@@ -338,20 +336,21 @@ struct Walker<'o> {
 }
 
 impl Walker<'_> {
-    fn enters(&self, t: &'static TypeShape) -> bool {
-        match (self.only, self.shapes.index(t)) {
-            (Some(o), Some(i)) => o.enter[i],
-            (Some(_), None) => false,
-            (None, _) => true,
+    /// Whether the walk goes into (`enter`) or reports (`report`) values of `t`: always without
+    /// an [`Only`], else as it says of `t` (never of a type of another table).
+    fn allows(&self, t: &'static TypeShape, which: fn(&Only) -> &[bool]) -> bool {
+        match self.only {
+            None => true,
+            Some(o) => self.shapes.index(t).is_some_and(|i| which(o)[i]),
         }
     }
 
+    fn enters(&self, t: &'static TypeShape) -> bool {
+        self.allows(t, |o| &o.enter)
+    }
+
     fn reports(&self, t: &'static TypeShape) -> bool {
-        match (self.only, self.shapes.index(t)) {
-            (Some(o), Some(i)) => o.report[i],
-            (Some(_), None) => false,
-            (None, _) => true,
-        }
+        self.allows(t, |o| &o.report)
     }
 
     fn type_of(&self, name: &'static str) -> Option<&'static TypeShape> {
