@@ -1,8 +1,9 @@
 //! The record walk with a verdict (`Walk::verdict`): the records the verdict decoded in judging a
-//! file (`Verdict::file_records`) are the ones the consumers get, with the same calls in the same
-//! order as when the walk decodes every file itself; a file the verdict did not decode whole (a
-//! problem, larger than `DECODED_BYTES`), or whose records it says are where the file has no text,
-//! is decoded by the walk. One case per kind of file, each walked through both readers.
+//! file (`Verdict::file_records`), or took from the walk's decode ahead (`Verdict::file_decoded`),
+//! are the ones the consumers get, with the same calls in the same order as when the walk decodes
+//! every file itself; a file the verdict did not decode whole (a problem, larger than
+//! `DECODED_BYTES`), or whose records it says are where the file has no text, is decoded by the
+//! walk. One case per kind of file, each walked through both readers.
 #![cfg(all(feature = "bundle", feature = "validate"))]
 
 mod common;
@@ -58,8 +59,10 @@ fn edit_events(b: &mut BundleContents, f: impl FnOnce(&mut Vec<Value>)) {
 /// How the verdict of a walk answers [`Verdict::file_records`].
 #[derive(Clone, Copy)]
 enum Records {
-    /// As `BundleVerdict` does.
+    /// As `BundleVerdict` does: it takes the records the walk decoded ahead.
     Kept,
+    /// As `BundleVerdict` does when the walk decoded nothing ahead: it decodes each file itself.
+    KeptOwnDecode,
     /// Never: the walk decodes every file.
     None,
     /// Each file's first record at a text past the file's end.
@@ -95,7 +98,7 @@ impl Verdict for Judge<'_> {
         let (problems, decoded) = self.inner.file_records(path, location, bytes);
         let decoded = match (self.records, decoded) {
             (_, None) | (Records::None, _) => None,
-            (Records::Kept, d) => d,
+            (Records::Kept | Records::KeptOwnDecode, d) => d,
             (Records::OutsideTheFile, Some(d)) => {
                 let mut moved = Decoded::default();
                 let past = bytes.len() + 1..bytes.len() + 2;
@@ -110,6 +113,23 @@ impl Verdict for Judge<'_> {
             }
             (Records::OtherBoot, d) => d,
         };
+        self.handed += usize::from(decoded.is_some());
+        (problems, decoded)
+    }
+    fn file_decoded(
+        &mut self,
+        path: &str,
+        location: &str,
+        bytes: &[u8],
+        kind: RecordKind,
+        records: Decoded,
+    ) -> (Vec<Problem>, Option<Decoded>) {
+        if !matches!(self.records, Records::Kept) {
+            return self.file_records(path, location, bytes);
+        }
+        let (problems, decoded) = self
+            .inner
+            .file_decoded(path, location, bytes, kind, records);
         self.handed += usize::from(decoded.is_some());
         (problems, decoded)
     }
@@ -187,14 +207,35 @@ fn walk_with(b: &BundleContents, records: Records) -> (Vec<String>, usize) {
 #[track_caller]
 fn check_same_calls(b: &BundleContents, decoded: usize) {
     let (walked, none) = walk_with(b, Records::None);
-    let (kept, handed) = walk_with(b, Records::Kept);
     assert_eq!(none, 0);
     assert!(
         walked.iter().any(|c| c.starts_with("record ")),
         "{walked:#?}"
     );
-    assert_eq!(kept, walked);
-    assert_eq!(handed, decoded, "files whose records the verdict handed on");
+    for records in [Records::Kept, Records::KeptOwnDecode] {
+        let (kept, handed) = walk_with(b, records);
+        assert_eq!(kept, walked);
+        assert_eq!(handed, decoded, "files whose records the verdict handed on");
+    }
+}
+
+#[test]
+fn records_decoded_ahead_as_another_kind_are_not_taken_for_the_file() {
+    let b = two_nodes();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = write_dir(&b, dir.path()).expect("write");
+    let validators = Validators::new().expect("validators");
+    let mut verdict = BundleVerdict::new(&validators, Options::default());
+    verdict.begin(&BundleReader::open(&run, Limits::default()).expect("open"));
+    let path = "orchestrator/events/events-000001.json";
+    let bytes = &b.files[path];
+    let location = run.join(path).display().to_string();
+    let mut boot = Decoded::default();
+    boot.push(0..bytes.len(), boot_of_other_run(), false);
+    // Decoded ahead as a boot record: the verdict decodes the events file itself.
+    let (problems, decoded) = verdict.file_decoded(path, &location, bytes, RecordKind::Boot, boot);
+    assert_eq!(problems, vec![]);
+    assert_eq!(decoded.map(|d| d.len()), Some(2), "the file's two events");
 }
 
 #[test]

@@ -25,7 +25,9 @@
 //! runs on a thread of its own, which reads the files from the stream, judges each and hands it
 //! with its problems to the walk, at most one batch of files ahead ([`BATCH_BYTES`]); the consumers
 //! still get a file's records, then its problems, file after file in path order, as without the
-//! thread. Judging a well-formed file decodes its records: the verdict keeps them, each with where
+//! thread. Decoding is most of judging, so a second thread decodes every other batch while the
+//! verdict's thread reads and decodes the next, and the verdict takes those records
+//! ([`Verdict::file_decoded`]). Judging a well-formed file decodes its records: the verdict keeps them, each with where
 //! its text is ([`Verdict::file_records`], [`Decoded`]; a bounded size of file, so memory holds a
 //! few batches of records), and the walk hands those on, so each record is decoded once and the
 //! walk's thread only runs the consumers (the records it has handed on go back to the verdict's
@@ -105,10 +107,31 @@ pub trait Verdict {
     ) -> (Vec<Problem>, Option<Decoded>) {
         (self.file(path, location, bytes), None)
     }
+    /// As [`Verdict::file_records`], for a JSON file of `kind` whose records the walk has decoded
+    /// already, on a thread of its own, in the one typed pass ([`Decoded`]; only a file up to
+    /// [`DECODED_BYTES`] that the pass took whole): the verdict may take them instead of decoding
+    /// the file itself, and hand them back. The default decodes the file again.
+    fn file_decoded(
+        &mut self,
+        path: &str,
+        location: &str,
+        bytes: &[u8],
+        kind: RecordKind,
+        records: Decoded,
+    ) -> (Vec<Problem>, Option<Decoded>) {
+        let _ = (kind, records);
+        self.file_records(path, location, bytes)
+    }
     /// The walk has ended: the problems kept of the bundle as a whole, and how many problems
     /// were found in all and not kept.
     fn finish(&mut self) -> (Vec<Problem>, usize);
 }
+
+/// The largest file whose records a walk with a [`Verdict`] decodes ahead for it
+/// ([`Verdict::file_decoded`]) and the verdict keeps for the walk: decoded records take a few
+/// times their text, and the walk holds a few batches of files (about 1 MiB each) at once, so
+/// memory stays bounded whatever the bundle holds.
+pub const DECODED_BYTES: u64 = 1 << 20;
 
 /// A file's records as a [`Verdict`] decoded them in judging it ([`Verdict::file_records`]), in
 /// file order: each record with where its text is in the file's bytes and whether it held a key
@@ -146,6 +169,12 @@ impl Decoded {
     #[cfg_attr(not(feature = "validate"), allow(dead_code))]
     pub(crate) fn from_whole(records: Vec<Whole>) -> Decoded {
         Decoded { records }
+    }
+
+    /// The records, as [`decode_whole`] handed them.
+    #[cfg_attr(not(feature = "validate"), allow(dead_code))]
+    pub(crate) fn into_whole(self) -> Vec<Whole> {
+        self.records
     }
 
     /// The file's text, when every record's text is in it.
@@ -262,7 +291,7 @@ pub fn walk_into(
         // No thread to be had: the verdict judges each file on this one.
         if let Some((reader, judge)) = take(parts) {
             for file in reader.stream() {
-                let judgement = judge_one(judge, &file);
+                let judgement = judge_one(judge, &file, None);
                 walk.item(file, Some(judgement), consumers);
             }
         }
@@ -286,12 +315,34 @@ const BATCH_FILES: usize = 64;
 /// freed on the thread that decoded it costs the allocator a fraction of one freed on another.
 const SPENT_BATCHES: usize = 2;
 
-/// The verdict's judgement of one entry of the stream.
-fn judge_one(judge: &mut (dyn Verdict + Send), file: &Result<StreamFile, ReadError>) -> Judgement {
-    match file {
-        Ok(f) => judge.file_records(&f.path, &f.location, f.contents()),
-        Err(e) => (judge.entry(e), None),
+/// The verdict's judgement of one entry of the stream, given the file's records when the walk
+/// decoded them ahead ([`decode_ahead`]).
+fn judge_one(
+    judge: &mut (dyn Verdict + Send),
+    file: &Result<StreamFile, ReadError>,
+    ahead: Option<(RecordKind, Decoded)>,
+) -> Judgement {
+    match (file, ahead) {
+        (Ok(f), Some((kind, records))) => {
+            judge.file_decoded(&f.path, &f.location, f.contents(), kind, records)
+        }
+        (Ok(f), None) => judge.file_records(&f.path, &f.location, f.contents()),
+        (Err(e), _) => (judge.entry(e), None),
     }
+}
+
+/// The records of a JSON record file up to [`DECODED_BYTES`], when the one typed pass takes the
+/// file whole (the verdict then need not decode it: [`Verdict::file_decoded`]).
+fn decode_ahead(file: &Result<StreamFile, ReadError>) -> Option<(RecordKind, Decoded)> {
+    let file = file.as_ref().ok()?;
+    let kind = file.role.record_kind()?;
+    let bytes = file.contents();
+    if file.encoding != Encoding::Json || bytes.len() as u64 > DECODED_BYTES {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut records = Vec::new();
+    decode_whole(kind, text, &mut |w| records.push(w)).then_some((kind, Decoded { records }))
 }
 
 fn take<T>(slot: &std::sync::Mutex<Option<T>>) -> Option<T> {
@@ -306,34 +357,91 @@ type Judgement = (Vec<Problem>, Option<Decoded>);
 /// An entry of the stream and the verdict's judgement of it.
 type Judged = (Result<StreamFile, ReadError>, Judgement);
 
-/// The verdict's thread: reads the bundle's files in order, judges each, and hands them on in
-/// batches ([`BATCH_BYTES`], [`BATCH_FILES`]) until the walk stops taking them; frees the records
-/// the walk has handed on (`to_free`) as it goes.
+/// A batch of entries of the stream, and the records decoded ahead of each.
+type Ahead = (
+    Vec<Result<StreamFile, ReadError>>,
+    Vec<Option<(RecordKind, Decoded)>>,
+);
+
+/// The verdict's thread: reads the bundle's files in order, in batches ([`BATCH_BYTES`],
+/// [`BATCH_FILES`]), judges each and hands the batches on until the walk stops taking them; frees
+/// the records the walk has handed on (`to_free`) as it goes. Decoding the records is most of a
+/// judgement, so every other batch is decoded on a second thread while this one reads and decodes
+/// the next ([`decode_ahead`]); the batches are judged and handed on in order.
 fn judge_ahead(
     reader: &mut BundleReader,
     judge: &mut (dyn Verdict + Send),
     batches: &mpsc::SyncSender<Vec<Judged>>,
     to_free: &mpsc::Receiver<Vec<Kept>>,
 ) {
-    let mut batch = Vec::new();
-    let mut bytes = 0;
-    for file in reader.stream() {
-        while let Ok(records) = to_free.try_recv() {
-            drop(records);
-        }
-        bytes += file.as_ref().map_or(0, |f| f.size);
-        let judgement = judge_one(judge, &file);
-        batch.push((file, judgement));
-        if bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES {
-            bytes = 0;
-            if batches.send(std::mem::take(&mut batch)).is_err() {
-                return;
+    let hand = |judge: &mut (dyn Verdict + Send), (files, ahead): Ahead| {
+        let judged = files
+            .into_iter()
+            .zip(ahead)
+            .map(|(file, ahead)| {
+                let judgement = judge_one(judge, &file, ahead);
+                (file, judgement)
+            })
+            .collect();
+        batches.send(judged).is_ok()
+    };
+    std::thread::scope(|scope| {
+        let (to_decode, decoding) = mpsc::sync_channel::<Vec<Result<StreamFile, ReadError>>>(1);
+        let (decoded, from_helper) = mpsc::sync_channel::<Ahead>(1);
+        let helper = std::thread::Builder::new()
+            .name("diagwire-decode".into())
+            .spawn_scoped(scope, move || {
+                for files in decoding {
+                    let ahead = files.iter().map(decode_ahead).collect();
+                    if decoded.send((files, ahead)).is_err() {
+                        return;
+                    }
+                }
+            });
+        // No second thread to be had: every batch is decoded on this one.
+        let helper = helper.is_ok().then_some(to_decode);
+        // Whether the helper holds a batch, older than any this thread holds.
+        let mut lent = false;
+        let mut take_batch = |judge: &mut (dyn Verdict + Send), files: Vec<_>| {
+            if let Some(helper) = helper.as_ref().filter(|_| !lent) {
+                lent = true;
+                return helper.send(files).is_ok();
+            }
+            let ahead = files.iter().map(decode_ahead).collect();
+            if std::mem::take(&mut lent) {
+                let Ok(older) = from_helper.recv() else {
+                    return false;
+                };
+                if !hand(judge, older) {
+                    return false;
+                }
+            }
+            hand(judge, (files, ahead))
+        };
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        for file in reader.stream() {
+            while let Ok(records) = to_free.try_recv() {
+                drop(records);
+            }
+            bytes += file.as_ref().map_or(0, |f| f.size);
+            batch.push(file);
+            if bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES {
+                bytes = 0;
+                if !take_batch(judge, std::mem::take(&mut batch)) {
+                    return;
+                }
             }
         }
-    }
-    if !batch.is_empty() {
-        let _ = batches.send(batch);
-    }
+        if !batch.is_empty() && !take_batch(judge, batch) {
+            return;
+        }
+        if lent {
+            if let Ok(older) = from_helper.recv() {
+                hand(judge, older);
+            }
+        }
+    });
 }
 
 /// A walk under way: how it reads, what it went through, the quarantined bodies waiting for

@@ -28,7 +28,7 @@ use crate::frame::Whole;
 use crate::layout::{self, Encoding, FileKind, Role};
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::quarantine::Pairing;
-use crate::v1::{Identity, Manifest, Record};
+use crate::v1::{Identity, Manifest, Record, RecordKind};
 use crate::validate::Validators;
 
 /// Progress of a bundle check: called with (bytes of the bundle read, its size in bytes).
@@ -249,14 +249,16 @@ impl<'v> BundleVerdict<'v> {
     }
 
     /// A file of the run directory at `rel`, shown as `location`, of `size` bytes when known;
-    /// with `decoded`, a JSON record file read in one typed pass keeps its records there.
+    /// with `decoded`, a JSON record file read in one typed pass keeps its records there. When
+    /// that slot comes filled, with the kind its records were decoded as, they were decoded ahead
+    /// from these bytes by the record walk, and stand for the typed pass of a file of that kind.
     fn take_file(
         &mut self,
         rel: &str,
         location: &str,
         size: Option<u64>,
         file: &[u8],
-        decoded: Option<&mut Option<Vec<Whole>>>,
+        decoded: Option<(&mut Option<Vec<Whole>>, Option<RecordKind>)>,
     ) {
         let options = self.validator.options;
         let (seen, report) = (&mut self.seen, &mut self.report);
@@ -265,9 +267,15 @@ impl<'v> BundleVerdict<'v> {
                 seen.prefix = Some(p.to_owned());
             }
         }
+        // Records decoded ahead (the kind they were read as) are this file's as its kind only.
+        let (mut decoded, ahead) =
+            decoded.map_or((None, None), |(slot, ahead)| (Some(slot), ahead));
         if let Some(found) = self.quarantine.take(rel, location, size, file) {
             for body in found {
                 report.push(&options, body.problem());
+            }
+            if let Some(slot) = decoded {
+                *slot = None;
             }
             return;
         }
@@ -276,6 +284,9 @@ impl<'v> BundleVerdict<'v> {
             report.push(&options, written_twice(location, &first));
         }
         let Some(kind) = at.role.record_kind() else {
+            if let Some(slot) = decoded {
+                *slot = None;
+            }
             report.push(
                 &options,
                 Problem::new(ProblemKind::Layout, Location::file(location), stray(rel)),
@@ -283,6 +294,11 @@ impl<'v> BundleVerdict<'v> {
             return;
         };
         let keep = matches!(at.role, Role::Manifest | Role::Latest(FileKind::Boot));
+        if ahead.is_some_and(|k| k != kind || at.encoding != Encoding::Json) {
+            if let Some(slot) = decoded.as_mut() {
+                **slot = None;
+            }
+        }
         let checked = match at.encoding {
             Encoding::Json => self.validator.validate_reader_keep(
                 location,
@@ -376,7 +392,35 @@ impl Verdict for BundleVerdict<'_> {
         }
         let size = Some(bytes.len() as u64);
         let mut decoded = None;
-        let problems = self.kept(|v| v.take_file(path, location, size, bytes, Some(&mut decoded)));
+        let problems =
+            self.kept(|v| v.take_file(path, location, size, bytes, Some((&mut decoded, None))));
+        (problems, decoded.map(Decoded::from_whole))
+    }
+
+    /// The records the walk decoded ahead are this file's own when the verdict reads the file
+    /// as the same kind: they are taken as its one typed pass would have decoded them.
+    fn file_decoded(
+        &mut self,
+        path: &str,
+        location: &str,
+        bytes: &[u8],
+        kind: RecordKind,
+        records: Decoded,
+    ) -> (Vec<Problem>, Option<Decoded>) {
+        if bytes.len() as u64 > DECODED_BYTES {
+            return (self.file(path, location, bytes), None);
+        }
+        let size = Some(bytes.len() as u64);
+        let mut decoded = Some(records.into_whole());
+        let problems = self.kept(|v| {
+            v.take_file(
+                path,
+                location,
+                size,
+                bytes,
+                Some((&mut decoded, Some(kind))),
+            )
+        });
         (problems, decoded.map(Decoded::from_whole))
     }
 
@@ -387,10 +431,7 @@ impl Verdict for BundleVerdict<'_> {
     }
 }
 
-/// The largest file whose records the verdict keeps for the walk ([`Verdict::file_records`]):
-/// decoded records take a few times their text, and the walk holds a few batches of files
-/// (about 1 MiB each) at once, so memory stays bounded whatever the bundle holds.
-pub const DECODED_BYTES: u64 = 1 << 20;
+pub use crate::bundle::records::DECODED_BYTES;
 
 /// A second file holding the record an earlier one holds.
 fn written_twice(location: &str, first: &str) -> Problem {

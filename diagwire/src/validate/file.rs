@@ -272,10 +272,17 @@ fn fast(
 ) -> Option<(usize, Option<Record>)> {
     let text = std::str::from_utf8(bytes).ok()?;
     if let Some(slot) = decoded {
-        let mut records = Vec::new();
-        if !decode_whole(kind, text, &mut |w| records.push(w)) {
-            return None;
-        }
+        let records = match slot.take() {
+            // Decoded ahead from these bytes as this kind, by the record walk.
+            Some(records) => records,
+            None => {
+                let mut records = Vec::new();
+                if !decode_whole(kind, text, &mut |w| records.push(w)) {
+                    return None;
+                }
+                records
+            }
+        };
         let kept = match (keep, &records[..]) {
             (
                 true,
