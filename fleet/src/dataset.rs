@@ -31,7 +31,7 @@ use datafusion::parquet::arrow::arrow_reader::{
     ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 use datafusion::parquet::arrow::{ArrowWriter, ProjectionMask};
-use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::basic::Compression;
 use datafusion::parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 
@@ -294,12 +294,12 @@ pub fn partition_dir(dataset: &Path, table: &str, major: u64, date: &str) -> Pat
         .join(format!("date={date}"))
 }
 
-/// The Parquet writer settings of every file of `table`: zstd (level 1: the writer sets up a
-/// compressor per page, which at level 3 costs more than most pages' compression), bounded row
-/// groups, statistics.
+/// The Parquet writer settings of every file of `table`: Snappy (the writer compresses each page
+/// with a fresh codec, and zstd's costs a CPU feature query, which a virtual machine traps, each
+/// time: a quarter of an export's CPU; see `docs/fleet.md`), bounded row groups, statistics.
 pub fn writer_properties(table: &str) -> WriterProperties {
     WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap_or_default()))
+        .set_compression(Compression::SNAPPY)
         .set_max_row_group_size(row_group_rows(table))
         // Whole run ids in the statistics: a row group's run is read from them.
         .set_statistics_truncate_length(None)
