@@ -129,7 +129,7 @@ pub trait Verdict {
 
 /// The largest file whose records a walk with a [`Verdict`] decodes ahead for it
 /// ([`Verdict::file_decoded`]) and the verdict keeps for the walk: decoded records take a few
-/// times their text, and the walk holds a few batches of files (about 1 MiB each) at once, so
+/// times their text, and the walk holds a few batches of files (half a MiB or one file each) at once, so
 /// memory stays bounded whatever the bundle holds.
 pub const DECODED_BYTES: u64 = 1 << 20;
 
@@ -306,9 +306,10 @@ pub fn walk_into(
 }
 
 /// The most bytes of files, and the most files, the verdict's thread hands the walk at once; it
-/// runs at most one such batch ahead of the walk (and is judging the next), so memory holds a
-/// few batches, or a few files when one is larger.
-const BATCH_BYTES: u64 = 1 << 20;
+/// runs at most one such batch ahead of the walk (and is judging the next, a second thread
+/// decoding the one after), so memory holds a few batches, or a few files when one is larger. Half
+/// a MiB: a MiB took a few MB more at the peak, and no less time.
+const BATCH_BYTES: u64 = 1 << 19;
 const BATCH_FILES: usize = 64;
 
 /// The most batches of records handed on that wait for the verdict's thread to free them: a record
