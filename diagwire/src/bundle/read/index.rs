@@ -48,11 +48,10 @@ enum Indexed {
     },
     /// A regular file over the per-file limit: an error, but it still tells where the run
     /// directory is.
-    TooLarge {
-        name: String,
-        error: ReadError,
-    },
-    Error(ReadError),
+    TooLarge { name: String, error: Box<ReadError> },
+    /// (Errors are boxed: an archive may hold hundreds of thousands of entries, and each entry
+    /// takes the room of the largest variant.)
+    Error(Box<ReadError>),
     /// An entry passed over quietly (a directory).
     Quiet,
 }
@@ -311,7 +310,7 @@ impl<'a> Pass<'a> {
             self.found.broken = Some(error.clone());
             self.found
                 .indexed
-                .push((entry.data_pos, Indexed::Error(error)));
+                .push((entry.data_pos, Indexed::Error(Box::new(error))));
             return Ok(Then::Stop);
         }
         let judged = self.index(&entry, &location, usable.as_deref(), &shown);
@@ -345,7 +344,7 @@ impl<'a> Pass<'a> {
         let item = classify_entry(entry, location, self.limits).map(|item| match item {
             // Remember which path a refused entry had, so that it still counts as present.
             Indexed::Error(e) => match normalize_entry_name(&entry.name) {
-                Ok(name) if !name.is_empty() => Indexed::Error(e.about(name)),
+                Ok(name) if !name.is_empty() => Indexed::Error(Box::new(e.about(name))),
                 _ => Indexed::Error(e),
             },
             other => other,
@@ -436,11 +435,12 @@ impl<'a> Pass<'a> {
         let file = matches!(item, Indexed::File { .. } | Indexed::TooLarge { .. });
         *item = match usable {
             // A file cut by the total limit still tells where the run directory is.
-            Some(name) if file && kind == ReadErrorKind::TooLarge => {
-                Indexed::TooLarge { name, error }
-            }
-            Some(name) => Indexed::Error(error.about(name)),
-            None => Indexed::Error(error),
+            Some(name) if file && kind == ReadErrorKind::TooLarge => Indexed::TooLarge {
+                name,
+                error: Box::new(error),
+            },
+            Some(name) => Indexed::Error(Box::new(error.about(name))),
+            None => Indexed::Error(Box::new(error)),
         };
     }
 
@@ -573,11 +573,11 @@ impl Indexed {
             Indexed::Quiet => None,
             Indexed::Error(e) => Some(ArchiveAction::Error(ReadError {
                 path: e.path.as_deref().and_then(inside),
-                ..e
+                ..*e
             })),
             Indexed::TooLarge { error, name } => Some(ArchiveAction::Error(ReadError {
                 path: inside(&name),
-                ..error
+                ..*error
             })),
             Indexed::File {
                 name,
@@ -668,8 +668,11 @@ fn not_an_archive(start: &[u8]) -> String {
 
 /// What to do with one archive entry, judged from its header; `None` to pass over it quietly.
 fn classify_entry(entry: &RawEntry, location: &str, limits: Limits) -> Option<Indexed> {
-    let error =
-        |kind, message: String| Some(Indexed::Error(ReadError::new(kind, location, message)));
+    let error = |kind, message: String| {
+        Some(Indexed::Error(Box::new(ReadError::new(
+            kind, location, message,
+        ))))
+    };
     if let Some(problem) = &entry.name_problem {
         return error(ReadErrorKind::UnsafePath, problem.clone());
     }
@@ -706,14 +709,14 @@ fn classify_entry(entry: &RawEntry, location: &str, limits: Limits) -> Option<In
             } else if entry.size > limits.max_file_bytes {
                 Some(Indexed::TooLarge {
                     name,
-                    error: ReadError::new(
+                    error: Box::new(ReadError::new(
                         ReadErrorKind::TooLarge,
                         location,
                         format!(
                             "the entry is {} bytes, over the per-file limit of {} bytes; not read",
                             entry.size, limits.max_file_bytes
                         ),
-                    ),
+                    )),
                 })
             } else {
                 Some(Indexed::File {
