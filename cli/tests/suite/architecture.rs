@@ -2,7 +2,7 @@
 //! package, and its code map has a section for every package's folder and for no folder that is
 //! gone.
 
-mod common;
+use crate::common;
 
 use common::repo;
 use std::collections::BTreeSet;

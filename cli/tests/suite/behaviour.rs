@@ -8,7 +8,7 @@ use diagwire::v1::{Event, WriterKind};
 use diagwire_testkit::scenario::{Params, Run, generate};
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::diagwire;
 
 fn stdout(o: &Output) -> String {

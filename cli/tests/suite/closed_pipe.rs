@@ -6,7 +6,7 @@
 //! with an exit status instead of the signal, and fail.
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::process::ExitStatusExt;

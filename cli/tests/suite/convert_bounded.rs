@@ -4,7 +4,7 @@
 //! documented exit status (1 when a file was copied unchanged, 0 when everything converted), never
 //! an abort, say where the records that do not convert are, and copy their file unchanged.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::{copy_tree, repo, text};
 use diagwire_fleet::datafusion::arrow::array::{Array, AsArray};
 use diagwire_fleet::datafusion::parquet::arrow::ProjectionMask;

@@ -3,7 +3,7 @@
 //! I/O errors) — and a command that could not run says why on standard error after the one
 //! prefix `error: `. One row per command and outcome (`docs/cli.md` has the table).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-mod common;
+use crate::common;
 use common::collector::{make, post, posts, serve, served};
 use common::{diagwire, repo, text};
 use serde_json::Value;

@@ -8,7 +8,7 @@
 //! program named by `CHROMIUM`); where there is none it fails, unless `DIAGWIRE_SKIP_BROWSER=1`
 //! says to skip it.
 
-mod common;
+use crate::common;
 use common::{diagwire, text};
 
 #[cfg(not(feature = "fleet"))]

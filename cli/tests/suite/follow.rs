@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 
 use common::publishing_order;
 use diagwire::v1::Event;

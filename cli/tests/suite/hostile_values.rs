@@ -4,7 +4,7 @@
 //! (Markdown) comes out escaped by the one rule of
 //! `diagwire::problem::printable`; JSON stays valid and keeps the value intact.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

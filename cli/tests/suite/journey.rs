@@ -25,7 +25,7 @@
 //! Every command runs within [`LIMIT`] and is killed past it; the collector listens on
 //! 127.0.0.1 only and is killed when its case ends.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

@@ -4,7 +4,7 @@
 //! parses back to the same value. One case per output family, each run as the real binary and
 //! held to one check; and no command module writes JSON but through the one escaping writer.
 
-mod common;
+use crate::common;
 
 use common::{copy_tree, repo};
 use std::path::Path;

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use diagwire_testkit::bundles::{MB, Template};
 use diagwire_testkit::orders::{MemberOrder, unpack, write_tar_gz_in_order};
 
-mod common;
+use crate::common;
 use common::{diagwire, repo, text};
 
 /// One bundle archived in every order: `(order, archive)`, every archive with the same file name

@@ -3,7 +3,7 @@
 //! same count — for every kind of problem, from the bundle's directory and from its `.tar.gz`.
 //! A run directory renamed since is a note of `validate`, and a problem of none of the three.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 use common::{diagwire, repo, text};
 use diagwire_runtime::text::is_hidden;
 use serde_json::Value;

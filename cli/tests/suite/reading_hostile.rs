@@ -7,7 +7,7 @@
 //! The commands share one reading path (`diagwire::bundle::records`), so what this table guards is
 //! that every one of them is on it, and stays there.
 
-mod common;
+use crate::common;
 
 use common::{copy_tree, repo};
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! a directory of another name (as engineers rename what they download) validates clean with a
 //! note saying so, summarizes as its `.tar.gz` does, and keeps its behavioural verdict.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

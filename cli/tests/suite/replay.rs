@@ -4,7 +4,7 @@
 //! cannot be read is a replay that cannot run.
 #![cfg(feature = "serve")]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

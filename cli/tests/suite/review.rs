@@ -3,7 +3,7 @@
 //! that the readers really refuse or misread, a pull request is reviewed against its git base, and
 //! `review --catalog` (formerly `rules`) prints the rule catalog.
 
-mod common;
+use crate::common;
 
 use common::{copy_tree, repo};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! run through the binary with a time limit and checked by one function for its exit status, a
 //! message, no raw control character in anything printed, and the report's own structure.
 
-mod common;
+use crate::common;
 
 use common::{copy_tree, repo};
 use std::io::Read;

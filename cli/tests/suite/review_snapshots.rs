@@ -5,9 +5,9 @@
 //!
 //! The snapshots are in `tests/snapshots/review/`. `review-self.md` and `changelog.md` read the
 //! current schemas, so a change to them changes these two: rewrite them with
-//! `UPDATE_SNAPSHOTS=1 cargo test -p diagwire-cli --test review_snapshots` and read the difference.
+//! `UPDATE_SNAPSHOTS=1 cargo test -p diagwire-cli --test suite review_snapshots` and read the difference.
 
-mod common;
+use crate::common;
 
 use common::repo;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `diagwire serve`: with the feature `serve` it starts the collector on the given address and
 //! prints where it listens; without it, it says how to get it.
 
-mod common;
+use crate::common;
 
 #[cfg(feature = "serve")]
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! maps and lists is the library's, specified in `upgrade/tests/upgrade/`; here the command must
 //! write exactly the library's bundle and print exactly its list.
 
-mod common;
+use crate::common;
 
 use common::{repo, text};
 use std::fs;

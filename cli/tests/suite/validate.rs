@@ -4,7 +4,7 @@
 //! reports in detail is tested in the library (`validate_files`, `validate_bundle`); here each case
 //! runs the binary through [`check`].
 
-mod common;
+use crate::common;
 
 use common::repo;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! checks: its exit status, a phrase of its message, nothing changed under the work folder but
 //! what the case may write, and no raw `ESC` in what it prints.
 
-mod common;
+use crate::common;
 
 use common::{copy_tree, repo};
 use std::collections::BTreeMap;

@@ -11,7 +11,7 @@
 //! real binary under a 2 GiB address-space cap (`ulimit -v 2097152`) and check it still serves a
 //! normal node afterwards.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::Path;

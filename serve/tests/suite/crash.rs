@@ -2,7 +2,7 @@
 //! acknowledged post is on disk, whole and in sequence, no temporary file is left, numbering
 //! goes on after what is on disk, and the assembled bundle validates.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

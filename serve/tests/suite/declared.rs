@@ -4,7 +4,7 @@
 //! manifest's collector times are the ones `/diag/runs` reports. One case per run: the current
 //! generation, the oldest generation, and a run whose nodes are of both.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -4,7 +4,7 @@
 //! each run through [`check`]: its posts in order (a collector restart where the case says), each
 //! acknowledgement as the case expects, then the served bundle's records.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! The contract at the door: one case per kind of body, each saying what the node gets back
 //! (status, problems, quarantine) and what staging, quarantine and `/diag/runs` hold after it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -6,10 +6,10 @@
 //! each node's order (its files equal the original's), and `check` finds no sequence violation.
 //!
 //! CI runs three seeds; a longer run by hand takes more:
-//! `DIAGWIRE_FAULT_SEEDS=30 cargo test -p diagwire-serve --all-features --test exactly_once`
+//! `DIAGWIRE_FAULT_SEEDS=30 cargo test -p diagwire-serve --all-features --test suite exactly_once`
 //! (seeds 11, 22, 33, …, each bounded to 30 s).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

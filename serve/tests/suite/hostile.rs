@@ -7,7 +7,7 @@
 //! `quarantine` keeps its files apart from the quarantined bodies, and subscribing to runs that
 //! have no post takes none of the places for runs.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

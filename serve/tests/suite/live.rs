@@ -3,7 +3,7 @@
 //! records back from staging, each once and in stream order; a run whose bundle is written ends
 //! with an `end` event; the blocking follower yields the same records.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! `--log info --log-format json` writes one JSON line per request with its run, node, kind,
 //! staging number, status, bytes and latency.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! the collector recorded (escaped), and the summary lists the body with its reason in every
 //! format. One case per kind of quarantined body.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! headers nodes send, then finalize; the served bundle holds every record (equal as JSON
 //! values), is valid, and the live stream carried every record.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

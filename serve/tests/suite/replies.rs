@@ -6,7 +6,7 @@
 //! does not describe is a violation, and read as the generated types with every field typed and
 //! nothing left among their unknown keys. One case per situation, each run through [`check`].
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
