@@ -246,7 +246,7 @@ pub struct Encoded {
 }
 
 /// Both encoders on one record, for the test that holds the direct encoder to the general one
-/// (`compat-tests/tests/proto_codecs.rs`); `None` when this contract version has no record kind
+/// (`compat-tests/tests/suite/proto_codecs.rs`); `None` when this contract version has no record kind
 /// `kind`.
 #[doc(hidden)]
 pub fn encoders(codec: &Codec, kind: impl Kind, record: &Value) -> Option<Encoded> {
