@@ -421,3 +421,12 @@ pub(crate) fn decode_whole(kind: RecordKind, text: &str, each: &mut dyn FnMut(Wh
         }
     }
 }
+
+/// [`decode_whole`] of a file's bytes into a list: the file's records when the pass takes it
+/// whole (its bytes UTF-8), `None` otherwise.
+#[cfg_attr(not(feature = "bundle"), allow(dead_code))]
+pub(crate) fn decode_whole_list(kind: RecordKind, bytes: &[u8]) -> Option<Vec<Whole>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut records = Vec::new();
+    decode_whole(kind, text, &mut |w| records.push(w)).then_some(records)
+}

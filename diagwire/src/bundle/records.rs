@@ -43,7 +43,7 @@ use std::io::Read;
 use std::sync::mpsc;
 
 use super::read::{BundleReader, ReadError, StreamFile};
-use crate::frame::{Frames, Kept, Whole, decode_whole, frame};
+use crate::frame::{Frames, Kept, Whole, decode_whole, decode_whole_list, frame};
 use crate::layout::{Encoding, Role};
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::quarantine::{Pairing, Quarantined};
@@ -341,9 +341,8 @@ fn decode_ahead(file: &Result<StreamFile, ReadError>) -> Option<(RecordKind, Dec
     if file.encoding != Encoding::Json || bytes.len() as u64 > DECODED_BYTES {
         return None;
     }
-    let text = std::str::from_utf8(bytes).ok()?;
-    let mut records = Vec::new();
-    decode_whole(kind, text, &mut |w| records.push(w)).then_some((kind, Decoded { records }))
+    let records = decode_whole_list(kind, bytes)?;
+    Some((kind, Decoded { records }))
 }
 
 fn take<T>(slot: &std::sync::Mutex<Option<T>>) -> Option<T> {

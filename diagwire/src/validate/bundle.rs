@@ -174,7 +174,7 @@ impl Validator<'_> {
                 Ok(file) => {
                     let size = file.size;
                     let (path, location) = (file.path.clone(), file.location.clone());
-                    verdict.take_file(&path, &location, Some(size), file.contents(), None);
+                    verdict.take_file(&path, &location, Some(size), file.contents(), None, None);
                 }
                 Err(e) => verdict.take_entry(e),
             }
@@ -249,16 +249,17 @@ impl<'v> BundleVerdict<'v> {
     }
 
     /// A file of the run directory at `rel`, shown as `location`, of `size` bytes when known;
-    /// with `decoded`, a JSON record file read in one typed pass keeps its records there. When
-    /// that slot comes filled, with the kind its records were decoded as, they were decoded ahead
-    /// from these bytes by the record walk, and stand for the typed pass of a file of that kind.
+    /// with `decoded`, a JSON record file read in one typed pass keeps its records there.
+    /// `ahead` are its records as the record walk decoded them from these bytes, with the kind
+    /// they were read as: they stand for the typed pass of a JSON file of that kind only.
     fn take_file(
         &mut self,
         rel: &str,
         location: &str,
         size: Option<u64>,
         file: &[u8],
-        decoded: Option<(&mut Option<Vec<Whole>>, Option<RecordKind>)>,
+        mut decoded: Option<&mut Option<Vec<Whole>>>,
+        ahead: Option<(RecordKind, Vec<Whole>)>,
     ) {
         let options = self.validator.options;
         let (seen, report) = (&mut self.seen, &mut self.report);
@@ -267,15 +268,9 @@ impl<'v> BundleVerdict<'v> {
                 seen.prefix = Some(p.to_owned());
             }
         }
-        // Records decoded ahead (the kind they were read as) are this file's as its kind only.
-        let (mut decoded, ahead) =
-            decoded.map_or((None, None), |(slot, ahead)| (Some(slot), ahead));
         if let Some(found) = self.quarantine.take(rel, location, size, file) {
             for body in found {
                 report.push(&options, body.problem());
-            }
-            if let Some(slot) = decoded {
-                *slot = None;
             }
             return;
         }
@@ -284,9 +279,6 @@ impl<'v> BundleVerdict<'v> {
             report.push(&options, written_twice(location, &first));
         }
         let Some(kind) = at.role.record_kind() else {
-            if let Some(slot) = decoded {
-                *slot = None;
-            }
             report.push(
                 &options,
                 Problem::new(ProblemKind::Layout, Location::file(location), stray(rel)),
@@ -294,9 +286,9 @@ impl<'v> BundleVerdict<'v> {
             return;
         };
         let keep = matches!(at.role, Role::Manifest | Role::Latest(FileKind::Boot));
-        if ahead.is_some_and(|k| k != kind || at.encoding != Encoding::Json) {
-            if let Some(slot) = decoded.as_mut() {
-                **slot = None;
+        if let (Some(slot), Some((of, records))) = (decoded.as_mut(), ahead) {
+            if of == kind && at.encoding == Encoding::Json {
+                **slot = Some(records);
             }
         }
         let checked = match at.encoding {
@@ -363,6 +355,25 @@ impl<'v> BundleVerdict<'v> {
         take(self);
         self.report.problems[before..].to_vec()
     }
+
+    /// A file judged for the record walk: a JSON record file up to [`DECODED_BYTES`] keeps its
+    /// records for the walk (the ones decoded `ahead` when they stand for its typed pass).
+    fn judge_records(
+        &mut self,
+        path: &str,
+        location: &str,
+        bytes: &[u8],
+        ahead: Option<(RecordKind, Vec<Whole>)>,
+    ) -> (Vec<Problem>, Option<Decoded>) {
+        if bytes.len() as u64 > DECODED_BYTES {
+            return (self.file(path, location, bytes), None);
+        }
+        let size = Some(bytes.len() as u64);
+        let mut decoded = None;
+        let problems =
+            self.kept(|v| v.take_file(path, location, size, bytes, Some(&mut decoded), ahead));
+        (problems, decoded.map(Decoded::from_whole))
+    }
 }
 
 impl Verdict for BundleVerdict<'_> {
@@ -376,7 +387,7 @@ impl Verdict for BundleVerdict<'_> {
 
     fn file(&mut self, path: &str, location: &str, bytes: &[u8]) -> Vec<Problem> {
         let size = Some(bytes.len() as u64);
-        self.kept(|v| v.take_file(path, location, size, bytes, None))
+        self.kept(|v| v.take_file(path, location, size, bytes, None, None))
     }
 
     /// A JSON record file up to [`DECODED_BYTES`] that reads in one typed pass keeps its
@@ -387,14 +398,7 @@ impl Verdict for BundleVerdict<'_> {
         location: &str,
         bytes: &[u8],
     ) -> (Vec<Problem>, Option<Decoded>) {
-        if bytes.len() as u64 > DECODED_BYTES {
-            return (self.file(path, location, bytes), None);
-        }
-        let size = Some(bytes.len() as u64);
-        let mut decoded = None;
-        let problems =
-            self.kept(|v| v.take_file(path, location, size, bytes, Some((&mut decoded, None))));
-        (problems, decoded.map(Decoded::from_whole))
+        self.judge_records(path, location, bytes, None)
     }
 
     /// The records the walk decoded ahead are this file's own when the verdict reads the file
@@ -407,21 +411,7 @@ impl Verdict for BundleVerdict<'_> {
         kind: RecordKind,
         records: Decoded,
     ) -> (Vec<Problem>, Option<Decoded>) {
-        if bytes.len() as u64 > DECODED_BYTES {
-            return (self.file(path, location, bytes), None);
-        }
-        let size = Some(bytes.len() as u64);
-        let mut decoded = Some(records.into_whole());
-        let problems = self.kept(|v| {
-            v.take_file(
-                path,
-                location,
-                size,
-                bytes,
-                Some((&mut decoded, Some(kind))),
-            )
-        });
-        (problems, decoded.map(Decoded::from_whole))
+        self.judge_records(path, location, bytes, Some((kind, records.into_whole())))
     }
 
     fn finish(&mut self) -> (Vec<Problem>, usize) {

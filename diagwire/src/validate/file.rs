@@ -12,7 +12,7 @@ use serde::de::{Deserializer as _, SeqAccess, Visitor};
 
 use super::record::{At, check_record};
 use super::{FileSink, Report, Validator};
-use crate::frame::{FileShape, Frames, Kept, Whole, decode_front, decode_whole, frame};
+use crate::frame::{FileShape, Frames, Kept, Whole, decode_front, decode_whole_list, frame};
 use crate::problem::{Location, ProblemKind};
 use crate::scan::{Position, Take};
 use crate::v1::{EventRecord, Record, RecordKind};
@@ -275,13 +275,7 @@ fn fast(
         let records = match slot.take() {
             // Decoded ahead from these bytes as this kind, by the record walk.
             Some(records) => records,
-            None => {
-                let mut records = Vec::new();
-                if !decode_whole(kind, text, &mut |w| records.push(w)) {
-                    return None;
-                }
-                records
-            }
+            None => decode_whole_list(kind, bytes)?,
         };
         let kept = match (keep, &records[..]) {
             (
