@@ -112,7 +112,13 @@ fn tar_gz_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
         let mut header = tar::Header::new_gnu();
         header.set_size(bytes.len() as u64);
         header.set_mode(0o644);
-        tar.append_data(&mut header, name, *bytes).unwrap();
+        header.set_entry_type(tar::EntryType::Regular);
+        // The name as given, byte for byte (`tar` would drop a `./` or a doubled `/`).
+        let field = &mut header.as_old_mut().name;
+        assert!(name.len() < field.len(), "{name}: too long for the header");
+        field[..name.len()].copy_from_slice(name.as_bytes());
+        header.set_cksum();
+        tar.append(&header, *bytes).unwrap();
     }
     tar.into_inner().unwrap().finish().unwrap()
 }
@@ -220,7 +226,8 @@ round_trips! {
 // Archives built by hand: where the run directory is, and the order files come in
 
 /// The archive of `entries`, saved as `file_name`, opens as run `run_id` and yields exactly the
-/// files `paths`, in this order, without an error.
+/// files `paths`, in this order, without an error; each file's location names its entry as the
+/// archive spells it (`<archive>!<entry name>`).
 #[track_caller]
 fn check_archive(file_name: &str, entries: &[(&str, &[u8])], run_id: &str, paths: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
@@ -231,6 +238,24 @@ fn check_archive(file_name: &str, entries: &[(&str, &[u8])], run_id: &str, paths
     let files: Vec<_> = reader.files().collect::<Result<_, _>>().unwrap();
     let got: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(got, paths);
+    for file in &files {
+        let entry = file.location.strip_prefix(&format!("{}!", path.display()));
+        assert!(
+            entry.is_some_and(|e| entries.iter().any(|(name, _)| *name == e)),
+            "{}: not an entry of the archive",
+            file.location
+        );
+        let entry = entry
+            .unwrap()
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".");
+        let path = file.path.split('/');
+        assert!(
+            entry.rev().zip(path.rev()).all(|(e, p)| e == p),
+            "{}",
+            file.location
+        );
+    }
 }
 
 /// `name: file name, [(entry name, bytes), …] => run id, [paths in order];`
@@ -260,6 +285,10 @@ archives! {
     archive_with_dot_slash_names_is_read: "b.tar.gz", [
         ("./run-1/MANIFEST.json", b"{\"run_id\":\"run-1\"}"),
         ("./run-1/stage-0/boot.json", b"{}"),
+    ] => "run-1", ["MANIFEST.json", "stage-0/boot.json"];
+    archive_with_doubled_slashes_in_names_is_read: "b.tar.gz", [
+        ("run-1//MANIFEST.json", b"{\"run_id\":\"run-1\"}"),
+        ("run-1/./stage-0//boot.json", b"{}"),
     ] => "run-1", ["MANIFEST.json", "stage-0/boot.json"];
     archive_with_the_manifest_at_the_top_takes_the_run_id_from_its_file_name: "run-7.tar.gz", [
         ("MANIFEST.json", b"{}"),

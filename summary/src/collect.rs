@@ -438,9 +438,7 @@ impl Pass {
                         .drop_series
                         .entry((label.to_owned(), name.clone()))
                         .or_default();
-                    if series.len() < MAX_SERIES_POINTS {
-                        series.push((t, *v));
-                    }
+                    series.push(t, *v);
                 }
                 if self.host_first.get(label).is_none_or(|(t0, _)| t < *t0) {
                     self.host_first

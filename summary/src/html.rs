@@ -2,14 +2,15 @@
 //! bundle. Inline SVG plots come first — a state timeline per node with fault windows shaded across
 //! all lanes, dial outcomes per peer over time, the RTT distribution per observer → target, the
 //! kernel drop counters over time and the bytes each node sent and received — then every section
-//! of the Markdown summary as HTML. Long series
-//! are capped while reading ([`crate::model::MAX_SERIES_POINTS`]) and each plot says so.
+//! of the Markdown summary as HTML. Long lanes
+//! are cut while reading ([`crate::model::MAX_SERIES_POINTS`]), counters thinned
+//! ([`crate::model::Series`]), and each plot says so.
 
 use std::fmt::Write;
 
 use diagwire::v1::PeerState;
 
-use crate::model::{Direction, MAX_SERIES_POINTS, Summary, run_span};
+use crate::model::{Direction, MAX_COUNTER_POINTS, MAX_SERIES_POINTS, Summary, run_span};
 use crate::render::markdown;
 use crate::svg::{Scale, Svg, esc};
 
@@ -361,9 +362,10 @@ fn rtt(s: &Summary, o: &mut String) {
 fn drops(s: &Summary, span: (u64, u64), o: &mut String) {
     o.push_str("<section id=\"kernel-drops\"><h2>Kernel drop counters over time</h2>");
     // Counters that moved, as the rise since their first sample.
-    let moving: Vec<(&(String, String), &crate::model::Series)> = s
+    let moving: Vec<(&(String, String), &[(u64, u64)])> = s
         .drop_series
         .iter()
+        .map(|(k, v)| (k, v.points()))
         .filter(|(_, v)| v.first().map(|f| f.1) != v.last().map(|l| l.1))
         .take(12)
         .collect();
@@ -417,10 +419,11 @@ fn drops(s: &Summary, span: (u64, u64), o: &mut String) {
     o.push_str(&svg.finish());
     let legend_items: Vec<(&str, &str)> = items.iter().map(|(c, n)| (*c, n.as_str())).collect();
     o.push_str(&legend(&legend_items));
-    if s.drop_series.values().any(|v| v.len() >= MAX_SERIES_POINTS) {
+    if let Some(stride) = s.drop_series.values().filter_map(|v| v.thinned()).max() {
         let _ = write!(
             o,
-            "<p class=\"note\">Series are cut at {MAX_SERIES_POINTS} samples each.</p>"
+            "<p class=\"note\">Long series are thinned to at most {MAX_COUNTER_POINTS} samples \
+             each, evenly over the run (at most one sample in {stride} kept, and the last).</p>"
         );
     }
     o.push_str("</section>");

@@ -9,7 +9,8 @@ use diagwire::v1::{Identity, Manifest, PeerState};
 use crate::absence::{Absent, Said, host_fields, writer_generation};
 use crate::quantile::Samples;
 
-/// Most points kept per plotted series; longer series are thinned (the plot says so).
+/// Most transitions kept per plotted lane and dial outcomes per plot; the rest are cut (the plot
+/// says so). A counter's samples are thinned instead ([`Series`]).
 pub const MAX_SERIES_POINTS: usize = 4_000;
 /// Most inference responses and located problems listed.
 pub const MAX_LISTED: usize = 200;
@@ -333,8 +334,55 @@ pub struct Absence {
     pub why: String,
 }
 
-/// A sampled value of a counter on one node.
-pub type Series = Vec<(u64, u64)>;
+/// The samples of a counter on one node, (time, value), kept within [`MAX_COUNTER_POINTS`]
+/// however long the run: when full, every other sample kept is dropped and from then on only
+/// every `stride`-th sample is kept (twice as far apart each time); the latest sample is always
+/// the last point, so a plot of the run ends where the counter did. A long run's plot thus spans
+/// the whole run at an even spacing, in bounded memory (a run has a series per node and counter).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Series {
+    points: Vec<(u64, u64)>,
+    /// One sample in `stride` is kept (1 until the series was first full; 0 before any sample).
+    stride: u64,
+    /// Samples pushed.
+    pushed: u64,
+    /// Whether the last point is the latest sample, kept only until the next.
+    latest_only: bool,
+}
+
+/// Most points a counter's [`Series`] keeps (a plot is about a thousand pixels wide).
+pub const MAX_COUNTER_POINTS: usize = 1_024;
+
+impl Series {
+    /// Adds the next sample.
+    pub fn push(&mut self, t: u64, v: u64) {
+        if self.latest_only {
+            self.points.pop();
+        }
+        self.stride = self.stride.max(1);
+        if self.pushed.is_multiple_of(self.stride) && self.points.len() >= MAX_COUNTER_POINTS {
+            let mut i = 0;
+            self.points.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.stride *= 2;
+        }
+        self.latest_only = !self.pushed.is_multiple_of(self.stride);
+        self.points.push((t, v));
+        self.pushed += 1;
+    }
+
+    /// The points kept, in the order pushed.
+    pub fn points(&self) -> &[(u64, u64)] {
+        &self.points
+    }
+
+    /// Whether samples were dropped: one in how many is kept, when more than one.
+    pub fn thinned(&self) -> Option<u64> {
+        (self.stride > 1).then_some(self.stride)
+    }
+}
 
 /// What the summary read.
 #[derive(Debug, Default)]
@@ -451,5 +499,59 @@ pub fn run_span(s: &Summary) -> (Option<u64>, Option<u64>) {
             (m.run_start_collector_ms, m.run_end_collector_ms)
         }
         _ => (s.span_ms.map(|x| x.0), s.span_ms.map(|x| x.1)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_COUNTER_POINTS, Series};
+
+    /// The series of samples `0..n` (time and value both the sample's number).
+    fn pushed(n: u64) -> Series {
+        let mut s = Series::default();
+        (0..n).for_each(|i| s.push(i, i));
+        s
+    }
+
+    /// However many samples: at most [`MAX_COUNTER_POINTS`] kept, the first and the latest among
+    /// them, the others evenly spaced one `stride` apart, and `thinned` says the stride.
+    #[track_caller]
+    fn check_series(n: u64, stride: u64) {
+        let s = pushed(n);
+        let points = s.points();
+        assert!(
+            points.len() <= MAX_COUNTER_POINTS,
+            "{n}: {} points",
+            points.len()
+        );
+        assert_eq!(points.first(), Some(&(0, 0)), "{n}");
+        assert_eq!(
+            points.last(),
+            Some(&(n - 1, n - 1)),
+            "{n}: the latest is kept"
+        );
+        let spaced = &points[..points.len() - 1];
+        assert!(
+            spaced
+                .iter()
+                .enumerate()
+                .all(|(i, p)| p.0 == i as u64 * stride),
+            "{n}: not one sample in {stride}"
+        );
+        assert_eq!(s.thinned(), (stride > 1).then_some(stride), "{n}");
+    }
+
+    #[test]
+    fn a_short_series_keeps_every_sample() {
+        check_series(1, 1);
+        check_series(MAX_COUNTER_POINTS as u64, 1);
+    }
+
+    #[test]
+    fn a_long_series_keeps_an_even_spacing_over_the_whole_run_and_its_latest_sample() {
+        let max = MAX_COUNTER_POINTS as u64;
+        check_series(max + 1, 2);
+        check_series(2 * max + 1, 4);
+        check_series(1_000_003, 1024);
     }
 }

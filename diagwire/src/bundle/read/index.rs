@@ -31,11 +31,36 @@ pub(super) enum ArchiveAction {
     File {
         rel: String,
         size: u64,
-        location: String,
+        /// The entry's name as the archive spells it, when that is not the run directory's name
+        /// and `rel` joined ([`Locations::of`]).
+        raw: Option<Box<str>>,
         /// Where its data is in the pass's [`Spill`].
         at: u64,
     },
     Error(ReadError),
+}
+
+/// Where an archive's files are shown, `<archive>!<entry name>`, made when a file is yielded
+/// rather than kept per entry: an archive may hold hundreds of thousands of entries, and the
+/// archive's path would be repeated in each.
+#[derive(Debug)]
+pub(super) struct Locations {
+    /// The archive's path, as shown.
+    here: String,
+    /// The run directory inside the archive (empty when the files are at its top level).
+    run_dir: String,
+}
+
+impl Locations {
+    /// The location of the file `rel` of the run directory, whose entry is named `raw` when
+    /// that is not the run directory's name and `rel` joined.
+    pub(super) fn of(&self, rel: &str, raw: Option<&str>) -> String {
+        match raw {
+            Some(raw) => format!("{}!{raw}", self.here),
+            None if self.run_dir.is_empty() => format!("{}!{rel}", self.here),
+            None => format!("{}!{}/{rel}", self.here, self.run_dir),
+        }
+    }
 }
 
 /// What the pass learned about one entry.
@@ -43,7 +68,9 @@ enum Indexed {
     File {
         name: String,
         size: u64,
-        location: String,
+        /// The entry's name as the archive spells it, when that is not `name` (a `./` or a
+        /// doubled `/` that `name` has not).
+        raw: Option<Box<str>>,
         at: u64,
     },
     /// A regular file over the per-file limit: an error, but it still tells where the run
@@ -105,8 +132,12 @@ fn archive_of(
         manifest_runs,
         data,
     } = found;
-    let items = run_dir_items(indexed, conflicts, run_dir.as_deref());
+    let items = run_dir_items(indexed, conflicts, run_dir.as_deref(), &here);
     let (file_count, file_bytes) = file_totals(&items);
+    let locations = Locations {
+        here,
+        run_dir: run_dir.clone().unwrap_or_default(),
+    };
     let (run_id, dir_name) = run_names(path, run_dir, manifest_runs);
     Ok(BundleReader {
         source: path.to_path_buf(),
@@ -116,6 +147,7 @@ fn archive_of(
         layout: Layout::Archive {
             gzip,
             items,
+            locations,
             spill: data,
             origin: file,
         },
@@ -341,7 +373,7 @@ impl<'a> Pass<'a> {
         usable: Option<&str>,
         shown: &str,
     ) -> Judged {
-        let item = classify_entry(entry, location, self.limits).map(|item| match item {
+        let item = classify_entry(entry, location, shown, self.limits).map(|item| match item {
             // Remember which path a refused entry had, so that it still counts as present.
             Indexed::Error(e) => match normalize_entry_name(&entry.name) {
                 Ok(name) if !name.is_empty() => Indexed::Error(Box::new(e.about(name))),
@@ -521,13 +553,14 @@ fn run_dir_items(
     indexed: Vec<(u64, Indexed)>,
     mut conflicts: HashMap<usize, ReadError>,
     run_dir: Option<&str>,
+    here: &str,
 ) -> Vec<ArchiveItem> {
     let inside =
         |name: &str| -> Option<String> { strip_run_dir(name, run_dir?).map(str::to_owned) };
     let is_last_copy = last_copies(&indexed, &inside);
     let mut items = Vec::with_capacity(indexed.len());
     for (i, (data_pos, item)) in indexed.into_iter().enumerate() {
-        if let Some(what) = item.action(is_last_copy[i], &inside) {
+        if let Some(what) = item.action(is_last_copy[i], &inside, here) {
             items.push(ArchiveItem { data_pos, what });
         }
         if let Some(e) = conflicts.remove(&i) {
@@ -568,6 +601,7 @@ impl Indexed {
         self,
         last_copy: bool,
         inside: &dyn Fn(&str) -> Option<String>,
+        here: &str,
     ) -> Option<ArchiveAction> {
         match self {
             Indexed::Quiet => None,
@@ -582,24 +616,19 @@ impl Indexed {
             Indexed::File {
                 name,
                 size,
-                location,
+                raw,
                 at,
             } => match inside(&name) {
                 None => None,
                 Some(rel) if !last_copy => Some(ArchiveAction::Error(
                     ReadError::new(
                         ReadErrorKind::Tar,
-                        location,
+                        format!("{here}!{}", raw.as_deref().unwrap_or(&name)),
                         "a duplicate entry; a later entry with the same path replaces it",
                     )
                     .about(rel),
                 )),
-                Some(rel) => Some(ArchiveAction::File {
-                    rel,
-                    size,
-                    location,
-                    at,
-                }),
+                Some(rel) => Some(ArchiveAction::File { rel, size, raw, at }),
             },
         }
     }
@@ -667,7 +696,12 @@ fn not_an_archive(start: &[u8]) -> String {
 }
 
 /// What to do with one archive entry, judged from its header; `None` to pass over it quietly.
-fn classify_entry(entry: &RawEntry, location: &str, limits: Limits) -> Option<Indexed> {
+fn classify_entry(
+    entry: &RawEntry,
+    location: &str,
+    shown: &str,
+    limits: Limits,
+) -> Option<Indexed> {
     let error = |kind, message: String| {
         Some(Indexed::Error(Box::new(ReadError::new(
             kind, location, message,
@@ -719,10 +753,11 @@ fn classify_entry(entry: &RawEntry, location: &str, limits: Limits) -> Option<In
                     )),
                 })
             } else {
+                let raw = (shown != name).then(|| shown.into());
                 Some(Indexed::File {
                     name,
                     size: entry.size,
-                    location: location.to_owned(),
+                    raw,
                     at: 0,
                 })
             }

@@ -12,7 +12,7 @@ use std::io;
 pub(super) const EARLY_BYTES: u64 = 32 << 20;
 
 use super::dir::{DirItem, read_dir_file};
-use super::index::{ArchiveAction, ArchiveItem};
+use super::index::{ArchiveAction, ArchiveItem, Locations};
 use super::inflate::{Fail, stream_of};
 use super::spill::Spill;
 use super::tar_reader::Walker;
@@ -74,9 +74,10 @@ impl Iterator for Files<'_> {
                 Layout::Archive {
                     gzip,
                     items,
+                    locations,
                     spill,
                     origin,
-                } => self.next_archive(*gzip, items, spill.as_ref(), origin),
+                } => self.next_archive(*gzip, items, locations, spill.as_ref(), origin),
             };
             if item.is_some() {
                 return item;
@@ -136,19 +137,17 @@ impl<'a> Files<'a> {
         &mut self,
         gzip: bool,
         items: &[ArchiveItem],
+        locations: &Locations,
         spill: Option<&Spill>,
         origin: &File,
     ) -> Option<Result<BundleFile, ReadError>> {
         let item = items.get(self.next)?;
         self.next += 1;
-        let (rel, size, location, at) = match &item.what {
+        let (rel, size, at, location) = match &item.what {
             ArchiveAction::Error(e) => return Some(Err(e.clone())),
-            ArchiveAction::File {
-                rel,
-                size,
-                location,
-                at,
-            } => (rel, *size, location, *at),
+            ArchiveAction::File { rel, size, raw, at } => {
+                (rel, *size, *at, locations.of(rel, raw.as_deref()))
+            }
         };
         let result = match spill {
             Some(spill) => spill
@@ -157,12 +156,12 @@ impl<'a> Files<'a> {
             None => self.read_archive_file(gzip, origin, items, item.data_pos, size),
         };
         Some(match result {
-            Ok(bytes) => Ok(BundleFile::new(rel.clone(), location.clone(), bytes)),
+            Ok(bytes) => Ok(BundleFile::new(rel.clone(), location, bytes)),
             Err((kind, message)) => {
                 // The archive changed or broke since it was opened: stop here.
                 self.next = items.len();
                 self.walker = None;
-                Err(ReadError::new(kind, location.clone(), message).about(rel.clone()))
+                Err(ReadError::new(kind, location, message).about(rel.clone()))
             }
         })
     }

@@ -293,6 +293,8 @@ enum Layout {
     Archive {
         gzip: bool,
         items: Vec<ArchiveItem>,
+        /// Where its files are shown.
+        locations: index::Locations,
         /// The data of the files, kept by the pass; `None` when it could not be kept, and the
         /// files are read by another pass over the archive.
         spill: Option<spill::Spill>,
