@@ -360,7 +360,8 @@ impl Series {
             self.points.pop();
         }
         self.stride = self.stride.max(1);
-        if self.pushed.is_multiple_of(self.stride) && self.points.len() >= MAX_COUNTER_POINTS {
+        // The samples kept take all the room but one, which the latest takes.
+        if self.pushed.is_multiple_of(self.stride) && self.points.len() >= MAX_COUNTER_POINTS - 1 {
             let mut i = 0;
             self.points.retain(|_| {
                 i += 1;
@@ -506,10 +507,17 @@ pub fn run_span(s: &Summary) -> (Option<u64>, Option<u64>) {
 mod tests {
     use super::{MAX_COUNTER_POINTS, Series};
 
-    /// The series of samples `0..n` (time and value both the sample's number).
+    /// The series of samples `0..n` (time and value both the sample's number), never holding
+    /// room for more than [`MAX_COUNTER_POINTS`] on the way.
     fn pushed(n: u64) -> Series {
         let mut s = Series::default();
-        (0..n).for_each(|i| s.push(i, i));
+        for i in 0..n {
+            s.push(i, i);
+            assert!(
+                s.points.capacity() <= MAX_COUNTER_POINTS,
+                "after {i} samples"
+            );
+        }
         s
     }
 
@@ -544,14 +552,14 @@ mod tests {
     #[test]
     fn a_short_series_keeps_every_sample() {
         check_series(1, 1);
-        check_series(MAX_COUNTER_POINTS as u64, 1);
+        check_series(MAX_COUNTER_POINTS as u64 - 1, 1);
     }
 
     #[test]
     fn a_long_series_keeps_an_even_spacing_over_the_whole_run_and_its_latest_sample() {
         let max = MAX_COUNTER_POINTS as u64;
-        check_series(max + 1, 2);
-        check_series(2 * max + 1, 4);
+        check_series(max, 2);
+        check_series(2 * max, 4);
         check_series(1_000_003, 1024);
     }
 }

@@ -37,7 +37,8 @@ pub(super) enum ArchiveAction {
         /// Where its data is in the pass's [`Spill`].
         at: u64,
     },
-    Error(ReadError),
+    /// (Boxed, as [`Indexed`]'s errors are: one item per file.)
+    Error(Box<ReadError>),
 }
 
 /// Where an archive's files are shown, `<archive>!<entry name>`, made when a file is yielded
@@ -564,10 +565,10 @@ fn run_dir_items(
             items.push(ArchiveItem { data_pos, what });
         }
         if let Some(e) = conflicts.remove(&i) {
-            let what = ArchiveAction::Error(ReadError {
+            let what = ArchiveAction::Error(Box::new(ReadError {
                 path: e.path.as_deref().and_then(inside),
                 ..e
-            });
+            }));
             items.push(ArchiveItem { data_pos, what });
         }
     }
@@ -605,14 +606,14 @@ impl Indexed {
     ) -> Option<ArchiveAction> {
         match self {
             Indexed::Quiet => None,
-            Indexed::Error(e) => Some(ArchiveAction::Error(ReadError {
-                path: e.path.as_deref().and_then(inside),
-                ..*e
-            })),
-            Indexed::TooLarge { error, name } => Some(ArchiveAction::Error(ReadError {
-                path: inside(&name),
-                ..*error
-            })),
+            Indexed::Error(mut e) => {
+                e.path = e.path.as_deref().and_then(inside);
+                Some(ArchiveAction::Error(e))
+            }
+            Indexed::TooLarge { mut error, name } => {
+                error.path = inside(&name);
+                Some(ArchiveAction::Error(error))
+            }
             Indexed::File {
                 name,
                 size,
@@ -620,14 +621,14 @@ impl Indexed {
                 at,
             } => match inside(&name) {
                 None => None,
-                Some(rel) if !last_copy => Some(ArchiveAction::Error(
+                Some(rel) if !last_copy => Some(ArchiveAction::Error(Box::new(
                     ReadError::new(
                         ReadErrorKind::Tar,
                         format!("{here}!{}", raw.as_deref().unwrap_or(&name)),
                         "a duplicate entry; a later entry with the same path replaces it",
                     )
                     .about(rel),
-                )),
+                ))),
                 Some(rel) => Some(ArchiveAction::File { rel, size, raw, at }),
             },
         }

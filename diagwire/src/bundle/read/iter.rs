@@ -144,7 +144,7 @@ impl<'a> Files<'a> {
         let item = items.get(self.next)?;
         self.next += 1;
         let (rel, size, at, location) = match &item.what {
-            ArchiveAction::Error(e) => return Some(Err(e.clone())),
+            ArchiveAction::Error(e) => return Some(Err(ReadError::clone(e))),
             ArchiveAction::File { rel, size, raw, at } => {
                 (rel, *size, *at, locations.of(rel, raw.as_deref()))
             }
