@@ -359,10 +359,13 @@ fn rtt(s: &Summary, o: &mut String) {
     o.push_str("</section>");
 }
 
+/// A counter's sample: (time, value).
+type Point = (u64, u64);
+
 fn drops(s: &Summary, span: (u64, u64), o: &mut String) {
     o.push_str("<section id=\"kernel-drops\"><h2>Kernel drop counters over time</h2>");
     // Counters that moved, as the rise since their first sample.
-    let moving: Vec<(&(String, String), &[(u64, u64)])> = s
+    let moving: Vec<(&(String, String), &[Point])> = s
         .drop_series
         .iter()
         .map(|(k, v)| (k, v.points()))
