@@ -2,15 +2,15 @@
 //! bundle. Inline SVG plots come first — a state timeline per node with fault windows shaded across
 //! all lanes, dial outcomes per peer over time, the RTT distribution per observer → target, the
 //! kernel drop counters over time and the bytes each node sent and received — then every section
-//! of the Markdown summary as HTML. Long lanes
-//! are cut while reading ([`crate::model::MAX_SERIES_POINTS`]), counters thinned
-//! ([`crate::model::Series`]), and each plot says so.
+//! of the Markdown summary as HTML. Long lanes are cut while reading
+//! ([`crate::model::MAX_SERIES_POINTS`]), counters thinned ([`crate::model::Series`]), and each
+//! plot says so.
 
 use std::fmt::Write;
 
 use diagwire::v1::PeerState;
 
-use crate::model::{Direction, MAX_COUNTER_POINTS, MAX_SERIES_POINTS, Summary, run_span};
+use crate::model::{Direction, MAX_COUNTER_POINTS, MAX_SERIES_POINTS, Point, Summary, run_span};
 use crate::render::markdown;
 use crate::svg::{Scale, Svg, esc};
 
@@ -358,9 +358,6 @@ fn rtt(s: &Summary, o: &mut String) {
     ]));
     o.push_str("</section>");
 }
-
-/// A counter's sample: (time, value).
-type Point = (u64, u64);
 
 fn drops(s: &Summary, span: (u64, u64), o: &mut String) {
     o.push_str("<section id=\"kernel-drops\"><h2>Kernel drop counters over time</h2>");

@@ -339,15 +339,26 @@ pub struct Absence {
 /// every `stride`-th sample is kept (twice as far apart each time); the latest sample is always
 /// the last point, so a plot of the run ends where the counter did. A long run's plot thus spans
 /// the whole run at an even spacing, in bounded memory (a run has a series per node and counter).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Series {
-    points: Vec<(u64, u64)>,
-    /// One sample in `stride` is kept (1 until the series was first full; 0 before any sample).
+    points: Vec<Point>,
+    /// One sample in `stride` is kept (1 until the series was first full).
     stride: u64,
     /// Samples pushed.
     pushed: u64,
-    /// Whether the last point is the latest sample, kept only until the next.
-    latest_only: bool,
+}
+
+/// A counter's sample: (time, value).
+pub type Point = (u64, u64);
+
+impl Default for Series {
+    fn default() -> Series {
+        Series {
+            points: Vec::new(),
+            stride: 1,
+            pushed: 0,
+        }
+    }
 }
 
 /// Most points a counter's [`Series`] keeps (a plot is about a thousand pixels wide).
@@ -356,10 +367,10 @@ pub const MAX_COUNTER_POINTS: usize = 1_024;
 impl Series {
     /// Adds the next sample.
     pub fn push(&mut self, t: u64, v: u64) {
-        if self.latest_only {
+        // The last point, when it is not a sample on the stride, was kept only as the latest.
+        if self.pushed > 0 && !(self.pushed - 1).is_multiple_of(self.stride) {
             self.points.pop();
         }
-        self.stride = self.stride.max(1);
         // The samples kept take all the room but one, which the latest takes.
         if self.pushed.is_multiple_of(self.stride) && self.points.len() >= MAX_COUNTER_POINTS - 1 {
             let mut i = 0;
@@ -369,13 +380,12 @@ impl Series {
             });
             self.stride *= 2;
         }
-        self.latest_only = !self.pushed.is_multiple_of(self.stride);
         self.points.push((t, v));
         self.pushed += 1;
     }
 
     /// The points kept, in the order pushed.
-    pub fn points(&self) -> &[(u64, u64)] {
+    pub fn points(&self) -> &[Point] {
         &self.points
     }
 

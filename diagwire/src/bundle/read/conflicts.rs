@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{ReadError, ReadErrorKind};
+use super::{ReadError, ReadErrorKind, archive_location};
 
 /// The path of one archive entry, for [`path_conflicts`].
 pub(super) struct Node {
@@ -47,8 +47,8 @@ impl Node {
     /// Where the entry is: `archive!name` as the archive spells the name.
     fn location(&self, archive: &str) -> String {
         match &self.spelled {
-            Some(spelled) => format!("{archive}!{spelled}"),
-            None => format!("{archive}!{}", self.name()),
+            Some(spelled) => archive_location(archive, spelled),
+            None => archive_location(archive, &self.name()),
         }
     }
 }

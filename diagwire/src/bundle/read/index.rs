@@ -12,7 +12,9 @@ use super::inflate::{At, Fail, stream_of};
 use super::run_dir::{find_run_dir, strip_run_dir};
 use super::spill::{Spill, SpillWriter};
 use super::tar_reader::{RawEntry, Walker, is_directory, normalize_entry_name};
-use super::{BundleReader, Layout, Limits, ReadError, ReadErrorKind, manifest_run_id};
+use super::{
+    BundleReader, Layout, Limits, ReadError, ReadErrorKind, archive_location, manifest_run_id,
+};
 
 /// The first two bytes of every gzip member.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -57,8 +59,8 @@ impl Locations {
     /// that is not the run directory's name and `rel` joined.
     pub(super) fn of(&self, rel: &str, raw: Option<&str>) -> String {
         match raw {
-            Some(raw) => format!("{}!{raw}", self.here),
-            None if self.run_dir.is_empty() => format!("{}!{rel}", self.here),
+            Some(raw) => archive_location(&self.here, raw),
+            None if self.run_dir.is_empty() => archive_location(&self.here, rel),
             None => format!("{}!{}/{rel}", self.here, self.run_dir),
         }
     }
@@ -329,7 +331,7 @@ impl<'a> Pass<'a> {
             return Ok(Then::Stop);
         }
         let shown = String::from_utf8_lossy(&entry.name).into_owned();
-        let location = format!("{}!{shown}", self.here);
+        let location = archive_location(self.here, &shown);
         let usable = match normalize_entry_name(&entry.name) {
             Ok(name) if !name.is_empty() && entry.name_problem.is_none() => Some(name),
             _ => None,
@@ -624,7 +626,7 @@ impl Indexed {
                 Some(rel) if !last_copy => Some(ArchiveAction::Error(Box::new(
                     ReadError::new(
                         ReadErrorKind::Tar,
-                        format!("{here}!{}", raw.as_deref().unwrap_or(&name)),
+                        archive_location(here, raw.as_deref().unwrap_or(&name)),
                         "a duplicate entry; a later entry with the same path replaces it",
                     )
                     .about(rel),

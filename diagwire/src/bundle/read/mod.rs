@@ -423,6 +423,11 @@ pub(super) fn manifest_run_id(bytes: &[u8]) -> Option<String> {
     Some(run_id)
 }
 
+/// Where an archive's entry is shown: `<archive>!<entry name>`, the name as the archive spells it.
+pub(super) fn archive_location(archive: &str, entry: &str) -> String {
+    format!("{archive}!{entry}")
+}
+
 pub(super) fn too_large_file(location: String, size: u64, limits: Limits) -> ReadError {
     ReadError::new(
         ReadErrorKind::TooLarge,
