@@ -32,6 +32,10 @@ use crate::shape::{
 /// ask for); the list applies to the instances inside the block too.
 pub const GAP_LIST: &str = "api_gaps";
 
+/// The most fields a struct's slots hold on the stack during a walk; a struct with more has them
+/// allocated.
+const INLINE_FIELDS: usize = 32;
+
 /// The gap list that applies to an instance: none, an empty one (the enclosing struct has the
 /// field but no array in it), or the array at a tape index.
 type Gaps = Option<Option<usize>>;
@@ -424,7 +428,17 @@ impl Walker<'_> {
                 };
                 // One pass over the object's keys: each field's value (the last, for a repeated
                 // key), and whether a key is one nothing here names.
-                let mut slots = vec![None; fields.len()];
+                // On the stack for the structs of any contract so far (a walk meets an instance
+                // for every object it reads, and an allocation each was a tenth of its time).
+                let mut inline = [None; INLINE_FIELDS];
+                let mut spilled = Vec::new();
+                let slots: &mut [Option<usize>] = match inline.get_mut(..fields.len()) {
+                    Some(s) => s,
+                    None => {
+                        spilled.resize(fields.len(), None);
+                        &mut spilled
+                    }
+                };
                 let mut unknown = false;
                 for (k, value) in tape.pairs(v) {
                     match fields.iter().position(|f| k.is(f.key)) {
@@ -444,7 +458,7 @@ impl Walker<'_> {
                         fields,
                         tape,
                         obj: v,
-                        slots: &slots,
+                        slots,
                         unknown,
                         ptr,
                         gaps,
@@ -453,7 +467,7 @@ impl Walker<'_> {
                         adjacent,
                     });
                 }
-                for (f, value) in fields.iter().zip(&slots) {
+                for (f, value) in fields.iter().zip(slots.iter()) {
                     if let Some(value) = *value {
                         self.value(&f.value, tape, value, Ptr::Key(&ptr, f.key), gaps, visit);
                     }
@@ -522,4 +536,72 @@ fn variant(
 ) -> Option<PayloadShape> {
     let t = tape.as_str(tape.get(v, tag)?)?;
     variants.iter().find(|x| x.tag == t).map(|x| x.payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::Presence;
+    use crate::view::Buffer;
+
+    /// A table of one struct of `n` string fields `f0`, `f1`, …
+    fn wide(n: usize) -> &'static Shapes {
+        let fields: Vec<FieldShape> = (0..n)
+            .map(|i| {
+                let key: &'static str = Box::leak(format!("f{i}").into_boxed_str());
+                FieldShape::new(key, ValueShape::Str, Presence::Omittable)
+            })
+            .collect();
+        let types: &'static [TypeShape] = Box::leak(Box::new([TypeShape {
+            name: "Wide",
+            schema: "test",
+            kind: TypeKind::Struct {
+                fields: Box::leak(fields.into_boxed_slice()),
+                flatten: None,
+                consts: &[],
+                keeps_extra: true,
+            },
+        }]));
+        Box::leak(Box::new(Shapes::build(types)))
+    }
+
+    /// Every field of a struct of `n` fields reads as the object holds it: every third absent,
+    /// every third `null`, the rest present; one key nothing names.
+    fn check_wide(n: usize) {
+        let mut text = String::from("{\"extra\":1");
+        for i in (0..n).filter(|i| i % 3 != 0) {
+            let value = if i % 3 == 1 { "null" } else { "\"x\"" };
+            text.push_str(&format!(",\"f{i}\":{value}"));
+        }
+        text.push('}');
+        let tape = Tape::read(&text, Buffer::default()).expect("the tape reads it");
+        let mut seen = 0;
+        wide(n).instances(&ValueShape::Ref("Wide"), &tape, &mut |inst| {
+            seen += 1;
+            for i in 0..n {
+                let want = match i % 3 {
+                    0 => Slot::Absent,
+                    1 => Slot::Null,
+                    _ => Slot::Present,
+                };
+                assert_eq!(inst.slot(i), want, "field f{i} of {n}");
+            }
+            assert_eq!(
+                inst.unknown_keys(),
+                vec![Cow::Borrowed("extra")],
+                "{n} fields"
+            );
+        });
+        assert_eq!(seen, 1, "{n} fields");
+    }
+
+    #[test]
+    fn a_struct_with_as_many_fields_as_the_stack_holds_reads_every_field() {
+        check_wide(INLINE_FIELDS);
+    }
+
+    #[test]
+    fn a_struct_with_more_fields_than_the_stack_holds_reads_every_field() {
+        check_wide(INLINE_FIELDS + 7);
+    }
 }
