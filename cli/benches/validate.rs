@@ -20,7 +20,12 @@
 //!
 //! What it measures (medians; the runs of the cases compared are interleaved round by round, so a
 //! change of machine load hits them alike, and a command's ratio to `gzip -dc` is the median of
-//! the rounds' ratios, shown with their spread, lowest–highest):
+//! the rounds' ratios, shown with their spread, lowest–highest). Beside each child's time is its CPU
+//! time (user and system, all its threads, as the kernel counts the children waited for): a
+//! reading command keeps both cores busy, so its time is about its CPU time over two, and on a
+//! virtual machine whose two processors slow each other when both run, its CPU time grows by half
+//! while single-threaded `gzip -dc`'s does not; a run whose CPU times stand above the usual is one
+//! to repeat rather than to read as a change.
 //!
 //! * `gzip -dc` of the archive into `/dev/null` against `diagwire validate`, `diagwire summary`
 //!   (JSON and HTML) and `diagwire check` (with and without `--coverage`) of it (the release
@@ -140,8 +145,8 @@ fn main() {
 
     // 1. `gzip -dc` against each bundle command, for each member order, interleaved round by
     // round.
-    let mut gzip: Vec<Vec<Duration>> = vec![Vec::new(); main_orders.len()];
-    let mut commands: Vec<Vec<Vec<Duration>>> =
+    let mut gzip: Vec<Vec<Timed>> = vec![Vec::new(); main_orders.len()];
+    let mut commands: Vec<Vec<Vec<Timed>>> =
         vec![vec![Vec::new(); COMMANDS.len()]; main_orders.len()];
     for _ in 0..runs {
         for (o, (_, path)) in main_orders.iter().enumerate() {
@@ -206,7 +211,7 @@ fn main() {
     }
 
     // The table.
-    let gz = median(&gzip[0]);
+    let gz = median(&walls(&gzip[0]));
     let (rd, ck) = (median(&reading), median(&checking));
     let (de, ch, st) = (median(&decode), median(&check), median(&streamed));
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
@@ -223,13 +228,14 @@ fn main() {
         runs
     );
     println!();
-    println!("| measurement | median | ratio | target |");
-    println!("| --- | ---: | ---: | --- |");
+    println!("| measurement | median | CPU | ratio | target |");
+    println!("| --- | ---: | ---: | ---: | --- |");
     for (o, (order, _)) in main_orders.iter().enumerate() {
         println!(
-            "| `gzip -dc`, {} | {} | 1.00 | |",
+            "| `gzip -dc`, {} | {} | {} | 1.00 | |",
             order.name(),
-            ms(median(&gzip[o]))
+            ms(median(&walls(&gzip[o]))),
+            ms(median(&cpus(&gzip[o])))
         );
         for (args, times) in COMMANDS.iter().zip(&commands[o]) {
             // The ratio of each round to the `gzip -dc` of the same archive in the same round: its
@@ -237,7 +243,7 @@ fn main() {
             let mut paired: Vec<f64> = times
                 .iter()
                 .zip(&gzip[o])
-                .map(|(t, g)| ratio(*t, *g))
+                .map(|(t, g)| ratio(t.wall, g.wall))
                 .collect();
             paired.sort_by(f64::total_cmp);
             let r = paired[paired.len() / 2];
@@ -246,50 +252,51 @@ fn main() {
                 None => String::new(),
             };
             println!(
-                "| `diagwire {}`, {} | {} | {r:.2} ({:.2}–{:.2}) | {target} |",
+                "| `diagwire {}`, {} | {} | {} | {r:.2} ({:.2}–{:.2}) | {target} |",
                 args.join(" "),
                 order.name(),
-                ms(median(times)),
+                ms(median(&walls(times))),
+                ms(median(&cpus(times))),
                 paired[0],
                 paired[paired.len() - 1]
             );
         }
     }
     println!(
-        "| in process: bundle reader alone (stream, every file drained) | {} | {:.2} | |",
+        "| in process: bundle reader alone (stream, every file drained) | {} | | {:.2} | |",
         ms(rd),
         ratio(rd, gz)
     );
     println!(
-        "| in process: whole bundle check | {} | {:.2} | |",
+        "| in process: whole bundle check | {} | | {:.2} | |",
         ms(ck),
         ratio(ck, gz)
     );
     println!(
-        "| in process: checking (whole check − reader) | {} | {:.2} | |",
+        "| in process: checking (whole check − reader) | {} | | {:.2} | |",
         ms(ck.saturating_sub(rd)),
         ratio(ck.saturating_sub(rd), gz)
     );
     println!(
-        "| typed decode of every record file | {} | 1.00 | |",
+        "| typed decode of every record file | {} | | 1.00 | |",
         ms(de)
     );
     let r = ratio(ch, de);
     println!(
-        "| check of every record file | {} | {r:.2} | ≤ 1.3 × typed decode: {} |",
+        "| check of every record file | {} | | {r:.2} | ≤ 1.3 × typed decode: {} |",
         ms(ch),
         met(r <= 1.3)
     );
     let r = ratio(st, de);
     println!(
-        "| check of every record file, streamed (files over IN_MEMORY) | {} | {r:.2} | ≤ 1.3 × typed decode: {} |",
+        "| check of every record file, streamed (files over IN_MEMORY) | {} | | {r:.2} | ≤ 1.3 × typed decode: {} |",
         ms(st),
         met(r <= 1.3)
     );
     for (args, order, raw, kb, method) in &rss {
         let limit = 64;
         println!(
-            "| peak RSS of `diagwire {}`, {:.0} MB bundle in {} ({method}) | {:.1} MB | | < {limit} MB: {} |",
+            "| peak RSS of `diagwire {}`, {:.0} MB bundle in {} ({method}) | {:.1} MB | | | < {limit} MB: {} |",
             args.join(" "),
             *raw as f64 / MB as f64,
             order.name(),
@@ -327,18 +334,53 @@ fn time(f: impl FnOnce()) -> Duration {
     start.elapsed()
 }
 
+/// A child's time by the clock and its CPU time.
+#[derive(Debug, Clone, Copy)]
+struct Timed {
+    wall: Duration,
+    cpu: Duration,
+}
+
+fn walls(v: &[Timed]) -> Vec<Duration> {
+    v.iter().map(|t| t.wall).collect()
+}
+
+fn cpus(v: &[Timed]) -> Vec<Duration> {
+    v.iter().map(|t| t.cpu).collect()
+}
+
 /// Runs a child with its output discarded and times it; it must succeed.
-fn time_child(cmd: &mut Command) -> Duration {
+fn time_child(cmd: &mut Command) -> Timed {
+    let cpu_before = children_cpu();
     let start = Instant::now();
     let status = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .expect("the command runs");
-    let elapsed = start.elapsed();
+    let wall = start.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu_before);
     let is_check = cmd.get_args().any(|a| a == "check");
     assert!(finished(status, is_check), "{cmd:?} failed: {status}");
-    elapsed
+    Timed { wall, cpu }
+}
+
+/// The CPU time (user and system) of every child waited for so far, from `/proc/self/stat`'s
+/// `cutime` and `cstime`: the bench waits for one child at a time, so the difference across one
+/// wait is that child's. Those fields count in the kernel's user-space clock ticks, a hundredth of
+/// a second on Linux; a median over the rounds reads finer than one tick.
+fn children_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The fields after the command name (which is in parentheses and may hold spaces): the state
+    // is field 3, `cutime` field 16 and `cstime` field 17.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<u64> = after
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let ticks = fields.get(12).copied().unwrap_or(0) + fields.get(13).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
 }
 
 /// Stops the bench unless `diagwire validate` finds the bundle clean.
