@@ -52,6 +52,7 @@ use std::time::{Duration, Instant};
 use diagwire::bundle::read::{BundleReader, Limits};
 use diagwire::v1::{Record, RecordKind};
 use diagwire::validate::{Options, Report, Validator, Validators};
+use diagwire_testkit::bench::median;
 use diagwire_testkit::bundles::{MB, Template, measure};
 use diagwire_testkit::orders::{MemberOrder, unpack, write_tar_gz_in_order};
 
@@ -211,9 +212,9 @@ fn main() {
     }
 
     // The table.
-    let gz = median(&walls(&gzip[0]));
-    let (rd, ck) = (median(&reading), median(&checking));
-    let (de, ch, st) = (median(&decode), median(&check), median(&streamed));
+    let gz = median(walls(&gzip[0]));
+    let (rd, ck) = (median(reading), median(checking));
+    let (de, ch, st) = (median(decode), median(check), median(streamed));
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     let met = |ok: bool| if ok { "met" } else { "NOT met" };
     println!();
@@ -234,8 +235,8 @@ fn main() {
         println!(
             "| `gzip -dc`, {} | {} | {} | 1.00 | |",
             order.name(),
-            ms(median(&walls(&gzip[o]))),
-            ms(median(&cpus(&gzip[o])))
+            ms(median(walls(&gzip[o]))),
+            ms(median(cpus(&gzip[o])))
         );
         for (args, times) in COMMANDS.iter().zip(&commands[o]) {
             // The ratio of each round to the `gzip -dc` of the same archive in the same round: its
@@ -255,8 +256,8 @@ fn main() {
                 "| `diagwire {}`, {} | {} | {} | {r:.2} ({:.2}–{:.2}) | {target} |",
                 args.join(" "),
                 order.name(),
-                ms(median(&walls(times))),
-                ms(median(&cpus(times))),
+                ms(median(walls(times))),
+                ms(median(cpus(times))),
                 paired[0],
                 paired[paired.len() - 1]
             );
@@ -320,12 +321,6 @@ fn target_ratio(args: &[&str]) -> Option<f64> {
 
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
-
-fn median(v: &[Duration]) -> Duration {
-    let mut v = v.to_vec();
-    v.sort_unstable();
-    v[v.len() / 2]
 }
 
 fn time(f: impl FnOnce()) -> Duration {
