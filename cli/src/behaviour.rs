@@ -61,7 +61,7 @@ pub fn check(
     let rulebook = Rulebook::builtin();
     let need_coverage = show_coverage || baseline.is_some() || fail_below.is_some();
     let verdict = crate::validate::bundle_verdict();
-    let walk = crate::validate::walk(verdict.as_ref());
+    let walk = crate::validate::walk(&verdict);
     let checked = match diagwire_check::check_bundle_walk(
         bundle,
         Limits::default(),

@@ -108,7 +108,7 @@ pub fn summary(bundle: &Path, format: Format, view: View, out: Option<PathBuf>) 
         }
     };
     let verdict = crate::validate::bundle_verdict();
-    let walk = crate::validate::walk(verdict.as_ref());
+    let walk = crate::validate::walk(&verdict);
     let summary = match summarize_walk(bundle, Limits::default(), walk, &mut tick) {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
@@ -175,10 +175,7 @@ pub fn compare(a: &Path, b: &Path) -> ExitCode {
         crate::validate::bundle_verdict(),
         crate::validate::bundle_verdict(),
     );
-    let (wa, wb) = (
-        crate::validate::walk(va.as_ref()),
-        crate::validate::walk(vb.as_ref()),
-    );
+    let (wa, wb) = (crate::validate::walk(&va), crate::validate::walk(&vb));
     let (sa, sb) = match (
         summarize_walk(a, Limits::default(), wa, &mut |_, _| {}),
         summarize_walk(b, Limits::default(), wb, &mut |_, _| {}),

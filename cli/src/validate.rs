@@ -152,10 +152,8 @@ fn read_error(kind: ReadErrorKind, location: &str, message: impl Into<String>) -
 
 /// Runs the check and prints what it found.
 pub fn run(args: Args) -> ExitCode {
-    let validators = match Validators::new() {
-        Ok(v) => v,
-        Err(e) => return crate::fail(&e.to_string()),
-    };
+    // Compiled when a record first needs them: a bundle whose every record reads never does.
+    let validators = Validators::on_demand(&diagwire::v1::CONTRACT);
     let options = Options {
         cross_check: args.cross_check,
         max_record_bytes: usize::try_from(args.limits.max_file_bytes).unwrap_or(usize::MAX),
@@ -500,40 +498,38 @@ fn print_json(outcomes: &[(PathBuf, Outcome)]) {
     );
 }
 
-/// The validators, compiled once for the process (`None` only if the contract's own schemas do
-/// not compile, which a test of the library rules out).
-fn validators() -> Option<&'static Validators> {
-    static VALIDATORS: std::sync::OnceLock<Option<Validators>> = std::sync::OnceLock::new();
-    VALIDATORS.get_or_init(|| Validators::new().ok()).as_ref()
+/// The validators, one for the process, compiled when a record first needs them.
+fn validators() -> &'static Validators {
+    static VALIDATORS: std::sync::OnceLock<Validators> = std::sync::OnceLock::new();
+    VALIDATORS.get_or_init(|| Validators::on_demand(&diagwire::v1::CONTRACT))
 }
 
 /// Where and why a refused record breaks its schema, for a record walk without a verdict.
 pub fn explain(kind: RecordKind, text: &str) -> Vec<(diagwire::ProblemKind, String, String)> {
-    validators()
-        .map(|v| v.explain(kind, text))
-        .unwrap_or_default()
+    validators().explain(kind, text)
 }
 
 /// The bundle's validation with the options `validate` checks a bundle with, to run in the pass
 /// of a record walk (`summary`, `compare`, `check`): the problems those commands report are then
 /// `validate`'s, counted alike.
-pub fn bundle_verdict() -> Option<std::cell::RefCell<BundleVerdict<'static>>> {
+pub fn bundle_verdict() -> std::cell::RefCell<BundleVerdict<'static>> {
     let options = Options {
         max_record_bytes: usize::try_from(Limits::default().max_file_bytes).unwrap_or(usize::MAX),
         ..Options::default()
     };
-    validators().map(|v| std::cell::RefCell::new(BundleVerdict::new(v, options)))
+    std::cell::RefCell::new(BundleVerdict::new(validators(), options))
 }
 
 /// The walk of a command that reads a bundle's records: with `verdict` (from [`bundle_verdict`])
 /// its problems are the bundle's validation; a refused record says where in it either way.
 pub fn walk<'a>(
-    verdict: Option<&'a std::cell::RefCell<BundleVerdict<'static>>>,
+    verdict: &'a std::cell::RefCell<BundleVerdict<'static>>,
 ) -> diagwire::bundle::records::Walk<'a> {
     diagwire::bundle::records::Walk {
         explain: Some(&explain),
-        verdict: verdict
-            .map(|v| v as &std::cell::RefCell<dyn diagwire::bundle::records::Verdict + Send>),
+        verdict: Some(
+            verdict as &std::cell::RefCell<dyn diagwire::bundle::records::Verdict + Send>,
+        ),
         ..Default::default()
     }
 }

@@ -5,6 +5,7 @@
 //! suite checks that the two verdicts agree on every fixture).
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -33,9 +34,25 @@ impl std::fmt::Display for BuildError {
 impl std::error::Error for BuildError {}
 
 /// Compiled validators, one per record kind, for the schemas of this build.
+///
+/// [`Validators::on_demand`] compiles them when a record first needs one: the typed parse decides
+/// whether a record is valid and the schemas only explain a refused record (or cross-check, when
+/// asked), so a bundle whose records all read never needs them, and compiling every kind's schema
+/// (about 10 ms) would come before the first byte of the bundle is read.
 pub struct Validators {
-    by_kind: BTreeMap<String, jsonschema::Validator>,
+    /// The validators, or why they could not be built; set on first use for validators made
+    /// [`Validators::on_demand`].
+    by_kind: OnceLock<Result<ByKind, BuildError>>,
+    /// What an on-demand compile reads: a contract's schema texts and record kinds.
+    source: Option<Source>,
 }
+
+type Source = (
+    &'static [(&'static str, &'static str)],
+    &'static [diagwire_runtime::RecordInfo],
+);
+
+type ByKind = BTreeMap<String, jsonschema::Validator>;
 
 impl Validators {
     /// Compiles the schemas compiled into this crate.
@@ -45,7 +62,40 @@ impl Validators {
 
     /// Compiles the schemas of a contract version (the current one or a release reader's).
     pub fn for_contract(contract: &Contract) -> Result<Self, BuildError> {
-        Self::from_texts(contract.schema_texts, contract.records)
+        let v = Self::on_demand(contract);
+        match v.compiled() {
+            Ok(_) => Ok(v),
+            Err(e) => Err(BuildError(e.0.clone())),
+        }
+    }
+
+    /// The validators of a contract version, compiled when a record first needs one (see the
+    /// type's documentation). A schema that does not compile then explains nothing: a refused
+    /// record keeps the typed parse's error. The contracts of this crate and of its release
+    /// readers compile (their tests build them with [`Validators::for_contract`]).
+    pub fn on_demand(contract: &Contract) -> Self {
+        Validators {
+            by_kind: OnceLock::new(),
+            source: Some((contract.schema_texts, contract.records)),
+        }
+    }
+
+    /// The validators, compiled now if they were not yet.
+    fn compiled(&self) -> Result<&ByKind, &BuildError> {
+        self.by_kind
+            .get_or_init(|| {
+                let (texts, records) = self.source.unwrap_or_default();
+                Self::compile(
+                    texts.iter().copied(),
+                    records.iter().map(|r| (r.kind, r.schema, r.def)),
+                )
+            })
+            .as_ref()
+    }
+
+    /// The validator of the record kind named `kind`, if these schemas have it (and compile).
+    fn of(&self, kind: &str) -> Option<&jsonschema::Validator> {
+        self.compiled().ok()?.get(kind)
     }
 
     /// Compiles a set of schema texts (stem, text) for the given record kinds.
@@ -65,6 +115,17 @@ impl Validators {
         texts: impl IntoIterator<Item = (&'a str, &'a str)>,
         records: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
     ) -> Result<Self, BuildError> {
+        let by_kind = Self::compile(texts, records)?;
+        Ok(Validators {
+            by_kind: OnceLock::from(Ok(by_kind)),
+            source: None,
+        })
+    }
+
+    fn compile<'a>(
+        texts: impl IntoIterator<Item = (&'a str, &'a str)>,
+        records: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    ) -> Result<ByKind, BuildError> {
         let mut docs = Vec::new();
         for (stem, text) in texts {
             let doc: Value = serde_json::from_str(text)
@@ -88,12 +149,14 @@ impl Validators {
                 .map_err(|e| BuildError(format!("record kind `{kind}`: {e}")))?;
             by_kind.insert(kind.to_owned(), validator);
         }
-        Ok(Validators { by_kind })
+        Ok(by_kind)
     }
 
     /// The record kinds these validators know.
     pub fn kinds(&self) -> impl Iterator<Item = &str> + '_ {
-        self.by_kind.keys().map(String::as_str)
+        self.compiled()
+            .into_iter()
+            .flat_map(|k| k.keys().map(String::as_str))
     }
 
     /// Every schema violation of `record` as a record of `kind`.
@@ -105,7 +168,7 @@ impl Validators {
     /// Every schema violation of `record` as a record of the kind named `kind`; `None` when these
     /// schemas have no such kind (validators of another contract version).
     pub fn violations_named(&self, kind: &str, record: &Value) -> Option<Vec<Violation>> {
-        let v = self.by_kind.get(kind)?;
+        let v = self.of(kind)?;
         let mut out = Vec::new();
         for e in v.iter_errors(record) {
             explain(&e, &mut out);
@@ -123,7 +186,7 @@ impl Validators {
         record: &Value,
         max: usize,
     ) -> (Vec<Violation>, bool) {
-        let Some(v) = self.by_kind.get(kind.as_str()) else {
+        let Some(v) = self.of(kind.as_str()) else {
             return (Vec::new(), false);
         };
         let mut out = Vec::new();
@@ -142,9 +205,7 @@ impl Validators {
 
     /// Whether `record` is a valid record of `kind` (false for a kind these schemas do not have).
     pub fn is_valid(&self, kind: RecordKind, record: &Value) -> bool {
-        self.by_kind
-            .get(kind.as_str())
-            .is_some_and(|v| v.is_valid(record))
+        self.of(kind.as_str()).is_some_and(|v| v.is_valid(record))
     }
 }
 
@@ -261,4 +322,45 @@ fn short(mut message: String) -> String {
         message.push('…');
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event whose `wall_ms` is a string: the typed parse refuses it and the schema says where.
+    const BAD_EVENT: &str = r#"{"type":"boot","wall_ms":"soon"}"#;
+
+    #[test]
+    fn validators_on_demand_compile_when_first_asked_and_explain_as_compiled_ones_do() {
+        let lazy = Validators::on_demand(&v1::CONTRACT);
+        assert!(lazy.by_kind.get().is_none(), "compiled before any use");
+        let record: Value = serde_json::from_str(BAD_EVENT).unwrap();
+        let eager = Validators::new().expect("the contract's schemas compile");
+        let want = eager.violations(RecordKind::Event, &record);
+        assert!(!want.is_empty(), "{BAD_EVENT} breaks the event schema");
+        assert_eq!(lazy.violations(RecordKind::Event, &record), want);
+        assert!(matches!(lazy.by_kind.get(), Some(Ok(_))));
+        assert_eq!(
+            lazy.kinds().collect::<Vec<_>>(),
+            eager.kinds().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn validators_on_demand_of_schemas_that_do_not_compile_explain_nothing() {
+        const TEXTS: &[(&str, &str)] = &[("broken", r#"{"$defs": {"X": {"type": 7}}}"#)];
+        const RECORDS: &[diagwire_runtime::RecordInfo] = &[diagwire_runtime::RecordInfo {
+            kind: "event",
+            schema: "broken",
+            def: "X",
+        }];
+        let broken = Validators {
+            by_kind: OnceLock::new(),
+            source: Some((TEXTS, RECORDS)),
+        };
+        let record: Value = serde_json::from_str(BAD_EVENT).unwrap();
+        assert!(broken.violations(RecordKind::Event, &record).is_empty());
+        assert!(matches!(broken.by_kind.get(), Some(Err(_))));
+    }
 }
