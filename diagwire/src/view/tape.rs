@@ -463,15 +463,25 @@ struct Reading {
 /// one): the bytes up to it are digits, signs, points, exponents, commas and whitespace.
 fn numbers_end(b: &[u8], i: usize) -> Option<usize> {
     let rest = b.get(i..)?;
-    let n = rest.iter().position(|&c| {
-        !matches!(
-            c,
-            b'0'..=b'9' | b',' | b' ' | b'\n' | b'\r' | b'\t' | b'-' | b'+' | b'.' | b'e' | b'E'
-        )
-    })?;
+    let n = rest.iter().position(|&c| !IN_NUMBERS[usize::from(c)])?;
     let digits = rest[..n].iter().any(u8::is_ascii_digit);
     (rest[n] == b']' && digits).then_some(i + n)
 }
+
+/// The bytes between the brackets of an array of numbers only: digits, signs, points, exponents,
+/// commas and whitespace. A table, because a node id is such an array of 32 numbers and the
+/// tokenizer meets one in most records: tested as a `match`, each byte took a jump through a table
+/// of its own (a third of the tokenizer's time in `check --coverage`).
+const IN_NUMBERS: [bool; 256] = {
+    let mut table = [false; 256];
+    let allowed = b"0123456789,\n\r\t -+.eE";
+    let mut k = 0;
+    while k < allowed.len() {
+        table[allowed[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
@@ -553,6 +563,18 @@ mod tests {
         assert_eq!(t.elements(items[0]).count(), 0, "numbers are not walked");
         assert_eq!(t.elements(items[1]).count(), 1, "strings are");
         assert!(t.is_object(items[2]) && t.keys(items[2]).is_empty());
+    }
+
+    #[test]
+    fn an_array_of_numbers_in_any_spelling_is_one_token_and_a_string_among_them_is_not() {
+        let numbers = "[ -1,\t2.5e+3 ,\r\n0E-2,7 ]";
+        let text = format!("[{numbers},[1,\"2\"],[]]");
+        let t = tape(&text);
+        let items: Vec<usize> = t.elements(0).collect();
+        assert_eq!(t.json(items[0]), Some(numbers));
+        assert_eq!(t.elements(items[0]).count(), 0, "one token");
+        assert_eq!(t.elements(items[1]).count(), 2, "a string is walked");
+        assert_eq!(t.elements(items[2]).count(), 0);
     }
 
     #[test]
