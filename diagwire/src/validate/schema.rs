@@ -43,8 +43,9 @@ pub struct Validators {
     /// The validators, or why they could not be built; set on first use for validators made
     /// [`Validators::on_demand`].
     by_kind: OnceLock<Result<ByKind, BuildError>>,
-    /// What an on-demand compile reads: a contract's schema texts and record kinds.
-    source: Option<Source>,
+    /// What an on-demand compile reads: a contract's schema texts and record kinds (nothing for
+    /// validators compiled from texts at once).
+    source: Source,
 }
 
 type Source = (
@@ -62,11 +63,11 @@ impl Validators {
 
     /// Compiles the schemas of a contract version (the current one or a release reader's).
     pub fn for_contract(contract: &Contract) -> Result<Self, BuildError> {
-        let v = Self::on_demand(contract);
-        match v.compiled() {
-            Ok(_) => Ok(v),
-            Err(e) => Err(BuildError(e.0.clone())),
-        }
+        let source = (contract.schema_texts, contract.records);
+        Ok(Validators {
+            by_kind: OnceLock::from(Ok(Self::compile_source(source)?)),
+            source,
+        })
     }
 
     /// The validators of a contract version, compiled when a record first needs one (see the
@@ -76,21 +77,22 @@ impl Validators {
     pub fn on_demand(contract: &Contract) -> Self {
         Validators {
             by_kind: OnceLock::new(),
-            source: Some((contract.schema_texts, contract.records)),
+            source: (contract.schema_texts, contract.records),
         }
     }
 
     /// The validators, compiled now if they were not yet.
     fn compiled(&self) -> Result<&ByKind, &BuildError> {
         self.by_kind
-            .get_or_init(|| {
-                let (texts, records) = self.source.unwrap_or_default();
-                Self::compile(
-                    texts.iter().copied(),
-                    records.iter().map(|r| (r.kind, r.schema, r.def)),
-                )
-            })
+            .get_or_init(|| Self::compile_source(self.source))
             .as_ref()
+    }
+
+    fn compile_source((texts, records): Source) -> Result<ByKind, BuildError> {
+        Self::compile(
+            texts.iter().copied(),
+            records.iter().map(|r| (r.kind, r.schema, r.def)),
+        )
     }
 
     /// The validator of the record kind named `kind`, if these schemas have it (and compile).
@@ -118,7 +120,7 @@ impl Validators {
         let by_kind = Self::compile(texts, records)?;
         Ok(Validators {
             by_kind: OnceLock::from(Ok(by_kind)),
-            source: None,
+            source: (&[], &[]),
         })
     }
 
@@ -357,7 +359,7 @@ mod tests {
         }];
         let broken = Validators {
             by_kind: OnceLock::new(),
-            source: Some((TEXTS, RECORDS)),
+            source: (TEXTS, RECORDS),
         };
         let record: Value = serde_json::from_str(BAD_EVENT).unwrap();
         assert!(broken.violations(RecordKind::Event, &record).is_empty());
