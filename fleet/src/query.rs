@@ -4,7 +4,8 @@
 //! with no file yet is registered empty, with the same columns. A table reads only the part
 //! files the dataset's index lists (`listed.rs`); a listed part that does not open as Parquet (or
 //! is reached through a link) is left out and reported ([`unreadable_parts`]), so one bad file
-//! does not stop every query. The shipped views (`views.rs`) are defined on top.
+//! does not stop every query. The shipped views (`views.rs`) are defined on top, each planned
+//! when a statement first names it.
 //! A session's scans parse each file's footer once (`footers.rs`) and read, of a struct column,
 //! only the leaves under the fields a query reaches it through (`leaves.rs`). A window function
 //! over input sorted by its partition keys is computed over the whole input at once
@@ -14,7 +15,7 @@
 //! `SET`), under a memory pool ([`DEFAULT_MEMORY_LIMIT`] unless told otherwise; spills to the
 //! system's temporary folder up to [`SPILL_FACTOR`] times that) and with the functions whose
 //! result outgrows their input bounded by the same limit (`bounded.rs`). The shipped views are
-//! the tool's own SQL and are defined before, outside those options. [`render`] escapes every
+//! the tool's own SQL, planned as a statement names them. [`render`] escapes every
 //! value and column name, so nothing in a result can forge a row or reach a terminal raw.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -218,22 +219,18 @@ pub async fn bounded_session(dataset: &Path, memory_limit: usize) -> Result<Sess
         let table = parquet_table(&dir, schema)?;
         ctx.register_table(t.name, Arc::new(table)).map_err(df)?;
     }
-    for v in views::VIEWS {
-        let at =
-            |e: datafusion::error::DataFusionError| Error::query(format!("view {}: {e}", v.name));
-        if v.materialized {
-            let frame = ctx.sql(v.sql).await.map_err(at)?;
-            let schema = Arc::new(frame.schema().as_arrow().clone());
-            let batches = frame.collect().await.map_err(at)?;
-            let one = datafusion::arrow::compute::concat_batches(&schema, &batches).map_err(df)?;
-            let table = MemTable::try_new(schema, vec![vec![one]]).map_err(at)?;
-            ctx.register_table(v.name, Arc::new(table)).map_err(at)?;
-        } else {
-            ctx.sql(&format!("CREATE VIEW {} AS {}", v.name, v.sql))
-                .await
-                .map_err(at)?;
-        }
-    }
+    // The shipped views, planned when a statement first names one (`views.rs`).
+    let names = ctx.copied_config().options().catalog.clone();
+    let catalog = ctx
+        .catalog(&names.default_catalog)
+        .ok_or_else(|| Error::query("the session has no default catalog"))?;
+    let tables = catalog
+        .schema(&names.default_schema)
+        .ok_or_else(|| Error::query("the session has no default schema"))?;
+    let schema = views::ViewSchema::new(tables, &ctx);
+    catalog
+        .register_schema(&names.default_schema, Arc::new(schema))
+        .map_err(df)?;
     Ok(ctx)
 }
 

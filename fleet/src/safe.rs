@@ -144,8 +144,14 @@ pub fn read_to_string(path: &Path) -> Result<Option<String>, Error> {
     Ok(Some(text))
 }
 
-/// Removes the file (or link) `path` when it is there: a step of its own.
+/// Removes the file (or link) `path` when it is there: a step of its own then (a path that is not
+/// there changes nothing, so it is no step: a kill there would leave what the step before left).
 pub fn remove(path: &Path) -> Result<(), Error> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(path, &e)),
+        Ok(_) => {}
+    }
     step("unlink", path);
     match fs::remove_file(path) {
         Ok(()) => Ok(()),

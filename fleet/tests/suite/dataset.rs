@@ -57,7 +57,7 @@ fn one_run(bundle: &Path) -> (tempfile::TempDir, Value) {
 
 /// Sorts rows by their JSON text, so row order does not matter.
 fn sorted(mut v: Vec<Value>) -> Vec<Value> {
-    v.sort_by_key(|r| r.to_string());
+    v.sort_by_cached_key(|r| r.to_string());
     v
 }
 

@@ -115,7 +115,7 @@ fn rows(dataset: &Path, sqls: &[String]) -> Vec<Vec<Value>> {
         .map(|batches| {
             let text = query::render(batches, Format::Json).unwrap();
             let mut v: Vec<Value> = serde_json::from_str(&text).unwrap();
-            v.sort_by_key(|r| r.to_string());
+            v.sort_by_cached_key(|r| r.to_string());
             v
         })
         .collect()
