@@ -32,9 +32,9 @@ pub struct View {
     /// Its `SELECT`.
     pub sql: &'static str,
     /// Computed once, when a statement of the session first names it, and held as one in-memory
-    /// batch rather than re-planned into every query that names it: for `list_positions`, whose 10,000 rows
-    /// DataFusion's cross join would otherwise hand on one row per batch, in every view that
-    /// reads a list. The other engines define it as a view of the same text.
+    /// batch rather than re-planned into every query that names it: for `list_positions`, whose
+    /// 10,000 rows DataFusion's cross join would otherwise hand on one row per batch, in every
+    /// view that reads a list. The other engines define it as a view of the same text.
     pub materialized: bool,
 }
 
