@@ -32,7 +32,7 @@ use diagwire::v1::Manifest;
 
 use crate::Collector;
 use crate::confined::{Dir, Kind};
-use crate::live::lock;
+use crate::sync::lock;
 
 /// The bundle folder holding a run's quarantined bodies (the library's, which its readers know).
 pub use diagwire::quarantine::QUARANTINE_DIR;

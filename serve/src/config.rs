@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use diagwire::units::{parse_duration, parse_size};
 
+/// Events remembered with their content for a node's current incarnation, by default
+/// (`--dedupe-window`; idempotent ingest, `dedupe.rs`).
+pub const EVENT_WINDOW: usize = 1_024;
+
 /// A hook called before each durable write with the path about to be written; an error it
 /// returns is the write's error. Tests inject a full disk (`ENOSPC`) through it.
 pub type WriteFault = Arc<dyn Fn(&Path) -> std::io::Result<()> + Send + Sync>;
@@ -118,7 +122,7 @@ pub struct Config {
     /// (idempotent ingest, `crate::dedupe`). On unless turned off (`--no-dedupe`).
     pub dedupe: bool,
     /// How many of a node's latest events are remembered with their content (and staging
-    /// number), for each node (`crate::dedupe::EVENT_WINDOW` unless set).
+    /// number), for each node ([`EVENT_WINDOW`] unless set).
     pub dedupe_window: usize,
 }
 
@@ -136,7 +140,7 @@ impl Config {
             writer_name: "diagwire-serve".into(),
             write_fault: None,
             dedupe: true,
-            dedupe_window: crate::dedupe::EVENT_WINDOW,
+            dedupe_window: EVENT_WINDOW,
         }
     }
 }

@@ -22,7 +22,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use diagwire::layout::{self, Encoding, FileKind};
 use serde_json::Value;
 
-use crate::door::DoorProblem;
+use crate::posted::{DoorProblem, one_line};
 
 /// Incarnations (boots) remembered per node; an older one is forgotten with its events.
 pub const MAX_BOOTS: usize = 8;
@@ -35,8 +35,6 @@ pub const SNAPSHOT_WINDOW: usize = 256;
 pub const VASTAI_WINDOW: usize = 1_024;
 /// Events remembered with their content per incarnation once a newer boot took over.
 pub const OLD_EVENT_WINDOW: usize = 256;
-/// Events remembered with their content for a node's current incarnation, by default.
-pub const EVENT_WINDOW: usize = 1_024;
 
 /// A record already staged: the hash of its JSON value (of an event, the hash of its text on one
 /// line, [`bytes_hash`]) and the staging number of its file.
@@ -642,7 +640,7 @@ impl ReadBack<'_> {
             } else {
                 (self.staged)(seen.file).and_then(|t| {
                     self.budget = self.budget.saturating_sub(t.len() as u64);
-                    let text = crate::door::one_line(&t);
+                    let text = one_line(&t);
                     let records = batch_keys(&text)?
                         .into_iter()
                         .map(|k| (bytes_hash(text[k.range.clone()].as_bytes()), k.range))
@@ -1023,16 +1021,17 @@ impl NodeDedupe {
         }
     }
 
-    /// The state of a node rebuilt from its staging directory: its staged files replayed in the
-    /// order they were stored (modification time; boots first among files of one instant, then
-    /// by number). Files that do not read as records are skipped. Reads one file at a time.
+    /// The state of a node rebuilt from its staging directory `dir`, whose files are `names`:
+    /// its staged files replayed in the order they were stored (modification time; boots first
+    /// among files of one instant, then by number). Files that do not read as records are
+    /// skipped. Reads one file at a time.
     pub fn rebuild(
-        store: &crate::store::Store,
+        names: Vec<String>,
         dir: &crate::confined::Dir,
         window: usize,
     ) -> std::io::Result<NodeDedupe> {
         let mut files = Vec::new();
-        for name in store.names(dir, crate::confined::Kind::File)? {
+        for name in names {
             let Some((kind, n)) = layout::parse_staged_name(&name) else {
                 continue;
             };
@@ -1059,7 +1058,7 @@ impl NodeDedupe {
             let Ok(text) = std::str::from_utf8(&text) else {
                 continue;
             };
-            let text = crate::door::one_line(text);
+            let text = one_line(text);
             let plan = state.plan(&kind, &text, None, &|n| events_text(dir, n));
             if !plan.duplicate {
                 state.commit(&plan, n, window);
@@ -1069,17 +1068,6 @@ impl NodeDedupe {
         state.deduplicated = 0;
         Ok(state)
     }
-}
-
-/// Adds what `plan` left out and kept in conflict to the node's counts in `/diag/runs`.
-pub fn count(run: &crate::store::Run, node: &str, plan: &Plan) {
-    if plan.left_out == 0 && plan.conflicts.is_empty() {
-        return;
-    }
-    let mut account = crate::live::lock(&run.account);
-    let n = account.nodes.entry(node.to_owned()).or_default();
-    n.deduplicated += plan.left_out;
-    n.conflicts += plan.conflicts.len() as u64;
 }
 
 #[cfg(test)]
@@ -1319,7 +1307,7 @@ mod tests {
         for &(name, post, file, duplicate, conflicts, reads) in cases {
             let mut state = NodeDedupe::default();
             let plan = state.plan(&FileKind::Events, staged, None, &|_| None);
-            state.commit(&plan, 1, EVENT_WINDOW);
+            state.commit(&plan, 1, crate::config::EVENT_WINDOW);
             let read = std::cell::Cell::new(0);
             let back = |n: u64| {
                 assert_eq!(n, 1, "{name}: the file the record was staged in");

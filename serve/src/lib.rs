@@ -18,9 +18,11 @@ pub mod door;
 pub mod durable;
 pub mod live;
 pub mod observe;
+pub mod posted;
 pub mod routes;
 pub mod server;
 pub mod store;
+pub mod sync;
 
 use std::sync::Arc;
 

@@ -17,7 +17,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use crate::sync::lock;
 
 use diagwire::layout::{self, Encoding, FileKind};
 use diagwire::v1::LiveRecord;
@@ -519,12 +521,6 @@ fn read_back(staged: &Staged, back: &ReadBack) -> Option<LiveItem> {
 pub fn live_kind(stem: &str) -> diagwire::v1::collector::RecordKind {
     serde_json::from_value(serde_json::Value::String(stem.to_owned()))
         .unwrap_or(diagwire::v1::collector::RecordKind::Other(stem.to_owned()))
-}
-
-/// Locks a std mutex, recovering the data of a lock poisoned by a panicking holder (the
-/// accounting stays usable: every update is a single step).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

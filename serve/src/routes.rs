@@ -25,8 +25,8 @@ use crate::Collector;
 use crate::budget::{Bounds, Place, Reserved, post_cost};
 use crate::door::{self, Door, Problems, Verdict};
 use crate::live::Delivery;
-use crate::live::lock;
 use crate::store::{Post, Quarantined, StoreError};
+use crate::sync::lock;
 
 /// The collector's routes over `collector`. Nest it under a base path to serve nodes configured
 /// with one (`http://host:port/base`).
@@ -466,7 +466,7 @@ fn store_verdict(
         Verdict::Unreadable(message) => {
             drop(early);
             let problems = Problems {
-                list: vec![door::DoorProblem {
+                list: vec![crate::posted::DoorProblem {
                     pointer: String::new(),
                     message: message.clone(),
                 }],
@@ -607,7 +607,7 @@ fn stage(
     if plan.duplicate {
         drop(early);
         guard.dedupe.commit(&plan, 0, c.config.dedupe_window);
-        crate::dedupe::count(run, node, &plan);
+        run.count_dedupe(node, &plan);
         return Ok(Outcome {
             seq: plan.seq,
             problems,
@@ -647,7 +647,7 @@ fn stage(
     );
     if c.config.dedupe {
         guard.dedupe.commit(&plan, seq, c.config.dedupe_window);
-        crate::dedupe::count(run, node, &plan);
+        run.count_dedupe(node, &plan);
         if *kind == FileKind::Finalize {
             guard.cool();
         }

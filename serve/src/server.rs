@@ -27,7 +27,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, Semaphore};
 
-use crate::live::lock;
+use crate::sync::lock;
 use crate::{Collector, ServeArgs, router};
 
 /// The connections served now, and which of them are idle (oldest first).

@@ -21,7 +21,8 @@ use prometheus_client::metrics::counter::Counter;
 use crate::config::Config;
 use crate::confined::{Dir, Kind};
 use crate::durable::Flushed;
-use crate::live::{Budget, Hub, Recovered, WeakHub, lock};
+use crate::live::{Budget, Hub, Recovered, WeakHub};
+use crate::sync::lock;
 
 /// Why a post could not be stored.
 #[derive(Debug)]
@@ -183,6 +184,17 @@ pub struct Reserved {
 }
 
 impl Run {
+    /// Adds what `plan` left out and kept in conflict to `node`'s counts in `/diag/runs`.
+    pub fn count_dedupe(&self, node: &str, plan: &crate::dedupe::Plan) {
+        if plan.left_out == 0 && plan.conflicts.is_empty() {
+            return;
+        }
+        let mut account = lock(&self.account);
+        let n = account.nodes.entry(node.to_owned()).or_default();
+        n.deduplicated += plan.left_out;
+        n.conflicts += plan.conflicts.len() as u64;
+    }
+
     /// Queues `snapshot_now` for every node of the run.
     pub fn hint_all(&self) {
         let nodes: Vec<String> = lock(&self.account).nodes.keys().cloned().collect();
@@ -407,7 +419,7 @@ impl Store {
                     }
                     if !quarantine && self.config.dedupe {
                         seq.dedupe = crate::dedupe::NodeDedupe::rebuild(
-                            self,
+                            self.names(&dir, Kind::File)?,
                             &dir,
                             self.config.dedupe_window,
                         )?;
@@ -785,8 +797,9 @@ impl Store {
         if let Some(run_dir) = self.staging_dir(run_id).map_err(io)? {
             match run_dir.open_dir(node) {
                 Ok(dir) => {
+                    let names = self.names(&dir, Kind::File).map_err(io)?;
                     seq.dedupe =
-                        crate::dedupe::NodeDedupe::rebuild(self, &dir, self.config.dedupe_window)
+                        crate::dedupe::NodeDedupe::rebuild(names, &dir, self.config.dedupe_window)
                             .map_err(io)?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
