@@ -380,6 +380,8 @@ impl Store {
                     let seq: &mut NodeSeq = run.1.entry(node.clone()).or_default();
                     let mut account = run.0.nodes.remove(&node).unwrap_or_default();
                     let dir = run_dir.open_dir(&node)?;
+                    // The node's files, listed once: counted here, replayed by dedupe below.
+                    let mut files = Vec::new();
                     for (name, kind) in dir.entries()? {
                         if kind == Kind::Link {
                             self.refuse_link(&dir.path().join(&name));
@@ -416,10 +418,11 @@ impl Store {
                         }
                         run.0.bytes += meta.len;
                         run.0.saw(meta.modified_ms());
+                        files.push(name);
                     }
                     if !quarantine && self.config.dedupe {
                         seq.dedupe = crate::dedupe::NodeDedupe::rebuild(
-                            self.names(&dir, Kind::File)?,
+                            files,
                             &dir,
                             self.config.dedupe_window,
                         )?;
